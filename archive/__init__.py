@@ -1,0 +1,1 @@
+"""dlweb kernel: data formats, content addressing, RPC, multicast lookup and configuration."""

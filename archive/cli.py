@@ -1,0 +1,84 @@
+"""The `dlweb` command: kernel subcommands here, the others found through entry points.
+
+Each package of the project registers its own subcommand in the ``dlweb.commands`` entry-point
+group with a function ``register(subparsers)``, so the kernel never imports them.
+"""
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from .config import load_config, write_new_config
+from .errors import DlwebError
+
+Runner = Callable[[argparse.Namespace], int]
+DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-c",
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help=f"cluster configuration file (default: {DEFAULT_CONFIG})",
+    )
+
+
+def _config_init(args: argparse.Namespace) -> int:
+    write_new_config(args.config, args.name, args.multicast_port)
+    print(f"wrote {args.config} with a new cluster secret")
+    return 0
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    print(f"{args.config}: cluster {config.name!r}, lookup {config.lookup}, ok")
+    return 0
+
+
+def _register_config(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    config = subparsers.add_parser("config", help="create or check a cluster configuration")
+    actions = config.add_subparsers(dest="action", required=True)
+    init = actions.add_parser("init", help="write a new configuration with a generated secret")
+    add_config_option(init)
+    init.add_argument("--name", default="dlweb", help="cluster name")
+    init.add_argument("--multicast-port", type=int, default=None, help="UDP port for lookups")
+    init.set_defaults(run=_config_init)
+    check = actions.add_parser("check", help="validate a configuration file")
+    add_config_option(check)
+    check.set_defaults(run=_config_check)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dlweb", description="dlweb web archive")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _register_config(subparsers)
+    for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
+        entry.load()(subparsers)
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse arguments and run the chosen command, turning dlweb errors into one clear line."""
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    runner: Runner = args.run
+    try:
+        return runner(args)
+    except DlwebError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser(), argv)

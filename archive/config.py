@@ -1,0 +1,184 @@
+"""The cluster configuration: one YAML file per cluster, validated with messages naming the key."""
+
+import hashlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+from .multicast import MulticastSettings
+
+LOOKUP_MODES = ("multicast", "master", "both")
+MIN_SECRET_LENGTH = 16
+_TOKEN_LABEL = b"dlweb write token v1"
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    id: str
+    http: str
+    domain: str = "default"
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    secret: bytes
+    lookup: str = "multicast"
+    multicast: MulticastSettings = field(default_factory=MulticastSettings)
+    master: str | None = None
+    nodes: tuple[NodeEntry, ...] = ()
+    source: str = "<defaults>"
+
+    @property
+    def write_token(self) -> str:
+        return write_token(self.secret)
+
+
+def write_token(secret: bytes) -> str:
+    """The bearer token for writes and deletes, derived so the secret itself never travels."""
+    return hmac.new(secret, _TOKEN_LABEL, hashlib.sha256).hexdigest()
+
+
+class _Section:
+    """Reads one mapping of the YAML file, remembering where it is for error messages."""
+
+    def __init__(self, data: object, where: str, source: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{source}: {where or 'the file'} must be a mapping of keys to values"
+            )
+        self.data: dict[str, Any] = data
+        self.where = where
+        self.source = source
+        self.used: set[str] = set()
+
+    def _path(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {self._path(key)}: {message}")
+
+    def get(self, key: str, kind: type, default: Any = None, required: bool = False) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if required:
+                raise self.fail(key, "is required")
+            return default
+        value = self.data[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.fail(key, f"must be {kind.__name__}, not {type(value).__name__}")
+        return value
+
+    def section(self, key: str) -> "_Section":
+        self.used.add(key)
+        return _Section(self.data.get(key, {}), self._path(key), self.source)
+
+    def finish(self) -> None:
+        """Refuse keys nobody read: a typo must not be silently ignored."""
+        unknown = sorted(set(map(str, self.data)) - self.used)
+        if unknown:
+            raise self.fail(unknown[0], "unknown key")
+
+
+def _multicast(section: _Section) -> MulticastSettings:
+    defaults = MulticastSettings()
+    wait_ms = section.get("wait_ms", float, defaults.wait * 1000)
+    try:
+        settings = MulticastSettings(
+            group_base=section.get("group_base", str, defaults.group_base),
+            port=section.get("port", int, defaults.port),
+            interface=section.get("interface", str, defaults.interface),
+            ttl=section.get("ttl", int, defaults.ttl),
+            wait=wait_ms / 1000,
+            join=section.get("join", str, defaults.join),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{section.source}: {section.where}: {exc}") from None
+    section.finish()
+    return settings
+
+
+def parse_config(data: object, source: str) -> ClusterConfig:
+    top = _Section(data, "", source)
+    cluster = top.section("cluster")
+    name = cluster.get("name", str, "dlweb")
+    secret = cluster.get("secret", str, required=True)
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise cluster.fail("secret", f"must be at least {MIN_SECRET_LENGTH} characters")
+    cluster.finish()
+    lookup = top.get("lookup", str, "multicast")
+    if lookup not in LOOKUP_MODES:
+        raise top.fail("lookup", f"must be one of {', '.join(LOOKUP_MODES)}, not {lookup!r}")
+    multicast = _multicast(top.section("multicast"))
+    master = top.get("master", str)
+    nodes = []
+    for index, raw in enumerate(top.get("nodes", list, [])):
+        entry = _Section(raw, f"nodes[{index}]", source)
+        nodes.append(
+            NodeEntry(
+                id=entry.get("id", str, required=True),
+                http=entry.get("http", str, required=True),
+                domain=entry.get("domain", str, "default"),
+            )
+        )
+        entry.finish()
+    top.finish()
+    return ClusterConfig(
+        name=name,
+        secret=secret.encode("utf-8"),
+        lookup=lookup,
+        multicast=multicast,
+        master=master,
+        nodes=tuple(nodes),
+        source=source,
+    )
+
+
+def load_config(path: Path) -> ClusterConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: cluster configuration file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the cluster configuration: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{at}") from None
+    return parse_config(data, str(path))
+
+
+def new_config_text(name: str = "dlweb", multicast_port: int | None = None) -> str:
+    """A fresh cluster configuration with a generated secret."""
+    data: dict[str, Any] = {
+        "cluster": {"name": name, "secret": secrets.token_urlsafe(32)},
+        "lookup": "multicast",
+        "multicast": {"group_base": MulticastSettings().group_base},
+    }
+    if multicast_port is not None:
+        data["multicast"]["port"] = multicast_port
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def write_new_config(path: Path, name: str = "dlweb", multicast_port: int | None = None) -> None:
+    """Create a configuration file readable by its owner only; never overwrite one."""
+    path = Path(path)
+    if path.exists():
+        raise ConfigError(f"{path}: already exists; refusing to replace a cluster secret")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(new_config_text(name, multicast_port))
+        out.flush()
+        os.fsync(out.fileno())

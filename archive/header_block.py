@@ -1,0 +1,47 @@
+"""Header blocks: a response's status line and header fields, kept as received.
+
+A header block is stored as a content file of its own, so identical blocks are stored once. Its
+bytes are the status line and the header lines as the server sent them, each ending in CRLF, then
+an empty line. Replay parses it back to send the archived status and headers.
+"""
+
+import io
+from dataclasses import dataclass
+
+from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
+
+from .errors import CorruptFile
+
+_PROTOCOLS = ["HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/2.0", "HTTP/3"]
+_PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=True)
+
+
+@dataclass(frozen=True)
+class HeaderBlock:
+    protocol: str
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+
+    def get(self, name: str) -> str | None:
+        wanted = name.lower()
+        return next((v for k, v in self.headers if k.lower() == wanted), None)
+
+
+def encode_header_block(
+    status: int, reason: str, headers: list[tuple[str, str]], protocol: str = "HTTP/1.1"
+) -> bytes:
+    """Header block bytes for a response whose raw header bytes are no longer at hand."""
+    lines = [f"{protocol} {status} {reason}".rstrip()]
+    lines.extend(f"{name}: {value}" for name, value in headers)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", errors="replace")
+
+
+def parse_header_block(data: bytes, where: str = "header block") -> HeaderBlock:
+    try:
+        parsed = _PARSER.parse(io.BytesIO(data))
+        status = int(parsed.get_statuscode())
+    except (StatusAndHeadersParserException, ValueError, TypeError) as exc:
+        raise CorruptFile(f"{where}: not an HTTP status line and headers ({exc})") from None
+    reason = parsed.statusline.partition(" ")[2]
+    return HeaderBlock(parsed.protocol, status, reason, list(parsed.headers))

@@ -1,0 +1,164 @@
+"""Files named by SHA-256 on a local directory, written so that no reader ever sees a partial file.
+
+Layout: ``<root>/<ab>/<cd>/<name>`` where ``ab`` and ``cd`` are the name's first two hex pairs, so no
+folder grows past a few thousand entries even with a billion files. Writes go to a temporary file in
+``<root>/.tmp``, are fsynced and verified, then renamed into place and the folder is fsynced.
+"""
+
+import hashlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from .errors import HashMismatch
+from .hashing import check_name, is_valid_name
+
+TMP_DIR = ".tmp"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or unlink inside `path` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PendingFile:
+    """A file being written: hashes what it receives, and appears under its name only on commit."""
+
+    def __init__(self, store: "FileStore", expected: str | None) -> None:
+        self._store = store
+        self._expected = check_name(expected) if expected is not None else None
+        self._hash = hashlib.sha256()
+        self.size = 0
+        self.temp_path = store.tmp_root / f"{secrets.token_hex(8)}.part"
+        self._fd: int | None = os.open(
+            self.temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644
+        )
+
+    def write(self, chunk: bytes) -> None:
+        assert self._fd is not None, "write after commit or abort"
+        self._hash.update(chunk)
+        view = memoryview(chunk)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.size += len(chunk)
+
+    def commit(self) -> str:
+        """Verify the hash, fsync, rename into place; return the name. Aborts on a mismatch."""
+        assert self._fd is not None, "commit after commit or abort"
+        name = self._hash.hexdigest()
+        if self._expected is not None and name != self._expected:
+            self.abort()
+            raise HashMismatch(f"received bytes hash to {name}, not to {self._expected}")
+        fd, self._fd = self._fd, None
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        final = self._store.path_for(name)
+        try:
+            os.rename(self.temp_path, final)
+        except FileNotFoundError:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(self.temp_path, final)
+        fsync_dir(final.parent)
+        return name
+
+    def abort(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.temp_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> "PendingFile":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._fd is not None:
+            self.abort()
+
+
+class FileStore:
+    """One directory of SHA-256-named files (contents, or structure files)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.tmp_root = self.root / TMP_DIR
+        self.tmp_root.mkdir(parents=True, exist_ok=True)
+
+    def clean_temporaries(self) -> int:
+        """Remove what an interrupted write left behind; return how many files were removed."""
+        removed = 0
+        for entry in os.scandir(self.tmp_root):
+            os.unlink(entry.path)
+            removed += 1
+        return removed
+
+    def path_for(self, name: str) -> Path:
+        check_name(name)
+        return self.root / name[:2] / name[2:4] / name
+
+    def exists(self, name: str) -> bool:
+        return os.path.exists(self.path_for(name))
+
+    def size(self, name: str) -> int:
+        return os.stat(self.path_for(name)).st_size
+
+    def writer(self, expected: str | None = None) -> PendingFile:
+        return PendingFile(self, expected)
+
+    def put_bytes(self, data: bytes, expected: str | None = None) -> str:
+        with self.writer(expected) as pending:
+            pending.write(data)
+            return pending.commit()
+
+    def write_named(self, name: str, data: bytes) -> None:
+        """Atomically create or replace a file whose name is not the hash of its bytes."""
+        final = self.path_for(name)
+        temp = self.tmp_root / f"{secrets.token_hex(8)}.part"
+        try:
+            with open(temp, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(temp, final)
+        finally:
+            temp.unlink(missing_ok=True)
+        fsync_dir(final.parent)
+
+    def read_bytes(self, name: str) -> bytes:
+        return self.path_for(name).read_bytes()
+
+    def delete(self, name: str) -> bool:
+        """Remove a file durably; False when it was not there."""
+        path = self.path_for(name)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        fsync_dir(path.parent)
+        return True
+
+    def names(self) -> Iterator[str]:
+        """Every stored name, by walking the fan-out folders (used to rebuild indexes)."""
+        for first in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if first.name == TMP_DIR or not first.is_dir():
+                continue
+            for second in os.scandir(first.path):
+                if not second.is_dir():
+                    continue
+                for entry in os.scandir(second.path):
+                    if is_valid_name(entry.name):
+                        yield entry.name

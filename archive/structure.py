@@ -1,0 +1,341 @@
+"""Structure files: one per archived URL, fixed-size capture records sorted by capture time.
+
+The byte layout is documented in docs/formats.md. A structure file is searched in place with
+`os.pread`: a lookup reads the header and about log2(n) eight-byte capture times, then the one
+record it returns, so a file of a million captures answers in microseconds without any index.
+"""
+
+import enum
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CorruptFile, DlwebError
+from .hashing import check_name
+
+MAGIC = b"DLWEBSTR"
+VERSION = 1
+MAX_URL_BYTES = 65_535
+
+_HEADER_FIXED = struct.Struct(">8sHHII")  # magic, version, record size, header size, URL length
+_RECORD = struct.Struct(
+    ">q32s32sHBBqI"
+)  # time, content, header block, status, kind, flags, offset, crc
+RECORD_SIZE = _RECORD.size
+_TIME = struct.Struct(">q")
+_CRC_SPAN = RECORD_SIZE - 4
+
+
+class RecordKind(enum.IntEnum):
+    """What a capture record stands for."""
+
+    RESPONSE = 1
+    REVISIT = 2
+    NOT_MODIFIED = 3
+    STREAM_SEGMENT = 4
+
+
+class RecordFlag(enum.IntFlag):
+    NONE = 0
+    TRUNCATED = 1  # the capture was cut short (size limit, time limit, connection lost)
+    IMPORTED = 2  # came from a WARC file rather than from our crawler
+
+
+class Mode(enum.StrEnum):
+    EXACT = "exact"
+    CLOSEST = "closest"
+    BEFORE = "before"
+    AFTER = "after"
+    RANGE = "range"
+
+
+class BadRecord(DlwebError):
+    """A capture record whose fields are out of range."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One version of a URL: when it was captured and which content and header block it refers to."""
+
+    time: int
+    content: str
+    header: str
+    status: int
+    kind: RecordKind = RecordKind.RESPONSE
+    flags: int = 0
+    offset: int = 0
+
+    def pack(self) -> bytes:
+        check_name(self.content)
+        check_name(self.header)
+        if not 0 <= self.status <= 999:
+            raise BadRecord(f"HTTP status {self.status} is not between 0 and 999")
+        if not 0 <= self.flags <= 255:
+            raise BadRecord(f"flags {self.flags} do not fit in one byte")
+        try:
+            kind = RecordKind(self.kind)
+            body = _RECORD.pack(
+                self.time,
+                bytes.fromhex(self.content),
+                bytes.fromhex(self.header),
+                self.status,
+                kind,
+                self.flags,
+                self.offset,
+                0,
+            )
+        except (ValueError, struct.error) as exc:
+            raise BadRecord(f"capture record cannot be stored: {exc}") from None
+        return body[:_CRC_SPAN] + struct.pack(">I", zlib.crc32(body[:_CRC_SPAN]))
+
+    @classmethod
+    def unpack(cls, raw: bytes, where: str) -> "Capture":
+        time, content, header, status, kind, flags, offset, crc = _RECORD.unpack(raw)
+        if zlib.crc32(raw[:_CRC_SPAN]) != crc:
+            raise CorruptFile(f"{where}: record checksum mismatch")
+        try:
+            record_kind = RecordKind(kind)
+        except ValueError:
+            raise CorruptFile(f"{where}: unknown record kind {kind}") from None
+        return cls(time, content.hex(), header.hex(), status, record_kind, flags, offset)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "time": self.time,
+            "content": self.content,
+            "header": self.header,
+            "status": self.status,
+            "kind": self.kind.name.lower(),
+            "flags": self.flags,
+            "offset": self.offset,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> "Capture":
+        """Build a capture from JSON sent by a client, naming the first bad field."""
+        if not isinstance(data, dict):
+            raise BadRecord("a capture record must be a JSON object")
+        try:
+            time, status = data["time"], data["status"]
+            content, header = data["content"], data["header"]
+        except KeyError as exc:
+            raise BadRecord(f"capture record lacks the field {exc.args[0]!r}") from None
+        kind_name = data.get("kind", "response")
+        flags, offset = data.get("flags", 0), data.get("offset", 0)
+        for field, value in (
+            ("time", time),
+            ("status", status),
+            ("flags", flags),
+            ("offset", offset),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise BadRecord(f"capture field {field!r} must be an integer")
+        for field, value in (("content", content), ("header", header)):
+            if not isinstance(value, str):
+                raise BadRecord(f"capture field {field!r} must be a string")
+            check_name(value)
+        if not isinstance(kind_name, str) or kind_name.upper() not in RecordKind.__members__:
+            raise BadRecord(f"capture kind {kind_name!r} is not one of {_kind_names()}")
+        capture = cls(time, content, header, status, RecordKind[kind_name.upper()], flags, offset)
+        capture.pack()
+        return capture
+
+
+def _kind_names() -> str:
+    return ", ".join(kind.name.lower() for kind in RecordKind)
+
+
+def encode_header(url: str) -> bytes:
+    """The header of a new structure file, padded so that records start on an 8-byte boundary."""
+    url_bytes = url.encode("utf-8")
+    if not url_bytes or len(url_bytes) > MAX_URL_BYTES:
+        raise BadRecord(f"URL of {len(url_bytes)} bytes; it must be 1 to {MAX_URL_BYTES}")
+    unpadded = _HEADER_FIXED.size + len(url_bytes) + 4
+    size = (unpadded + 7) // 8 * 8
+    fixed = _HEADER_FIXED.pack(MAGIC, VERSION, RECORD_SIZE, size, len(url_bytes))
+    crc = struct.pack(">I", zlib.crc32(fixed + url_bytes))
+    return fixed + url_bytes + crc + b"\0" * (size - unpadded)
+
+
+def encode_file(url: str, captures: Iterable[Capture]) -> bytes:
+    ordered = sorted(captures, key=lambda c: c.time)
+    return encode_header(url) + b"".join(c.pack() for c in ordered)
+
+
+def find_header_size(fd: int, where: str) -> tuple[int, str]:
+    """Read and check a structure file header; return its size and the URL it holds."""
+    fixed = os.pread(fd, _HEADER_FIXED.size, 0)
+    if len(fixed) < _HEADER_FIXED.size:
+        raise CorruptFile(f"{where}: truncated header ({len(fixed)} bytes)")
+    magic, version, record_size, header_size, url_len = _HEADER_FIXED.unpack(fixed)
+    if magic != MAGIC:
+        raise CorruptFile(f"{where}: not a structure file (bad magic {magic!r})")
+    if version != VERSION:
+        raise CorruptFile(f"{where}: structure format version {version} is not supported")
+    if record_size != RECORD_SIZE:
+        raise CorruptFile(f"{where}: record size {record_size}, expected {RECORD_SIZE}")
+    if url_len > MAX_URL_BYTES or header_size < _HEADER_FIXED.size + url_len + 4:
+        raise CorruptFile(f"{where}: header sizes are inconsistent")
+    rest = os.pread(fd, url_len + 4, _HEADER_FIXED.size)
+    if len(rest) < url_len + 4:
+        raise CorruptFile(f"{where}: truncated header")
+    url_bytes, crc = rest[:url_len], rest[url_len:]
+    if struct.pack(">I", zlib.crc32(fixed + url_bytes)) != crc:
+        raise CorruptFile(f"{where}: header checksum mismatch")
+    return header_size, url_bytes.decode("utf-8", errors="replace")
+
+
+class StructureReader:
+    """Binary search over an open structure file."""
+
+    def __init__(self, fd: int, where: str) -> None:
+        self._fd = fd
+        self.where = where
+        self.base, self.url = find_header_size(fd, where)
+        body = os.fstat(fd).st_size - self.base
+        if body < 0:
+            raise CorruptFile(f"{where}: truncated header")
+        if body % RECORD_SIZE:
+            raise CorruptFile(
+                f"{where}: truncated structure file: {body % RECORD_SIZE} trailing bytes "
+                f"after {body // RECORD_SIZE} whole records"
+            )
+        self.count = body // RECORD_SIZE
+
+    def time_at(self, index: int) -> int:
+        raw = os.pread(self._fd, 8, self.base + index * RECORD_SIZE)
+        value: int = _TIME.unpack(raw)[0]
+        return value
+
+    def record(self, index: int) -> Capture:
+        raw = os.pread(self._fd, RECORD_SIZE, self.base + index * RECORD_SIZE)
+        if len(raw) != RECORD_SIZE:
+            raise CorruptFile(f"{self.where}: record {index} is truncated")
+        return Capture.unpack(raw, f"{self.where} record {index}")
+
+    def records(self, start: int = 0, stop: int | None = None) -> list[Capture]:
+        stop = self.count if stop is None else min(stop, self.count)
+        if start >= stop:
+            return []
+        raw = os.pread(self._fd, (stop - start) * RECORD_SIZE, self.base + start * RECORD_SIZE)
+        return [
+            Capture.unpack(raw[i : i + RECORD_SIZE], f"{self.where} record {start + n}")
+            for n, i in enumerate(range(0, len(raw), RECORD_SIZE))
+        ]
+
+    def check_all(self, batch: int = 4096) -> None:
+        """Read every record, raising CorruptFile at the first bad one or one out of order."""
+        last = None
+        for start in range(0, self.count, batch):
+            for capture in self.records(start, start + batch):
+                if last is not None and capture.time < last:
+                    raise CorruptFile(f"{self.where}: records out of time order near {start}")
+                last = capture.time
+
+    def bisect_left(self, time: int) -> int:
+        """Index of the first record at or after `time`."""
+        lo, hi = 0, self.count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.time_at(mid) < time:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def bisect_right(self, time: int) -> int:
+        """Index just past the last record at or before `time`."""
+        lo, hi = 0, self.count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.time_at(mid) <= time:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def find(self, mode: Mode, time: int) -> int | None:
+        """Index of the record a single-answer query picks, or None."""
+        if not self.count:
+            return None
+        if mode is Mode.EXACT:
+            index = self.bisect_left(time)
+            return index if index < self.count and self.time_at(index) == time else None
+        if mode is Mode.BEFORE:
+            index = self.bisect_right(time) - 1
+            return index if index >= 0 else None
+        if mode is Mode.AFTER:
+            index = self.bisect_left(time)
+            return index if index < self.count else None
+        if mode is Mode.CLOSEST:
+            after = self.bisect_left(time)
+            if after == 0:
+                return 0
+            if after == self.count:
+                return self.count - 1
+            before = after - 1
+            return before if time - self.time_at(before) <= self.time_at(after) - time else after
+        raise ValueError(f"mode {mode} has no single answer")
+
+    def range(self, start: int, stop: int, limit: int) -> list[Capture]:
+        """Records with start <= time <= stop, at most `limit` of them."""
+        first = self.bisect_left(start)
+        last = self.bisect_right(stop)
+        return self.records(first, min(last, first + limit))
+
+
+class StructureFile:
+    """An open structure file; use as a context manager."""
+
+    def __init__(self, path: Path, writable: bool = False) -> None:
+        self.path = Path(path)
+        flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC
+        self._fd = os.open(self.path, flags)
+        try:
+            self.reader = StructureReader(self._fd, str(self.path))
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> "StructureFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def plan_append(self, captures: Sequence[Capture]) -> tuple[list[Capture], bool]:
+        """The captures that are not stored yet, and whether they all go after the last record."""
+        reader = self.reader
+        fresh: list[Capture] = []
+        for capture in sorted(captures, key=lambda c: c.time):
+            start = reader.bisect_left(capture.time)
+            stop = reader.bisect_right(capture.time)
+            if capture in fresh or capture in reader.records(start, stop):
+                continue
+            fresh.append(capture)
+        in_order = (
+            not fresh or not reader.count or fresh[0].time >= reader.time_at(reader.count - 1)
+        )
+        return fresh, in_order
+
+    def append_in_order(self, captures: Sequence[Capture]) -> None:
+        """Write records after the last one and fsync: the caller checked they are in order."""
+        data = b"".join(c.pack() for c in captures)
+        end = self.reader.base + self.reader.count * RECORD_SIZE
+        written = os.pwrite(self._fd, data, end)
+        if written != len(data):
+            os.ftruncate(self._fd, end)
+            raise OSError(f"{self.path}: short write while appending")
+        os.fsync(self._fd)
+        self.reader.count += len(captures)
+
+    def merged_bytes(self, captures: Sequence[Capture]) -> bytes:
+        """The whole file with belated captures inserted in order, for an atomic rewrite."""
+        existing = self.reader.records()
+        return encode_file(self.reader.url, [*existing, *captures])

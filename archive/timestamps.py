@@ -1,0 +1,61 @@
+"""Capture times: integers of UTC microseconds since the epoch, and the spellings users type."""
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from .errors import DlwebError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DIGITS_RE = re.compile(r"\d{4,20}")
+# The largest time a structure record holds (signed 64-bit microseconds) is far past year 9999.
+MAX_TIME = 253402300799999999
+
+
+class BadTime(DlwebError):
+    """A date or time a user gave that cannot be read."""
+
+
+def to_micros(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def parse_time(text: str) -> int:
+    """Read a time as 4 to 14 digits (YYYY[MM[DD[hh[mm[ss]]]]], the Wayback form), as more than
+    14 digits (microseconds since the epoch), or as ISO 8601 (UTC when no zone is given)."""
+    text = text.strip()
+    if _DIGITS_RE.fullmatch(text):
+        if len(text) > 14:
+            micros = int(text)
+            if micros > MAX_TIME:
+                raise BadTime(f"time {text!r} is past the year 9999")
+            return micros
+        padded = text + "0101000000"[len(text) - 4 :] if len(text) < 14 else text
+        try:
+            return to_micros(datetime.strptime(padded, "%Y%m%d%H%M%S"))
+        except ValueError:
+            raise BadTime(f"time {text!r} is not a valid YYYYMMDDhhmmss date") from None
+    try:
+        return to_micros(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        raise BadTime(
+            f"time {text[:40]!r} is neither 4-14 digits (YYYYMMDDhhmmss) nor ISO 8601"
+        ) from None
+
+
+def format_iso(micros: int) -> str:
+    """ISO 8601 in UTC with a Z, microseconds shown only when there are some."""
+    moment = from_micros(micros)
+    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ"
+    return moment.strftime(spec)
+
+
+def format_digits(micros: int) -> str:
+    """The 14-digit Wayback spelling of a time (seconds precision)."""
+    return from_micros(micros).strftime("%Y%m%d%H%M%S")

@@ -1,0 +1,275 @@
+"""The storage node's HTTP interface: contents, structure files, status, metrics, inventory."""
+
+import hmac
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from archive.errors import BadName, CorruptFile, DlwebError, HashMismatch, NotFound
+from archive.hashing import check_name
+from archive.structure import BadRecord, Capture, Mode
+from archive.timestamps import BadTime, parse_time
+from archive.urlkey import BadUrl
+
+from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
+
+log = logging.getLogger(__name__)
+
+MAX_JSON_BODY = 16 * 1024 * 1024
+MAX_RANGE_LIMIT = 100_000
+READ_CHUNK = 256 * 1024
+_CLIENT_ERRORS = (BadName, HashMismatch, BadRecord, BadTime, BadUrl, UrlMismatch)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+NODE = web.AppKey("node", StorageNode)
+TOKEN = web.AppKey("token", str)
+METRICS = web.AppKey("metrics", Counter[str])
+STARTED = web.AppKey("started", float)
+EXTRA_STATUS = web.AppKey("extra_status", Callable[[], dict[str, object]])
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn every failure into a JSON error naming the problem; never a traceback."""
+    metrics = request.app[METRICS]
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        response = exc
+    except _CLIENT_ERRORS as exc:
+        response = _error(400, str(exc))
+    except NotFound as exc:
+        response = _error(404, str(exc))
+    except CorruptFile as exc:
+        log.error("corrupt file: %s", exc)
+        response = _error(500, f"corrupt file on this node: {exc}")
+    except DlwebError as exc:
+        response = _error(400, str(exc))
+    except Exception:
+        log.exception("internal error on %s %s", request.method, request.path)
+        response = _error(500, "internal error on the storage node")
+    route = request.match_info.route.resource
+    label = route.canonical if route is not None else "unmatched"
+    metrics[
+        f'dlweb_node_requests_total{{method="{request.method}",route="{label}",status="{response.status}"}}'
+    ] += 1
+    if isinstance(response, web.HTTPException) and response.status >= 400:
+        return _error(response.status, response.reason)
+    return response
+
+
+@web.middleware
+async def _writes_need_token(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.method in ("PUT", "POST", "DELETE"):
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return _error(401, "writes and deletes need the cluster token (Authorization: Bearer)")
+        if not hmac.compare_digest(token.encode(), request.app[TOKEN].encode()):
+            return _error(403, "wrong cluster token")
+    return await handler(request)
+
+
+def _name(request: web.Request) -> str:
+    return check_name(request.match_info["name"])
+
+
+async def get_content(request: web.Request) -> web.StreamResponse:
+    name = _name(request)
+    node = request.app[NODE]
+    path = node.contents.path_for(name)
+    if not node.filter.might_hold(name) or not path.exists():
+        raise NotFound(f"content {name} is not on this node")
+    request.app[METRICS]["dlweb_node_content_reads_total"] += 1
+    return web.FileResponse(
+        path,
+        chunk_size=READ_CHUNK,
+        headers={"Content-Type": "application/octet-stream", "ETag": f'"{name}"'},
+    )
+
+
+async def put_content(request: web.Request) -> web.Response:
+    name = _name(request)
+    node = request.app[NODE]
+    if node.contents.exists(name):
+        return web.json_response({"name": name, "created": False})
+    _, created = await node.put_content(name, request.content.iter_chunked(READ_CHUNK))
+    metrics = request.app[METRICS]
+    metrics["dlweb_node_content_writes_total"] += 1
+    return web.json_response({"name": name, "created": created}, status=201 if created else 200)
+
+
+async def delete_file(request: web.Request) -> web.Response:
+    name = _name(request)
+    kind = CONTENT if request.path.startswith("/content/") else STRUCTURE
+    if not await request.app[NODE].delete(kind, name):
+        raise NotFound(f"{kind} {name} is not on this node")
+    return web.json_response({"name": name, "deleted": True})
+
+
+async def _json_body(request: web.Request) -> object:
+    try:
+        return json.loads(await request.read())
+    except (ValueError, UnicodeDecodeError):
+        raise DlwebError("request body is not valid JSON") from None
+
+
+async def append_structure(request: web.Request) -> web.Response:
+    name = _name(request)
+    body = await _json_body(request)
+    if not isinstance(body, dict) or not isinstance(body.get("url"), str):
+        raise BadRecord('body must be {"url": "...", "records": [...]}')
+    records = body.get("records")
+    if not isinstance(records, list) or not records:
+        raise BadRecord('"records" must be a non-empty list of capture records')
+    captures = []
+    for index, raw in enumerate(records):
+        try:
+            captures.append(Capture.from_json(raw))
+        except DlwebError as exc:
+            raise BadRecord(f"records[{index}]: {exc}") from None
+    added = await request.app[NODE].append_captures(name, body["url"], captures)
+    return web.json_response({"name": name, "added": added})
+
+
+async def put_structure(request: web.Request) -> web.Response:
+    name = _name(request)
+    created = await request.app[NODE].put_structure(name, request.content.iter_chunked(READ_CHUNK))
+    return web.json_response({"name": name, "created": created}, status=201 if created else 200)
+
+
+def _int_param(request: web.Request, key: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(key)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise DlwebError(f"query parameter {key}={raw[:20]!r} must be an integer {low}..{high}")
+    return int(raw)
+
+
+def _time_param(request: web.Request, key: str) -> int:
+    raw = request.query.get(key)
+    if raw is None:
+        raise DlwebError(f"query parameter {key!r} is required")
+    try:
+        return parse_time(raw)
+    except BadTime as exc:
+        raise BadTime(f"query parameter {key}: {exc}") from None
+
+
+def _record_json(capture: Capture, index: int) -> dict[str, object]:
+    return {**capture.to_json(), "index": index}
+
+
+async def get_structure(request: web.Request) -> web.StreamResponse:
+    """The raw file without `mode`; otherwise a binary-search query answered in JSON."""
+    name = _name(request)
+    node = request.app[NODE]
+    mode_text = request.query.get("mode")
+    if mode_text is None:
+        path = node.structures.path_for(name)
+        if not path.exists():
+            raise NotFound(f"no structure file {name} on this node")
+        return web.FileResponse(path, headers={"Content-Type": "application/octet-stream"})
+    try:
+        mode = Mode(mode_text)
+    except ValueError:
+        modes = ", ".join(m.value for m in Mode)
+        raise DlwebError(f"mode {mode_text[:20]!r} is not one of {modes}") from None
+    request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
+    with node.open_structure(name) as sfile:
+        reader = sfile.reader
+        answer: dict[str, object] = {"name": name, "url": reader.url, "count": reader.count}
+        if mode is Mode.RANGE:
+            start = reader.bisect_left(_time_param(request, "from"))
+            stop = reader.bisect_right(_time_param(request, "to"))
+            limit = _int_param(request, "limit", 1000, 1, MAX_RANGE_LIMIT)
+            found = reader.records(start, min(stop, start + limit))
+            answer["records"] = [_record_json(c, start + i) for i, c in enumerate(found)]
+            return web.json_response(answer)
+        index = reader.find(mode, _time_param(request, "at"))
+        if index is None:
+            answer["records"] = []
+            return web.json_response(answer, status=404)
+        answer["records"] = [_record_json(reader.record(index), index)]
+        neighbours = {"first": 0, "last": reader.count - 1, "prev": index - 1, "next": index + 1}
+        for key, at in neighbours.items():
+            valid = 0 <= at < reader.count
+            answer[key] = _record_json(reader.record(at), at) if valid else None
+        return web.json_response(answer)
+
+
+async def get_status(request: web.Request) -> web.Response:
+    node = request.app[NODE]
+    free, total = node.disk_usage()
+    status: dict[str, object] = {
+        "node": node.id,
+        "uptime": round(time.monotonic() - request.app[STARTED], 3),
+        "disk": {"free": free, "total": total},
+        "files": node.counts.files,
+        "bytes": node.counts.bytes,
+        "groups_held": sorted(node.groups),
+        "inventory_seq": node.inventory.seq,
+        "filter": {
+            "names": node.filter.count,
+            "capacity": node.filter.capacity,
+            "deleted": node.filter.deletion_count,
+        },
+    }
+    status.update(request.app[EXTRA_STATUS]())
+    return web.json_response(status)
+
+
+async def get_metrics(request: web.Request) -> web.Response:
+    node = request.app[NODE]
+    lines = [f"{key} {value}" for key, value in sorted(request.app[METRICS].items())]
+    for kind in (CONTENT, STRUCTURE):
+        lines.append(f'dlweb_node_files{{kind="{kind}"}} {node.counts.files[kind]}')
+        lines.append(f'dlweb_node_bytes{{kind="{kind}"}} {node.counts.bytes[kind]}')
+    free, total = node.disk_usage()
+    lines += [f"dlweb_node_disk_free_bytes {free}", f"dlweb_node_disk_total_bytes {total}"]
+    for key, value in request.app[EXTRA_STATUS]().items():
+        if isinstance(value, dict):
+            lines += [f"dlweb_node_{key}_{k} {v}" for k, v in value.items() if isinstance(v, int)]
+    return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+
+async def get_inventory(request: web.Request) -> web.Response:
+    """Inventory entries after `since`, for a master catching up with this node."""
+    since = _int_param(request, "since", 0, 0, 1 << 62)
+    limit = _int_param(request, "limit", 10_000, 1, 100_000)
+    node = request.app[NODE]
+    entries = [e.to_json() for e in node.inventory.read_since(since, limit)]
+    return web.json_response({"node": node.id, "seq": node.inventory.seq, "entries": entries})
+
+
+def build_app(
+    node: StorageNode,
+    token: str,
+    extra_status: Callable[[], dict[str, object]] = dict,
+) -> web.Application:
+    app = web.Application(middlewares=[_errors, _writes_need_token], client_max_size=MAX_JSON_BODY)
+    app[NODE] = node
+    app[TOKEN] = token
+    app[METRICS] = Counter()
+    app[STARTED] = time.monotonic()
+    app[EXTRA_STATUS] = extra_status
+    app.router.add_get("/content/{name}", get_content)
+    app.router.add_put("/content/{name}", put_content)
+    app.router.add_delete("/content/{name}", delete_file)
+    app.router.add_get("/structure/{name}", get_structure)
+    app.router.add_post("/structure/{name}", append_structure)
+    app.router.add_put("/structure/{name}", put_structure)
+    app.router.add_delete("/structure/{name}", delete_file)
+    app.router.add_get("/status", get_status)
+    app.router.add_get("/metrics", get_metrics)
+    app.router.add_get("/inventory", get_inventory)
+    return app

@@ -1,0 +1,122 @@
+"""The inventory log: every file a node gained or lost, in order, for the master to read.
+
+One JSON object a line: ``{"seq": 12, "op": "add", "kind": "content", "name": "...", "size": 4096,
+"time": 1700000000000000}``. Lines are made durable by a shared fsync (group commit): every writer
+waits for an fsync that covers its line, and concurrent writers share one.
+"""
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+OPS = ("add", "remove")
+KINDS = ("content", "structure")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    seq: int
+    op: str
+    kind: str
+    name: str
+    size: int
+    time: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "seq": self.seq,
+            "op": self.op,
+            "kind": self.kind,
+            "name": self.name,
+            "size": self.size,
+            "time": self.time,
+        }
+
+
+def _parse(line: bytes) -> Entry | None:
+    try:
+        data = json.loads(line)
+        entry = Entry(
+            int(data["seq"]),
+            str(data["op"]),
+            str(data["kind"]),
+            str(data["name"]),
+            int(data["size"]),
+            int(data["time"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+    return entry if entry.op in OPS and entry.kind in KINDS else None
+
+
+class InventoryLog:
+    def __init__(self, path: Path, executor: Executor) -> None:
+        self.path = Path(path)
+        self._executor = executor
+        self.seq = self._recover()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._written = self.seq
+        self._synced = self.seq
+        self._sync_task: asyncio.Task[None] | None = None
+
+    def _recover(self) -> int:
+        """Find the last sequence number, cutting off a line torn by a crash."""
+        if not self.path.exists():
+            return 0
+        good_end, seq = 0, 0
+        with open(self.path, "rb") as stream:
+            for line in stream:
+                entry = _parse(line) if line.endswith(b"\n") else None
+                if entry is None:
+                    break
+                good_end += len(line)
+                seq = entry.seq
+        size = self.path.stat().st_size
+        if good_end != size:
+            log.warning("%s: dropping %d bytes of a torn last line", self.path, size - good_end)
+            os.truncate(self.path, good_end)
+        return seq
+
+    async def record(self, op: str, kind: str, name: str, size: int) -> Entry:
+        """Append an entry and return once it is on disk."""
+        self.seq += 1
+        entry = Entry(self.seq, op, kind, name, size, time.time_ns() // 1000)
+        os.write(self._fd, json.dumps(entry.to_json(), separators=(",", ":")).encode() + b"\n")
+        self._written = entry.seq
+        while self._synced < entry.seq:
+            if self._sync_task is None:
+                self._sync_task = asyncio.create_task(self._sync())
+            await asyncio.shield(self._sync_task)
+        return entry
+
+    async def _sync(self) -> None:
+        target = self._written
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, os.fdatasync, self._fd)
+            self._synced = max(self._synced, target)
+        finally:
+            self._sync_task = None
+
+    def read_since(self, seq: int, limit: int) -> Iterator[Entry]:
+        """Entries after `seq`, oldest first, at most `limit`."""
+        count = 0
+        with open(self.path, "rb") as stream:
+            for line in stream:
+                if count >= limit:
+                    return
+                entry = _parse(line)
+                if entry is not None and entry.seq > seq:
+                    count += 1
+                    yield entry
+
+    def close(self) -> None:
+        os.fsync(self._fd)
+        os.close(self._fd)

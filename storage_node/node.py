@@ -1,0 +1,295 @@
+"""A storage node's state: its two file stores, bloom filter, counters and inventory log."""
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import uuid
+import weakref
+from collections.abc import AsyncIterable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from archive.bloom import NameFilter
+from archive.errors import CorruptFile, DlwebError, NotFound
+from archive.store import FileStore, fsync_dir
+from archive.structure import Capture, StructureFile, encode_file
+from archive.urlkey import structure_name
+
+from .inventory import InventoryLog
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_FILE = "snapshot.json"
+FILTER_FILE = "names.bloom"
+IDENTITY_FILE = "node.json"
+CONTENT, STRUCTURE = "content", "structure"
+T = TypeVar("T")
+
+
+class UrlMismatch(DlwebError):
+    """A structure write whose URL does not hash to the file name it was sent to."""
+
+
+@dataclass
+class Counts:
+    """What the node holds, kept current so /status and group subscriptions need no disk scan."""
+
+    files: dict[str, int] = field(default_factory=lambda: {CONTENT: 0, STRUCTURE: 0})
+    bytes: dict[str, int] = field(default_factory=lambda: {CONTENT: 0, STRUCTURE: 0})
+    groups: list[int] = field(default_factory=lambda: [0] * 256)
+
+    def apply(self, op: str, kind: str, name: str, size: int) -> None:
+        sign = 1 if op == "add" else -1
+        self.files[kind] += sign
+        self.bytes[kind] += sign * size
+        self.groups[int(name[:2], 16)] += sign
+
+    def to_json(self) -> dict[str, object]:
+        return {"files": self.files, "bytes": self.bytes, "groups": self.groups}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> "Counts":
+        files, sizes, groups = data["files"], data["bytes"], data["groups"]
+        if not (isinstance(files, dict) and isinstance(sizes, dict) and isinstance(groups, list)):
+            raise ValueError("snapshot counts are not mappings and a list")
+        if len(groups) != 256:
+            raise ValueError("snapshot group counts do not have 256 entries")
+        return cls(
+            {k: int(files[k]) for k in (CONTENT, STRUCTURE)},
+            {k: int(sizes[k]) for k in (CONTENT, STRUCTURE)},
+            [int(g) for g in groups],
+        )
+
+
+class StorageNode:
+    """Owns a node's root directory; every change of what it holds goes through here."""
+
+    def __init__(self, root: Path, node_id: str | None = None) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.id = self._identity(node_id)
+        self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="node-io")
+        self.contents = FileStore(self.root / "content")
+        self.structures = FileStore(self.root / "structure")
+        for store in (self.contents, self.structures):
+            removed = store.clean_temporaries()
+            if removed:
+                log.warning("%s: removed %d files left by interrupted writes", store.root, removed)
+        self.inventory = InventoryLog(self.root / "inventory.log", self.executor)
+        self.counts, self.filter = self._load_state()
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self.on_new_group: Callable[[int], None] = lambda group: None
+
+    def _identity(self, node_id: str | None) -> str:
+        path = self.root / IDENTITY_FILE
+        if path.exists():
+            stored = json.loads(path.read_text())["id"]
+            if node_id is not None and node_id != stored:
+                raise DlwebError(f"{self.root} belongs to node {stored!r}, not {node_id!r}")
+            return str(stored)
+        chosen = node_id or uuid.uuid4().hex[:12]
+        temp = path.with_suffix(".part")
+        temp.write_text(json.dumps({"id": chosen}))
+        os.replace(temp, path)
+        return chosen
+
+    # -- state that survives restarts ---------------------------------------------------------
+
+    def _load_state(self) -> tuple[Counts, NameFilter]:
+        """Load the saved filter and counts and replay the inventory after them, or rescan."""
+        try:
+            snapshot = json.loads((self.root / SNAPSHOT_FILE).read_text())
+            names_filter, seq = NameFilter.load(self.root / FILTER_FILE)
+            if seq != snapshot["seq"]:
+                raise ValueError(f"filter is at entry {seq}, counts at {snapshot['seq']}")
+            counts = Counts.from_json(snapshot["counts"])
+        except FileNotFoundError:
+            log.info("%s: no saved filter; scanning the disk once", self.root)
+            return self._rescan()
+        except (ValueError, KeyError, TypeError, CorruptFile) as exc:
+            log.warning("%s: saved state unusable (%s); scanning the disk", self.root, exc)
+            return self._rescan()
+        replayed = 0
+        for entry in self.inventory.read_since(seq, limit=1 << 62):
+            counts.apply(entry.op, entry.kind, entry.name, entry.size)
+            if entry.op == "add":
+                names_filter.add(entry.name)
+            else:
+                names_filter.discard(entry.name)
+            replayed += 1
+        if replayed:
+            log.info(
+                "%s: replayed %d inventory entries after the saved filter", self.root, replayed
+            )
+        return counts, names_filter
+
+    def _rescan(self) -> tuple[Counts, NameFilter]:
+        counts = Counts()
+        names: list[str] = []
+        for kind, store in ((CONTENT, self.contents), (STRUCTURE, self.structures)):
+            for name in store.names():
+                counts.apply("add", kind, name, store.size(name))
+                names.append(name)
+        names_filter = NameFilter.rebuilt(names)
+        self._save_state(counts, names_filter, self.inventory.seq)
+        return counts, names_filter
+
+    def _save_state(self, counts: Counts, names_filter: NameFilter, seq: int) -> None:
+        names_filter.save(self.root / FILTER_FILE, seq)
+        path = self.root / SNAPSHOT_FILE
+        temp = path.with_suffix(".part")
+        with open(temp, "w") as out:
+            json.dump({"seq": seq, "counts": counts.to_json()}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+
+    def save_state(self) -> None:
+        """Write the filter and counts so the next start needs no disk scan."""
+        if self.filter.needs_rebuild():
+            self.rebuild_filter()
+        self._save_state(self.counts, self.filter, self.inventory.seq)
+
+    def rebuild_filter(self) -> None:
+        names = [*self.contents.names(), *self.structures.names()]
+        self.filter = NameFilter.rebuilt(names)
+
+    def close(self) -> None:
+        self.save_state()
+        self.inventory.close()
+        self.executor.shutdown(wait=True)
+
+    # -- what the node holds --------------------------------------------------------------------
+
+    def store_for(self, kind: str) -> FileStore:
+        return self.contents if kind == CONTENT else self.structures
+
+    def holds(self, kind: str, name: str) -> bool:
+        """Filter first (a miss is final), then the deletion set, then the filesystem."""
+        return self.filter.might_hold(name) and self.store_for(kind).exists(name)
+
+    @property
+    def groups(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.counts.groups) if n > 0)
+
+    async def _gained(self, kind: str, name: str, size: int) -> None:
+        await self.inventory.record("add", kind, name, size)
+        group = int(name[:2], 16)
+        first_of_group = self.counts.groups[group] == 0
+        self.counts.apply("add", kind, name, size)
+        self.filter.add(name)
+        if first_of_group:
+            self.on_new_group(group)
+
+    async def _lost(self, kind: str, name: str, size: int) -> None:
+        await self.inventory.record("remove", kind, name, size)
+        self.counts.apply("remove", kind, name, size)
+        self.filter.discard(name)
+
+    def lock(self, name: str) -> asyncio.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            lock = self._locks[name] = asyncio.Lock()
+        return lock
+
+    async def run_io(self, func: Callable[..., T], *args: object) -> T:
+        """Run a blocking call (fsync, rename) off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, func, *args)
+
+    # -- contents -------------------------------------------------------------------------------
+
+    async def put_content(self, expected: str, body: AsyncIterable[bytes]) -> tuple[str, bool]:
+        """Store a content from a stream, verifying its hash; returns (name, created)."""
+        pending = self.contents.writer(expected)
+        try:
+            async for chunk in body:
+                pending.write(chunk)
+            async with self.lock(expected):
+                if self.contents.exists(expected):
+                    pending.abort()
+                    return expected, False
+                await self.run_io(pending.commit)
+                await self._gained(CONTENT, expected, pending.size)
+        finally:
+            pending.abort()
+        return expected, True
+
+    async def delete(self, kind: str, name: str) -> bool:
+        store = self.store_for(kind)
+        async with self.lock(name):
+            try:
+                size = store.size(name)
+            except FileNotFoundError:
+                return False
+            await self.run_io(store.delete, name)
+            await self._lost(kind, name, size)
+        return True
+
+    # -- structure files ------------------------------------------------------------------------
+
+    async def append_captures(self, name: str, url: str, captures: Sequence[Capture]) -> int:
+        """Add captures to a URL's structure file, creating it if needed; returns how many were new."""
+        if structure_name(url) != name:
+            raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
+        path = self.structures.path_for(name)
+        async with self.lock(name):
+            if not path.exists():
+                data = encode_file(url, captures)
+                await self.run_io(self.structures.write_named, name, data)
+                await self._gained(STRUCTURE, name, len(data))
+                return len(set(captures))
+            before = self.structures.size(name)
+            with StructureFile(path, writable=True) as sfile:
+                fresh, in_order = sfile.plan_append(captures)
+                if not fresh:
+                    return 0
+                if in_order:
+                    await self.run_io(sfile.append_in_order, fresh)
+                else:
+                    await self.run_io(self.structures.write_named, name, sfile.merged_bytes(fresh))
+            grown = self.structures.size(name) - before
+            self.counts.bytes[STRUCTURE] += grown
+            return len(fresh)
+
+    async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
+        """Store a whole structure file (a copy sent by the master), after checking all of it."""
+        temp = self.structures.tmp_root / f"copy-{uuid.uuid4().hex}.part"
+        try:
+            with open(temp, "wb") as out:
+                async for chunk in body:
+                    out.write(chunk)
+                out.flush()
+                await self.run_io(os.fsync, out.fileno())
+            with StructureFile(temp) as sfile:
+                url = sfile.reader.url
+                await self.run_io(sfile.reader.check_all)
+            if structure_name(url) != name:
+                raise UrlMismatch(f"structure file for {url[:200]!r} sent as {name}")
+            size = temp.stat().st_size
+            async with self.lock(name):
+                path = self.structures.path_for(name)
+                old_size = path.stat().st_size if path.exists() else None
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(temp, path)
+                await self.run_io(fsync_dir, path.parent)
+                if old_size is not None:
+                    self.counts.bytes[STRUCTURE] += size - old_size
+                else:
+                    await self._gained(STRUCTURE, name, size)
+        finally:
+            temp.unlink(missing_ok=True)
+        return old_size is None
+
+    def open_structure(self, name: str) -> StructureFile:
+        try:
+            return StructureFile(self.structures.path_for(name))
+        except FileNotFoundError:
+            raise NotFound(f"no structure file {name} on this node") from None
+
+    def disk_usage(self) -> tuple[int, int]:
+        usage = shutil.disk_usage(self.root)
+        return usage.free, usage.total

@@ -1,0 +1,76 @@
+"""Runs a storage node: the HTTP server, the multicast responder and the periodic state saves."""
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from archive.config import ClusterConfig
+from archive.multicast import Responder
+
+from .http import build_app
+from .node import StorageNode
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    root: Path
+    host: str
+    port: int
+    config: ClusterConfig
+    node_id: str | None = None
+    advertise: str | None = None
+    save_every: float = 30.0
+
+
+async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> None:
+    """Run until SIGINT or SIGTERM, then save state and stop cleanly."""
+    node = StorageNode(options.root, options.node_id)
+    address = options.advertise or f"http://{options.host}:{options.port}"
+    config = options.config
+    responder = Responder(config.multicast, config.secret, node.id, address, node.holds)
+    if config.multicast.join == "held":
+        responder.join_groups(node.groups)
+        node.on_new_group = lambda group: responder.join_groups([group])
+
+    def extra_status() -> dict[str, object]:
+        return {
+            "address": address,
+            "groups_joined": len(responder.groups),
+            "multicast": {
+                "requests": responder.requests,
+                "answers": responder.answers,
+                "rejected": responder.rejected,
+            },
+        }
+
+    app = build_app(node, config.write_token, extra_status)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await site.start()
+        if config.lookup in ("multicast", "both"):
+            await responder.start()
+        log.info("storage node %s serving %s at %s", node.id, options.root, address)
+        if ready is not None:
+            ready.set()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), options.save_every)
+            await loop.run_in_executor(node.executor, node.save_state)
+    finally:
+        await responder.close()
+        await runner.cleanup()
+        node.close()
+        log.info("storage node %s stopped", node.id)
