@@ -1,0 +1,134 @@
+"""Fixtures that start real dlweb processes on loopback and wait until they answer."""
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from archive.config import ClusterConfig, load_config
+
+READY_TIMEOUT = 20.0
+
+
+def answers(url: str) -> bool:
+    """Whether an HTTP server answers 200 at `url` now."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def write_cluster_config(path: Path, join: str = "all", wait_ms: int = 100) -> ClusterConfig:
+    """A cluster configuration on its own multicast groups and port, so parallel runs never mix."""
+    base = f"230.{random.randint(1, 254)}.{random.randint(0, 255)}.0"
+    path.write_text(
+        "cluster:\n"
+        "  name: test\n"
+        f"  secret: {os.urandom(24).hex()}\n"
+        "multicast:\n"
+        f"  group_base: {base}\n"
+        f"  port: {free_port(socket.SOCK_DGRAM)}\n"
+        f"  join: {join}\n"
+        f"  wait_ms: {wait_ms}\n"
+    )
+    return load_config(path)
+
+
+@dataclass
+class NodeProcess:
+    """A storage node running as a subprocess."""
+
+    root: Path
+    config_path: Path
+    port: int
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "NodeProcess":
+        command = [
+            sys.executable,
+            "-m",
+            "storage_node",
+            "--root",
+            str(self.root),
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "-c",
+            str(self.config_path),
+            *self.extra_args,
+        ]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+        return self
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"storage node exited early:\n{self.log()}")
+            if answers(f"{self.url}/status"):
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"storage node not ready after {READY_TIMEOUT}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=20)
+        self.process = None
+        return code
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> tuple[Path, ClusterConfig]:
+    path = tmp_path / "dlweb.yaml"
+    return path, write_cluster_config(path)
+
+
+@pytest.fixture
+def node_factory(tmp_path: Path, cluster: tuple[Path, ClusterConfig]) -> Iterator[object]:
+    started: list[NodeProcess] = []
+
+    def make(name: str = "n1", config_path: Path | None = None, *args: str) -> NodeProcess:
+        node = NodeProcess(
+            tmp_path / name,
+            config_path or cluster[0],
+            free_port(),
+            tmp_path / f"{name}.log",
+            extra_args=list(args),
+        )
+        started.append(node)
+        return node.start()
+
+    yield make
+    for node in started:
+        if node.process is not None:
+            node.stop()

@@ -1,0 +1,338 @@
+"""Storage nodes as real processes: contents, structure files, multicast lookup, refusals."""
+
+import asyncio
+import hashlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from archive.config import ClusterConfig
+from archive.multicast import LookupClient
+from archive.structure import RECORD_SIZE
+from archive.timestamps import parse_time
+from archive.urlkey import structure_name
+from tests.conftest import write_cluster_config
+
+HEADER = hashlib.sha256(b"HTTP/1.1 200 OK\r\n\r\n").hexdigest()
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as client:
+        yield client
+
+
+@pytest.fixture
+async def lookup(cluster: tuple[Path, ClusterConfig]) -> AsyncIterator[LookupClient]:
+    client = LookupClient(cluster[1].multicast, cluster[1].secret)
+    await client.start()
+    yield client
+    await client.close()
+
+
+def auth(config: ClusterConfig) -> dict[str, str]:
+    return {"Authorization": f"Bearer {config.write_token}"}
+
+
+async def put(session: aiohttp.ClientSession, base: str, config: ClusterConfig, data: bytes) -> str:
+    name = sha(data)
+    async with session.put(f"{base}/content/{name}", data=data, headers=auth(config)) as r:
+        assert r.status == 201, await r.text()
+    return name
+
+
+async def status(session: aiohttp.ClientSession, base: str) -> dict[str, object]:
+    async with session.get(f"{base}/status") as r:
+        result: dict[str, object] = await r.json()
+        return result
+
+
+async def test_put_locate_by_multicast_and_get_back(node_factory, cluster, session, lookup):
+    config = cluster[1]
+    first, second = node_factory("a"), node_factory("b")
+    data_a, data_b = os.urandom(70_000), os.urandom(5_000)
+    name_a = await put(session, first.url, config, data_a)
+    name_b = await put(session, second.url, config, data_b)
+
+    answers_a = await lookup.locate("content", name_a)
+    answers_b = await lookup.locate("content", name_b)
+    assert [a.address for a in answers_a] == [first.url]
+    assert [a.address for a in answers_b] == [second.url]
+    assert await lookup.locate("content", sha(b"held by nobody")) == []
+
+    async with session.get(f"{answers_a[0].address}/content/{name_a}") as r:
+        assert r.status == 200
+        assert await r.read() == data_a
+    async with session.head(f"{first.url}/content/{name_a}") as r:
+        assert r.status == 200
+        assert int(r.headers["Content-Length"]) == len(data_a)
+
+
+async def test_large_content_streams_in_and_out(node_factory, cluster, session):
+    node = node_factory()
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    name = sha(data)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(data), 100_000):
+            yield data[start : start + 100_000]
+
+    async with session.put(
+        f"{node.url}/content/{name}", data=chunks(), headers=auth(cluster[1])
+    ) as r:
+        assert r.status == 201
+    async with session.get(f"{node.url}/content/{name}") as r:
+        assert hashlib.sha256(await r.read()).hexdigest() == name
+
+
+async def test_wrong_hash_is_refused_and_leaves_nothing(node_factory, cluster, session):
+    node = node_factory()
+    claimed = sha(b"what the client claims")
+    async with session.put(
+        f"{node.url}/content/{claimed}", data=b"something else", headers=auth(cluster[1])
+    ) as r:
+        assert r.status == 400
+        assert "hash" in (await r.json())["error"]
+    assert not (node.root / "content" / claimed[:2] / claimed[2:4] / claimed).exists()
+    assert list((node.root / "content" / ".tmp").iterdir()) == []
+    assert (await status(session, node.url))["files"] == {"content": 0, "structure": 0}
+    async with session.get(f"{node.url}/content/{claimed}") as r:
+        assert r.status == 404
+
+
+async def test_writes_and_deletes_need_the_token(node_factory, cluster, session):
+    node = node_factory()
+    data = b"guarded"
+    name = sha(data)
+    async with session.put(f"{node.url}/content/{name}", data=data) as r:
+        assert r.status == 401
+    bad = {"Authorization": "Bearer " + "0" * 64}
+    async with session.put(f"{node.url}/content/{name}", data=data, headers=bad) as r:
+        assert r.status == 403
+    async with session.get(f"{node.url}/content/{name}") as r:
+        assert r.status == 404
+    await put(session, node.url, cluster[1], data)
+    async with session.delete(f"{node.url}/content/{name}") as r:
+        assert r.status == 401
+    async with session.delete(f"{node.url}/content/{name}", headers=bad) as r:
+        assert r.status == 403
+    async with session.get(f"{node.url}/content/{name}") as r:
+        assert r.status == 200
+
+
+async def raw_request(port: int, target: str, method: str = "GET") -> tuple[int, bytes]:
+    """Send a request line exactly as given, bypassing any client-side path normalisation."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    response = await reader.read()
+    writer.close()
+    head, _, body = response.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/content/../../../../etc/passwd",
+        "/content/..%2F..%2F..%2Fetc%2Fpasswd",
+        "/content/%2e%2e%2fnode.json",
+        "/content/" + "A" * 64,
+        "/content/" + "a" * 63,
+        "/content/" + "a" * 65,
+        "/content/" + "g" * 64,
+        "/structure/../node.json",
+        "/structure/" + "a" * 64 + "%00",
+    ],
+)
+async def test_traversal_and_bad_names_are_refused(node_factory, target):
+    node = node_factory()
+    code, body = await raw_request(node.port, target)
+    assert code in (400, 404)
+    assert b"root:" not in body and b'"id"' not in body
+
+
+async def test_bad_name_gets_a_clear_message(node_factory, session):
+    node = node_factory()
+    async with session.get(f"{node.url}/content/{'A' * 64}") as r:
+        assert r.status == 400
+        assert "64 lowercase hex" in (await r.json())["error"]
+
+
+async def append(session, node, config, url: str, records: list[dict[str, object]]):
+    name = structure_name(url)
+    body = {"url": url, "records": records}
+    async with session.post(f"{node.url}/structure/{name}", json=body, headers=auth(config)) as r:
+        return r.status, await r.json()
+
+
+def record(when: str, content: str, status: int = 200) -> dict[str, object]:
+    return {"time": parse_time(when), "content": content, "header": HEADER, "status": status}
+
+
+async def test_structure_locate_and_closest_capture(node_factory, cluster, session, lookup):
+    config = cluster[1]
+    node_factory("a")
+    second = node_factory("b")
+    url = "http://www.example.com/news/index.html"
+    dates = ["2019-01-01", "2019-03-01", "2019-06-15", "2020-01-01"]
+    contents = [sha(d.encode()) for d in dates]
+    code, answer = await append(
+        session, second, config, url, [record(d, c) for d, c in zip(dates, contents, strict=True)]
+    )
+    assert (code, answer["added"]) == (200, 4)
+
+    name = structure_name("HTTP://WWW.EXAMPLE.COM:80/news/index.html#top")
+    holders = await lookup.locate("structure", name)
+    assert [h.address for h in holders] == [second.url]
+    assert await lookup.locate("structure", structure_name("http://unknown.example/")) == []
+
+    expectations = {
+        "2018-05-05": 0,
+        "2019-02-10": 1,
+        "2019-02-20": 1,
+        "2019-04-01": 1,
+        "2019-05-01": 2,
+        "2019-12-31": 3,
+        "2030-01-01": 3,
+    }
+    for when, index in expectations.items():
+        query = f"{holders[0].address}/structure/{name}?mode=closest&at={when}"
+        async with session.get(query) as r:
+            assert r.status == 200
+            found = (await r.json())["records"][0]
+        assert (when, found["content"]) == (when, contents[index])
+        assert found["time"] == parse_time(dates[index])
+
+    async with session.get(f"{second.url}/structure/{name}?mode=before&at=2018") as r:
+        assert r.status == 404
+    async with session.get(f"{second.url}/structure/{name}?mode=after&at=2019-03-02") as r:
+        assert (await r.json())["records"][0]["content"] == contents[2]
+    query = f"{second.url}/structure/{name}?mode=range&from=2019-02-01&to=2019-12-31"
+    async with session.get(query) as r:
+        assert [rec["content"] for rec in (await r.json())["records"]] == contents[1:3]
+
+
+async def test_belated_and_repeated_captures_keep_order(node_factory, cluster, session):
+    config = cluster[1]
+    node = node_factory()
+    url = "http://example.org/page"
+    late, early = record("2021-01-01", sha(b"late")), record("2020-01-01", sha(b"early"))
+    assert (await append(session, node, config, url, [late]))[1]["added"] == 1
+    assert (await append(session, node, config, url, [early]))[1]["added"] == 1
+    assert (await append(session, node, config, url, [early, late]))[1]["added"] == 0
+    name = structure_name(url)
+    query = f"{node.url}/structure/{name}?mode=range&from=2000&to=2030"
+    async with session.get(query) as r:
+        body = await r.json()
+    assert [rec["content"] for rec in body["records"]] == [sha(b"early"), sha(b"late")]
+    assert body["url"] == url
+
+
+async def test_structure_write_for_another_url_is_refused(node_factory, cluster, session):
+    node = node_factory()
+    body = {"url": "http://a.example/", "records": [record("2020", sha(b"x"))]}
+    target = f"{node.url}/structure/{structure_name('http://b.example/')}"
+    async with session.post(target, json=body, headers=auth(cluster[1])) as r:
+        assert r.status == 400
+        assert "does not belong" in (await r.json())["error"]
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([{"time": 1}], "lacks the field"),
+        ([{**record("2020", "0" * 64), "status": "200"}], "must be an integer"),
+        ([{**record("2020", "0" * 64), "content": "../x"}], "64 lowercase hex"),
+        ([{**record("2020", "0" * 64), "kind": "bogus"}], "is not one of"),
+        ([], "non-empty list"),
+    ],
+)
+async def test_bad_capture_records_are_refused(node_factory, cluster, session, records, message):
+    node = node_factory()
+    code, answer = await append(session, node, cluster[1], "http://example.org/", records)
+    assert code == 400
+    assert message in answer["error"]
+
+
+async def test_truncated_structure_file_gives_a_clear_error(node_factory, cluster, session):
+    node = node_factory()
+    url = "http://example.net/"
+    records = [record(f"20{y}", sha(str(y).encode())) for y in range(10, 20)]
+    await append(session, node, cluster[1], url, records)
+    name = structure_name(url)
+    path = node.root / "structure" / name[:2] / name[2:4] / name
+    os.truncate(path, path.stat().st_size - RECORD_SIZE // 2)
+    async with session.get(f"{node.url}/structure/{name}?mode=closest&at=2015") as r:
+        assert r.status == 500
+        error = (await r.json())["error"]
+    assert "truncated structure file" in error
+    assert "Traceback" not in node.log()
+
+
+async def test_deleted_file_is_no_longer_located(node_factory, cluster, session, lookup):
+    node = node_factory()
+    name = await put(session, node.url, cluster[1], b"to be removed")
+    assert len(await lookup.locate("content", name)) == 1
+    async with session.delete(f"{node.url}/content/{name}", headers=auth(cluster[1])) as r:
+        assert r.status == 200
+    assert await lookup.locate("content", name) == []
+    async with session.get(f"{node.url}/inventory?since=0") as r:
+        ops = [(e["op"], e["name"]) for e in (await r.json())["entries"]]
+    assert ops == [("add", name), ("remove", name)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+async def test_restart_keeps_files_filter_and_counts(node_factory, cluster, session, lookup, sig):
+    node = node_factory()
+    names = [await put(session, node.url, cluster[1], os.urandom(100)) for _ in range(20)]
+    node.stop(sig)
+    node.start()
+    for name in names:
+        assert [a.address for a in await lookup.locate("content", name)] == [node.url]
+    assert (await status(session, node.url))["files"] == {"content": 20, "structure": 0}
+    assert node.log().count("scanning the disk") == 1
+
+
+async def test_held_groups_mode_joins_groups_as_files_arrive(tmp_path, node_factory, session):
+    path = tmp_path / "held.yaml"
+    config = write_cluster_config(path, join="held")
+    node = node_factory("held", path)
+    assert (await status(session, node.url))["groups_joined"] == 0
+    client = LookupClient(config.multicast, config.secret)
+    await client.start()
+    try:
+        name = await put(session, node.url, config, b"first file")
+        assert (await status(session, node.url))["groups_held"] == [int(name[:2], 16)]
+        assert [a.address for a in await client.locate("content", name)] == [node.url]
+        assert (await status(session, node.url))["groups_joined"] == 1
+    finally:
+        await client.close()
+
+
+async def test_node_refuses_a_bad_config(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cluster:\n  secret: short\n")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "storage_node",
+        "--root",
+        str(tmp_path / "n"),
+        "-c",
+        str(bad),
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await process.communicate()
+    assert process.returncode == 2
+    assert "cluster.secret: must be at least 16 characters" in err.decode()
+    assert "Traceback" not in err.decode()
