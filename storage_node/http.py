@@ -29,7 +29,8 @@ NODE = web.AppKey("node", StorageNode)
 TOKEN = web.AppKey("token", str)
 METRICS = web.AppKey("metrics", Counter[str])
 STARTED = web.AppKey("started", float)
-EXTRA_STATUS = web.AppKey("extra_status", Callable[[], dict[str, object]])
+StatusSource = Callable[[], dict[str, object]]
+EXTRA_STATUS: web.AppKey[StatusSource] = web.AppKey("extra_status")
 
 
 def _error(status: int, message: str) -> web.Response:

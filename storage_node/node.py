@@ -28,6 +28,15 @@ FILTER_FILE = "names.bloom"
 IDENTITY_FILE = "node.json"
 CONTENT, STRUCTURE = "content", "structure"
 T = TypeVar("T")
+# A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
+MIN_FILTER_CAPACITY = 1_000_000
+
+
+def sized_filter(names: list[str]) -> NameFilter:
+    names_filter = NameFilter(max(2 * len(names), MIN_FILTER_CAPACITY))
+    for name in names:
+        names_filter.add(name)
+    return names_filter
 
 
 class UrlMismatch(DlwebError):
@@ -107,7 +116,7 @@ class StorageNode:
             if seq != snapshot["seq"]:
                 raise ValueError(f"filter is at entry {seq}, counts at {snapshot['seq']}")
             counts = Counts.from_json(snapshot["counts"])
-        except FileNotFoundError:
+        except (FileNotFoundError, NotFound):
             log.info("%s: no saved filter; scanning the disk once", self.root)
             return self._rescan()
         except (ValueError, KeyError, TypeError, CorruptFile) as exc:
@@ -134,7 +143,7 @@ class StorageNode:
             for name in store.names():
                 counts.apply("add", kind, name, store.size(name))
                 names.append(name)
-        names_filter = NameFilter.rebuilt(names)
+        names_filter = sized_filter(names)
         self._save_state(counts, names_filter, self.inventory.seq)
         return counts, names_filter
 
@@ -155,8 +164,7 @@ class StorageNode:
         self._save_state(self.counts, self.filter, self.inventory.seq)
 
     def rebuild_filter(self) -> None:
-        names = [*self.contents.names(), *self.structures.names()]
-        self.filter = NameFilter.rebuilt(names)
+        self.filter = sized_filter([*self.contents.names(), *self.structures.names()])
 
     def close(self) -> None:
         self.save_state()
