@@ -176,9 +176,11 @@ def write_new_config(path: Path, name: str = "dlweb", multicast_port: int | None
     path = Path(path)
     if path.exists():
         raise ConfigError(f"{path}: already exists; refusing to replace a cluster secret")
+    text = new_config_text(name, multicast_port)
+    parse_config(yaml.safe_load(text), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(new_config_text(name, multicast_port))
+        out.write(text)
         out.flush()
         os.fsync(out.fileno())

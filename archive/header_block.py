@@ -12,7 +12,8 @@ from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersPars
 
 from .errors import CorruptFile
 
-_PROTOCOLS = ["HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/2.0", "HTTP/3"]
+# Longer spellings first: the parser takes the first prefix that matches.
+_PROTOCOLS = ["HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/2", "HTTP/3"]
 _PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=True)
 
 
@@ -40,8 +41,13 @@ def encode_header_block(
 def parse_header_block(data: bytes, where: str = "header block") -> HeaderBlock:
     try:
         parsed = _PARSER.parse(io.BytesIO(data))
-        status = int(parsed.get_statuscode())
-    except (StatusAndHeadersParserException, ValueError, TypeError) as exc:
+    except (StatusAndHeadersParserException, EOFError, ValueError) as exc:
         raise CorruptFile(f"{where}: not an HTTP status line and headers ({exc})") from None
+    code = parsed.get_statuscode() or ""
+    if not (len(code) == 3 and code.isdigit() and code[0] != "0"):
+        raise CorruptFile(
+            f"{where}: not an HTTP status line and headers (status {code[:20]!r} is not 3 digits)"
+        )
+    status = int(code)
     reason = parsed.statusline.partition(" ")[2]
     return HeaderBlock(parsed.protocol, status, reason, list(parsed.headers))

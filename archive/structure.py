@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CorruptFile, DlwebError
-from .hashing import check_name
+from .hashing import check_name, is_valid_name
 
 MAGIC = b"DLWEBSTR"
 VERSION = 1
@@ -134,9 +134,8 @@ class Capture:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise BadRecord(f"capture field {field!r} must be an integer")
         for field, value in (("content", content), ("header", header)):
-            if not isinstance(value, str):
-                raise BadRecord(f"capture field {field!r} must be a string")
-            check_name(value)
+            if not isinstance(value, str) or not is_valid_name(value):
+                raise BadRecord(f"capture field {field!r} must be 64 lowercase hex digits")
         if not isinstance(kind_name, str) or kind_name.upper() not in RecordKind.__members__:
             raise BadRecord(f"capture kind {kind_name!r} is not one of {_kind_names()}")
         capture = cls(time, content, header, status, RecordKind[kind_name.upper()], flags, offset)

@@ -1,4 +1,7 @@
-"""Capture times: integers of UTC microseconds since the epoch, and the spellings users type."""
+"""Capture times: integers of UTC microseconds since the epoch, and the spellings users type.
+
+Years are always written with four digits: strftime("%Y") does not pad years before 1000.
+"""
 
 import re
 from datetime import UTC, datetime, timedelta
@@ -6,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from .errors import DlwebError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_DIGITS_RE = re.compile(r"\d{4,20}")
+_DIGITS_RE = re.compile(r"\d{4,}")
 # The largest time a structure record holds (signed 64-bit microseconds) is far past year 9999.
 MAX_TIME = 253402300799999999
 
@@ -52,10 +55,11 @@ def parse_time(text: str) -> int:
 def format_iso(micros: int) -> str:
     """ISO 8601 in UTC with a Z, microseconds shown only when there are some."""
     moment = from_micros(micros)
-    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ"
-    return moment.strftime(spec)
+    spec = "-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "-%m-%dT%H:%M:%SZ"
+    return f"{moment.year:04d}" + moment.strftime(spec)
 
 
 def format_digits(micros: int) -> str:
     """The 14-digit Wayback spelling of a time (seconds precision)."""
-    return from_micros(micros).strftime("%Y%m%d%H%M%S")
+    moment = from_micros(micros)
+    return f"{moment.year:04d}" + moment.strftime("%m%d%H%M%S")

@@ -89,6 +89,7 @@ class StorageNode:
             if removed:
                 log.warning("%s: removed %d files left by interrupted writes", store.root, removed)
         self.inventory = InventoryLog(self.root / "inventory.log", self.executor)
+        self.saved_seq = -1
         self.counts, self.filter = self._load_state()
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.on_new_group: Callable[[int], None] = lambda group: None
@@ -148,6 +149,7 @@ class StorageNode:
         return counts, names_filter
 
     def _save_state(self, counts: Counts, names_filter: NameFilter, seq: int) -> None:
+        self.saved_seq = seq
         names_filter.save(self.root / FILTER_FILE, seq)
         path = self.root / SNAPSHOT_FILE
         temp = path.with_suffix(".part")
@@ -159,6 +161,8 @@ class StorageNode:
 
     def save_state(self) -> None:
         """Write the filter and counts so the next start needs no disk scan."""
+        if self.inventory.seq == self.saved_seq and not self.filter.needs_rebuild():
+            return
         if self.filter.needs_rebuild():
             self.rebuild_filter()
         self._save_state(self.counts, self.filter, self.inventory.seq)

@@ -1,0 +1,82 @@
+"""The `dlweb config` commands, run as real processes through the installed console script."""
+
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archive.config import load_config
+
+
+def dlweb_script() -> str:
+    """The console script installed next to this interpreter, else the one on PATH."""
+    beside = Path(sys.executable).with_name("dlweb")
+    found = str(beside) if beside.exists() else shutil.which("dlweb")
+    assert found is not None, "the dlweb console script is not installed"
+    return found
+
+
+def run(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "archive"] if module else [dlweb_script()]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("dlweb: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_init_then_check(tmp_path: Path) -> None:
+    path = tmp_path / "cluster" / "dlweb.yaml"
+    init = run("config", "init", "-c", str(path), "--name", "lab", "--multicast-port", "47123")
+    assert init.returncode == 0, init.stderr
+    assert init.stdout == f"wrote {path} with a new cluster secret\n"
+    assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
+    config = load_config(path)
+    assert (config.name, config.multicast.port) == ("lab", 47123)
+
+    check = run("config", "check", "--config", str(path))
+    assert check.returncode == 0, check.stderr
+    assert check.stdout == f"{path}: cluster 'lab', lookup multicast, ok\n"
+    assert check.stderr == ""
+
+
+def test_init_refuses_to_replace_a_secret(tmp_path: Path) -> None:
+    path = tmp_path / "dlweb.yaml"
+    path.write_text("cluster:\n  secret: an existing secret to keep\n")
+    result = run("config", "init", "-c", str(path), module=True)
+    assert_one_line_error(result, str(path), "already exists")
+    assert path.read_text() == "cluster:\n  secret: an existing secret to keep\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("cluster:\n  secret: short\n", ["cluster.secret", "at least 16 characters"]),
+        ("cluster:\n  name: [unclosed\n", ["not valid YAML at line 3"]),
+    ],
+)
+def test_check_reports_a_bad_config_in_one_line(
+    tmp_path: Path, text: str, fragments: list[str]
+) -> None:
+    path = tmp_path / "dlweb.yaml"
+    path.write_text(text)
+    assert_one_line_error(
+        run("config", "check", "-c", str(path), module=True), str(path), *fragments
+    )
+
+
+def test_check_of_a_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere.yaml"
+    assert_one_line_error(run("config", "check", "-c", str(path)), str(path), "not found")
