@@ -3,9 +3,10 @@
 import hmac
 import json
 import logging
+import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
@@ -22,12 +23,15 @@ log = logging.getLogger(__name__)
 MAX_JSON_BODY = 16 * 1024 * 1024
 MAX_RANGE_LIMIT = 100_000
 READ_CHUNK = 256 * 1024
+SMALL_FILE = 256 * 1024
+_WRITES = frozenset(("PUT", "POST", "DELETE"))
 _CLIENT_ERRORS = (BadName, HashMismatch, BadRecord, BadTime, BadUrl, UrlMismatch)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 NODE = web.AppKey("node", StorageNode)
 TOKEN = web.AppKey("token", str)
 METRICS = web.AppKey("metrics", Counter[str])
+REQUESTS = web.AppKey("requests", Counter[tuple[str, str, int]])
 STARTED = web.AppKey("started", float)
 StatusSource = Callable[[], dict[str, object]]
 EXTRA_STATUS: web.AppKey[StatusSource] = web.AppKey("extra_status")
@@ -37,12 +41,23 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+def _check_token(request: web.Request) -> web.Response | None:
+    """An error response when a write or delete lacks the cluster token, else None."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return _error(401, "writes and deletes need the cluster token (Authorization: Bearer)")
+    if not hmac.compare_digest(token.encode(), request.app[TOKEN].encode()):
+        return _error(403, "wrong cluster token")
+    return None
+
+
 @web.middleware
-async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Turn every failure into a JSON error naming the problem; never a traceback."""
-    metrics = request.app[METRICS]
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Check the token on writes, count the request, and turn every failure into a JSON error
+    naming the problem; never a traceback."""
+    denied = _check_token(request) if request.method in _WRITES else None
     try:
-        response = await handler(request)
+        response = denied or await handler(request)
     except web.HTTPException as exc:
         response = exc
     except _CLIENT_ERRORS as exc:
@@ -59,24 +74,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = _error(500, "internal error on the storage node")
     route = request.match_info.route.resource
     label = route.canonical if route is not None else "unmatched"
-    metrics[
-        f'dlweb_node_requests_total{{method="{request.method}",route="{label}",status="{response.status}"}}'
-    ] += 1
+    request.app[REQUESTS][(request.method, label, response.status)] += 1
     if isinstance(response, web.HTTPException) and response.status >= 400:
         return _error(response.status, response.reason)
     return response
-
-
-@web.middleware
-async def _writes_need_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.method in ("PUT", "POST", "DELETE"):
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return _error(401, "writes and deletes need the cluster token (Authorization: Bearer)")
-        if not hmac.compare_digest(token.encode(), request.app[TOKEN].encode()):
-            return _error(403, "wrong cluster token")
-    return await handler(request)
 
 
 def _name(request: web.Request) -> str:
@@ -84,28 +85,44 @@ def _name(request: web.Request) -> str:
 
 
 async def get_content(request: web.Request) -> web.StreamResponse:
+    """Small files are read in one call; larger ones are streamed by aiohttp (sendfile where the
+    event loop offers it)."""
     name = _name(request)
     node = request.app[NODE]
-    path = node.contents.path_for(name)
-    if not node.filter.might_hold(name) or not path.exists():
-        raise NotFound(f"content {name} is not on this node")
+    location = node.contents.location(name)
+    try:
+        if not node.filter.might_hold(name):
+            raise FileNotFoundError
+        fd = os.open(location, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise NotFound(f"content {name} is not on this node") from None
     request.app[METRICS]["dlweb_node_content_reads_total"] += 1
-    return web.FileResponse(
-        path,
-        chunk_size=READ_CHUNK,
-        headers={"Content-Type": "application/octet-stream", "ETag": f'"{name}"'},
-    )
+    headers = {"Content-Type": "application/octet-stream", "ETag": f'"{name}"'}
+    try:
+        size = os.fstat(fd).st_size
+        if size <= SMALL_FILE:
+            return web.Response(body=os.read(fd, size), headers=headers)
+    finally:
+        os.close(fd)
+    return web.FileResponse(location, chunk_size=READ_CHUNK, headers=headers)
 
 
 async def put_content(request: web.Request) -> web.Response:
     name = _name(request)
     node = request.app[NODE]
-    if node.contents.exists(name):
-        return web.json_response({"name": name, "created": False})
-    _, created = await node.put_content(name, request.content.iter_chunked(READ_CHUNK))
-    metrics = request.app[METRICS]
-    metrics["dlweb_node_content_writes_total"] += 1
-    return web.json_response({"name": name, "created": created}, status=201 if created else 200)
+    length = request.content_length
+    if length is not None and length <= SMALL_FILE:
+        body: AsyncIterable[bytes] = _single(await request.read())
+    else:
+        body = request.content.iter_chunked(READ_CHUNK)
+    created = await node.put_content(name, body)
+    request.app[METRICS]["dlweb_node_content_writes_total"] += 1
+    text = f'{{"name": "{name}", "created": {"true" if created else "false"}}}'
+    return web.Response(text=text, status=201 if created else 200, content_type="application/json")
+
+
+async def _single(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 async def delete_file(request: web.Request) -> web.Response:
@@ -232,6 +249,9 @@ async def get_status(request: web.Request) -> web.Response:
 async def get_metrics(request: web.Request) -> web.Response:
     node = request.app[NODE]
     lines = [f"{key} {value}" for key, value in sorted(request.app[METRICS].items())]
+    for (method, route, code), count in sorted(request.app[REQUESTS].items()):
+        labels = f'method="{method}",route="{route}",status="{code}"'
+        lines.append(f"dlweb_node_requests_total{{{labels}}} {count}")
     for kind in (CONTENT, STRUCTURE):
         lines.append(f'dlweb_node_files{{kind="{kind}"}} {node.counts.files[kind]}')
         lines.append(f'dlweb_node_bytes{{kind="{kind}"}} {node.counts.bytes[kind]}')
@@ -257,10 +277,11 @@ def build_app(
     token: str,
     extra_status: Callable[[], dict[str, object]] = dict,
 ) -> web.Application:
-    app = web.Application(middlewares=[_errors, _writes_need_token], client_max_size=MAX_JSON_BODY)
+    app = web.Application(middlewares=[_guard], client_max_size=MAX_JSON_BODY)
     app[NODE] = node
     app[TOKEN] = token
     app[METRICS] = Counter()
+    app[REQUESTS] = Counter()
     app[STARTED] = time.monotonic()
     app[EXTRA_STATUS] = extra_status
     app.router.add_get("/content/{name}", get_content)

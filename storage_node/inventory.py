@@ -1,8 +1,10 @@
 """The inventory log: every file a node gained or lost, in order, for the master to read.
 
 One JSON object a line: ``{"seq": 12, "op": "add", "kind": "content", "name": "...", "size": 4096,
-"time": 1700000000000000}``. Lines are made durable by a shared fsync (group commit): every writer
-waits for an fsync that covers its line, and concurrent writers share one.
+"time": 1700000000000000}``. Lines are made durable by a shared flush (group commit): every writer
+waits for a flush that covers its line, and concurrent writers share one. Where the system has
+syncfs the flush covers the whole filesystem, so it also makes durable the renames that put the
+recorded files in place (`syncs_filesystem`); otherwise it is an fdatasync of the log alone.
 """
 
 import asyncio
@@ -14,6 +16,8 @@ from collections.abc import Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+
+from archive.store import HAVE_SYNCFS, sync_filesystem
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,8 @@ class InventoryLog:
         self._written = self.seq
         self._synced = self.seq
         self._sync_task: asyncio.Task[None] | None = None
+        self.syncs_filesystem = HAVE_SYNCFS
+        self._flush = sync_filesystem if HAVE_SYNCFS else os.fdatasync
 
     def _recover(self) -> int:
         """Find the last sequence number, cutting off a line torn by a crash."""
@@ -100,7 +106,7 @@ class InventoryLog:
     async def _sync(self) -> None:
         target = self._written
         try:
-            await asyncio.get_running_loop().run_in_executor(self._executor, os.fdatasync, self._fd)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._flush, self._fd)
             self._synced = max(self._synced, target)
         finally:
             self._sync_task = None

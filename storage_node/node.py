@@ -214,21 +214,18 @@ class StorageNode:
 
     # -- contents -------------------------------------------------------------------------------
 
-    async def put_content(self, expected: str, body: AsyncIterable[bytes]) -> tuple[str, bool]:
-        """Store a content from a stream, verifying its hash; returns (name, created)."""
-        pending = self.contents.writer(expected)
-        try:
+    async def put_content(self, expected: str, body: AsyncIterable[bytes]) -> bool:
+        """Store a content from a stream, verifying its hash; False when it was already here."""
+        with self.contents.writer(expected) as pending:
             async for chunk in body:
                 pending.write(chunk)
             async with self.lock(expected):
                 if self.contents.exists(expected):
-                    pending.abort()
-                    return expected, False
-                await self.run_io(pending.commit)
+                    return False
+                # The inventory's group flush makes the rename durable when it syncs the filesystem.
+                await self.run_io(pending.commit, not self.inventory.syncs_filesystem)
                 await self._gained(CONTENT, expected, pending.size)
-        finally:
-            pending.abort()
-        return expected, True
+        return True
 
     async def delete(self, kind: str, name: str) -> bool:
         store = self.store_for(kind)
