@@ -56,13 +56,20 @@ def sync_filesystem(fd: int) -> None:
 
 
 class PendingFile:
-    """A file being written: hashes what it receives, and appears under its name only on commit."""
+    """A file being written: hashes what it receives, and appears under its name only once placed.
+
+    `commit()` does it all for one file. A caller that makes many files durable at once calls
+    `seal(fsync=False)`, flushes the filesystem for the whole batch, then `place(sync_dir=False)`
+    and flushes again: the data is durable before any name points to it.
+    """
 
     def __init__(self, store: "FileStore", expected: str | None) -> None:
         self._store = store
         self._expected = check_name(expected) if expected is not None else None
         self._hash = hashlib.sha256()
         self.size = 0
+        self.name: str | None = None
+        self._placed = False
         self._temp = f"{store.tmp_location}/{secrets.token_hex(8)}.part"
         self._fd: int | None = os.open(
             self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644
@@ -73,7 +80,7 @@ class PendingFile:
         return Path(self._temp)
 
     def write(self, chunk: bytes) -> None:
-        assert self._fd is not None, "write after commit or abort"
+        assert self._fd is not None, "write after seal or abort"
         self._hash.update(chunk)
         view = memoryview(chunk)
         while view:
@@ -81,22 +88,26 @@ class PendingFile:
             view = view[written:]
         self.size += len(chunk)
 
-    def commit(self, sync_dir: bool = True) -> str:
-        """Verify the hash, fsync, rename into place; return the name. Aborts on a mismatch.
-
-        With `sync_dir` False the rename is durable only once the caller syncs the filesystem.
-        """
-        assert self._fd is not None, "commit after commit or abort"
+    def seal(self, fsync: bool = True) -> str:
+        """Check the hash against the expected name and close the file; aborts on a mismatch."""
+        assert self._fd is not None, "seal after seal or abort"
         name = self._hash.hexdigest()
         if self._expected is not None and name != self._expected:
             self.abort()
             raise HashMismatch(f"received bytes hash to {name}, not to {self._expected}")
         fd, self._fd = self._fd, None
         try:
-            os.fsync(fd)
+            if fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        final = self._store.location(name)
+        self.name = name
+        return name
+
+    def place(self, sync_dir: bool = True) -> None:
+        """Rename the sealed file into place; with `sync_dir` False the caller flushes later."""
+        assert self.name is not None and not self._placed, "place before seal, or twice"
+        final = self._store.location(self.name)
         folder = os.path.dirname(final)
         try:
             os.rename(self._temp, final)
@@ -106,16 +117,23 @@ class PendingFile:
             if sync_dir:
                 fsync_dir(Path(folder).parent)
                 fsync_dir(self._store.root)
+        self._placed = True
         if sync_dir:
             fsync_dir(Path(folder))
+
+    def commit(self) -> str:
+        """Verify the hash, fsync, rename into place and fsync the folder; return the name."""
+        name = self.seal()
+        self.place()
         return name
 
     def abort(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._temp)
+        if not self._placed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._temp)
 
     def __enter__(self) -> "PendingFile":
         return self
@@ -126,8 +144,7 @@ class PendingFile:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._fd is not None:
-            self.abort()
+        self.abort()
 
 
 class FileStore:

@@ -91,17 +91,24 @@ class InventoryLog:
             os.truncate(self.path, good_end)
         return seq
 
-    async def record(self, op: str, kind: str, name: str, size: int) -> Entry:
-        """Append an entry and return once it is on disk."""
+    def append(self, op: str, kind: str, name: str, size: int) -> Entry:
+        """Write an entry without waiting for it to be durable (see `durable`)."""
         self.seq += 1
         entry = Entry(self.seq, op, kind, name, size, time.time_ns() // 1000)
         os.write(self._fd, json.dumps(entry.to_json(), separators=(",", ":")).encode() + b"\n")
         self._written = entry.seq
+        return entry
+
+    async def durable(self, entry: Entry) -> None:
+        """Return once `entry` and every change made before it are on disk."""
         while self._synced < entry.seq:
             if self._sync_task is None:
                 self._sync_task = asyncio.create_task(self._sync())
             await asyncio.shield(self._sync_task)
-        return entry
+
+    def flush_now(self) -> None:
+        self._flush(self._fd)
+        self._synced = self._written
 
     async def _sync(self) -> None:
         target = self._written

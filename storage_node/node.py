@@ -7,7 +7,7 @@ import os
 import shutil
 import uuid
 import weakref
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +15,12 @@ from typing import TypeVar
 
 from archive.bloom import NameFilter
 from archive.errors import CorruptFile, DlwebError, NotFound
-from archive.store import FileStore, fsync_dir
+from archive.store import FileStore, PendingFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import structure_name
 
-from .inventory import InventoryLog
+from .commit import GroupCommitter
+from .inventory import Entry, InventoryLog
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,12 @@ class StorageNode:
             if removed:
                 log.warning("%s: removed %d files left by interrupted writes", store.root, removed)
         self.inventory = InventoryLog(self.root / "inventory.log", self.executor)
+        # Group commit needs a flush that covers renames: the inventory's syncfs.
+        self.committer = (
+            GroupCommitter(self.contents.root, self.executor)
+            if self.inventory.syncs_filesystem
+            else None
+        )
         self.saved_seq = -1
         self.counts, self.filter = self._load_state()
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -123,19 +130,43 @@ class StorageNode:
         except (ValueError, KeyError, TypeError, CorruptFile) as exc:
             log.warning("%s: saved state unusable (%s); scanning the disk", self.root, exc)
             return self._rescan()
-        replayed = 0
+        touched: dict[str, Entry] = {}
         for entry in self.inventory.read_since(seq, limit=1 << 62):
             counts.apply(entry.op, entry.kind, entry.name, entry.size)
             if entry.op == "add":
                 names_filter.add(entry.name)
             else:
                 names_filter.discard(entry.name)
-            replayed += 1
-        if replayed:
+            touched[entry.name] = entry
+        if touched:
             log.info(
-                "%s: replayed %d inventory entries after the saved filter", self.root, replayed
+                "%s: replayed %d inventory entries after the saved filter", self.root, len(touched)
             )
+            self._reconcile(touched, counts, names_filter)
         return counts, names_filter
+
+    def _reconcile(
+        self, touched: dict[str, Entry], counts: Counts, names_filter: NameFilter
+    ) -> None:
+        """Correct entries a crash left untrue: a file logged as added that never got in place,
+        or one logged as removed that is still there."""
+        corrected = 0
+        for name, last in touched.items():
+            store = self.store_for(last.kind)
+            on_disk = store.exists(name)
+            if (last.op == "add") == on_disk:
+                continue
+            op, size = ("add", store.size(name)) if on_disk else ("remove", last.size)
+            counts.apply(op, last.kind, name, size)
+            if on_disk:
+                names_filter.add(name)
+            else:
+                names_filter.discard(name)
+            self.inventory.append(op, last.kind, name, size)
+            corrected += 1
+        if corrected:
+            self.inventory.flush_now()
+            log.warning("%s: corrected %d inventory entries left by a crash", self.root, corrected)
 
     def _rescan(self) -> tuple[Counts, NameFilter]:
         counts = Counts()
@@ -171,6 +202,8 @@ class StorageNode:
         self.filter = sized_filter([*self.contents.names(), *self.structures.names()])
 
     def close(self) -> None:
+        if self.committer is not None:
+            self.committer.close()
         self.save_state()
         self.inventory.close()
         self.executor.shutdown(wait=True)
@@ -188,19 +221,34 @@ class StorageNode:
     def groups(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.counts.groups) if n > 0)
 
-    async def _gained(self, kind: str, name: str, size: int) -> None:
-        await self.inventory.record("add", kind, name, size)
+    def _apply(self, op: str, kind: str, name: str, size: int) -> None:
+        """Count a file gained or lost, keep the filter current and report a newly held group."""
         group = int(name[:2], 16)
-        first_of_group = self.counts.groups[group] == 0
-        self.counts.apply("add", kind, name, size)
-        self.filter.add(name)
+        first_of_group = op == "add" and self.counts.groups[group] == 0
+        self.counts.apply(op, kind, name, size)
+        if op == "add":
+            self.filter.add(name)
+        else:
+            self.filter.discard(name)
         if first_of_group:
             self.on_new_group(group)
 
-    async def _lost(self, kind: str, name: str, size: int) -> None:
-        await self.inventory.record("remove", kind, name, size)
-        self.counts.apply("remove", kind, name, size)
-        self.filter.discard(name)
+    async def _add_file(
+        self, kind: str, name: str, size: int, put_in_place: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Log the file, put it in place, then wait until both are durable.
+
+        The entry is written first, so a crash can leave an entry without its file (found and
+        corrected at the next start) but never a file the inventory does not know.
+        """
+        entry = self.inventory.append("add", kind, name, size)
+        try:
+            await put_in_place()
+        except BaseException:
+            self.inventory.append("remove", kind, name, size)
+            raise
+        self._apply("add", kind, name, size)
+        await self.inventory.durable(entry)
 
     def lock(self, name: str) -> asyncio.Lock:
         lock = self._locks.get(name)
@@ -219,12 +267,27 @@ class StorageNode:
         with self.contents.writer(expected) as pending:
             async for chunk in body:
                 pending.write(chunk)
-            async with self.lock(expected):
-                if self.contents.exists(expected):
-                    return False
-                # The inventory's group flush makes the rename durable when it syncs the filesystem.
-                await self.run_io(pending.commit, not self.inventory.syncs_filesystem)
-                await self._gained(CONTENT, expected, pending.size)
+            if self.committer is None:
+                await self.run_io(pending.seal)
+            else:
+                pending.seal(fsync=False)
+            # Shielded: once placed, a file must reach the inventory even if the client left.
+            return await asyncio.shield(self._place_content(pending))
+
+    async def _place_content(self, pending: PendingFile) -> bool:
+        assert pending.name is not None
+        async with self.lock(pending.name):
+            if self.contents.exists(pending.name):
+                return False
+            committer = self.committer
+
+            async def put_in_place() -> None:
+                if committer is None:
+                    await self.run_io(pending.place)
+                else:
+                    await committer.place(pending)
+
+            await self._add_file(CONTENT, pending.name, pending.size, put_in_place)
         return True
 
     async def delete(self, kind: str, name: str) -> bool:
@@ -234,8 +297,10 @@ class StorageNode:
                 size = store.size(name)
             except FileNotFoundError:
                 return False
+            entry = self.inventory.append("remove", kind, name, size)
             await self.run_io(store.delete, name)
-            await self._lost(kind, name, size)
+            self._apply("remove", kind, name, size)
+            await self.inventory.durable(entry)
         return True
 
     # -- structure files ------------------------------------------------------------------------
@@ -247,10 +312,14 @@ class StorageNode:
         path = self.structures.path_for(name)
         async with self.lock(name):
             if not path.exists():
-                data = encode_file(url, captures)
-                await self.run_io(self.structures.write_named, name, data)
-                await self._gained(STRUCTURE, name, len(data))
-                return len(set(captures))
+                unique = list(dict.fromkeys(captures))
+                data = encode_file(url, unique)
+
+                async def create() -> None:
+                    await self.run_io(self.structures.write_named, name, data)
+
+                await self._add_file(STRUCTURE, name, len(data), create)
+                return len(unique)
             before = self.structures.size(name)
             with StructureFile(path, writable=True) as sfile:
                 fresh, in_order = sfile.plan_append(captures)
@@ -279,19 +348,23 @@ class StorageNode:
             if structure_name(url) != name:
                 raise UrlMismatch(f"structure file for {url[:200]!r} sent as {name}")
             size = temp.stat().st_size
-            async with self.lock(name):
-                path = self.structures.path_for(name)
-                old_size = path.stat().st_size if path.exists() else None
+            path = self.structures.path_for(name)
+
+            async def put_in_place() -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(temp, path)
                 await self.run_io(fsync_dir, path.parent)
-                if old_size is not None:
-                    self.counts.bytes[STRUCTURE] += size - old_size
-                else:
-                    await self._gained(STRUCTURE, name, size)
+
+            async with self.lock(name):
+                if not path.exists():
+                    await self._add_file(STRUCTURE, name, size, put_in_place)
+                    return True
+                old_size = path.stat().st_size
+                await put_in_place()
+                self.counts.bytes[STRUCTURE] += size - old_size
+                return False
         finally:
             temp.unlink(missing_ok=True)
-        return old_size is None
 
     def open_structure(self, name: str) -> StructureFile:
         try:

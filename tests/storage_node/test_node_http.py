@@ -2,6 +2,7 @@
 
 import asyncio
 import hashlib
+import json
 import os
 import signal
 import sys
@@ -336,3 +337,57 @@ async def test_node_refuses_a_bad_config(tmp_path):
     assert process.returncode == 2
     assert "cluster.secret: must be at least 16 characters" in err.decode()
     assert "Traceback" not in err.decode()
+
+
+async def test_kill_during_writes_loses_nothing_acknowledged(node_factory, cluster, session):
+    node = node_factory()
+    payloads = [os.urandom(random_size) for random_size in range(3000, 3000 + 300)]
+    acknowledged: list[bytes] = []
+    enough = asyncio.Event()
+
+    async def upload(data: bytes) -> None:
+        name = sha(data)
+        try:
+            url = f"{node.url}/content/{name}"
+            async with session.put(url, data=data, headers=auth(cluster[1])) as r:
+                if r.status == 201:
+                    acknowledged.append(data)
+                    if len(acknowledged) >= 50:
+                        enough.set()
+        except aiohttp.ClientError:
+            pass
+
+    tasks = [asyncio.create_task(upload(data)) for data in payloads]
+    await enough.wait()
+    node.stop(signal.SIGKILL)
+    await asyncio.gather(*tasks)
+    assert 50 <= len(acknowledged) < len(payloads)
+
+    node.start()
+    for data in acknowledged:
+        async with session.get(f"{node.url}/content/{sha(data)}") as r:
+            assert r.status == 200
+            assert await r.read() == data
+    stored = list((node.root / "content").glob("??/??/*"))
+    for path in stored:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == path.name
+    assert list((node.root / "content" / ".tmp").iterdir()) == []
+    counted = (await status(session, node.url))["files"]
+    assert counted == {"content": len(stored), "structure": 0}
+
+
+async def test_restart_corrects_entries_a_crash_left_untrue(node_factory, cluster, session, lookup):
+    node = node_factory()
+    kept = await put(session, node.url, cluster[1], b"kept")
+    node.stop(signal.SIGKILL)
+    ghost = sha(b"logged but never placed")
+    with open(node.root / "inventory.log", "a") as log:
+        entry = {"seq": 2, "op": "add", "kind": "content", "name": ghost, "size": 9, "time": 1}
+        log.write(json.dumps(entry) + "\n")
+    node.start()
+    assert (await status(session, node.url))["files"] == {"content": 1, "structure": 0}
+    assert "corrected 1 inventory entries" in node.log()
+    assert await lookup.locate("content", ghost) == []
+    assert len(await lookup.locate("content", kept)) == 1
+    async with session.get(f"{node.url}/inventory?since=2") as r:
+        assert [(e["op"], e["name"]) for e in (await r.json())["entries"]] == [("remove", ghost)]

@@ -1,0 +1,70 @@
+"""Group commit: many concurrent writes made durable by a few filesystem flushes.
+
+Fsyncing every small file and its folder costs two disk flushes per file. Instead, sealed files
+wait in a queue; one worker flushes the filesystem (syncfs) for the whole batch, so their data is
+durable, then renames them into place. The inventory's own group flush, which every write awaits
+before it is acknowledged, then makes the renames durable. A name therefore never points to data
+that is not on disk, and a crash before the acknowledgement leaves only temporary files.
+"""
+
+import asyncio
+import os
+from concurrent.futures import Executor
+from pathlib import Path
+
+from archive.store import PendingFile, sync_filesystem
+
+
+class GroupCommitter:
+    def __init__(self, root: Path, executor: Executor) -> None:
+        self._fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._executor = executor
+        self._queue: list[tuple[PendingFile, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.files = 0
+
+    async def place(self, pending: PendingFile) -> None:
+        """Return once `pending` (sealed without fsync) is durable and in place."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append((pending, future))
+        if self._task is None:
+            self._task = asyncio.create_task(self._drain())
+        await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                outcomes = await loop.run_in_executor(
+                    self._executor, self._flush_and_place, [p for p, _ in batch]
+                )
+                self.batches += 1
+                self.files += len(batch)
+                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                    if future.done():
+                        continue
+                    if outcome is None:
+                        future.set_result(None)
+                    else:
+                        future.set_exception(outcome)
+        finally:
+            self._task = None
+
+    def _flush_and_place(self, batch: list[PendingFile]) -> list[BaseException | None]:
+        try:
+            sync_filesystem(self._fd)
+        except OSError as exc:
+            return [exc] * len(batch)
+        outcomes: list[BaseException | None] = []
+        for pending in batch:
+            try:
+                pending.place(sync_dir=False)
+                outcomes.append(None)
+            except OSError as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    def close(self) -> None:
+        os.close(self._fd)
