@@ -17,6 +17,7 @@ from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl
 
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
+from .sendfile import send_file
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,7 @@ def _name(request: web.Request) -> str:
 
 
 async def get_content(request: web.Request) -> web.StreamResponse:
-    """Small files are read in one call; larger ones are streamed by aiohttp (sendfile where the
-    event loop offers it)."""
+    """Small files are read in one call; larger ones are handed to the kernel with sendfile."""
     name = _name(request)
     node = request.app[NODE]
     location = node.contents.location(name)
@@ -104,7 +104,7 @@ async def get_content(request: web.Request) -> web.StreamResponse:
             return web.Response(body=os.read(fd, size), headers=headers)
     finally:
         os.close(fd)
-    return web.FileResponse(location, chunk_size=READ_CHUNK, headers=headers)
+    return await send_file(request, location, headers, node.executor)
 
 
 async def put_content(request: web.Request) -> web.Response:
@@ -196,7 +196,8 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         path = node.structures.path_for(name)
         if not path.exists():
             raise NotFound(f"no structure file {name} on this node")
-        return web.FileResponse(path, headers={"Content-Type": "application/octet-stream"})
+        headers = {"Content-Type": "application/octet-stream"}
+        return await send_file(request, path, headers, node.executor)
     try:
         mode = Mode(mode_text)
     except ValueError:

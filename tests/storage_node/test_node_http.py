@@ -391,3 +391,27 @@ async def test_restart_corrects_entries_a_crash_left_untrue(node_factory, cluste
     assert len(await lookup.locate("content", kept)) == 1
     async with session.get(f"{node.url}/inventory?since=2") as r:
         assert [(e["op"], e["name"]) for e in (await r.json())["entries"]] == [("remove", ghost)]
+
+
+async def test_large_reads_serve_ranges_heads_and_survive_a_client_leaving(
+    node_factory, cluster, session
+):
+    node = node_factory()
+    data = os.urandom(8 * 1024 * 1024)
+    name = await put(session, node.url, cluster[1], data)
+    url = f"{node.url}/content/{name}"
+    async with session.get(url, headers={"Range": "bytes=1000-1999"}) as r:
+        assert r.status == 206
+        assert await r.read() == data[1000:2000]
+    async with session.head(url) as r:
+        assert (r.status, r.headers["Content-Length"]) == (200, str(len(data)))
+        assert await r.read() == b""
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", node.port)
+    writer.write(f"GET /content/{name} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await reader.readexactly(4096)
+    writer.transport.abort()
+
+    async with session.get(url) as r:
+        assert await r.read() == data
+    assert "Traceback" not in node.log()
