@@ -57,9 +57,19 @@ async def send_file(
                 await asyncio.sleep(0.001)
             loop = asyncio.get_running_loop()
             try:
-                await loop.run_in_executor(executor, _send_all, sock.fileno(), file_fd, size)
+                # The worker sends on its own duplicate of the socket, so a client that leaves
+                # mid-send cannot make the transport close (and the OS reuse) the number it uses.
+                sock_fd = os.dup(sock.fileno())
+                try:
+                    await loop.run_in_executor(executor, _send_all, sock_fd, file_fd, size)
+                finally:
+                    os.close(sock_fd)
             except (ConnectionError, TimeoutError) as exc:
                 log.debug("client left during a file response: %s", exc)
+                transport.abort()
+                return response
+            except OSError as exc:
+                log.warning("file response of %s cut short: %s", path, exc)
                 transport.abort()
                 return response
         await response.write_eof()
