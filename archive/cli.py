@@ -18,6 +18,25 @@ Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
 
 
+def parse_listen(text: str) -> tuple[str, int]:
+    """An argparse type for HOST:PORT."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT with a port 1-65535")
+    return host.strip("[]"), int(port)
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type for a positive number (of seconds, or of anything per second)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
 def add_config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-c",

@@ -26,6 +26,22 @@ class NodeEntry:
 
 
 @dataclass(frozen=True)
+class Replication:
+    """The replica policy's settings (docs/cluster.md); the master computes targets from them."""
+
+    default: int = 2
+    structure_extra: int = 1
+    small_bytes: int = 1024
+    small_extra: int = 1
+    popular_refs: int = 100
+    popular_extra: int = 1
+    unreliable_extra: int = 1
+
+    def to_json(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     name: str
     secret: bytes
@@ -33,6 +49,7 @@ class ClusterConfig:
     multicast: MulticastSettings = field(default_factory=MulticastSettings)
     master: str | None = None
     nodes: tuple[NodeEntry, ...] = ()
+    replication: Replication = field(default_factory=Replication)
     source: str = "<defaults>"
 
     @property
@@ -106,6 +123,19 @@ def _multicast(section: _Section) -> MulticastSettings:
     return settings
 
 
+def _replication(section: _Section) -> Replication:
+    defaults = Replication()
+    values = {}
+    for key in defaults.__dataclass_fields__:
+        value = section.get(key, int, getattr(defaults, key))
+        low = 1 if key in ("default", "popular_refs") else 0
+        if not low <= value <= 1_000_000_000:
+            raise section.fail(key, f"must be at least {low}")
+        values[key] = value
+    section.finish()
+    return Replication(**values)
+
+
 def parse_config(data: object, source: str) -> ClusterConfig:
     top = _Section(data, "", source)
     cluster = top.section("cluster")
@@ -119,6 +149,9 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         raise top.fail("lookup", f"must be one of {', '.join(LOOKUP_MODES)}, not {lookup!r}")
     multicast = _multicast(top.section("multicast"))
     master = top.get("master", str)
+    if master is not None and not master.startswith(("http://", "https://")):
+        raise top.fail("master", f"must be an http:// or https:// URL, not {master[:100]!r}")
+    replication = _replication(top.section("replication"))
     nodes = []
     for index, raw in enumerate(top.get("nodes", list, [])):
         entry = _Section(raw, f"nodes[{index}]", source)
@@ -138,6 +171,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         multicast=multicast,
         master=master,
         nodes=tuple(nodes),
+        replication=replication,
         source=source,
     )
 

@@ -1,0 +1,80 @@
+"""`dlweb master`: run the master of a cluster."""
+
+import argparse
+from pathlib import Path
+
+import uvloop
+
+from archive.cli import add_config_option, parse_listen, positive_seconds, run
+from archive.config import load_config
+from archive.errors import ConfigError
+
+from .server import serve
+from .service import MasterOptions
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.data.exists() and not args.data.is_dir():
+        raise ConfigError(f"--data {args.data} exists and is not a directory")
+    host, port = args.listen
+    options = MasterOptions(
+        data=args.data,
+        host=host,
+        port=port,
+        config=load_config(args.config),
+        grace=args.grace,
+        dead_after=args.dead_after,
+        repair_rate=args.repair_rate,
+        scrub_every=args.scrub_every * 3600,
+    )
+    uvloop.run(serve(options))
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data", type=Path, required=True, help="directory for the master's database"
+    )
+    parser.add_argument(
+        "--listen",
+        type=parse_listen,
+        default=("127.0.0.1", 8100),
+        help="HOST:PORT for HTTP and HIP (default 127.0.0.1:8100)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=positive_seconds,
+        default=30.0,
+        help="seconds a lost node has to come back before it is down and re-replicated (30)",
+    )
+    parser.add_argument(
+        "--dead-after",
+        type=positive_seconds,
+        default=7 * 86400.0,
+        help="seconds down before a node is dead and its locations forgotten (one week)",
+    )
+    parser.add_argument(
+        "--repair-rate",
+        type=positive_seconds,
+        default=2000.0,
+        help="files copied per second at most when restoring replicas (2000)",
+    )
+    parser.add_argument(
+        "--scrub-every",
+        type=float,
+        default=168.0,
+        help="hours between scrubs of each node; 0 scrubs only on demand (168)",
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_run)
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_arguments(subparsers.add_parser("master", help="run the master of a cluster"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m master", description="run a cluster master")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    add_arguments(parser)
+    return run(parser)

@@ -1,0 +1,471 @@
+"""The master's persistent view of the cluster, in SQLite: nodes, files, locations, moves.
+
+Everything a restarted master needs is here, so it rebuilds its view without rescanning a disk:
+nodes send only the inventory entries after the position stored with their locations, in the
+same transaction, so the two can never disagree.
+"""
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS nodes (
+    id TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    domain TEXT NOT NULL DEFAULT 'default',
+    reliability TEXT NOT NULL DEFAULT 'normal',
+    admin_state TEXT NOT NULL DEFAULT 'alive',
+    state TEXT NOT NULL DEFAULT 'alive',
+    free INTEGER NOT NULL DEFAULT 0,
+    total INTEGER NOT NULL DEFAULT 0,
+    seq INTEGER NOT NULL DEFAULT 0,
+    groups TEXT NOT NULL DEFAULT '[]',
+    last_seen REAL NOT NULL DEFAULT 0,
+    last_scrub REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS files (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    refs INTEGER NOT NULL DEFAULT 0,
+    target INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS locations (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    node TEXT NOT NULL,
+    PRIMARY KEY (kind, name, node)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS locations_by_node ON locations (node, kind, name);
+CREATE TABLE IF NOT EXISTS active (name TEXT PRIMARY KEY, node TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dirty (name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS moves (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    src TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+# The replica target of a file from its kind, size and reference count.
+TargetFn = Callable[[str, int, int], int]
+
+
+@dataclass
+class NodeRow:
+    id: str
+    address: str
+    domain: str = "default"
+    reliability: str = "normal"
+    admin_state: str = "alive"
+    state: str = "alive"
+    free: int = 0
+    total: int = 0
+    seq: int = 0
+    groups: list[int] = field(default_factory=list)
+    last_seen: float = 0.0
+    last_scrub: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "address": self.address,
+            "domain": self.domain,
+            "reliability": self.reliability,
+            "state": self.state,
+            "admin_state": self.admin_state,
+            "free": self.free,
+            "total": self.total,
+            "groups": self.groups,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    kind: str
+    name: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Needy:
+    """A file with fewer counting replicas than its target."""
+
+    kind: str
+    name: str
+    size: int
+    have: int
+    want: int
+    holders: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    id: int
+    kind: str
+    name: str
+    src: str
+    dst: str
+    size: int
+
+
+class MasterDB:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a process crash; a power loss may undo the last
+        # transactions, and with them the inventory positions, so nodes send those entries again.
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _transaction(self) -> "_Tx":
+        return _Tx(self.db)
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def nodes(self) -> list[NodeRow]:
+        rows = self.db.execute(
+            "SELECT id, address, domain, reliability, admin_state, state, free, total, seq,"
+            " groups, last_seen, last_scrub FROM nodes ORDER BY id"
+        ).fetchall()
+        return [
+            NodeRow(
+                id=row[0],
+                address=row[1],
+                domain=row[2],
+                reliability=row[3],
+                admin_state=row[4],
+                state=row[5],
+                free=row[6],
+                total=row[7],
+                seq=row[8],
+                groups=json.loads(row[9]),
+                last_seen=row[10],
+                last_scrub=row[11],
+            )
+            for row in rows
+        ]
+
+    def save_node(self, node: NodeRow) -> None:
+        self.db.execute(
+            "INSERT INTO nodes (id, address, domain, reliability, admin_state, state, free, total,"
+            " seq, groups, last_seen, last_scrub) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (id) DO UPDATE SET address=excluded.address, domain=excluded.domain,"
+            " reliability=excluded.reliability, admin_state=excluded.admin_state,"
+            " state=excluded.state, free=excluded.free, total=excluded.total,"
+            " groups=excluded.groups, last_seen=excluded.last_seen, last_scrub=excluded.last_scrub",
+            (
+                node.id,
+                node.address,
+                node.domain,
+                node.reliability,
+                node.admin_state,
+                node.state,
+                node.free,
+                node.total,
+                node.seq,
+                json.dumps(node.groups),
+                node.last_seen,
+                node.last_scrub,
+            ),
+        )
+
+    def forget_locations(self, node: str) -> int:
+        """Drop every location of a node (dead, or its disk was replaced) and reset its position."""
+        with self._transaction():
+            count = self.db.execute("DELETE FROM locations WHERE node = ?", (node,)).rowcount
+            self.db.execute("UPDATE nodes SET seq = 0 WHERE id = ?", (node,))
+            self.db.execute("DELETE FROM active WHERE node = ?", (node,))
+        return count
+
+    # -- inventory ------------------------------------------------------------------------------
+
+    def apply_inventory(
+        self, node: str, entries: Sequence[dict[str, Any]], seq: int, targets: TargetFn
+    ) -> None:
+        """Record a batch of a node's inventory entries and its new position, atomically."""
+        with self._transaction():
+            for entry in entries:
+                kind, name = entry["kind"], entry["name"]
+                if entry["op"] == "add":
+                    self.db.execute(
+                        "INSERT INTO files (kind, name, size, target) VALUES (?,?,?,?)"
+                        " ON CONFLICT (kind, name) DO UPDATE SET size = excluded.size",
+                        (kind, name, entry["size"], targets(kind, entry["size"], 0)),
+                    )
+                    self.db.execute(
+                        "INSERT OR IGNORE INTO locations (kind, name, node) VALUES (?,?,?)",
+                        (kind, name, node),
+                    )
+                else:
+                    self.db.execute(
+                        "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
+                        (kind, name, node),
+                    )
+            self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
+
+    def add_locations(self, node: str, files: Iterable[FileRef], targets: TargetFn) -> None:
+        """Record copies the master made itself, before the node's inventory confirms them."""
+        with self._transaction():
+            for ref in files:
+                self.db.execute(
+                    "INSERT OR IGNORE INTO files (kind, name, size, target) VALUES (?,?,?,?)",
+                    (ref.kind, ref.name, ref.size, targets(ref.kind, ref.size, 0)),
+                )
+                self.db.execute(
+                    "INSERT OR IGNORE INTO locations (kind, name, node) VALUES (?,?,?)",
+                    (ref.kind, ref.name, node),
+                )
+
+    def remove_locations(self, node: str, files: Iterable[tuple[str, str]]) -> None:
+        with self._transaction():
+            self.db.executemany(
+                "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
+                [(kind, name, node) for kind, name in files],
+            )
+
+    def set_refs(self, refs: dict[str, int], targets: TargetFn) -> None:
+        with self._transaction():
+            for name, count in refs.items():
+                row = self.db.execute(
+                    "SELECT size FROM files WHERE kind = 'content' AND name = ?", (name,)
+                ).fetchone()
+                if row is not None:
+                    self.db.execute(
+                        "UPDATE files SET refs = ?, target = ? WHERE kind = 'content' AND name = ?",
+                        (count, targets("content", row[0], count), name),
+                    )
+
+    def retarget(self, targets: TargetFn) -> None:
+        """Recompute every stored target (the policy in the configuration changed)."""
+        rows = self.db.execute("SELECT kind, name, size, refs, target FROM files").fetchall()
+        with self._transaction():
+            for kind, name, size, refs, target in rows:
+                wanted = targets(kind, size, refs)
+                if wanted != target:
+                    self.db.execute(
+                        "UPDATE files SET target = ? WHERE kind = ? AND name = ?",
+                        (wanted, kind, name),
+                    )
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def holders(self, kind: str, name: str) -> list[str]:
+        return [
+            row[0]
+            for row in self.db.execute(
+                "SELECT node FROM locations WHERE kind = ? AND name = ?", (kind, name)
+            )
+        ]
+
+    def file_counts(self) -> dict[str, int]:
+        counts = {"content": 0, "structure": 0}
+        for kind, count in self.db.execute("SELECT kind, COUNT(*) FROM files GROUP BY kind"):
+            counts[kind] = count
+        return counts
+
+    def node_totals(self) -> dict[str, tuple[int, int]]:
+        """Files and bytes held by each node, as the master knows them."""
+        return {
+            node: (files, size or 0)
+            for node, files, size in self.db.execute(
+                "SELECT l.node, COUNT(*), SUM(f.size) FROM locations l"
+                " JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node"
+            )
+        }
+
+    def below_target(
+        self, counting: Sequence[str], usable: int, unreliable_extra: int, limit: int
+    ) -> list[Needy]:
+        """Files whose replicas on counting nodes fall short, the most endangered first.
+
+        A file none of whose counting replicas is on a reliable node wants `unreliable_extra`
+        more; no target exceeds `usable`, the number of nodes that may receive files.
+        """
+        marks = ",".join("?" * len(counting)) or "''"
+        query = f"""
+            SELECT f.kind, f.name, f.size, f.target,
+                   COUNT(c.node) AS have,
+                   COALESCE(SUM(c.reliable), 0) AS reliable,
+                   GROUP_CONCAT(l.node) AS holders
+            FROM files f
+            LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
+            LEFT JOIN (SELECT id AS node, reliability != 'low' AS reliable FROM nodes
+                       WHERE id IN ({marks})) c ON c.node = l.node
+            GROUP BY f.kind, f.name
+            HAVING have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)
+            ORDER BY have ASC, f.kind DESC, f.size ASC
+            LIMIT ?
+        """
+        rows = self.db.execute(query, (*counting, unreliable_extra, usable, limit)).fetchall()
+        result = []
+        for kind, name, size, target, have, reliable, holders in rows:
+            want = min(target + (unreliable_extra if reliable == 0 else 0), usable)
+            held = tuple(holders.split(",")) if holders else ()
+            result.append(Needy(kind, name, size, have, want, held))
+        return result
+
+    def count_below_target(
+        self, counting: Sequence[str], usable: int, unreliable_extra: int
+    ) -> tuple[int, int]:
+        """How many files are below target, and how many have no readable replica at all."""
+        below = self.below_target(counting, usable, unreliable_extra, 10_000_000)
+        return len(below), sum(1 for needy in below if needy.have == 0)
+
+    def files_on(self, node: str, limit: int, after: tuple[str, str] = ("", "")) -> list[FileRef]:
+        rows = self.db.execute(
+            "SELECT l.kind, l.name, f.size FROM locations l"
+            " JOIN files f ON f.kind = l.kind AND f.name = l.name"
+            " WHERE l.node = ? AND (l.kind, l.name) > (?, ?) ORDER BY l.kind, l.name LIMIT ?",
+            (node, *after, limit),
+        ).fetchall()
+        return [FileRef(*row) for row in rows]
+
+    def count_on(self, node: str) -> int:
+        row = self.db.execute("SELECT COUNT(*) FROM locations WHERE node = ?", (node,)).fetchone()
+        return int(row[0])
+
+    def targets_of(self, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        result = {}
+        for kind, name in files:
+            row = self.db.execute(
+                "SELECT target FROM files WHERE kind = ? AND name = ?", (kind, name)
+            ).fetchone()
+            if row is not None:
+                result[(kind, name)] = int(row[0])
+        return result
+
+    def over_target(self, counting: Sequence[str], usable: int, limit: int) -> list[Needy]:
+        """Files with more counting replicas than their target (after a node came back)."""
+        marks = ",".join("?" * len(counting)) or "''"
+        rows = self.db.execute(
+            f"""SELECT f.kind, f.name, f.size, f.target, COUNT(l.node), GROUP_CONCAT(l.node)
+                FROM files f JOIN locations l ON l.kind = f.kind AND l.name = f.name
+                WHERE l.node IN ({marks})
+                GROUP BY f.kind, f.name HAVING COUNT(l.node) > MIN(f.target, ?) LIMIT ?""",
+            (*counting, usable, limit),
+        ).fetchall()
+        return [
+            Needy(kind, name, size, have, min(target, usable), tuple(holders.split(",")))
+            for kind, name, size, target, have, holders in rows
+        ]
+
+    # -- structure files ------------------------------------------------------------------------
+
+    def active_node(self, name: str) -> str | None:
+        row = self.db.execute("SELECT node FROM active WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_active(self, pairs: Iterable[tuple[str, str]]) -> None:
+        with self._transaction():
+            self.db.executemany(
+                "INSERT INTO active (name, node) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET node = excluded.node",
+                list(pairs),
+            )
+
+    def structures_without_active(self, readable: Sequence[str]) -> int:
+        marks = ",".join("?" * len(readable)) or "''"
+        row = self.db.execute(
+            f"""SELECT COUNT(*) FROM files f WHERE f.kind = 'structure' AND NOT EXISTS (
+                    SELECT 1 FROM active a JOIN locations l
+                    ON l.kind = 'structure' AND l.name = a.name AND l.node = a.node
+                    WHERE a.name = f.name AND a.node IN ({marks}))""",
+            tuple(readable),
+        ).fetchone()
+        return int(row[0])
+
+    def mark_dirty(self, names: Iterable[str]) -> None:
+        with self._transaction():
+            self.db.executemany(
+                "INSERT OR IGNORE INTO dirty (name) VALUES (?)", [(n,) for n in names]
+            )
+
+    def dirty(self, limit: int) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT name FROM dirty LIMIT ?", (limit,))]
+
+    def clean(self, names: Iterable[str]) -> None:
+        with self._transaction():
+            self.db.executemany("DELETE FROM dirty WHERE name = ?", [(n,) for n in names])
+
+    def count_dirty(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM dirty").fetchone()[0])
+
+    # -- rebalance moves ------------------------------------------------------------------------
+
+    def replace_moves(self, moves: Iterable[tuple[str, str, str, str, int]]) -> None:
+        with self._transaction():
+            self.db.execute("DELETE FROM moves")
+            self.db.executemany(
+                "INSERT INTO moves (kind, name, src, dst, size) VALUES (?,?,?,?,?)", list(moves)
+            )
+
+    def pending_moves(self, limit: int) -> list[Move]:
+        rows = self.db.execute(
+            "SELECT id, kind, name, src, dst, size FROM moves WHERE done = 0 ORDER BY id LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [Move(*row) for row in rows]
+
+    def finish_moves(self, ids: Iterable[int], outcome: int = 1) -> None:
+        """Mark moves done (1) or skipped (2)."""
+        with self._transaction():
+            self.db.executemany(
+                "UPDATE moves SET done = ? WHERE id = ?", [(outcome, i) for i in ids]
+            )
+
+    def move_progress(self) -> dict[str, int]:
+        row = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(done = 1), 0), COALESCE(SUM(done = 2), 0),"
+            " COALESCE(SUM(size), 0), COALESCE(SUM(CASE WHEN done = 1 THEN size END), 0)"
+            " FROM moves"
+        ).fetchone()
+        return {
+            "files": row[0],
+            "moved": row[1],
+            "skipped": row[2],
+            "bytes": row[3],
+            "bytes_moved": row[4],
+        }
+
+    # -- small settings -------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
+
+    def iter_files(self) -> Iterator[tuple[str, str]]:
+        yield from self.db.execute("SELECT kind, name FROM files")
+
+
+class _Tx:
+    """BEGIN ... COMMIT around a block; ROLLBACK if it raises."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN")
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

@@ -1,0 +1,166 @@
+"""The master's HTTP interface: status (JSON and a page), location queries and admin actions."""
+
+import hmac
+import html
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from archive.hashing import is_valid_name
+
+from .service import KINDS, Master
+
+log = logging.getLogger(__name__)
+
+MASTER = web.AppKey("master", Master)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+MAX_BODY = 64 * 1024
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Writes need the cluster token; every failure becomes a JSON error, never a traceback."""
+    if request.method == "POST":
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        expected = request.app[MASTER].options.config.write_token
+        if scheme.lower() != "bearer" or not token:
+            return _error(401, "admin actions need the cluster token (Authorization: Bearer)")
+        if not hmac.compare_digest(token.encode(), expected.encode()):
+            return _error(403, "wrong cluster token")
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status >= 400:
+            return _error(exc.status, exc.reason)
+        raise
+    except Exception:
+        log.exception("internal error on %s %s", request.method, request.path)
+        return _error(500, "internal error on the master")
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise web.HTTPBadRequest(reason="request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise web.HTTPBadRequest(reason="request body must be a JSON object")
+    return data
+
+
+def _rate(body: dict[str, Any], key: str, default: float) -> float:
+    value = body.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise web.HTTPBadRequest(reason=f"{key} must be a non-negative number")
+    return float(value)
+
+
+async def get_status(request: web.Request) -> web.Response:
+    status = request.app[MASTER].status()
+    if "text/html" in request.headers.get("Accept", "") and "format" not in request.query:
+        return web.Response(text=_status_page(status), content_type="text/html")
+    return web.json_response(status)
+
+
+def _status_page(status: dict[str, Any]) -> str:
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(node.get(key)))}</td>"
+            for key in ("id", "address", "state", "domain", "reliability", "files", "bytes", "free")
+        )
+        + "</tr>"
+        for node in status["nodes"]
+    )
+    repairs = status["repairs"]
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>dlweb cluster {html.escape(status["cluster"])}</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
+</head><body><h1>Cluster {html.escape(status["cluster"])}</h1>
+<p>{status["files"]["content"]} contents, {status["files"]["structure"]} structure files;
+<b>{status["below_target"]}</b> below replica target, <b>{status["lost"]}</b> without a readable
+copy; repairs running: {repairs["running"]}, copied {repairs["copied"]}, failed
+{repairs["failed"]}; rebalance: {html.escape(str(status["rebalance"].get("state")))}.</p>
+<table><tr><th>node</th><th>address</th><th>state</th><th>domain</th><th>reliability</th>
+<th>files</th><th>bytes</th><th>free</th></tr>{rows}</table></body></html>"""
+
+
+async def locate(request: web.Request) -> web.Response:
+    kind, name = request.match_info["kind"], request.match_info["name"]
+    if kind not in KINDS:
+        return _error(400, f"kind must be content or structure, not {kind[:20]!r}")
+    if not is_valid_name(name):
+        return _error(400, "a file name is 64 lowercase hex digits")
+    nodes = request.app[MASTER].locate(kind, name)
+    return web.json_response({"kind": kind, "name": name, "nodes": nodes})
+
+
+async def fsck(request: web.Request) -> web.Response:
+    return web.json_response(request.app[MASTER].fsck())
+
+
+async def set_state(request: web.Request) -> web.Response:
+    body = await _body(request)
+    node = request.match_info["node"]
+    try:
+        row = request.app[MASTER].set_node_state(node, str(body.get("state")))
+    except KeyError:
+        return _error(404, f"no node {node[:100]!r} in this cluster")
+    except ValueError as exc:
+        return _error(400, str(exc))
+    return web.json_response(row)
+
+
+async def get_rebalance(request: web.Request) -> web.Response:
+    return web.json_response(request.app[MASTER].rebalancer.report())
+
+
+async def post_rebalance(request: web.Request) -> web.Response:
+    body = await _body(request)
+    rebalancer = request.app[MASTER].rebalancer
+    if body.get("stop"):
+        return web.json_response(rebalancer.stop())
+    if body.get("apply") is not True:
+        return _error(400, 'give {"apply": true} to start the plan or {"stop": true} to stop')
+    files_per_s = _rate(body, "files_per_s", 200.0)
+    bytes_per_s = _rate(body, "bytes_per_s", 64.0 * 1024 * 1024)
+    return web.json_response(rebalancer.apply(files_per_s, bytes_per_s))
+
+
+async def post_scrub(request: web.Request) -> web.Response:
+    body = await _body(request)
+    master = request.app[MASTER]
+    node = body.get("node")
+    if node is None:
+        nodes = list(master.members.links)
+    elif isinstance(node, str) and node in master.members.rows:
+        nodes = [node]
+    else:
+        return _error(404, f"no node {str(node)[:100]!r} in this cluster")
+    return web.json_response(await master.scrub(nodes))
+
+
+def build_app(master: Master) -> web.Application:
+    app = web.Application(middlewares=[_guard], client_max_size=MAX_BODY)
+    app[MASTER] = master
+    master.hip.add_routes(app)
+    app.router.add_get("/status", get_status)
+    app.router.add_get("/locate/{kind}/{name}", locate)
+    app.router.add_get("/admin/fsck", fsck)
+    app.router.add_post("/admin/nodes/{node}/state", set_state)
+    app.router.add_get("/admin/rebalance", get_rebalance)
+    app.router.add_post("/admin/rebalance", post_rebalance)
+    app.router.add_post("/admin/scrub", post_scrub)
+    return app

@@ -1,0 +1,133 @@
+"""Which storage nodes exist, which are connected, and the state each is in."""
+
+import logging
+import time
+from collections.abc import Callable
+
+from archive.hip import Peer
+
+from .db import MasterDB, NodeRow
+
+log = logging.getLogger(__name__)
+
+ADMIN_STATES = ("alive", "read-only", "draining")
+RELIABILITIES = ("high", "normal", "low")
+
+
+class Membership:
+    """Node rows, live links and the grace-period clock that turns a lost node down, then dead."""
+
+    def __init__(
+        self, db: MasterDB, grace: float, dead_after: float, on_change: Callable[[], None]
+    ) -> None:
+        self.db = db
+        self.grace = grace
+        self.dead_after = dead_after
+        self.on_change = on_change
+        self.rows: dict[str, NodeRow] = {row.id: row for row in db.nodes()}
+        self.links: dict[str, Peer] = {}
+        started = time.monotonic()
+        # A restarted master gives every node a fresh grace period to reconnect.
+        self.lost_at: dict[str, float] = {node: started for node in self.rows}
+
+    # -- views ----------------------------------------------------------------------------------
+
+    def connected(self, node: str) -> bool:
+        peer = self.links.get(node)
+        return peer is not None and not peer.closed
+
+    def readable(self) -> list[str]:
+        """Nodes that can serve reads now."""
+        return [
+            row.id
+            for row in self.rows.values()
+            if row.state in ADMIN_STATES and self.connected(row.id)
+        ]
+
+    def counting(self) -> list[str]:
+        """Nodes whose copies count toward targets: alive or read-only, lost for less than grace."""
+        return [row.id for row in self.rows.values() if row.state in ("alive", "read-only")]
+
+    def receivers(self) -> list[NodeRow]:
+        """Connected nodes that may receive new files."""
+        return [
+            row for row in self.rows.values() if row.state == "alive" and self.connected(row.id)
+        ]
+
+    def usable(self) -> int:
+        """How many nodes may hold a replica: no target asks for more copies than this."""
+        return sum(1 for row in self.rows.values() if row.state == "alive")
+
+    def in_grace(self) -> bool:
+        """Whether some node is lost but not yet down: its copies still count."""
+        return any(
+            node in self.lost_at and row.state in ADMIN_STATES for node, row in self.rows.items()
+        )
+
+    def address(self, node: str) -> str:
+        return self.rows[node].address
+
+    def public_state(self, row: NodeRow) -> str:
+        if row.state in ADMIN_STATES and not self.connected(row.id):
+            return "unreachable"
+        return row.state
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def join(self, peer: Peer, row: NodeRow) -> NodeRow:
+        """A node connected: keep its admin state, take its new address and sizes."""
+        old = self.rows.get(row.id)
+        if old is not None:
+            row.admin_state = old.admin_state
+            row.seq = old.seq
+            row.last_scrub = old.last_scrub
+            if old.state == "dead":
+                row.seq = 0
+        row.state = row.admin_state
+        row.last_seen = time.time()
+        self.rows[row.id] = row
+        self.links[row.id] = peer
+        self.lost_at.pop(row.id, None)
+        self.db.save_node(row)
+        log.info("node %s joined from %s (%s, %s)", row.id, row.address, row.domain, row.state)
+        self.on_change()
+        return row
+
+    def leave(self, peer: Peer) -> None:
+        if self.links.get(peer.name) is peer:
+            del self.links[peer.name]
+            self.lost_at[peer.name] = time.monotonic()
+            log.warning("node %s lost; down in %.0f s unless it returns", peer.name, self.grace)
+            self.on_change()
+
+    def set_admin_state(self, node: str, state: str) -> NodeRow:
+        row = self.rows[node]
+        row.admin_state = state
+        if row.state in ADMIN_STATES:
+            row.state = state
+        self.db.save_node(row)
+        log.info("node %s set to %s", node, state)
+        self.on_change()
+        return row
+
+    def tick(self) -> None:
+        """Turn nodes lost for longer than the grace period down, and down ones dead."""
+        now = time.monotonic()
+        for node, since in list(self.lost_at.items()):
+            row = self.rows.get(node)
+            if row is None or self.connected(node):
+                self.lost_at.pop(node, None)
+                continue
+            lost_for = now - since
+            if row.state in ADMIN_STATES and lost_for >= self.grace:
+                row.state = "down"
+                self.db.save_node(row)
+                log.warning("node %s is down: its files are being re-replicated", node)
+                self.on_change()
+            elif row.state == "down" and lost_for >= self.dead_after:
+                row.state = "dead"
+                self.db.save_node(row)
+                forgotten = self.db.forget_locations(node)
+                self.lost_at.pop(node, None)
+                log.warning("node %s is dead; forgot its %d locations", node, forgotten)
+                self.on_change()

@@ -1,0 +1,229 @@
+"""Rebalancing: a plan of moves that evens out how full the nodes are, applied throttled.
+
+The plan is shown before anything moves. Applying it stores every move in the master's database
+and carries them out in batches (copy to the destination, then delete from the source), so a
+restarted master resumes where it stopped and an admin can stop it at any time.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from .db import FileRef, MasterDB, Move
+from .membership import Membership
+from .policy import choose_node
+from .repair import BATCH, Copier, Throttle
+
+log = logging.getLogger(__name__)
+
+TOLERANCE = 0.10
+MIN_EXCESS_BYTES = 64 * 1024
+DEFAULT_FILES_PER_S = 200.0
+DEFAULT_BYTES_PER_S = 64.0 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PlannedMove:
+    kind: str
+    name: str
+    src: str
+    dst: str
+    size: int
+
+
+def summarise(moves: list[PlannedMove] | list[Move]) -> list[dict[str, Any]]:
+    """Moves per source and destination, with files and bytes."""
+    files: Counter[tuple[str, str]] = Counter()
+    size: Counter[tuple[str, str]] = Counter()
+    for move in moves:
+        files[(move.src, move.dst)] += 1
+        size[(move.src, move.dst)] += move.size
+    return [
+        {"src": src, "dst": dst, "files": files[(src, dst)], "bytes": size[(src, dst)]}
+        for src, dst in sorted(files)
+    ]
+
+
+class Rebalancer:
+    def __init__(self, db: MasterDB, members: Membership, copier: Copier) -> None:
+        self.db = db
+        self.members = members
+        self.copier = copier
+        self.task: asyncio.Task[None] | None = None
+        self.changed = asyncio.Event()
+
+    @property
+    def state(self) -> dict[str, Any]:
+        saved = self.db.get_meta("rebalance")
+        return saved if isinstance(saved, dict) else {"state": "idle"}
+
+    def plan(self) -> list[PlannedMove]:
+        """Moves from nodes holding more than their share of bytes to nodes holding less."""
+        nodes = [
+            row
+            for row in self.members.rows.values()
+            if row.state == "alive" and self.members.connected(row.id)
+        ]
+        if len(nodes) < 2:
+            return []
+        totals = self.db.node_totals()
+        held = {row.id: totals.get(row.id, (0, 0))[1] for row in nodes}
+        capacity = {row.id: max(row.total, 1) for row in nodes}
+        everything = sum(held.values())
+        whole = sum(capacity.values())
+        share = {node: everything * capacity[node] / whole for node in held}
+        excess = {node: held[node] - share[node] for node in held}
+        deficit = {node: -value for node, value in excess.items() if value < 0}
+        moves: list[PlannedMove] = []
+        planned: dict[str, int] = Counter()
+        sources = sorted(
+            (n for n, v in excess.items() if v > max(MIN_EXCESS_BYTES, TOLERANCE * share[n])),
+            key=lambda n: -excess[n],
+        )
+        by_id = {row.id: row for row in nodes}
+        for src in sources:
+            after = ("", "")
+            while excess[src] > MIN_EXCESS_BYTES:
+                files = self.db.files_on(src, BATCH, after)
+                if not files:
+                    break
+                after = (files[-1].kind, files[-1].name)
+                for ref in files:
+                    if excess[src] <= MIN_EXCESS_BYTES:
+                        break
+                    takers = [by_id[n] for n, d in deficit.items() if d >= ref.size]
+                    holders = self.db.holders(ref.kind, ref.name)
+                    domains = {
+                        self.members.rows[h].domain
+                        for h in holders
+                        if h != src and h in self.members.rows
+                    }
+                    dst = choose_node(takers, ref.name, holders, domains, planned)
+                    if dst is None:
+                        continue
+                    moves.append(PlannedMove(ref.kind, ref.name, src, dst.id, ref.size))
+                    planned[dst.id] += ref.size
+                    excess[src] -= ref.size
+                    deficit[dst.id] -= ref.size
+        return moves
+
+    def report(self) -> dict[str, Any]:
+        """The running or stopped rebalance with its progress, or a fresh plan."""
+        state = self.state
+        if state.get("state") in ("running", "stopped"):
+            pending = self.db.pending_moves(1_000_000)
+            return {**state, "progress": self.db.move_progress(), "moves": summarise(pending)}
+        moves = self.plan()
+        return {
+            **state,
+            "plan": {
+                "files": len(moves),
+                "bytes": sum(m.size for m in moves),
+                "moves": summarise(moves),
+            },
+        }
+
+    def apply(self, files_per_s: float, bytes_per_s: float) -> dict[str, Any]:
+        if self.task is not None and not self.task.done():
+            return {**self.state, "progress": self.db.move_progress()}
+        moves = self.plan()
+        self.db.replace_moves((m.kind, m.name, m.src, m.dst, m.size) for m in moves)
+        state = {
+            "state": "running" if moves else "done",
+            "files_per_s": files_per_s,
+            "bytes_per_s": bytes_per_s,
+        }
+        self.db.set_meta("rebalance", state)
+        log.info("rebalance of %d files applied", len(moves))
+        if moves:
+            self.start()
+        return {**state, "progress": self.db.move_progress(), "moves": summarise(moves)}
+
+    def stop(self) -> dict[str, Any]:
+        state = self.state
+        if state.get("state") == "running":
+            state["state"] = "stopped"
+            self.db.set_meta("rebalance", state)
+            log.info("rebalance stopped")
+        if self.task is not None:
+            self.task.cancel()
+        return {**state, "progress": self.db.move_progress()}
+
+    def start(self) -> None:
+        """Run the stored moves in the background (also after a master restart)."""
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run(), name="rebalance")
+
+    async def _run(self) -> None:
+        state = self.state
+        throttle = Throttle(
+            float(state.get("files_per_s", DEFAULT_FILES_PER_S)),
+            float(state.get("bytes_per_s", DEFAULT_BYTES_PER_S)),
+        )
+        while self.state.get("state") == "running":
+            pending = self.db.pending_moves(BATCH)
+            if not pending:
+                self.db.set_meta("rebalance", {**self.state, "state": "done"})
+                log.info("rebalance done: %s", self.db.move_progress())
+                return
+            ready, skipped = self._sort(pending)
+            self.db.finish_moves(skipped, outcome=2)
+            if not ready:
+                if not skipped:
+                    await self._wait_for_nodes()
+                continue
+            for chunk_start in range(0, len(ready), 50):
+                chunk = ready[chunk_start : chunk_start + 50]
+                await throttle.take(len(chunk), sum(m.size for m in chunk))
+                await self._move(chunk)
+
+    def _sort(self, pending: list[Move]) -> tuple[list[Move], list[int]]:
+        """Moves that can run now, and ids of moves no longer needed or possible."""
+        ready, skipped = [], []
+        for move in pending:
+            src, dst = self.members.rows.get(move.src), self.members.rows.get(move.dst)
+            holders = self.db.holders(move.kind, move.name)
+            gone = (
+                src is None
+                or dst is None
+                or src.state == "dead"
+                or dst.state in ("dead", "draining", "read-only")
+            )
+            if gone or move.src not in holders or move.dst in holders:
+                skipped.append(move.id)
+            elif self.members.connected(move.src) and self.members.connected(move.dst):
+                ready.append(move)
+        return ready, skipped
+
+    async def _wait_for_nodes(self) -> None:
+        self.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.changed.wait(), 1.0)
+
+    async def _move(self, moves: list[Move]) -> None:
+        """Copy each file to its destination, then delete it from its source."""
+        by_dst: dict[str, list[Move]] = defaultdict(list)
+        for move in moves:
+            by_dst[move.dst].append(move)
+        for dst, group in by_dst.items():
+            keys = [(m.kind, m.name) for m in group]
+            self.copier.busy.update(keys)
+            try:
+                await self.copier.fetch(
+                    dst, [(FileRef(m.kind, m.name, m.size), m.src) for m in group]
+                )
+                by_src: dict[str, list[Move]] = defaultdict(list)
+                for move in group:
+                    if dst in self.db.holders(move.kind, move.name):
+                        by_src[move.src].append(move)
+                for src, done in by_src.items():
+                    for move in done:
+                        if move.kind == "structure" and self.db.active_node(move.name) == src:
+                            self.db.set_active([(move.name, dst)])
+                    await self.copier.delete(src, [(m.kind, m.name) for m in done])
+                    self.db.finish_moves([m.id for m in done])
+            finally:
+                self.copier.busy.difference_update(keys)

@@ -1,0 +1,285 @@
+"""Keeping every file at its replica target: copies after a loss, drains, trims, refreshes.
+
+Each pass reads what is short from the database, plans copies in batches per destination node,
+and asks the destinations to fetch from a node that holds the file (`fetch`, docs/cluster.md).
+Copies are throttled to a rate in files per second; the most endangered files go first.
+"""
+
+import asyncio
+import logging
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from archive.hip import HipError, RemoteError
+
+from .db import FileRef, MasterDB, TargetFn
+from .membership import Membership
+from .policy import choose_node
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+CALL_TIMEOUT = 600.0
+
+
+@dataclass
+class RepairStats:
+    copied: int = 0
+    failed: int = 0
+    deleted: int = 0
+    refreshed: int = 0
+    running: int = 0
+    lost: int = 0
+    last_pass: float = 0.0
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "copied": self.copied,
+            "failed": self.failed,
+            "deleted": self.deleted,
+            "refreshed": self.refreshed,
+            "running": self.running,
+            "lost": self.lost,
+        }
+
+
+class Throttle:
+    """Spaces out work to a rate (items per second, bytes per second); 0 means no limit."""
+
+    def __init__(self, per_second: float = 0.0, bytes_per_second: float = 0.0) -> None:
+        self.per_second = per_second
+        self.bytes_per_second = bytes_per_second
+        self._next = time.monotonic()
+
+    async def take(self, items: int, size: int = 0) -> None:
+        cost = 0.0
+        if self.per_second > 0:
+            cost = max(cost, items / self.per_second)
+        if self.bytes_per_second > 0:
+            cost = max(cost, size / self.bytes_per_second)
+        now = time.monotonic()
+        start = max(now, self._next)
+        self._next = start + cost
+        if start > now:
+            await asyncio.sleep(start - now)
+
+
+class Copier:
+    """Asks nodes to fetch and delete files, and records what they report in the database."""
+
+    def __init__(self, db: MasterDB, members: Membership, targets: TargetFn) -> None:
+        self.db = db
+        self.members = members
+        self.targets = targets
+        self.busy: set[tuple[str, str]] = set()
+
+    def source_for(self, kind: str, name: str, holders: tuple[str, ...]) -> str | None:
+        """A readable holder to copy from: the active copy for a structure file, then the rest."""
+        readable = set(self.members.readable())
+        if kind == "structure":
+            active = self.db.active_node(name)
+            if active is not None and active in readable and active in holders:
+                return active
+        ordered = sorted(
+            (h for h in holders if h in readable),
+            key=lambda h: self.members.rows[h].state == "draining",
+        )
+        return ordered[0] if ordered else None
+
+    async def fetch(self, dst: str, files: list[tuple[FileRef, str]]) -> tuple[int, int]:
+        """Have dst fetch each file from its source node; returns (copied, failed)."""
+        peer = self.members.links.get(dst)
+        if peer is None:
+            return 0, len(files)
+        params = {
+            "files": [
+                {"kind": ref.kind, "name": ref.name, "source": self.members.address(src)}
+                for ref, src in files
+            ]
+        }
+        try:
+            result = await peer.call("fetch", params, timeout=CALL_TIMEOUT)
+        except (HipError, RemoteError) as exc:
+            log.warning("node %s could not fetch %d files: %s", dst, len(files), exc)
+            return 0, len(files)
+        fetched = set(result.get("fetched", []))
+        for failure in result.get("failed", [])[:5]:
+            log.warning(
+                "node %s could not fetch %s: %s", dst, failure.get("name"), failure.get("error")
+            )
+        done = [ref for ref, _ in files if ref.name in fetched]
+        self.db.add_locations(dst, done, self.targets)
+        return len(done), len(files) - len(done)
+
+    async def delete(self, node: str, files: list[tuple[str, str]]) -> list[str]:
+        peer = self.members.links.get(node)
+        if peer is None or not files:
+            return []
+        params = {"files": [{"kind": kind, "name": name} for kind, name in files]}
+        try:
+            result = await peer.call("delete", params, timeout=CALL_TIMEOUT)
+        except (HipError, RemoteError) as exc:
+            log.warning("node %s could not delete %d files: %s", node, len(files), exc)
+            return []
+        deleted = set(result.get("deleted", []))
+        self.db.remove_locations(node, [(k, n) for k, n in files if n in deleted])
+        return list(deleted)
+
+
+class Repairer:
+    """The passes that bring files back to target; run whenever the cluster changes."""
+
+    def __init__(
+        self,
+        db: MasterDB,
+        members: Membership,
+        copier: Copier,
+        unreliable_extra: int,
+        rate: float,
+    ) -> None:
+        self.db = db
+        self.members = members
+        self.copier = copier
+        self.unreliable_extra = unreliable_extra
+        self.throttle = Throttle(rate)
+        self.stats = RepairStats()
+
+    async def run_pass(self) -> bool:
+        """One round of every kind of work; True when it did something (run again soon)."""
+        worked = await self.copy_short()
+        worked = await self.drain() or worked
+        worked = await self.refresh_structures() or worked
+        if not worked and not self.members.in_grace():
+            worked = await self.trim()
+        self.stats.last_pass = time.time()
+        return worked
+
+    async def copy_short(self) -> bool:
+        counting = self.members.counting()
+        needy = self.db.below_target(
+            counting, self.members.usable(), self.unreliable_extra, BATCH * 4
+        )
+        receivers = self.members.receivers()
+        plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
+        planned: dict[str, int] = Counter()
+        lost = 0
+        for item in needy:
+            key = (item.kind, item.name)
+            if key in self.copier.busy:
+                continue
+            source = self.copier.source_for(item.kind, item.name, item.holders)
+            if source is None:
+                lost += item.have == 0
+                continue
+            for _ in range(item.want - item.have):
+                domains = {self.members.rows[h].domain for h in item.holders if h in counting}
+                holders = set(item.holders) | {
+                    dst
+                    for dst, batch in plans.items()
+                    if any(r.name == item.name for r, _ in batch)
+                }
+                dst = choose_node(receivers, item.name, holders, domains, planned)
+                if dst is None:
+                    break
+                plans[dst.id].append((FileRef(item.kind, item.name, item.size), source))
+                planned[dst.id] += item.size
+                self.copier.busy.add(key)
+        self.stats.lost = lost
+        if not plans:
+            return False
+        await asyncio.gather(*(self._copy(dst, batch) for dst, batch in plans.items()))
+        return True
+
+    async def _copy(self, dst: str, batch: list[tuple[FileRef, str]]) -> None:
+        try:
+            for start in range(0, len(batch), BATCH):
+                part = batch[start : start + BATCH]
+                await self.throttle.take(len(part))
+                self.stats.running += len(part)
+                try:
+                    copied, failed = await self.copier.fetch(dst, part)
+                finally:
+                    self.stats.running -= len(part)
+                self.stats.copied += copied
+                self.stats.failed += failed
+        finally:
+            for ref, _ in batch:
+                self.copier.busy.discard((ref.kind, ref.name))
+
+    async def drain(self) -> bool:
+        """Delete from draining nodes the files that now have their target elsewhere."""
+        worked = False
+        counting = set(self.members.counting())
+        usable = self.members.usable()
+        for node, row in list(self.members.rows.items()):
+            if row.state != "draining" or not self.members.connected(node):
+                continue
+            files = self.db.files_on(node, BATCH * 4)
+            targets = self.db.targets_of((f.kind, f.name) for f in files)
+            removable = []
+            for ref in files:
+                holders = self.db.holders(ref.kind, ref.name)
+                elsewhere = [h for h in holders if h in counting and h != node]
+                wanted = min(targets.get((ref.kind, ref.name), 1), max(usable, 1))
+                if len(elsewhere) >= wanted:
+                    if ref.kind == "structure" and self.db.active_node(ref.name) == node:
+                        self.db.set_active([(ref.name, elsewhere[0])])
+                    removable.append((ref.kind, ref.name))
+            if removable:
+                deleted = await self.copier.delete(node, removable)
+                self.stats.deleted += len(deleted)
+                worked = worked or bool(deleted)
+        return worked
+
+    async def trim(self) -> bool:
+        """Remove copies above target, from the fullest holders, never the active structure copy."""
+        counting = self.members.counting()
+        readable = set(self.members.readable())
+        extra = self.db.over_target(counting, self.members.usable(), BATCH)
+        deletions: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for item in extra:
+            if (item.kind, item.name) in self.copier.busy:
+                continue
+            active = self.db.active_node(item.name) if item.kind == "structure" else None
+            candidates = [h for h in item.holders if h in readable and h != active]
+            candidates.sort(key=lambda h: self.members.rows[h].free)
+            for node in candidates[: item.have - item.want]:
+                deletions[node].append((item.kind, item.name))
+        if not deletions:
+            return False
+        results = await asyncio.gather(
+            *(self.copier.delete(node, files) for node, files in deletions.items())
+        )
+        self.stats.deleted += sum(len(r) for r in results)
+        return any(results)
+
+    async def refresh_structures(self) -> bool:
+        """Copy the active copy of structure files that changed over their replicas."""
+        names = self.db.dirty(BATCH)
+        if not names:
+            return False
+        readable = set(self.members.readable())
+        plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
+        settled: list[str] = []
+        for name in names:
+            active = self.db.active_node(name)
+            if active is None or active not in readable:
+                settled.append(name)
+                continue
+            replicas = [h for h in self.db.holders("structure", name) if h != active]
+            for node in replicas:
+                if node in readable:
+                    plans[node].append((FileRef("structure", name, 0), active))
+            settled.append(name)
+        self.db.clean(settled)
+        results = await asyncio.gather(
+            *(self.copier.fetch(node, batch) for node, batch in plans.items())
+        )
+        for batch, (copied, failed) in zip(plans.values(), results, strict=True):
+            self.stats.refreshed += copied
+            if failed:
+                self.db.mark_dirty(ref.name for ref, _ in batch)
+        return bool(plans)

@@ -1,0 +1,36 @@
+"""Runs the master: the HTTP and HIP server, and the loops that keep files at their targets."""
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+
+from .http import build_app
+from .service import Master, MasterOptions
+
+log = logging.getLogger(__name__)
+
+
+async def serve(options: MasterOptions) -> None:
+    """Run until SIGINT or SIGTERM."""
+    options.data.mkdir(parents=True, exist_ok=True)
+    master = Master(options)
+    runner = web.AppRunner(build_app(master), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await site.start()
+        master.start()
+        log.info(
+            "master of cluster %s at http://%s:%d", options.config.name, options.host, options.port
+        )
+        await stop.wait()
+    finally:
+        await master.close()
+        await runner.cleanup()
+        log.info("master stopped")

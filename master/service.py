@@ -1,0 +1,445 @@
+"""The master: HIP handlers for storage nodes and index nodes, and the loops that keep files safe."""
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archive.config import ClusterConfig
+from archive.hashing import is_valid_name
+from archive.hip import Handler, HipMaster, Peer, RemoteError
+
+from .db import MasterDB, NodeRow
+from .membership import ADMIN_STATES, RELIABILITIES, Membership
+from .policy import choose_node, target_function
+from .rebalance import Rebalancer
+from .repair import Copier, Repairer
+
+log = logging.getLogger(__name__)
+
+MAX_LIST = 5_000
+KINDS = ("content", "structure")
+
+
+@dataclass(frozen=True)
+class MasterOptions:
+    data: Path
+    host: str
+    port: int
+    config: ClusterConfig
+    grace: float = 30.0
+    dead_after: float = 7 * 86400.0
+    repair_rate: float = 2_000.0
+    scrub_every: float = 7 * 86400.0
+
+
+def _bad(message: str) -> RemoteError:
+    return RemoteError("bad_params", message)
+
+
+def _object(params: Any, method: str) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise _bad(f"{method}: params must be an object")
+    return params
+
+
+def _field(params: dict[str, Any], key: str, kind: type, method: str) -> Any:
+    value = params.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _bad(f"{method}: {key!r} must be {kind.__name__}")
+    return value
+
+
+def _names(params: dict[str, Any], method: str) -> list[str]:
+    names: list[str] = _field(params, "names", list, method)
+    if len(names) > MAX_LIST:
+        raise _bad(f"{method}: at most {MAX_LIST} names a call")
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not is_valid_name(name):
+            raise _bad(f"{method}: names[{index}] is not 64 lowercase hex digits")
+    return names
+
+
+def _entries(params: dict[str, Any]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = _field(params, "entries", list, "node.inventory")
+    if len(entries) > MAX_LIST:
+        raise _bad(f"node.inventory: at most {MAX_LIST} entries a call")
+    for index, entry in enumerate(entries):
+        where = f"node.inventory: entries[{index}]"
+        if not isinstance(entry, dict):
+            raise _bad(f"{where} must be an object")
+        if entry.get("op") not in ("add", "remove") or entry.get("kind") not in KINDS:
+            raise _bad(f"{where}: op must be add or remove, kind content or structure")
+        name, size = entry.get("name"), entry.get("size")
+        if not isinstance(name, str) or not is_valid_name(name):
+            raise _bad(f"{where}: name is not 64 lowercase hex digits")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise _bad(f"{where}: size must be a non-negative integer")
+    return entries
+
+
+class Master:
+    def __init__(self, options: MasterOptions) -> None:
+        self.options = options
+        config = options.config
+        self.db = MasterDB(options.data / "master.db")
+        self.targets = target_function(config.replication)
+        self.db.retarget(self.targets)
+        self.wake = asyncio.Event()
+        self.members = Membership(self.db, options.grace, options.dead_after, self._changed)
+        self.copier = Copier(self.db, self.members, self.targets)
+        self.repairer = Repairer(
+            self.db,
+            self.members,
+            self.copier,
+            config.replication.unreliable_extra,
+            options.repair_rate,
+        )
+        self.rebalancer = Rebalancer(self.db, self.members, self.copier)
+        self.index_nodes: dict[str, str] = {}
+        self._turn = itertools.count()
+        self.scrubs: dict[str, dict[str, Any]] = {}
+        self.started = time.time()
+        handlers: dict[str, Handler] = {
+            "node.join": self._node_join,
+            "node.inventory": self._node_inventory,
+            "node.stats": self._node_stats,
+            "node.scrubbed": self._node_scrubbed,
+            "index.join": self._index_join,
+            "cluster.nodes": self._cluster_nodes,
+            "structure.claim": self._structure_claim,
+            "structure.changed": self._structure_changed,
+            "content.refs": self._content_refs,
+        }
+        self.hip = HipMaster(
+            config.secret,
+            "master",
+            handlers,
+            on_disconnect=self._on_disconnect,
+            redirect=self._redirect,
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._repair_loop(), name="repair"),
+            asyncio.create_task(self._clock(), name="clock"),
+        ]
+        if self.rebalancer.state.get("state") == "running":
+            log.info("resuming the rebalance that was running")
+            self.rebalancer.start()
+
+    async def close(self) -> None:
+        if self.rebalancer.task is not None:
+            self.rebalancer.task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.hip.close()
+        self.db.close()
+
+    def _changed(self) -> None:
+        self.wake.set()
+        self.rebalancer.changed.set()
+
+    async def _repair_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), 2.0)
+            self.wake.clear()
+            try:
+                if await self.repairer.run_pass():
+                    self.wake.set()
+            except Exception:
+                log.exception("repair pass failed; trying again")
+                await asyncio.sleep(1.0)
+
+    async def _clock(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            self.members.tick()
+            if self.options.scrub_every > 0:
+                await self._scheduled_scrubs()
+
+    async def _scheduled_scrubs(self) -> None:
+        now = time.time()
+        for node, row in self.members.rows.items():
+            if self.members.connected(node) and now - row.last_scrub >= self.options.scrub_every:
+                if row.last_scrub == 0:
+                    # A new node starts its schedule now instead of scrubbing at once.
+                    row.last_scrub = now
+                    self.db.save_node(row)
+                    continue
+                await self.scrub([node])
+
+    # -- admin ----------------------------------------------------------------------------------
+
+    async def scrub(self, nodes: list[str]) -> dict[str, Any]:
+        started = {}
+        for node in nodes:
+            peer = self.members.links.get(node)
+            if peer is None:
+                started[node] = {"started": False, "error": "not connected"}
+                continue
+            row = self.members.rows[node]
+            row.last_scrub = time.time()
+            self.db.save_node(row)
+            try:
+                started[node] = await peer.call("scrub", {}, timeout=30)
+            except Exception as exc:
+                started[node] = {"started": False, "error": str(exc)}
+        return {"scrub": started}
+
+    def status(self) -> dict[str, Any]:
+        totals = self.db.node_totals()
+        nodes = []
+        for row in self.members.rows.values():
+            files, size = totals.get(row.id, (0, 0))
+            nodes.append(
+                {
+                    **row.to_json(),
+                    "state": self.members.public_state(row),
+                    "connected": self.members.connected(row.id),
+                    "files": files,
+                    "bytes": size,
+                    "scrub": self.scrubs.get(row.id),
+                    **({"drained": files == 0} if row.state == "draining" else {}),
+                }
+            )
+        below, lost = self.db.count_below_target(
+            self.members.counting(),
+            self.members.usable(),
+            self.options.config.replication.unreliable_extra,
+        )
+        rebalance = self.rebalancer.state
+        if rebalance.get("state") in ("running", "stopped", "done"):
+            rebalance = {**rebalance, "progress": self.db.move_progress()}
+        return {
+            "cluster": self.options.config.name,
+            "uptime": round(time.time() - self.started, 1),
+            "nodes": nodes,
+            "index_nodes": sorted(self.index_nodes.values()),
+            "files": self.db.file_counts(),
+            "below_target": below,
+            "lost": lost,
+            "structures_dirty": self.db.count_dirty(),
+            "repairs": self.repairer.stats.to_json(),
+            "rebalance": rebalance,
+            "replication": self.options.config.replication.to_json(),
+        }
+
+    def fsck(self) -> dict[str, Any]:
+        below = self.db.below_target(
+            self.members.counting(),
+            self.members.usable(),
+            self.options.config.replication.unreliable_extra,
+            10_000_000,
+        )
+        without_active = self.db.structures_without_active(self.members.readable())
+        problems = [
+            {"kind": n.kind, "name": n.name, "replicas": n.have, "target": n.want} for n in below
+        ]
+        return {
+            "files": self.db.file_counts(),
+            "below_target": len(below),
+            "lost": sum(1 for n in below if n.have == 0),
+            "orphans": 0,
+            "structures_without_active": without_active,
+            "structures_dirty": self.db.count_dirty(),
+            "ok": not below and without_active == 0,
+            "problems": problems[:100],
+        }
+
+    def locate(self, kind: str, name: str) -> list[dict[str, str]]:
+        readable = set(self.members.readable())
+        return [
+            {"id": node, "address": self.members.address(node)}
+            for node in self.db.holders(kind, name)
+            if node in readable
+        ]
+
+    # -- HIP: connections -----------------------------------------------------------------------
+
+    def _redirect(self, name: str, role: str) -> str | None:
+        """Inserting clients go to an index node, in turn."""
+        if role != "client" or not self.index_nodes:
+            return None
+        addresses = sorted(self.index_nodes.values())
+        return addresses[next(self._turn) % len(addresses)]
+
+    async def _on_disconnect(self, peer: Peer) -> None:
+        if peer.role == "storage":
+            self.members.leave(peer)
+        elif peer.role == "index":
+            self.index_nodes.pop(peer.name, None)
+
+    def _require(self, peer: Peer, role: str, method: str) -> None:
+        if peer.role != role:
+            raise RemoteError("forbidden", f"{method} is for agents of role {role}")
+
+    # -- HIP: storage nodes ---------------------------------------------------------------------
+
+    async def _node_join(self, peer: Peer, params: Any) -> dict[str, Any]:
+        self._require(peer, "storage", "node.join")
+        p = _object(params, "node.join")
+        node_id = _field(p, "id", str, "node.join")
+        if node_id != peer.name:
+            raise _bad(
+                f"node.join: id {node_id!r} differs from the connection's name {peer.name!r}"
+            )
+        address = _field(p, "address", str, "node.join")
+        if not address.startswith(("http://", "https://")):
+            raise _bad("node.join: address must be an http:// or https:// URL")
+        reliability = p.get("reliability", "normal")
+        if reliability not in RELIABILITIES:
+            raise _bad(f"node.join: reliability must be one of {', '.join(RELIABILITIES)}")
+        seq = _field(p, "seq", int, "node.join")
+        row = NodeRow(
+            id=node_id,
+            address=address.rstrip("/"),
+            domain=str(p.get("domain", "default"))[:100],
+            reliability=reliability,
+            free=int(p.get("free", 0)),
+            total=int(p.get("total", 0)),
+            groups=[g for g in p.get("groups", []) if isinstance(g, int) and 0 <= g < 256],
+        )
+        known = self.members.rows.get(node_id)
+        if known is not None and seq < known.seq:
+            log.warning(
+                "node %s is at inventory %d, behind the %d stored: reading it again from 0",
+                node_id,
+                seq,
+                known.seq,
+            )
+            self.db.forget_locations(node_id)
+            known.seq = 0
+        row = self.members.join(peer, row)
+        return {"since": row.seq, "state": row.state}
+
+    async def _node_inventory(self, peer: Peer, params: Any) -> dict[str, Any]:
+        self._require(peer, "storage", "node.inventory")
+        p = _object(params, "node.inventory")
+        entries = _entries(p)
+        row = self.members.rows.get(peer.name)
+        if row is None or self.members.links.get(peer.name) is not peer:
+            raise RemoteError("not_joined", "call node.join first")
+        seq = _field(p, "seq", int, "node.inventory")
+        self.db.apply_inventory(peer.name, entries, seq, self.targets)
+        row.seq = seq
+        self._changed()
+        return {"seq": seq}
+
+    async def _node_stats(self, peer: Peer, params: Any) -> None:
+        row = self.members.rows.get(peer.name)
+        if peer.role != "storage" or row is None or not isinstance(params, dict):
+            return
+        for key in ("free", "total"):
+            value = params.get(key)
+            if isinstance(value, int) and value >= 0:
+                setattr(row, key, value)
+        groups = params.get("groups")
+        if isinstance(groups, list):
+            row.groups = [g for g in groups if isinstance(g, int) and 0 <= g < 256]
+        row.last_seen = time.time()
+
+    async def _node_scrubbed(self, peer: Peer, params: Any) -> None:
+        if peer.role != "storage" or not isinstance(params, dict):
+            return
+        bad = [
+            b
+            for b in params.get("bad", [])
+            if isinstance(b, dict) and b.get("kind") in KINDS and is_valid_name(str(b.get("name")))
+        ]
+        self.scrubs[peer.name] = {
+            "finished": time.time(),
+            "checked": params.get("checked"),
+            "bad": len(bad),
+        }
+        if bad:
+            log.warning("scrub of %s found %d bad files; repairing them", peer.name, len(bad))
+            self.db.remove_locations(peer.name, [(b["kind"], b["name"]) for b in bad])
+            self._changed()
+
+    # -- HIP: index nodes -----------------------------------------------------------------------
+
+    async def _index_join(self, peer: Peer, params: Any) -> dict[str, Any]:
+        self._require(peer, "index", "index.join")
+        address = _field(_object(params, "index.join"), "address", str, "index.join")
+        if not address.startswith(("ws://", "wss://")):
+            raise _bad("index.join: address must be a ws:// or wss:// URL")
+        self.index_nodes[peer.name] = address
+        log.info("index node %s serves clients at %s", peer.name, address)
+        return {}
+
+    async def _cluster_nodes(self, peer: Peer, params: Any) -> dict[str, Any]:
+        nodes = [
+            {**row.to_json(), "state": self.members.public_state(row)}
+            for row in self.members.rows.values()
+        ]
+        return {"nodes": nodes, "replication": self.options.config.replication.to_json()}
+
+    async def _structure_claim(self, peer: Peer, params: Any) -> dict[str, Any]:
+        self._require(peer, "index", "structure.claim")
+        names = _names(_object(params, "structure.claim"), "structure.claim")
+        readable = set(self.members.readable())
+        receivers = self.members.receivers()
+        answer: dict[str, str] = {}
+        new: list[tuple[str, str]] = []
+        planned: dict[str, int] = {}
+        for name in names:
+            active = self.db.active_node(name)
+            if active is not None and active in readable:
+                answer[name] = self.members.address(active)
+                continue
+            holders = [h for h in self.db.holders("structure", name) if h in readable]
+            holders.sort(key=lambda h: self.members.rows[h].state != "alive")
+            chosen = holders[0] if holders else None
+            if chosen is None:
+                row = choose_node(receivers, name, (), (), planned)
+                if row is None:
+                    raise RemoteError("no_node", "no storage node can take a new structure file")
+                chosen = row.id
+                planned[chosen] = planned.get(chosen, 0) + 4096
+            new.append((name, chosen))
+            answer[name] = self.members.address(chosen)
+        if new:
+            self.db.set_active(new)
+        return {"nodes": answer}
+
+    async def _structure_changed(self, peer: Peer, params: Any) -> None:
+        if peer.role != "index":
+            return
+        try:
+            names = _names(_object(params, "structure.changed"), "structure.changed")
+        except RemoteError as exc:
+            log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
+            return
+        self.db.mark_dirty(names)
+        self.wake.set()
+
+    async def _content_refs(self, peer: Peer, params: Any) -> None:
+        if peer.role != "index" or not isinstance(params, dict):
+            return
+        refs = params.get("refs")
+        if not isinstance(refs, dict):
+            return
+        clean = {
+            name: count
+            for name, count in list(refs.items())[:MAX_LIST]
+            if is_valid_name(name) and isinstance(count, int) and count >= 0
+        }
+        self.db.set_refs(clean, self.targets)
+        self.wake.set()
+
+    def set_node_state(self, node: str, state: str) -> dict[str, Any]:
+        if node not in self.members.rows:
+            raise KeyError(node)
+        if state not in ADMIN_STATES:
+            raise ValueError(f"state must be one of {', '.join(ADMIN_STATES)}")
+        return self.members.set_admin_state(node, state).to_json()
