@@ -20,7 +20,7 @@ from .repair import BATCH, Copier, Throttle
 log = logging.getLogger(__name__)
 
 TOLERANCE = 0.10
-MIN_EXCESS_BYTES = 64 * 1024
+MIN_EXCESS_BYTES = 4 * 1024
 DEFAULT_FILES_PER_S = 200.0
 DEFAULT_BYTES_PER_S = 64.0 * 1024 * 1024
 
@@ -86,15 +86,18 @@ class Rebalancer:
         by_id = {row.id: row for row in nodes}
         for src in sources:
             after = ("", "")
-            while excess[src] > MIN_EXCESS_BYTES:
+            while excess[src] > 0:
                 files = self.db.files_on(src, BATCH, after)
                 if not files:
                     break
                 after = (files[-1].kind, files[-1].name)
                 for ref in files:
-                    if excess[src] <= MIN_EXCESS_BYTES:
+                    if excess[src] <= 0:
                         break
-                    takers = [by_id[n] for n, d in deficit.items() if d >= ref.size]
+                    # A move must shrink the gap: neither side may overshoot by more than half.
+                    if ref.size > 2 * excess[src]:
+                        continue
+                    takers = [by_id[n] for n, d in deficit.items() if 2 * d >= ref.size]
                     holders = self.db.holders(ref.kind, ref.name)
                     domains = {
                         self.members.rows[h].domain

@@ -174,16 +174,14 @@ class Repairer:
             if source is None:
                 lost += item.have == 0
                 continue
+            holders = set(item.holders)
+            domains = {self.members.rows[h].domain for h in holders if h in counting}
             for _ in range(item.want - item.have):
-                domains = {self.members.rows[h].domain for h in item.holders if h in counting}
-                holders = set(item.holders) | {
-                    dst
-                    for dst, batch in plans.items()
-                    if any(r.name == item.name for r, _ in batch)
-                }
                 dst = choose_node(receivers, item.name, holders, domains, planned)
                 if dst is None:
                     break
+                holders.add(dst.id)
+                domains.add(dst.domain)
                 plans[dst.id].append((FileRef(item.kind, item.name, item.size), source))
                 planned[dst.id] += item.size
                 self.copier.busy.add(key)

@@ -5,18 +5,27 @@ from pathlib import Path
 
 import uvloop
 
-from archive.cli import add_config_option, run
+from archive.cli import add_config_option, parse_listen, run
 from archive.config import load_config
 from archive.errors import ConfigError
 
+from .master_link import RELIABILITIES
 from .server import NodeOptions, serve
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT with a port 1-65535")
-    return host.strip("[]"), int(port)
+def _http_url(text: str) -> str:
+    if not text.startswith(("http://", "https://")) or len(text) > 2000:
+        raise argparse.ArgumentTypeError(f"{text[:100]!r} is not an http:// or https:// URL")
+    return text.rstrip("/")
+
+
+def _label(text: str) -> str:
+    if (
+        not 0 < len(text) <= 100
+        or not text.replace("-", "").replace("_", "").replace(".", "").isalnum()
+    ):
+        raise argparse.ArgumentTypeError(f"{text[:100]!r}: use letters, digits, '-', '_' or '.'")
+    return text
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -30,6 +39,9 @@ def _run(args: argparse.Namespace) -> int:
         config=load_config(args.config),
         node_id=args.id,
         advertise=args.advertise,
+        master=args.master,
+        domain=args.domain,
+        reliability=args.reliability,
     )
     uvloop.run(serve(options))
     return 0
@@ -48,6 +60,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--advertise",
         default=None,
         help="HTTP base URL given in lookup answers (default http://HOST:PORT)",
+    )
+    parser.add_argument(
+        "--master",
+        type=_http_url,
+        default=None,
+        help="the master's HTTP base URL (default: the configuration's master key)",
+    )
+    parser.add_argument(
+        "--domain", type=_label, default="default", help="failure domain: rack, room or site"
+    )
+    parser.add_argument(
+        "--reliability",
+        choices=RELIABILITIES,
+        default="normal",
+        help="reliability class of this node's disks (default normal)",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)

@@ -17,6 +17,7 @@ from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl
 
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
+from .scrub import scrub
 from .sendfile import send_file
 
 log = logging.getLogger(__name__)
@@ -273,6 +274,12 @@ async def get_inventory(request: web.Request) -> web.Response:
     return web.json_response({"node": node.id, "seq": node.inventory.seq, "entries": entries})
 
 
+async def post_scrub(request: web.Request) -> web.Response:
+    """Scrub the node now and answer with the report (the master's order works without HTTP)."""
+    report = await scrub(request.app[NODE])
+    return web.json_response(report.to_json())
+
+
 def build_app(
     node: StorageNode,
     token: str,
@@ -295,4 +302,5 @@ def build_app(
     app.router.add_get("/status", get_status)
     app.router.add_get("/metrics", get_metrics)
     app.router.add_get("/inventory", get_inventory)
+    app.router.add_post("/scrub", post_scrub)
     return app

@@ -130,6 +130,35 @@ class InventoryLog:
                     count += 1
                     yield entry
 
+    def cursor(self, since: int) -> "Cursor":
+        return Cursor(self.path, since)
+
     def close(self) -> None:
         os.fsync(self._fd)
         os.close(self._fd)
+
+
+class Cursor:
+    """Reads the log forward from a sequence number, remembering its byte offset between reads,
+    so following a growing log costs only the new lines."""
+
+    def __init__(self, path: Path, since: int) -> None:
+        self.path = path
+        self.seq = since
+        self._offset = 0
+
+    def read(self, limit: int) -> list[Entry]:
+        """The next entries after the last one read, at most `limit`; only whole lines."""
+        entries: list[Entry] = []
+        with open(self.path, "rb") as stream:
+            stream.seek(self._offset)
+            while len(entries) < limit:
+                line = stream.readline()
+                if not line.endswith(b"\n"):
+                    break
+                self._offset += len(line)
+                entry = _parse(line)
+                if entry is not None and entry.seq > self.seq:
+                    entries.append(entry)
+                    self.seq = entry.seq
+        return entries

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FILE = "snapshot.json"
 FILTER_FILE = "names.bloom"
 IDENTITY_FILE = "node.json"
+QUARANTINE = "quarantine"
 CONTENT, STRUCTURE = "content", "structure"
 T = TypeVar("T")
 # A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
@@ -100,6 +101,7 @@ class StorageNode:
         self.counts, self.filter = self._load_state()
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.on_new_group: Callable[[int], None] = lambda group: None
+        self.changed = asyncio.Event()
 
     def _identity(self, node_id: str | None) -> str:
         path = self.root / IDENTITY_FILE
@@ -230,6 +232,7 @@ class StorageNode:
             self.filter.add(name)
         else:
             self.filter.discard(name)
+        self.changed.set()
         if first_of_group:
             self.on_new_group(group)
 
@@ -301,6 +304,24 @@ class StorageNode:
             await self.run_io(store.delete, name)
             self._apply("remove", kind, name, size)
             await self.inventory.durable(entry)
+        return True
+
+    async def quarantine(self, kind: str, name: str) -> bool:
+        """Move a damaged file out of the store into quarantine/, logged as removed."""
+        store = self.store_for(kind)
+        target = self.root / QUARANTINE / kind / name
+        async with self.lock(name):
+            try:
+                size = store.size(name)
+            except FileNotFoundError:
+                return False
+            entry = self.inventory.append("remove", kind, name, size)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(store.path_for(name), target)
+            await self.run_io(fsync_dir, target.parent)
+            self._apply("remove", kind, name, size)
+            await self.inventory.durable(entry)
+        log.warning("quarantined %s %s in %s", kind, name, target.parent)
         return True
 
     # -- structure files ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from archive.config import ClusterConfig
 from archive.multicast import Responder
 
 from .http import build_app
+from .master_link import MasterLink
 from .node import StorageNode
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,9 @@ class NodeOptions:
     config: ClusterConfig
     node_id: str | None = None
     advertise: str | None = None
+    master: str | None = None
+    domain: str = "default"
+    reliability: str = "normal"
     save_every: float = 30.0
 
 
@@ -39,9 +43,19 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
         responder.join_groups(node.groups)
         node.on_new_group = lambda group: responder.join_groups([group])
 
+    master = options.master or config.master
+    link = (
+        MasterLink(node, config, master, address, options.domain, options.reliability)
+        if master
+        else None
+    )
+
     def extra_status() -> dict[str, object]:
         return {
             "address": address,
+            "domain": options.domain,
+            "reliability": options.reliability,
+            "master": link.status() if link is not None else None,
             "groups_joined": len(responder.groups),
             "multicast": {
                 "requests": responder.requests,
@@ -62,6 +76,8 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
         await site.start()
         if config.lookup in ("multicast", "both"):
             await responder.start()
+        if link is not None:
+            await link.start()
         log.info("storage node %s serving %s at %s", node.id, options.root, address)
         if ready is not None:
             ready.set()
@@ -70,6 +86,8 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                 await asyncio.wait_for(stop.wait(), options.save_every)
             await loop.run_in_executor(node.executor, node.save_state)
     finally:
+        if link is not None:
+            await link.close()
         await responder.close()
         await runner.cleanup()
         node.close()

@@ -1,0 +1,260 @@
+"""The storage node as a member of the cluster: a HIP slave of the master (docs/cluster.md).
+
+It joins with its address, failure domain and sizes, streams its inventory log from where the
+master says it stopped, sends its free space now and then, and serves the master's orders:
+fetch a file from another node, delete files, scrub.
+"""
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from archive.config import ClusterConfig
+from archive.errors import DlwebError
+from archive.hashing import is_valid_name
+from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError
+
+from .node import CONTENT, STRUCTURE, StorageNode
+from .scrub import scrub
+
+log = logging.getLogger(__name__)
+
+BATCH = 5_000
+MAX_FILES = 5_000
+FETCHES_IN_FLIGHT = 16
+COALESCE = 0.05
+CHUNK = 256 * 1024
+RELIABILITIES = ("high", "normal", "low")
+
+
+def hip_url(master: str) -> str:
+    """The master's HIP route from its HTTP base URL."""
+    base = master.rstrip("/")
+    if base.startswith("https://"):
+        return "wss://" + base.removeprefix("https://") + "/hip"
+    if base.startswith("http://"):
+        return "ws://" + base.removeprefix("http://") + "/hip"
+    raise DlwebError(f"master URL {master!r} is not http:// or https://")
+
+
+def _bad(message: str) -> RemoteError:
+    return RemoteError("bad_params", message)
+
+
+def _files(params: Any, method: str, with_source: bool) -> list[dict[str, str]]:
+    """The `files` list of a fetch or delete order, every field checked."""
+    if not isinstance(params, dict) or not isinstance(params.get("files"), list):
+        raise _bad(f"{method}: params must be {{files: [...]}}")
+    files: list[dict[str, str]] = params["files"]
+    if len(files) > MAX_FILES:
+        raise _bad(f"{method}: at most {MAX_FILES} files an order")
+    for index, item in enumerate(files):
+        where = f"{method}: files[{index}]"
+        if not isinstance(item, dict) or item.get("kind") not in (CONTENT, STRUCTURE):
+            raise _bad(f"{where}: kind must be content or structure")
+        name = item.get("name")
+        if not isinstance(name, str) or not is_valid_name(name):
+            raise _bad(f"{where}: name is not 64 lowercase hex digits")
+        source = item.get("source")
+        if with_source and (
+            not isinstance(source, str) or not source.startswith(("http://", "https://"))
+        ):
+            raise _bad(f"{where}: source must be an http:// or https:// base URL")
+    return files
+
+
+class MasterLink:
+    def __init__(
+        self,
+        node: StorageNode,
+        config: ClusterConfig,
+        master: str,
+        address: str,
+        domain: str = "default",
+        reliability: str = "normal",
+        stats_every: float = 2.0,
+    ) -> None:
+        self.node = node
+        self.master = master
+        self.address = address
+        self.domain = domain
+        self.reliability = reliability
+        self.stats_every = stats_every
+        handlers: dict[str, Handler] = {
+            "fetch": self._fetch,
+            "delete": self._delete,
+            "scrub": self._scrub,
+        }
+        self.slave = HipSlave(
+            hip_url(master),
+            config.secret,
+            node.id,
+            handlers,
+            role="storage",
+            on_connect=self._on_connect,
+            on_disconnect=self._on_disconnect,
+        )
+        self._session: aiohttp.ClientSession | None = None
+        self._stream: asyncio.Task[None] | None = None
+        self._scrubbing: asyncio.Task[None] | None = None
+        self._fetching = asyncio.Semaphore(FETCHES_IN_FLIGHT)
+
+    @property
+    def connected(self) -> bool:
+        return self.slave.peer is not None and not self.slave.peer.closed
+
+    def status(self) -> dict[str, object]:
+        return {"url": self.master, "connected": self.connected}
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=60)
+        )
+        await self.slave.start()
+
+    async def close(self) -> None:
+        for task in (self._stream, self._scrubbing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self.slave.stop()
+        if self._session is not None:
+            await self._session.close()
+
+    # -- joining and the inventory stream ------------------------------------------------------
+
+    async def _on_connect(self, peer: Peer) -> None:
+        free, total = self.node.disk_usage()
+        joined = await peer.call(
+            "node.join",
+            {
+                "id": self.node.id,
+                "address": self.address,
+                "domain": self.domain,
+                "reliability": self.reliability,
+                "free": free,
+                "total": total,
+                "groups": sorted(self.node.groups),
+                "seq": self.node.inventory.seq,
+            },
+        )
+        since = joined.get("since") if isinstance(joined, dict) else None
+        if not isinstance(since, int) or since < 0:
+            raise HipError(f"master answered node.join with {joined!r}")
+        log.info(
+            "joined master %s as %s; inventory from entry %d", peer.name, joined.get("state"), since
+        )
+        self._stream = asyncio.create_task(self._follow(peer, since), name="inventory stream")
+
+    async def _on_disconnect(self, peer: Peer) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+            self._stream = None
+
+    async def _follow(self, peer: Peer, since: int) -> None:
+        """Send inventory entries as they are written, and stats now and then, until cut off."""
+        cursor = self.node.inventory.cursor(since)
+        loop = asyncio.get_running_loop()
+        next_stats = 0.0
+        try:
+            while not peer.closed:
+                self.node.changed.clear()
+                entries = await self.node.run_io(cursor.read, BATCH)
+                if entries:
+                    await peer.call(
+                        "node.inventory",
+                        {
+                            "id": self.node.id,
+                            "entries": [e.to_json() for e in entries],
+                            "seq": entries[-1].seq,
+                        },
+                        timeout=120,
+                    )
+                if loop.time() >= next_stats:
+                    await peer.notify("node.stats", self._stats())
+                    next_stats = loop.time() + self.stats_every
+                if len(entries) < BATCH:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.node.changed.wait(), self.stats_every)
+                    await asyncio.sleep(COALESCE)
+        except HipError as exc:
+            log.info("inventory stream to the master ended: %s", exc)
+
+    def _stats(self) -> dict[str, object]:
+        usage = shutil.disk_usage(self.node.root)
+        counts = self.node.counts
+        return {
+            "id": self.node.id,
+            "free": usage.free,
+            "total": usage.total,
+            "groups": sorted(self.node.groups),
+            "files": dict(counts.files),
+            "bytes": dict(counts.bytes),
+        }
+
+    # -- orders from the master ----------------------------------------------------------------
+
+    async def _fetch(self, peer: Peer, params: Any) -> dict[str, Any]:
+        files = _files(params, "fetch", with_source=True)
+        results = await asyncio.gather(*(self._fetch_one(item) for item in files))
+        fetched = [
+            item["name"] for item, error in zip(files, results, strict=True) if error is None
+        ]
+        failed = [
+            {"name": item["name"], "error": error}
+            for item, error in zip(files, results, strict=True)
+            if error is not None
+        ]
+        return {"fetched": fetched, "failed": failed}
+
+    async def _fetch_one(self, item: dict[str, str]) -> str | None:
+        """Copy one file from another node through the verified write paths; an error or None."""
+        assert self._session is not None
+        kind, name = item["kind"], item["name"]
+        if kind == CONTENT and self.node.holds(CONTENT, name):
+            return None
+        url = f"{item['source'].rstrip('/')}/{kind}/{name}"
+        async with self._fetching:
+            try:
+                async with self._session.get(url) as response:
+                    if response.status != 200:
+                        return f"{url} answered {response.status}"
+                    body = _chunks(response)
+                    if kind == CONTENT:
+                        await self.node.put_content(name, body)
+                    else:
+                        await self.node.put_structure(name, body)
+            except DlwebError as exc:
+                return str(exc)
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                return f"{url}: {exc or type(exc).__name__}"
+        return None
+
+    async def _delete(self, peer: Peer, params: Any) -> dict[str, Any]:
+        files = _files(params, "delete", with_source=False)
+        deleted = [
+            item["name"] for item in files if await self.node.delete(item["kind"], item["name"])
+        ]
+        return {"deleted": deleted}
+
+    async def _scrub(self, peer: Peer, params: Any) -> dict[str, Any]:
+        if self._scrubbing is not None and not self._scrubbing.done():
+            return {"started": False, "running": True}
+        self._scrubbing = asyncio.create_task(self._scrub_and_report(), name="scrub")
+        return {"started": True}
+
+    async def _scrub_and_report(self) -> None:
+        report = await scrub(self.node)
+        with contextlib.suppress(HipError):
+            await self.slave.notify("node.scrubbed", {"id": self.node.id, **report.to_json()})
+
+
+async def _chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    async for chunk in response.content.iter_chunked(CHUNK):
+        yield chunk

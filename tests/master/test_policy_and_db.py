@@ -1,0 +1,86 @@
+"""Replica targets, node choice and the master's database queries, on a real SQLite file."""
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from archive.config import Replication, parse_config
+from archive.errors import ConfigError
+from master.db import FileRef, MasterDB, NodeRow
+from master.policy import choose_node, target_function
+
+
+def name(i: int) -> str:
+    return hashlib.sha256(str(i).encode()).hexdigest()
+
+
+def test_targets_follow_the_policy() -> None:
+    target = target_function(Replication(default=2, small_bytes=1024, popular_refs=10))
+    assert target("content", 4096, 0) == 2
+    assert target("content", 100, 0) == 3
+    assert target("content", 4096, 10) == 3
+    assert target("content", 100, 10) == 4
+    assert target("structure", 100, 0) == 3
+
+
+def test_replication_section_is_validated() -> None:
+    base = {"cluster": {"secret": "s" * 20}}
+    config = parse_config({**base, "replication": {"default": 3}}, "c.yaml")
+    assert config.replication.default == 3
+    with pytest.raises(ConfigError, match="replication.default: must be at least 1"):
+        parse_config({**base, "replication": {"default": 0}}, "c.yaml")
+    with pytest.raises(ConfigError, match="replication.copies: unknown key"):
+        parse_config({**base, "replication": {"copies": 2}}, "c.yaml")
+    with pytest.raises(ConfigError, match="master: must be an http"):
+        parse_config({**base, "master": "ftp://x"}, "c.yaml")
+
+
+def test_choice_prefers_new_domains_then_groups_then_free_space() -> None:
+    file = name(1)
+    group = int(file[:2], 16)
+    a = NodeRow("a", "http://a", domain="rack1", free=900)
+    b = NodeRow("b", "http://b", domain="rack2", free=100)
+    c = NodeRow("c", "http://c", domain="rack2", free=500, groups=[group])
+    assert choose_node([a, b, c], file, (), ()) is c
+    assert choose_node([a, b, c], file, (), {"rack2"}) is a
+    assert choose_node([a, b], file, (), ()) is a
+    assert choose_node([a, b, c], file, {"c"}, {"rack1"}) is b
+    assert choose_node([a, b], file, {"a", "b"}, ()) is None
+    low = NodeRow("d", "http://d", domain="rack3", reliability="low", free=10_000)
+    assert choose_node([low, a], file, (), ()) is a
+
+
+def test_below_target_orders_the_most_endangered_first(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication(default=2, small_bytes=0))
+    for node in "abc":
+        db.save_node(NodeRow(node, f"http://{node}"))
+    entries = [{"op": "add", "kind": "content", "name": name(i), "size": 10} for i in range(3)]
+    db.apply_inventory("a", entries, 3, target)
+    db.apply_inventory("b", entries[:1], 1, target)
+    needy = db.below_target(["a", "b", "c"], usable=3, unreliable_extra=0, limit=10)
+    assert {(n.name, n.have, n.want) for n in needy} == {(name(1), 1, 2), (name(2), 1, 2)}
+    # Copies on a node that does not count (down, draining) do not count.
+    assert [n.have for n in db.below_target(["b"], 2, 0, 10)] == [0, 0, 1]
+    db.apply_inventory("a", [{**entries[2], "op": "remove"}], 4, target)
+    assert db.holders("content", name(2)) == []
+    db.add_locations("c", [FileRef("content", name(1), 10)], target)
+    assert sorted(db.holders("content", name(1))) == ["a", "c"]
+    db.close()
+
+
+def test_positions_survive_reopening(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication())
+    db.save_node(NodeRow("a", "http://a"))
+    db.apply_inventory(
+        "a", [{"op": "add", "kind": "structure", "name": name(0), "size": 1}], 7, target
+    )
+    db.set_meta("rebalance", {"state": "running"})
+    db.close()
+    again = MasterDB(tmp_path / "m.db")
+    assert again.nodes()[0].seq == 7
+    assert again.get_meta("rebalance") == {"state": "running"}
+    assert again.file_counts() == {"content": 0, "structure": 1}
+    again.close()
