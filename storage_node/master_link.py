@@ -17,7 +17,7 @@ import aiohttp
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
-from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError
+from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
 
 from .node import CONTENT, STRUCTURE, StorageNode
 from .scrub import scrub
@@ -30,16 +30,6 @@ FETCHES_IN_FLIGHT = 16
 COALESCE = 0.05
 CHUNK = 256 * 1024
 RELIABILITIES = ("high", "normal", "low")
-
-
-def hip_url(master: str) -> str:
-    """The master's HIP route from its HTTP base URL."""
-    base = master.rstrip("/")
-    if base.startswith("https://"):
-        return "wss://" + base.removeprefix("https://") + "/hip"
-    if base.startswith("http://"):
-        return "ws://" + base.removeprefix("http://") + "/hip"
-    raise DlwebError(f"master URL {master!r} is not http:// or https://")
 
 
 def _bad(message: str) -> RemoteError:

@@ -35,9 +35,28 @@ closes the connection (1009); outgoing frames over it are refused locally. WebSo
 heartbeats detect a dead peer; the slave reconnects with capped, jittered exponential backoff.
 """
 
+from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
 from archive.hip._master import HipMaster
 from archive.hip._peer import Handler, Peer, PeerHook
 from archive.hip._slave import HipSlave
 
-__all__ = ["Handler", "HipError", "HipMaster", "HipSlave", "Peer", "PeerHook", "RemoteError"]
+__all__ = [
+    "Handler",
+    "HipError",
+    "HipMaster",
+    "HipSlave",
+    "Peer",
+    "PeerHook",
+    "RemoteError",
+    "hip_url",
+]
+
+
+def hip_url(base: str) -> str:
+    """The HIP route of an agent from its HTTP base URL (http://host:port -> ws://host:port/hip)."""
+    base = base.rstrip("/")
+    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
+        if base.startswith(http):
+            return ws + base.removeprefix(http) + "/hip"
+    raise DlwebError(f"{base[:200]!r} is not an http:// or https:// URL")

@@ -1,0 +1,263 @@
+"""The cluster client: one API for inserting captures and reading the archive back.
+
+Insertion goes through the master, which redirects the client to an index node; the index node
+appends the structure records and names the contents to upload and where. Reads locate a file
+(by multicast, by asking the master, or both, as the configuration says), fetch it from one of
+its holders and verify its SHA-256, falling back to the next holder when one fails.
+"""
+
+import asyncio
+import hashlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from .config import ClusterConfig
+from .errors import DlwebError, NotFound
+from .hashing import check_name
+from .hip import HipError, HipSlave, RemoteError, hip_url
+from .multicast import LookupClient
+from .structure import Capture, Mode
+from .timestamps import format_iso
+from .urlkey import structure_name
+
+log = logging.getLogger(__name__)
+
+INSERT_BATCH = 1_000
+UPLOADS_IN_FLIGHT = 16
+KINDS = ("content", "structure")
+
+BodySource = Callable[[str], bytes | Awaitable[bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class NewCapture:
+    """A capture to insert: where and when, and the SHA-256 of its content and header block."""
+
+    url: str
+    time: int
+    content: str
+    header: str
+    status: int
+    size: int
+    header_size: int = 512
+    kind: str = "response"
+    flags: int = 0
+    offset: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "time": self.time,
+            "content": self.content,
+            "header": self.header,
+            "status": self.status,
+            "size": self.size,
+            "header_size": self.header_size,
+            "kind": self.kind,
+            "flags": self.flags,
+            "offset": self.offset,
+        }
+
+
+@dataclass
+class InsertSummary:
+    captures: int = 0
+    added: int = 0
+    uploaded: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A capture found in a structure file, and the node that answered."""
+
+    capture: Capture
+    node: str
+
+
+class ClusterError(DlwebError):
+    """The cluster could not do what was asked (no index node, no replica answered...)."""
+
+
+class ClusterClient:
+    """Use as `async with ClusterClient(config) as client:`."""
+
+    def __init__(self, config: ClusterConfig, name: str | None = None) -> None:
+        self.config = config
+        self.name = name or f"client-{uuid.uuid4().hex[:12]}"
+        self._session: aiohttp.ClientSession | None = None
+        self._lookup: LookupClient | None = None
+        self._slave: HipSlave | None = None
+        self._auth = {"Authorization": f"Bearer {config.write_token}"}
+
+    async def __aenter__(self) -> "ClusterClient":
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=300, sock_connect=10),
+            connector=aiohttp.TCPConnector(limit=64),
+        )
+        if self.config.lookup in ("multicast", "both"):
+            self._lookup = LookupClient(self.config.multicast, self.config.secret)
+            await self._lookup.start()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._slave is not None:
+            await self._slave.stop()
+        if self._lookup is not None:
+            await self._lookup.close()
+        if self._session is not None:
+            await self._session.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise ClusterError("use the cluster client inside `async with`")
+        return self._session
+
+    def _master(self) -> str:
+        if self.config.master is None:
+            raise ClusterError(f"{self.config.source}: no master URL (key `master`)")
+        return self.config.master.rstrip("/")
+
+    # -- insertion -----------------------------------------------------------------------------
+
+    async def _index(self) -> HipSlave:
+        """The connection to an index node, made through the master's redirect."""
+        if self._slave is None:
+            self._slave = HipSlave(
+                hip_url(self._master()), self.config.secret, self.name, {}, role="client"
+            )
+            await self._slave.start()
+        return self._slave
+
+    async def insert(self, captures: Sequence[NewCapture], body_of: BodySource) -> InsertSummary:
+        """Insert captures, uploading each content and header block the index node asks for."""
+        summary = InsertSummary()
+        slave = await self._index()
+        for start in range(0, len(captures), INSERT_BATCH):
+            batch = captures[start : start + INSERT_BATCH]
+            try:
+                answer = await slave.call(
+                    "insert", {"captures": [c.to_json() for c in batch]}, timeout=300
+                )
+            except RemoteError as exc:
+                raise ClusterError(f"insert refused: {exc.message}") from None
+            except HipError as exc:
+                raise ClusterError(f"insert failed: {exc}") from None
+            summary.captures += len(batch)
+            summary.added += int(answer["added"])
+            stored = await self._upload(answer["upload"], body_of, summary)
+            if stored:
+                await slave.call("stored", {"names": stored}, timeout=120)
+        return summary
+
+    async def _upload(
+        self, orders: list[dict[str, Any]], body_of: BodySource, summary: InsertSummary
+    ) -> list[str]:
+        gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
+
+        async def one(order: dict[str, Any]) -> str:
+            name = check_name(str(order["name"]))
+            body = body_of(name)
+            data = body if isinstance(body, bytes) else await body
+            async with (
+                gate,
+                self.session.put(
+                    f"{order['node']}/content/{name}", data=data, headers=self._auth
+                ) as r,
+            ):
+                if r.status not in (200, 201):
+                    raise ClusterError(
+                        f"upload of {name} to {order['node']} failed: {r.status} {await r.text()}"
+                    )
+            summary.uploaded += 1
+            summary.bytes += len(data)
+            return name
+
+        return list(await asyncio.gather(*(one(order) for order in orders)))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def locate(self, kind: str, name: str) -> list[str]:
+        """HTTP addresses of the nodes holding a file, by multicast and/or the master."""
+        if kind not in KINDS:
+            raise ClusterError(f"kind must be content or structure, not {kind!r}")
+        check_name(name)
+        found: list[str] = []
+        if self._lookup is not None:
+            found = [a.address for a in await self._lookup.locate(kind, name)]
+        if not found and self.config.lookup in ("master", "both"):
+            found = await self._ask_master(kind, name)
+        return found
+
+    async def _ask_master(self, kind: str, name: str) -> list[str]:
+        url = f"{self._master()}/locate/{kind}/{name}"
+        try:
+            async with self.session.get(url) as r:
+                answer = await r.json(content_type=None)
+                if r.status != 200:
+                    raise ClusterError(f"{url}: {answer.get('error', r.status)}")
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ClusterError(f"the master at {self._master()} cannot be reached: {exc}") from None
+        return [str(node["address"]) for node in answer.get("nodes", [])]
+
+    async def get_content(self, name: str) -> bytes:
+        """A content's bytes, verified against its name, from the first holder that serves them."""
+        holders = await self.locate("content", name)
+        if not holders:
+            raise NotFound(f"content {name} is on no node of the cluster")
+        problems = []
+        for address in holders:
+            try:
+                async with self.session.get(f"{address}/content/{name}") as r:
+                    data = await r.read()
+                    if r.status != 200:
+                        problems.append(f"{address} answered {r.status}")
+                        continue
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                problems.append(f"{address}: {exc or type(exc).__name__}")
+                continue
+            if hashlib.sha256(data).hexdigest() == name:
+                return data
+            problems.append(f"{address} served bytes of another hash")
+        raise ClusterError(f"no holder of content {name} served it: {'; '.join(problems)}")
+
+    get_header_block = get_content
+
+    async def closest(self, url: str, at: int, mode: str = "closest") -> Found:
+        """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""
+        if mode not in (Mode.CLOSEST, Mode.BEFORE, Mode.AFTER, Mode.EXACT):
+            raise ClusterError(f"mode must be closest, before, after or exact, not {mode!r}")
+        name = structure_name(url)
+        holders = await self.locate("structure", name)
+        if not holders:
+            raise NotFound(f"{url} is not in the archive")
+        problems = []
+        when = format_iso(at)
+        query = f"/structure/{name}?mode={mode}&at={quote(when)}"
+        for address in holders:
+            try:
+                async with self.session.get(address + query) as r:
+                    answer = await r.json(content_type=None)
+                    if r.status == 404:
+                        raise NotFound(f"no capture of {url} {mode} {when}")
+                    if r.status != 200:
+                        problems.append(f"{address} answered {r.status}: {answer.get('error')}")
+                        continue
+            except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+                problems.append(f"{address}: {exc or type(exc).__name__}")
+                continue
+            return Found(Capture.from_json(answer["records"][0]), address)
+        raise ClusterError(f"no holder of {url}'s structure file answered: {'; '.join(problems)}")

@@ -1,0 +1,1 @@
+"""The index node: the insertion path of the cluster (docs/cluster.md)."""

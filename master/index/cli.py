@@ -1,0 +1,60 @@
+"""`dlweb index-node`: run an index node of a cluster."""
+
+import argparse
+from pathlib import Path
+
+import uvloop
+
+from archive.cli import add_config_option, parse_listen, run
+from archive.config import load_config
+from archive.errors import ConfigError
+
+from .server import serve
+from .service import IndexOptions
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.data.exists() and not args.data.is_dir():
+        raise ConfigError(f"--data {args.data} exists and is not a directory")
+    config = load_config(args.config)
+    master = args.master or config.master
+    if master is None:
+        raise ConfigError(f"{args.config}: no master URL; give --master or the master key")
+    host, port = args.listen
+    options = IndexOptions(
+        data=args.data,
+        host=host,
+        port=port,
+        config=config,
+        master=master.rstrip("/"),
+        advertise=args.advertise,
+    )
+    uvloop.run(serve(options))
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="directory for the content index")
+    parser.add_argument(
+        "--listen",
+        type=parse_listen,
+        default=("127.0.0.1", 8102),
+        help="HOST:PORT where inserting clients connect (default 127.0.0.1:8102)",
+    )
+    parser.add_argument("--master", default=None, help="the master's HTTP base URL")
+    parser.add_argument(
+        "--advertise", default=None, help="HIP URL given to clients (default ws://HOST:PORT/hip)"
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_run)
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_arguments(subparsers.add_parser("index-node", help="run an index node of a cluster"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m master.index", description="run an index node")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    add_arguments(parser)
+    return run(parser)
