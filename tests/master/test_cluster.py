@@ -1,0 +1,235 @@
+"""The cluster as a storage admin runs it: node loss, new nodes, drains, scrubs, master restarts."""
+
+import asyncio
+import hashlib
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from archive.cluster import ClusterClient, ClusterError, NewCapture
+from tests.conftest import write_cluster_config
+
+from .conftest import Cluster, Corpus, alive, make_corpus, wait_until
+
+
+async def insert(cluster: Cluster, corpus: Corpus) -> None:
+    async with ClusterClient(cluster.config) as client:
+        summary = await client.insert(corpus.captures, corpus.bodies.__getitem__)
+    assert summary.added == len(corpus.captures)
+
+
+async def check_readable(cluster: Cluster, corpus: Corpus) -> None:
+    """Every capture is found at its exact time, and its content comes back byte-identical."""
+    async with ClusterClient(cluster.config) as client:
+        gate = asyncio.Semaphore(16)
+
+        async def one(capture: NewCapture) -> None:
+            async with gate:
+                found = await client.closest(capture.url, capture.time, mode="exact")
+                assert found.capture.content == capture.content
+                assert await client.get_content(capture.content) == corpus.bodies[capture.content]
+
+        await asyncio.gather(*(one(c) for c in corpus.captures))
+
+
+def replica_counts(cluster: Cluster, corpus: Corpus) -> Counter[int]:
+    """How many readable replicas each content has, as the master locates them."""
+    counts: Counter[int] = Counter()
+    for name in corpus.bodies:
+        counts[len(cluster.get(f"/locate/content/{name}")["nodes"])] += 1
+    return counts
+
+
+def node_state(status: dict, name: str) -> str:
+    return next(n["state"] for n in status["nodes"] if n["id"] == name)
+
+
+async def test_a_killed_node_is_replaced_and_nothing_is_lost(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2, grace=1.0)
+    corpus = make_corpus(2000, urls=500)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    assert min(replica_counts(cluster, corpus)) >= 2
+
+    victim = cluster.nodes["node2"]
+    assert victim.process is not None
+    victim.process.send_signal(signal.SIGKILL)
+    victim.process.wait()
+    victim.process = None
+    cluster.wait_for(lambda s: node_state(s, "node2") == "down", "node2 to be marked down")
+    status = cluster.wait_settled()
+    assert alive(status) == 2
+    assert status["lost"] == 0
+
+    counts = replica_counts(cluster, corpus)
+    assert set(counts) == {2}, f"contents by replica count: {counts}"
+    await check_readable(cluster, corpus)
+
+
+async def test_a_new_node_is_filled_by_a_rebalance_that_loses_nothing(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(400, urls=100)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+
+    cluster.add_node("node4")
+    cluster.wait_for(lambda s: alive(s) == 4, "node4 to join")
+    plan = cluster.get("/admin/rebalance")
+    assert plan["plan"]["files"] > 0
+    to_new = sum(m["files"] for m in plan["plan"]["moves"] if m["dst"] == "node4")
+    assert to_new > plan["plan"]["files"] / 2, plan
+    assert cluster.status()["rebalance"]["state"] == "idle", "showing the plan moved something"
+
+    cluster.post("/admin/rebalance", {"apply": True, "files_per_s": 2000})
+    status = cluster.wait_for(lambda s: s["rebalance"]["state"] == "done", "the rebalance")
+    held = {n["id"]: n["files"] for n in status["nodes"]}
+    assert held["node4"] > 0
+    assert max(held.values()) - min(held.values()) <= 0.35 * max(held.values()), held
+    cluster.wait_settled()
+    assert min(replica_counts(cluster, corpus)) >= 2
+    await check_readable(cluster, corpus)
+
+
+async def test_a_rebalance_resumes_after_a_master_restart(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=2, replicas=1)
+    corpus = make_corpus(300, urls=300)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    cluster.add_node("node3")
+    cluster.wait_for(lambda s: alive(s) == 3, "node3 to join")
+
+    applied = cluster.post("/admin/rebalance", {"apply": True, "files_per_s": 40})
+    total = applied["progress"]["files"]
+    assert total >= 100
+    cluster.wait_for(
+        lambda s: s["rebalance"]["progress"]["moved"] >= 10, "the rebalance to move some files"
+    )
+    assert cluster.master is not None
+    cluster.master.stop(signal.SIGKILL)
+    cluster.start_master()
+    status = cluster.wait_for(
+        lambda s: s["rebalance"]["state"] == "running", "the rebalance to be running again"
+    )
+    assert 10 <= status["rebalance"]["progress"]["moved"] < total
+    status = cluster.wait_for(
+        lambda s: s["rebalance"]["state"] == "done", "the resumed rebalance to finish", 120
+    )
+    assert (
+        status["rebalance"]["progress"]["moved"] + status["rebalance"]["progress"]["skipped"]
+        == total
+    )
+    cluster.wait_for(lambda s: alive(s) == 3 and s["index_nodes"], "nodes and index to return")
+    cluster.wait_settled()
+    await check_readable(cluster, corpus)
+
+
+async def test_a_drained_node_ends_empty_and_its_files_live_on(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(300, urls=100)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+
+    answer = cluster.post("/admin/nodes/node1/state", {"state": "draining"})
+    assert answer["state"] == "draining"
+    status = cluster.wait_for(
+        lambda s: next(n for n in s["nodes"] if n["id"] == "node1").get("drained") is True,
+        "node1 to be drained",
+    )
+    assert next(n for n in status["nodes"] if n["id"] == "node1")["files"] == 0
+    node1 = cluster.root / "node1" / "content"
+    assert not any(p.is_file() for p in node1.glob("*/*/*"))
+    cluster.wait_settled()
+    assert min(replica_counts(cluster, corpus)) >= 2
+    await check_readable(cluster, corpus)
+
+
+async def test_a_scrub_finds_a_corrupt_file_and_the_master_repairs_it(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(50, urls=10)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+
+    victim = corpus.captures[7].content
+    holder = cluster.get(f"/locate/content/{victim}")["nodes"][0]["id"]
+    path = cluster.root / holder / "content" / victim[:2] / victim[2:4] / victim
+    path.write_bytes(b"bit rot" + path.read_bytes()[7:])
+
+    started = cluster.post("/admin/scrub", {"node": holder})
+    assert started["scrub"][holder]["started"] is True
+    status = cluster.wait_for(
+        lambda s: (next(n for n in s["nodes"] if n["id"] == holder)["scrub"] or {}).get("bad") == 1,
+        "the scrub to report the bad file",
+    )
+    assert (cluster.root / holder / "quarantine" / "content" / victim).exists()
+    status = cluster.wait_settled()
+    assert status["repairs"]["copied"] >= 1
+    holders = cluster.get(f"/locate/content/{victim}")["nodes"]
+    assert len(holders) == 2
+    for node in holders:
+        repaired = cluster.root / node["id"] / "content" / victim[:2] / victim[2:4] / victim
+        assert hashlib.sha256(repaired.read_bytes()).hexdigest() == victim
+
+
+async def test_known_contents_upload_nothing_but_still_add_records(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(40, urls=10)
+    await insert(cluster, corpus)
+    later = [
+        NewCapture(
+            url=c.url.replace("page", "mirror"),
+            time=c.time + 86_400_000_000,
+            content=c.content,
+            header=c.header,
+            status=200,
+            size=c.size,
+        )
+        for c in corpus.captures
+    ]
+    async with ClusterClient(cluster.config) as client:
+        summary = await client.insert(later, corpus.bodies.__getitem__)
+        assert (summary.added, summary.uploaded, summary.bytes) == (40, 0, 0)
+        found = await client.closest(later[3].url, later[3].time, mode="exact")
+        assert found.capture.content == corpus.captures[3].content
+
+
+async def test_bad_captures_get_a_clear_refusal(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    good = make_corpus(1, urls=1).captures[0]
+    async with ClusterClient(cluster.config) as client:
+        with pytest.raises(ClusterError, match=r"captures\[0\].*'content' must be 64 lowercase"):
+            await client.insert([NewCapture(**{**good.to_json(), "content": "xyz"})], bytes)
+        with pytest.raises(ClusterError, match=r"captures\[0\].*status"):
+            await client.insert([NewCapture(**{**good.to_json(), "status": 4000})], bytes)
+
+
+async def test_a_node_without_the_secret_cannot_join(cluster_factory, tmp_path: Path) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    stranger_config = tmp_path / "stranger.yaml"
+    write_cluster_config(stranger_config)
+    with open(stranger_config, "a") as out:
+        out.write(f"master: http://127.0.0.1:{cluster.master_port}\n")
+    stranger = cluster.add_node("stranger", config_path=stranger_config)
+    master = cluster.master
+    assert master is not None
+    wait_until(lambda: "refused HIP connection" in master.log(), "the master to refuse it")
+    wait_until(lambda: "stranger" in stranger.log() and "refused" in stranger.log(), "its log")
+    assert [n["id"] for n in cluster.status()["nodes"]] == ["node1"]
+
+
+async def test_lookup_through_the_master(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=2, replicas=2)
+    corpus = make_corpus(5, urls=5)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    name = corpus.captures[0].content
+    answer = cluster.get(f"/locate/content/{name}")
+    assert sorted(n["id"] for n in answer["nodes"]) == ["node1", "node2"]
+    unknown = hashlib.sha256(os.urandom(8)).hexdigest()
+    assert cluster.get(f"/locate/content/{unknown}")["nodes"] == []
+    async with ClusterClient(cluster.config) as client:
+        assert sorted(await client.locate("content", name)) == sorted(
+            n["address"] for n in answer["nodes"]
+        )
