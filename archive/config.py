@@ -193,8 +193,10 @@ def load_config(path: Path) -> ClusterConfig:
     return parse_config(data, str(path))
 
 
-def new_config_text(name: str = "dlweb", multicast_port: int | None = None) -> str:
-    """A fresh cluster configuration with a generated secret."""
+def new_config_text(
+    name: str = "dlweb", multicast_port: int | None = None, extra: dict[str, Any] | None = None
+) -> str:
+    """A fresh cluster configuration with a generated secret; `extra` adds or replaces keys."""
     data: dict[str, Any] = {
         "cluster": {"name": name, "secret": secrets.token_urlsafe(32)},
         "lookup": "multicast",
@@ -202,15 +204,21 @@ def new_config_text(name: str = "dlweb", multicast_port: int | None = None) -> s
     }
     if multicast_port is not None:
         data["multicast"]["port"] = multicast_port
+    data.update(extra or {})
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def write_new_config(path: Path, name: str = "dlweb", multicast_port: int | None = None) -> None:
+def write_new_config(
+    path: Path,
+    name: str = "dlweb",
+    multicast_port: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """Create a configuration file readable by its owner only; never overwrite one."""
     path = Path(path)
     if path.exists():
         raise ConfigError(f"{path}: already exists; refusing to replace a cluster secret")
-    text = new_config_text(name, multicast_port)
+    text = new_config_text(name, multicast_port, extra)
     parse_config(yaml.safe_load(text), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -189,13 +189,17 @@ class IndexNode:
     async def _refresh_nodes(self) -> None:
         while True:
             await asyncio.sleep(REFRESH_EVERY)
-            peer = self.upstream.peer
-            if peer is None or peer.closed:
-                continue
-            try:
-                await self._load_nodes(peer)
-            except (HipError, RemoteError, KeyError, TypeError, ValueError) as exc:
-                log.warning("could not refresh the node list: %s", exc)
+            await self._reload_nodes()
+
+    async def _reload_nodes(self) -> None:
+        """Ask the master for the node list again; keep the old one if it cannot answer."""
+        peer = self.upstream.peer
+        if peer is None or peer.closed:
+            return
+        try:
+            await self._load_nodes(peer)
+        except (HipError, RemoteError, KeyError, TypeError, ValueError) as exc:
+            log.warning("could not refresh the node list: %s", exc)
 
     async def _claim(self, names: list[str]) -> None:
         """Learn from the master which node holds the active copy of each structure file."""
@@ -214,6 +218,8 @@ class IndexNode:
         groups: dict[str, list[Incoming]] = {}
         for item in incoming:
             groups.setdefault(item.structure, []).append(item)
+        if not any(row.state == "alive" for row in self.nodes):
+            await self._reload_nodes()
         unclaimed = [name for name in groups if name not in self.claims]
         if unclaimed:
             await self._claim(unclaimed)

@@ -1,0 +1,1 @@
+"""The local cluster launcher, example configurations and service units."""
