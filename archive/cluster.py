@@ -30,7 +30,7 @@ from .urlkey import structure_name
 log = logging.getLogger(__name__)
 
 INSERT_BATCH = 1_000
-UPLOADS_IN_FLIGHT = 16
+UPLOADS_IN_FLIGHT = 48
 KINDS = ("content", "structure")
 
 BodySource = Callable[[str], bytes | Awaitable[bytes]]
@@ -143,25 +143,48 @@ class ClusterClient:
         return self._slave
 
     async def insert(self, captures: Sequence[NewCapture], body_of: BodySource) -> InsertSummary:
-        """Insert captures, uploading each content and header block the index node asks for."""
+        """Insert captures, uploading each content and header block the index node asks for.
+
+        The uploads of one batch overlap the index node's work on the next one.
+        """
         summary = InsertSummary()
         slave = await self._index()
-        for start in range(0, len(captures), INSERT_BATCH):
-            batch = captures[start : start + INSERT_BATCH]
-            try:
-                answer = await slave.call(
-                    "insert", {"captures": [c.to_json() for c in batch]}, timeout=300
+        uploading: asyncio.Task[None] | None = None
+        try:
+            for start in range(0, len(captures), INSERT_BATCH):
+                batch = captures[start : start + INSERT_BATCH]
+                try:
+                    answer = await slave.call(
+                        "insert", {"captures": [c.to_json() for c in batch]}, timeout=300
+                    )
+                except RemoteError as exc:
+                    raise ClusterError(f"insert refused: {exc.message}") from None
+                except HipError as exc:
+                    raise ClusterError(f"insert failed: {exc}") from None
+                summary.captures += len(batch)
+                summary.added += int(answer["added"])
+                if uploading is not None:
+                    await uploading
+                uploading = asyncio.create_task(
+                    self._upload_and_confirm(slave, answer["upload"], body_of, summary)
                 )
-            except RemoteError as exc:
-                raise ClusterError(f"insert refused: {exc.message}") from None
-            except HipError as exc:
-                raise ClusterError(f"insert failed: {exc}") from None
-            summary.captures += len(batch)
-            summary.added += int(answer["added"])
-            stored = await self._upload(answer["upload"], body_of, summary)
-            if stored:
-                await slave.call("stored", {"names": stored}, timeout=120)
+            if uploading is not None:
+                await uploading
+        finally:
+            if uploading is not None and not uploading.done():
+                uploading.cancel()
         return summary
+
+    async def _upload_and_confirm(
+        self,
+        slave: HipSlave,
+        orders: list[dict[str, Any]],
+        body_of: BodySource,
+        summary: InsertSummary,
+    ) -> None:
+        stored = await self._upload(orders, body_of, summary)
+        if stored:
+            await slave.call("stored", {"names": stored}, timeout=120)
 
     async def _upload(
         self, orders: list[dict[str, Any]], body_of: BodySource, summary: InsertSummary

@@ -147,6 +147,33 @@ class PendingFile:
         self.abort()
 
 
+class StagedFile:
+    """A file whose name is not the hash of its bytes (a structure file), written aside and
+    renamed into place. `place()` makes it durable alone; a group committer instead flushes the
+    filesystem once for many staged files, then calls `place(sync_dir=False)`."""
+
+    def __init__(
+        self, store: "FileStore", name: str, data: bytes | None, temp: Path | None
+    ) -> None:
+        self.final = store.path_for(name)
+        self.temp = temp or store.tmp_root / f"{secrets.token_hex(8)}.part"
+        if data is not None:
+            with open(self.temp, "wb") as out:
+                out.write(data)
+
+    def place(self, sync_dir: bool = True) -> None:
+        try:
+            if sync_dir:
+                with open(self.temp, "rb+") as out:
+                    os.fsync(out.fileno())
+            self.final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.temp, self.final)
+        finally:
+            self.temp.unlink(missing_ok=True)
+        if sync_dir:
+            fsync_dir(self.final.parent)
+
+
 class FileStore:
     """One directory of SHA-256-named files (contents, or structure files)."""
 
@@ -189,18 +216,11 @@ class FileStore:
 
     def write_named(self, name: str, data: bytes) -> None:
         """Atomically create or replace a file whose name is not the hash of its bytes."""
-        final = self.path_for(name)
-        temp = self.tmp_root / f"{secrets.token_hex(8)}.part"
-        try:
-            with open(temp, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(temp, final)
-        finally:
-            temp.unlink(missing_ok=True)
-        fsync_dir(final.parent)
+        self.stage(name, data).place()
+
+    def stage(self, name: str, data: bytes | None = None, temp: Path | None = None) -> "StagedFile":
+        """A file for `name` written to a temporary file (or given as one), not yet in place."""
+        return StagedFile(self, name, data, temp)
 
     def read_bytes(self, name: str) -> bytes:
         return self.path_for(name).read_bytes()

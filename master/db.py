@@ -287,16 +287,10 @@ class MasterDB:
             )
         }
 
-    def below_target(
-        self, counting: Sequence[str], usable: int, unreliable_extra: int, limit: int
-    ) -> list[Needy]:
-        """Files whose replicas on counting nodes fall short, the most endangered first.
-
-        A file none of whose counting replicas is on a reliable node wants `unreliable_extra`
-        more; no target exceeds `usable`, the number of nodes that may receive files.
-        """
+    def _short_query(self, counting: Sequence[str]) -> str:
+        """Files whose replicas on counting nodes fall short of their target (see below_target)."""
         marks = ",".join("?" * len(counting)) or "''"
-        query = f"""
+        return f"""
             SELECT f.kind, f.name, f.size, f.target,
                    COUNT(c.node) AS have,
                    COALESCE(SUM(c.reliable), 0) AS reliable,
@@ -307,9 +301,17 @@ class MasterDB:
                        WHERE id IN ({marks})) c ON c.node = l.node
             GROUP BY f.kind, f.name
             HAVING have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)
-            ORDER BY have ASC, f.kind DESC, f.size ASC
-            LIMIT ?
         """
+
+    def below_target(
+        self, counting: Sequence[str], usable: int, unreliable_extra: int, limit: int
+    ) -> list[Needy]:
+        """Files whose replicas on counting nodes fall short, the most endangered first.
+
+        A file none of whose counting replicas is on a reliable node wants `unreliable_extra`
+        more; no target exceeds `usable`, the number of nodes that may receive files.
+        """
+        query = self._short_query(counting) + " ORDER BY have ASC, f.kind DESC, f.size ASC LIMIT ?"
         rows = self.db.execute(query, (*counting, unreliable_extra, usable, limit)).fetchall()
         result = []
         for kind, name, size, target, have, reliable, holders in rows:
@@ -322,8 +324,9 @@ class MasterDB:
         self, counting: Sequence[str], usable: int, unreliable_extra: int
     ) -> tuple[int, int]:
         """How many files are below target, and how many have no readable replica at all."""
-        below = self.below_target(counting, usable, unreliable_extra, 10_000_000)
-        return len(below), sum(1 for needy in below if needy.have == 0)
+        query = f"SELECT COUNT(*), COALESCE(SUM(have = 0), 0) FROM ({self._short_query(counting)})"
+        below, lost = self.db.execute(query, (*counting, unreliable_extra, usable)).fetchone()
+        return int(below), int(lost)
 
     def files_on(self, node: str, limit: int, after: tuple[str, str] = ("", "")) -> list[FileRef]:
         rows = self.db.execute(

@@ -22,6 +22,8 @@ from .repair import Copier, Repairer
 log = logging.getLogger(__name__)
 
 MAX_LIST = 5_000
+PASS_GAP = 0.25
+IDLE_PASS_EVERY = 2.0
 KINDS = ("content", "structure")
 
 
@@ -149,16 +151,19 @@ class Master:
         self.rebalancer.changed.set()
 
     async def _repair_loop(self) -> None:
+        """A pass whenever something changed, at most every PASS_GAP seconds while idle, so a
+        stream of inventory entries does not turn into a stream of full scans."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), 2.0)
+                await asyncio.wait_for(self.wake.wait(), IDLE_PASS_EVERY)
             self.wake.clear()
             try:
                 if await self.repairer.run_pass():
                     self.wake.set()
+                    continue
             except Exception:
                 log.exception("repair pass failed; trying again")
-                await asyncio.sleep(1.0)
+            await asyncio.sleep(PASS_GAP)
 
     async def _clock(self) -> None:
         while True:

@@ -11,20 +11,27 @@ import asyncio
 import os
 from concurrent.futures import Executor
 from pathlib import Path
+from typing import Protocol
 
-from archive.store import PendingFile, sync_filesystem
+from archive.store import sync_filesystem
+
+
+class Staged(Protocol):
+    """A file written aside without fsync (a PendingFile or a StagedFile), to be put in place."""
+
+    def place(self, sync_dir: bool = True) -> None: ...
 
 
 class GroupCommitter:
     def __init__(self, root: Path, executor: Executor) -> None:
         self._fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._executor = executor
-        self._queue: list[tuple[PendingFile, asyncio.Future[None]]] = []
+        self._queue: list[tuple[Staged, asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.files = 0
 
-    async def place(self, pending: PendingFile) -> None:
+    async def place(self, pending: Staged) -> None:
         """Return once `pending` (sealed without fsync) is durable and in place."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append((pending, future))
@@ -52,7 +59,7 @@ class GroupCommitter:
         finally:
             self._task = None
 
-    def _flush_and_place(self, batch: list[PendingFile]) -> list[BaseException | None]:
+    def _flush_and_place(self, batch: list[Staged]) -> list[BaseException | None]:
         try:
             sync_filesystem(self._fd)
         except OSError as exc:

@@ -155,8 +155,8 @@ async def append_structure(request: web.Request) -> web.Response:
             captures.append(Capture.from_json(raw))
         except DlwebError as exc:
             raise BadRecord(f"records[{index}]: {exc}") from None
-    added = await request.app[NODE].append_captures(name, body["url"], captures)
-    return web.json_response({"name": name, "added": added})
+    added, created = await request.app[NODE].append_captures(name, body["url"], captures)
+    return web.json_response({"name": name, "added": added, "created": created})
 
 
 async def put_structure(request: web.Request) -> web.Response:

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from archive.bloom import NameFilter
 from archive.errors import CorruptFile, DlwebError, NotFound
-from archive.store import FileStore, PendingFile, fsync_dir
+from archive.store import FileStore, PendingFile, StagedFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import structure_name
 
@@ -326,8 +326,11 @@ class StorageNode:
 
     # -- structure files ------------------------------------------------------------------------
 
-    async def append_captures(self, name: str, url: str, captures: Sequence[Capture]) -> int:
-        """Add captures to a URL's structure file, creating it if needed; returns how many were new."""
+    async def append_captures(
+        self, name: str, url: str, captures: Sequence[Capture]
+    ) -> tuple[int, bool]:
+        """Add captures to a URL's structure file, creating it if needed; returns how many were
+        new and whether the file was created."""
         if structure_name(url) != name:
             raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
         path = self.structures.path_for(name)
@@ -337,22 +340,22 @@ class StorageNode:
                 data = encode_file(url, unique)
 
                 async def create() -> None:
-                    await self.run_io(self.structures.write_named, name, data)
+                    await self._place_structure(self.structures.stage(name, data))
 
                 await self._add_file(STRUCTURE, name, len(data), create)
-                return len(unique)
+                return len(unique), True
             before = self.structures.size(name)
             with StructureFile(path, writable=True) as sfile:
                 fresh, in_order = sfile.plan_append(captures)
                 if not fresh:
-                    return 0
+                    return 0, False
                 if in_order:
                     await self.run_io(sfile.append_in_order, fresh)
                 else:
                     await self.run_io(self.structures.write_named, name, sfile.merged_bytes(fresh))
             grown = self.structures.size(name) - before
             self.counts.bytes[STRUCTURE] += grown
-            return len(fresh)
+            return len(fresh), False
 
     async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
         """Store a whole structure file (a copy sent by the master), after checking all of it."""
@@ -361,8 +364,6 @@ class StorageNode:
             with open(temp, "wb") as out:
                 async for chunk in body:
                     out.write(chunk)
-                out.flush()
-                await self.run_io(os.fsync, out.fileno())
             with StructureFile(temp) as sfile:
                 url = sfile.reader.url
                 await self.run_io(sfile.reader.check_all)
@@ -372,9 +373,7 @@ class StorageNode:
             path = self.structures.path_for(name)
 
             async def put_in_place() -> None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(temp, path)
-                await self.run_io(fsync_dir, path.parent)
+                await self._place_structure(self.structures.stage(name, temp=temp))
 
             async with self.lock(name):
                 if not path.exists():
@@ -382,10 +381,19 @@ class StorageNode:
                     return True
                 old_size = path.stat().st_size
                 await put_in_place()
+                # No inventory entry flushes a replacement: make the rename durable here.
+                await self.run_io(fsync_dir, path.parent)
                 self.counts.bytes[STRUCTURE] += size - old_size
                 return False
         finally:
             temp.unlink(missing_ok=True)
+
+    async def _place_structure(self, staged: StagedFile) -> None:
+        """Put a staged structure file in place durably, with the group commit when there is one."""
+        if self.committer is None:
+            await self.run_io(staged.place)
+        else:
+            await self.committer.place(staged)
 
     def open_structure(self, name: str) -> StructureFile:
         try:

@@ -223,17 +223,28 @@ class IndexNode:
         unclaimed = [name for name in groups if name not in self.claims]
         if unclaimed:
             await self._claim(unclaimed)
-        added = await asyncio.gather(*(self._append(name, items) for name, items in groups.items()))
-        try:
-            await self.upstream.notify("structure.changed", {"names": list(groups)}, timeout=30)
-        except HipError as exc:
-            log.warning("could not tell the master of %d changed structures: %s", len(groups), exc)
+        results = await asyncio.gather(
+            *(self._append(name, items) for name, items in groups.items())
+        )
+        # A file just created has no replica yet: the master's copies of it will be fresh.
+        changed = [
+            name
+            for name, (added, created) in zip(groups, results, strict=True)
+            if added and not created
+        ]
+        if changed:
+            try:
+                await self.upstream.notify("structure.changed", {"names": changed}, timeout=30)
+            except HipError as exc:
+                log.warning(
+                    "could not tell the master of %d changed structures: %s", len(changed), exc
+                )
         upload = self._uploads(incoming)
         self.stats["captures"] += len(incoming)
         self.stats["uploads_asked"] += len(upload)
-        return {"added": sum(added), "upload": upload}
+        return {"added": sum(added for added, _ in results), "upload": upload}
 
-    async def _append(self, name: str, items: list[Incoming]) -> int:
+    async def _append(self, name: str, items: list[Incoming]) -> tuple[int, bool]:
         """Append captures to the active copy; re-claim once if its node fails."""
         body = {"url": items[0].url, "records": [item.capture.to_json() for item in items]}
         for attempt in (1, 2):
@@ -252,7 +263,7 @@ class IndexNode:
                 await self._claim([name])
         raise AssertionError("unreachable")
 
-    async def _post(self, address: str, name: str, body: dict[str, Any]) -> int:
+    async def _post(self, address: str, name: str, body: dict[str, Any]) -> tuple[int, bool]:
         assert self._session is not None
         headers = {"Authorization": f"Bearer {self._token}"}
         async with (
@@ -264,7 +275,7 @@ class IndexNode:
                 raise RemoteError("bad_params", str(answer.get("error")))
             if r.status != 200:
                 raise DlwebError(f"{address} answered {r.status}: {answer.get('error')}")
-            return int(answer["added"])
+            return int(answer["added"]), bool(answer.get("created"))
 
     def _uploads(self, incoming: list[Incoming]) -> list[dict[str, Any]]:
         """Contents and header blocks not yet in the archive, each with the node to send it to."""
