@@ -16,6 +16,7 @@ from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl
 
+from . import pack
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
 from .scrub import scrub
 from .sendfile import send_file
@@ -106,6 +107,28 @@ async def get_content(request: web.Request) -> web.StreamResponse:
     finally:
         os.close(fd)
     return await send_file(request, location, headers, node.executor)
+
+
+async def post_pack(request: web.Request) -> web.StreamResponse:
+    """Many contents in one stream (storage_node/pack.py), for copies between nodes."""
+    body = await _json_body(request)
+    names = body.get("names") if isinstance(body, dict) else None
+    if not isinstance(names, list) or not 0 < len(names) <= pack.MAX_NAMES:
+        raise DlwebError(f'body must be {{"names": [...]}} with 1 to {pack.MAX_NAMES} names')
+    checked = [check_name(name) if isinstance(name, str) else check_name("") for name in names]
+    node = request.app[NODE]
+    response = web.StreamResponse(headers={"Content-Type": "application/x-dlweb-pack"})
+    await response.prepare(request)
+    buffer = bytearray()
+    for name in checked:
+        buffer += pack.frame(name, node.contents.location(name))
+        if len(buffer) >= pack.FLUSH_AT:
+            await response.write(bytes(buffer))
+            buffer.clear()
+    await response.write(bytes(buffer))
+    await response.write_eof()
+    request.app[METRICS]["dlweb_node_content_reads_total"] += len(checked)
+    return response
 
 
 async def put_content(request: web.Request) -> web.Response:
@@ -303,4 +326,5 @@ def build_app(
     app.router.add_get("/metrics", get_metrics)
     app.router.add_get("/inventory", get_inventory)
     app.router.add_post("/scrub", post_scrub)
+    app.router.add_post("/contents/pack", post_pack)
     return app

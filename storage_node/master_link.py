@@ -19,6 +19,7 @@ from archive.errors import DlwebError
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
 
+from . import pack
 from .node import CONTENT, STRUCTURE, StorageNode
 from .scrub import scrub
 
@@ -30,6 +31,7 @@ FETCHES_IN_FLIGHT = 16
 COALESCE = 0.05
 CHUNK = 256 * 1024
 RELIABILITIES = ("high", "normal", "low")
+RETRY = "fetch it alone"
 
 
 def _bad(message: str) -> RemoteError:
@@ -93,6 +95,7 @@ class MasterLink:
         self._stream: asyncio.Task[None] | None = None
         self._scrubbing: asyncio.Task[None] | None = None
         self._fetching = asyncio.Semaphore(FETCHES_IN_FLIGHT)
+        self._auth = {"Authorization": f"Bearer {config.write_token}"}
 
     @property
     def connected(self) -> bool:
@@ -192,16 +195,67 @@ class MasterLink:
 
     async def _fetch(self, peer: Peer, params: Any) -> dict[str, Any]:
         files = _files(params, "fetch", with_source=True)
-        results = await asyncio.gather(*(self._fetch_one(item) for item in files))
-        fetched = [
-            item["name"] for item, error in zip(files, results, strict=True) if error is None
+        errors: dict[str, str | None] = {}
+        by_source: dict[str, list[str]] = {}
+        singles = []
+        for item in files:
+            if item["kind"] == CONTENT and not self.node.holds(CONTENT, item["name"]):
+                by_source.setdefault(item["source"], []).append(item["name"])
+            else:
+                singles.append(item)
+        packs = [
+            self._fetch_packed(source, names[start : start + pack.MAX_NAMES], errors)
+            for source, names in by_source.items()
+            for start in range(0, len(names), pack.MAX_NAMES)
         ]
+        await asyncio.gather(*packs)
+        retry = [
+            item for item in files if item["kind"] == CONTENT and errors.get(item["name"]) == RETRY
+        ]
+        results = await asyncio.gather(*(self._fetch_one(item) for item in [*singles, *retry]))
+        for item, error in zip([*singles, *retry], results, strict=True):
+            errors[item["name"]] = error
+        fetched = [item["name"] for item in files if errors.get(item["name"]) is None]
         failed = [
-            {"name": item["name"], "error": error}
-            for item, error in zip(files, results, strict=True)
-            if error is not None
+            {"name": item["name"], "error": errors[item["name"]]}
+            for item in files
+            if errors.get(item["name"]) is not None
         ]
         return {"fetched": fetched, "failed": failed}
+
+    async def _fetch_packed(
+        self, source: str, names: list[str], errors: dict[str, str | None]
+    ) -> None:
+        """Copy many small contents from one node in one stream; what it cannot send is marked
+        for a fetch of its own."""
+        assert self._session is not None
+        url = f"{source.rstrip('/')}/contents/pack"
+        for name in names:
+            errors[name] = RETRY
+        stores: list[asyncio.Task[None]] = []
+
+        async def store(name: str, data: bytes) -> None:
+            async with self._fetching:
+                try:
+                    await self.node.put_content(name, _once(data))
+                    errors[name] = None
+                except DlwebError as exc:
+                    errors[name] = str(exc)
+
+        try:
+            async with self._session.post(url, json={"names": names}, headers=self._auth) as r:
+                if r.status != 200:
+                    log.warning("%s answered %d to a pack request", url, r.status)
+                    return
+                async for name, data, why in pack.read_frames(r.content, names):
+                    if data is None:
+                        errors[name] = why if why == "not held by the source" else RETRY
+                    else:
+                        stores.append(asyncio.create_task(store(name, data)))
+        except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
+            log.warning("pack copy from %s cut short: %s", source, exc)
+        finally:
+            await asyncio.gather(*stores)
 
     async def _fetch_one(self, item: dict[str, str]) -> str | None:
         """Copy one file from another node through the verified write paths; an error or None."""
@@ -243,6 +297,10 @@ class MasterLink:
         report = await scrub(self.node)
         with contextlib.suppress(HipError):
             await self.slave.notify("node.scrubbed", {"id": self.node.id, **report.to_json()})
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 async def _chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
