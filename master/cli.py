@@ -56,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repair-rate",
         type=positive_seconds,
-        default=2000.0,
-        help="files copied per second at most when restoring replicas (2000)",
+        default=20_000.0,
+        help="files copied per second at most when restoring replicas (20000)",
     )
     parser.add_argument(
         "--scrub-every",

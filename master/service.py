@@ -35,7 +35,7 @@ class MasterOptions:
     config: ClusterConfig
     grace: float = 30.0
     dead_after: float = 7 * 86400.0
-    repair_rate: float = 2_000.0
+    repair_rate: float = 20_000.0
     scrub_every: float = 7 * 86400.0
 
 
