@@ -1,5 +1,15 @@
+"""`python -m deploy [up|down] ...`: the same as `dlweb up` (the default) and `dlweb down`."""
+
+import argparse
 import sys
 
-from archive.cli import build_parser, run
+from archive.cli import run
 
-sys.exit(run(build_parser(), ["up", *sys.argv[1:]]))
+from .cli import register
+
+parser = argparse.ArgumentParser(prog="python -m deploy", description="a local dlweb cluster")
+register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+argv = sys.argv[1:]
+if not argv or argv[0] not in ("up", "down", "-h", "--help"):
+    argv = ["up", *argv]
+sys.exit(run(parser, argv))

@@ -6,14 +6,16 @@ from pathlib import Path
 from archive.cli import positive_seconds
 from archive.errors import ConfigError
 
-from .launcher import Plan, down, up
+from .launcher import CONFIG_FILE, DEFAULT_NODES, READY_TIMEOUT, LaunchError, Plan, down, up
+from .processes import LOG_DIR
 
 DEFAULT_DATA = Path("dlweb-data")
+MAX_NODES = 64
 
 
 def _count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to 64")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to {MAX_NODES}")
     return int(text)
 
 
@@ -31,37 +33,83 @@ def _data(args: argparse.Namespace) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
-    if args.replicas > args.nodes:
-        raise ConfigError(f"--replicas {args.replicas} is more than --nodes {args.nodes}")
-    plan = Plan(_data(args), args.nodes, args.replicas, args.host, args.port_base, args.grace)
-    status = up(plan)
-    if "already_running" in status:
-        print(f"the cluster in {plan.data} is already running")
-    joined = sum(1 for n in status["nodes"] if n.get("connected"))
+    data = _data(args)
+    plan = Plan(
+        data, args.nodes, args.replicas, args.host, args.port_base, args.grace, args.timeout
+    )
+    try:
+        launch = up(plan)
+    except OSError as exc:
+        raise LaunchError(f"{data}: {exc.strerror or exc}") from None
+    count = sum(1 for name in launch.already + launch.started if name.startswith("node"))
+    nodes = f"{count} storage node" + ("" if count == 1 else "s")
+    if not launch.started:
+        print(f"the cluster in {data} is already running: {launch.master}, {nodes}")
+        return 0
+    if launch.already:
+        print(f"started {', '.join(launch.started)}; already running: {', '.join(launch.already)}")
     print(
-        f"cluster ready: master, {len(status['index_nodes'])} index node(s), {joined} storage"
-        f" node(s); configuration {plan.data / 'dlweb.yaml'}; logs in {plan.data / 'logs'}"
+        f"cluster ready: master {launch.master}, an index node and {nodes}\n"
+        f"configuration {data / CONFIG_FILE}, logs in {data / LOG_DIR}\n"
+        f"see it with: dlweb status -c {data / CONFIG_FILE}; stop it with: dlweb down --data {data}"
     )
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    stopped = down(_data(args))
-    print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
+    data = _data(args)
+    try:
+        stopped = down(data)
+    except OSError as exc:
+        raise LaunchError(f"{data}: {exc.strerror or exc}") from None
+    print(f"stopped {', '.join(stopped)}" if stopped else f"nothing was running in {data}")
     return 0
 
 
+def _data_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"cluster directory: configuration, data, logs, pid files (default: {DEFAULT_DATA})",
+    )
+
+
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    start = subparsers.add_parser("up", help="start a local cluster in the background")
-    start.add_argument("--data", type=Path, default=DEFAULT_DATA, help="cluster directory")
-    start.add_argument("--nodes", type=_count, default=3, help="storage nodes (3)")
-    start.add_argument("--replicas", type=_count, default=2, help="replicas of a content (2)")
-    start.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    start.add_argument("--port-base", type=_port, default=None, help="first port (default: free)")
+    start = subparsers.add_parser(
+        "up",
+        help="start a local cluster in the background",
+        description="Start a master, an index node and storage nodes on this machine, in the"
+        " background, and return once the cluster is ready. A cluster already created in --data"
+        " keeps its configuration, ports and data; --nodes can add storage nodes to it.",
+    )
+    _data_option(start)
     start.add_argument(
-        "--grace", type=positive_seconds, default=30.0, help="seconds before a lost node is down"
+        "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
+    )
+    start.add_argument(
+        "--replicas", type=_count, default=None, help="replicas of a content (default 2)"
+    )
+    start.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    start.add_argument(
+        "--port-base",
+        type=_port,
+        default=None,
+        help="ports from here: master, index, node1, ... (default: free ports)",
+    )
+    start.add_argument(
+        "--grace",
+        type=positive_seconds,
+        default=None,
+        help="seconds a lost node has before it is down and re-replicated (default 30)",
+    )
+    start.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=READY_TIMEOUT,
+        help=f"seconds to wait for the cluster to be ready (default {READY_TIMEOUT:g})",
     )
     start.set_defaults(run=_up)
-    stop = subparsers.add_parser("down", help="stop the local cluster")
-    stop.add_argument("--data", type=Path, default=DEFAULT_DATA, help="cluster directory")
+    stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")
+    _data_option(stop)
     stop.set_defaults(run=_down)

@@ -1,24 +1,30 @@
 """A whole cluster on one machine: a master, an index node and N storage nodes as background
-processes on loopback, recorded in DIR/cluster.json so `dlweb down` can stop them."""
+processes, recorded in DIR/cluster.json and DIR/run/*.pid so `dlweb down` can stop them."""
 
 import json
 import os
 import random
-import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from archive.config import load_config, write_new_config
 from archive.errors import DlwebError
 
+from .processes import RUN_DIR, is_ours, locked, log_file, pid_file, running_pid, spawn, stop, tail
+
 STATE_FILE = "cluster.json"
+CONFIG_FILE = "dlweb.yaml"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_NODES = 3
+DEFAULT_REPLICAS = 2
+DEFAULT_GRACE = 30.0
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 
@@ -29,123 +35,179 @@ class LaunchError(DlwebError):
 
 @dataclass(frozen=True)
 class Plan:
+    """What `dlweb up` was asked for; None keeps what an earlier start chose."""
+
     data: Path
-    nodes: int
-    replicas: int
-    host: str
-    port_base: int | None
-    grace: float
+    nodes: int | None = None
+    replicas: int | None = None
+    host: str | None = None
+    port_base: int | None = None
+    grace: float | None = None
+    timeout: float = READY_TIMEOUT
 
 
-def _free_port(host: str, kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
+@dataclass
+class Launch:
+    """What `up` did: the processes it started, those it found running, the master's status."""
+
+    data: Path
+    master: str
+    started: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def free_port(host: str, kind: int = socket.SOCK_STREAM) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, kind) as sock:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
 
 
-def _alive(pid: int, data: Path) -> bool:
-    """Whether pid is still one of this cluster's processes (not a recycled number)."""
+def read_record(data: Path) -> dict[str, Any]:
+    """DIR/cluster.json, or an empty record when the cluster was never started."""
+    path = data / STATE_FILE
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return str(data.resolve()).encode() in cmdline
-
-
-def _read_state(data: Path) -> dict[str, Any]:
-    try:
-        state = json.loads((data / STATE_FILE).read_text())
+        record = json.loads(path.read_text())
     except FileNotFoundError:
         return {"processes": {}}
     except (OSError, ValueError) as exc:
-        raise LaunchError(
-            f"{data / STATE_FILE}: unreadable ({exc}); remove it to start anew"
-        ) from None
-    if not isinstance(state, dict) or not isinstance(state.get("processes"), dict):
-        raise LaunchError(f"{data / STATE_FILE}: not a cluster record; remove it to start anew")
-    return state
+        raise LaunchError(f"{path}: unreadable ({exc}); remove it to start anew") from None
+    if not isinstance(record, dict) or not isinstance(record.get("processes"), dict):
+        raise LaunchError(f"{path}: not a cluster record; remove it to start anew")
+    return record
 
 
-def _write_state(data: Path, state: dict[str, Any]) -> None:
+def _write_record(data: Path, record: dict[str, Any]) -> None:
     path = data / STATE_FILE
     temp = path.with_suffix(".part")
     with open(temp, "w") as out:
-        json.dump(state, out, indent=2)
+        json.dump(record, out, indent=2)
+        out.write("\n")
         out.flush()
         os.fsync(out.fileno())
     os.replace(temp, path)
 
 
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=2) as answer:
-        return json.load(answer)
-
-
-def running(data: Path) -> list[str]:
-    """Names of this cluster's processes that are running now."""
-    state = _read_state(data)
-    return [
-        name
-        for name, proc in state["processes"].items()
-        if proc.get("pid") and _alive(proc["pid"], data)
-    ]
-
-
-def _config(plan: Plan) -> Path:
-    """The cluster configuration, written once with a new secret and kept across restarts."""
-    path = plan.data / "dlweb.yaml"
-    if not path.exists():
-        port = plan.port_base if plan.port_base is not None else _free_port(plan.host)
-        write_new_config(
-            path,
-            multicast_port=_free_port(plan.host, socket.SOCK_DGRAM),
-            extra={
-                "master": f"http://{plan.host}:{port}",
-                "lookup": "both",
-                "multicast": {
-                    "group_base": f"230.{random.randint(1, 254)}.{random.randint(0, 255)}.0",
-                    "port": _free_port(plan.host, socket.SOCK_DGRAM),
-                },
-                "replication": {"default": plan.replicas},
+def write_config(path: Path, host: str, master_port: int, replicas: int) -> None:
+    """A new cluster configuration: generated secret, the master's URL, the replica count, and
+    multicast groups and port of its own so two local clusters never answer each other."""
+    write_new_config(
+        path,
+        extra={
+            "master": f"http://{_url_host(host)}:{master_port}",
+            "lookup": "both",
+            "multicast": {
+                "group_base": f"230.{random.randint(1, 254)}.{random.randint(0, 255)}.0",
+                "port": free_port("", socket.SOCK_DGRAM),
             },
+            "replication": {"default": replicas},
+        },
+    )
+
+
+def _kept(option: str, given: object, recorded: object, data: Path) -> None:
+    if given is not None and recorded is not None and given != recorded:
+        raise LaunchError(
+            f"the cluster in {data} was created with {option} {recorded}; it keeps its settings"
+            " (use another --data for a new cluster)"
         )
-    return path
 
 
-def _commands(plan: Plan, config: Path, master_port: int, state: dict[str, Any]) -> dict[str, Any]:
-    """What to run for each process, keeping the ports a previous start recorded."""
-    known = state["processes"]
-    taken = {master_port}
+@dataclass(frozen=True)
+class _Settings:
+    host: str
+    master_port: int
+    nodes: int
+    replicas: int
+    port_base: int | None
+    grace: float
+
+
+def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Settings:
+    """The cluster's settings: an existing cluster's own, else the plan's; refuse conflicts."""
+    data = plan.data
+    recorded_nodes = record.get("nodes")
+    recorded_nodes = recorded_nodes if isinstance(recorded_nodes, int) else None
+    nodes = plan.nodes or recorded_nodes or DEFAULT_NODES
+    if recorded_nodes is not None and nodes < recorded_nodes:
+        raise LaunchError(
+            f"the cluster in {data} has {recorded_nodes} storage nodes; --nodes can add nodes,"
+            " not remove them (move a node's files away with dlweb admin drain)"
+        )
+    _kept("--port-base", plan.port_base, record.get("port_base"), data)
+    port_base = plan.port_base if plan.port_base is not None else record.get("port_base")
+    grace = float(plan.grace or record.get("grace") or DEFAULT_GRACE)
+    if not config_path.exists():
+        replicas = plan.replicas or min(DEFAULT_REPLICAS, nodes)
+        host = plan.host or DEFAULT_HOST
+        if replicas > nodes:
+            raise LaunchError(f"--replicas {replicas} is more than --nodes {nodes}")
+        master_port = port_base if port_base is not None else free_port(host)
+        return _Settings(host, master_port, nodes, replicas, port_base, grace)
+    config = load_config(config_path)
+    if config.master is None:
+        raise LaunchError(
+            f"{config_path} has no master key; add one (master: http://127.0.0.1:PORT)"
+            " or use another --data"
+        )
+    url = urlsplit(config.master)
+    if url.hostname is None or url.port is None:
+        raise LaunchError(f"{config_path}: master {config.master} names no host and port")
+    _kept("--host", plan.host, url.hostname, data)
+    _kept("--replicas", plan.replicas, config.replication.default, data)
+    if config.replication.default > nodes:
+        raise LaunchError(
+            f"{config_path} asks for {config.replication.default} replicas and --nodes is {nodes}"
+        )
+    return _Settings(url.hostname, url.port, nodes, config.replication.default, port_base, grace)
+
+
+def _commands(
+    data: Path, settings: _Settings, config_path: Path, record: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The command and port of every process, keeping the ports an earlier start recorded."""
+    known = record["processes"]
+    taken = {settings.master_port}
+    host = settings.host
 
     def port(name: str, offset: int) -> int:
-        if name in known and "port" in known[name]:
-            chosen = int(known[name]["port"])
-        elif plan.port_base is not None:
-            chosen = plan.port_base + offset
+        recorded = known.get(name, {}).get("port")
+        if isinstance(recorded, int):
+            chosen = recorded
+        elif settings.port_base is not None:
+            chosen = settings.port_base + offset
         else:
-            chosen = _free_port(plan.host)
+            chosen = free_port(host)
             while chosen in taken:
-                chosen = _free_port(plan.host)
+                chosen = free_port(host)
         taken.add(chosen)
         return chosen
 
-    data = str(plan.data.resolve())
+    root = data.resolve()
     python = [sys.executable, "-m"]
-    common = ["-c", str(config.resolve())]
-    commands: dict[str, Any] = {
+    config = ["-c", str(config_path.resolve())]
+
+    def listen(port: int) -> list[str]:
+        return ["--listen", f"{host}:{port}"]
+
+    commands: dict[str, dict[str, Any]] = {
         "master": {
-            "port": master_port,
+            "port": settings.master_port,
             "command": [
                 *python,
                 "master",
                 "--data",
-                f"{data}/master",
-                "--listen",
-                f"{plan.host}:{master_port}",
+                str(root / "master"),
+                *listen(settings.master_port),
                 "--grace",
-                str(plan.grace),
-                *common,
+                f"{settings.grace:g}",
+                *config,
             ],
         }
     }
@@ -156,13 +218,12 @@ def _commands(plan: Plan, config: Path, master_port: int, state: dict[str, Any])
             *python,
             "master.index",
             "--data",
-            f"{data}/index",
-            "--listen",
-            f"{plan.host}:{index_port}",
-            *common,
+            str(root / "index"),
+            *listen(index_port),
+            *config,
         ],
     }
-    for i in range(1, plan.nodes + 1):
+    for i in range(1, settings.nodes + 1):
         name = f"node{i}"
         node_port = port(name, 1 + i)
         commands[name] = {
@@ -171,118 +232,161 @@ def _commands(plan: Plan, config: Path, master_port: int, state: dict[str, Any])
                 *python,
                 "storage_node",
                 "--root",
-                f"{data}/{name}",
-                "--listen",
-                f"{plan.host}:{node_port}",
+                str(root / name),
+                *listen(node_port),
+                *config,
                 "--id",
                 name,
-                *common,
             ],
         }
     return commands
 
 
-def _spawn(data: Path, name: str, command: list[str]) -> int:
-    logs = data / "logs"
-    logs.mkdir(exist_ok=True)
-    with open(logs / f"{name}.log", "ab") as log:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=data,
-        )
-    return process.pid
-
-
-def _tail(data: Path, name: str, lines: int = 15) -> str:
+def _get_json(url: str) -> Any:
+    """The JSON at url, or None when nothing answers it with JSON yet."""
     try:
-        text = (data / "logs" / f"{name}.log").read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return json.load(answer)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
 
 
-def _wait_ready(plan: Plan, master: str, state: dict[str, Any]) -> dict[str, Any]:
-    """Wait until the master sees every node alive and the index node; name what is missing."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    status: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        for name, proc in state["processes"].items():
-            if not _alive(proc["pid"], plan.data):
+def _serving(node: dict[str, Any]) -> bool:
+    """Whether the master has this storage node connected (an admin-set state is kept)."""
+    if "connected" in node:
+        return bool(node["connected"]) and node.get("state") not in ("down", "dead")
+    return node.get("state") == "alive"
+
+
+def not_ready(status: Any, index: Any, nodes: list[str]) -> str | None:
+    """The first process that is not ready, judged from the master's and index's /status."""
+    if not isinstance(status, dict):
+        return "master"
+    listed = status.get("nodes")
+    known = {
+        n.get("id"): n for n in (listed if isinstance(listed, list) else []) if isinstance(n, dict)
+    }
+    for name in nodes:
+        if name not in known or not _serving(known[name]):
+            return name
+    if not isinstance(index, dict):
+        return "index"
+    link = index.get("master")
+    if isinstance(link, dict) and link.get("connected") is False:
+        return "index"
+    if "index_nodes" in status and not status["index_nodes"]:
+        return "index"
+    return None
+
+
+def _wait_ready(
+    data: Path, master: str, index: str, pids: dict[str, int], timeout: float
+) -> dict[str, Any]:
+    """Wait until the master has every storage node and the index node answers."""
+    nodes = [name for name in pids if name.startswith("node")]
+    deadline = time.monotonic() + timeout
+    while True:
+        for name, pid in pids.items():
+            if not is_ours(pid, data):
                 raise LaunchError(
-                    f"{name} exited at start; its log ends with:\n{_tail(plan.data, name)}"
+                    f"{name} exited at start; the end of {log_file(data, name)}:\n"
+                    f"{tail(data, name)}"
                 )
-        try:
-            status = _get_json(f"{master}/status")
-        except (urllib.error.URLError, OSError, ValueError):
-            status = {}
-        if len(_connected(status)) >= plan.nodes and status.get("index_nodes"):
+        status = _get_json(f"{master}/status")
+        missing = not_ready(status, _get_json(f"{index}/status"), nodes)
+        if missing is None:
+            assert isinstance(status, dict)
             return status
+        if time.monotonic() > deadline:
+            raise LaunchError(
+                f"{missing} is not ready after {timeout:g} s; the end of {log_file(data, missing)}:"
+                f"\n{tail(data, missing)}"
+            )
         time.sleep(0.1)
-    if not status:
-        missing = "master"
-    else:
-        joined = _connected(status)
-        lacking = [f"node{i}" for i in range(1, plan.nodes + 1) if f"node{i}" not in joined]
-        missing = (lacking or ["index"])[0]
-    raise LaunchError(
-        f"{missing} is not ready after {READY_TIMEOUT:.0f} s; its log ends with:\n"
-        f"{_tail(plan.data, missing)}"
-    )
 
 
-def _connected(status: dict[str, Any]) -> set[str]:
-    return {n["id"] for n in status.get("nodes", []) if n.get("connected")}
+def _pid(data: Path, name: str, record: dict[str, Any]) -> int | None:
+    """The running pid of a process: its pid file, else what cluster.json recorded."""
+    pid = running_pid(data, name)
+    if pid is None:
+        recorded = record["processes"].get(name)
+        recorded = recorded.get("pid") if isinstance(recorded, dict) else None
+        if isinstance(recorded, int) and is_ours(recorded, data):
+            pid = recorded
+    return pid
 
 
-def up(plan: Plan) -> dict[str, Any]:
-    """Start the cluster (or find it running) and return the master's status once ready."""
-    plan.data.mkdir(parents=True, exist_ok=True)
-    already = running(plan.data)
-    config_path = _config(plan)
-    config = load_config(config_path)
-    assert config.master is not None
-    if already:
-        if "master" in already:
-            return {"already_running": already, **_get_json(f"{config.master}/status")}
-        raise LaunchError(
-            f"{', '.join(already)} still running from an earlier start; run dlweb down"
-        )
-    master_port = int(config.master.rsplit(":", 1)[1].rstrip("/"))
-    state = _read_state(plan.data)
-    commands = _commands(plan, config_path, master_port, state)
-    state = {"config": str(config_path), "master": config.master, "processes": {}}
-    try:
-        for name, spec in commands.items():
-            pid = _spawn(plan.data, name, spec["command"])
-            state["processes"][name] = {**spec, "pid": pid}
-            _write_state(plan.data, state)
-        return _wait_ready(plan, config.master, state)
-    except BaseException:
-        down(plan.data)
-        raise
+def up(plan: Plan) -> Launch:
+    """Start what is not running yet, wait until the cluster is ready; stop what it started if
+    the cluster does not become ready."""
+    data = plan.data
+    data.mkdir(parents=True, exist_ok=True)
+    with locked(data):
+        old = read_record(data)
+        config_path = data / CONFIG_FILE
+        settings = _settings(plan, old, config_path)
+        if not config_path.exists():
+            write_config(config_path, settings.host, settings.master_port, settings.replicas)
+        config = load_config(config_path)
+        assert config.master is not None
+        master = config.master.rstrip("/")
+        commands = _commands(data, settings, config_path, old)
+        launch = Launch(data, master)
+        processes: dict[str, dict[str, Any]] = {
+            name: {
+                **spec,
+                "pid": _pid(data, name, old),
+                "pid_file": str(pid_file(data, name).resolve()),
+                "log": str(log_file(data, name).resolve()),
+            }
+            for name, spec in commands.items()
+        }
+        record: dict[str, Any] = {
+            "config": str(config_path.resolve()),
+            "master": master,
+            "host": settings.host,
+            "nodes": settings.nodes,
+            "port_base": settings.port_base,
+            "grace": settings.grace,
+            "processes": processes,
+        }
+        launch.already = [name for name in commands if processes[name]["pid"] is not None]
+        try:
+            for name, spec in commands.items():
+                if processes[name]["pid"] is None:
+                    processes[name]["pid"] = spawn(data, name, spec["command"])
+                    launch.started.append(name)
+                    _write_record(data, record)
+            _write_record(data, record)
+            index = f"http://{_url_host(settings.host)}:{commands['index']['port']}"
+            pids = {name: proc["pid"] for name, proc in processes.items()}
+            launch.status = _wait_ready(data, master, index, pids, plan.timeout)
+        except BaseException:
+            stop(data, {name: processes[name]["pid"] for name in launch.started}, STOP_TIMEOUT)
+            for name in launch.started:
+                processes[name]["pid"] = None
+            _write_record(data, record)
+            raise
+        return launch
 
 
 def down(data: Path) -> list[str]:
-    """Stop every recorded process: SIGTERM, then SIGKILL after a while. Returns the names."""
-    state = _read_state(data)
-    stopped = []
-    for name, proc in state["processes"].items():
-        pid = proc.get("pid")
-        if pid and _alive(pid, data):
-            os.kill(pid, signal.SIGTERM)
-            stopped.append(name)
-    deadline = time.monotonic() + STOP_TIMEOUT
-    for proc in state["processes"].values():
-        pid = proc.get("pid")
-        while pid and _alive(pid, data):
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-            time.sleep(0.05)
-        proc["pid"] = None
-    if state["processes"]:
-        _write_state(data, state)
-    return stopped
+    """Stop every process of the cluster in data; the names of those that were running."""
+    if not data.exists():
+        return []
+    with locked(data):
+        record = read_record(data)
+        names = list(record["processes"])
+        names += sorted(
+            path.stem for path in (data / RUN_DIR).glob("*.pid") if path.stem not in names
+        )
+        pids = {name: pid for name in names if (pid := _pid(data, name, record)) is not None}
+        stopped = stop(data, pids, STOP_TIMEOUT)
+        for path in (data / RUN_DIR).glob("*.pid"):
+            path.unlink(missing_ok=True)
+        if (data / STATE_FILE).exists():
+            for proc in record["processes"].values():
+                if isinstance(proc, dict):
+                    proc["pid"] = None
+            _write_record(data, record)
+        return stopped

@@ -5,138 +5,206 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from archive.cli import add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
 
-TIMEOUT = 30.0
+TIMEOUT = 15.0
+SHOWN_PROBLEMS = 20
+Runner = Callable[[argparse.Namespace], int]
 
 
 class AdminError(DlwebError):
-    """The master could not be reached or refused the request."""
+    """The master could not be reached, refused the request, or answered something unexpected."""
+
+
+def _error_field(body: bytes) -> str | None:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    message = answer.get("error") if isinstance(answer, dict) else None
+    return str(message) if message is not None else None
+
+
+def request(
+    master: str, path: str, body: dict[str, Any] | None = None, token: str | None = None
+) -> Any:
+    """GET a master endpoint, or POST it a JSON body with the cluster token; its JSON answer."""
+    url = master.rstrip("/") + path
+    headers = {"Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(
+        url, data=data, headers=headers, method="GET" if data is None else "POST"
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:
+            raw = answer.read()
+    except urllib.error.HTTPError as exc:
+        message = _error_field(exc.read()) or f"HTTP {exc.code} {exc.reason}"
+        raise AdminError(f"the master at {master} refused {path}: {message}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise AdminError(f"the master at {master} does not answer: {reason}") from None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise AdminError(f"the master at {master} answered {path} with no JSON") from None
 
 
 def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None) -> Any:
-    """GET (or POST with a JSON body and the cluster token) a master endpoint; its JSON answer."""
-    config = load_config(args.config)
+    """A request to the master named by the configuration file of the command line."""
+    config_path: Path = args.config
+    config = load_config(config_path)
     if config.master is None:
-        raise AdminError(f"{args.config}: no master URL (key `master`)")
-    url = config.master.rstrip("/") + path
-    request = urllib.request.Request(url)
-    if body is not None:
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(body).encode(),
-            headers={
-                "Authorization": f"Bearer {config.write_token}",
-                "Content-Type": "application/json",
-            },
-            method="POST",
-        )
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
-            return json.load(answer)
-    except urllib.error.HTTPError as exc:
-        try:
-            message = json.load(exc).get("error", exc.reason)
-        except ValueError:
-            message = exc.reason
-        raise AdminError(f"the master at {config.master} refused {path}: {message}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise AdminError(f"the master at {config.master} does not answer: {reason}") from None
+        raise AdminError(f"{config_path}: no master URL (add the key `master: http://HOST:PORT`)")
+    return request(config.master, path, body, config.write_token)
 
 
-def _size(value: int) -> str:
+def size(value: object) -> str:
+    """Bytes as a short human reading (binary units)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "?"
     amount = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if amount < 1024 or unit == "TiB":
-            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(amount) < 1024 or unit == "PiB":
+            break
         amount /= 1024
-    return str(value)
+    return f"{amount:.0f} B" if unit == "B" else f"{amount:.1f} {unit}"
 
 
-def _table(rows: list[list[str]]) -> str:
+def table(rows: list[list[str]]) -> str:
+    """Rows as left-aligned columns, the first row being the heading."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
     )
 
 
+def _text(value: object, default: str = "") -> str:
+    return default if value is None else str(value)
+
+
 def _nodes_table(nodes: list[dict[str, Any]]) -> str:
-    rows = [["node", "address", "state", "domain", "files", "held", "free"]]
-    for node in nodes:
+    if not nodes:
+        return "no storage node has joined"
+    rows = [["node", "address", "state", "domain", "free", "files", "held"]]
+    for node in sorted(nodes, key=lambda n: _text(n.get("id"))):
+        state = _text(node.get("state"), "?")
+        if node.get("drained"):
+            state += " (empty)"
+        elif node.get("connected") is False and state not in ("down", "dead"):
+            state += " (disconnected)"
         rows.append(
             [
-                str(node["id"]),
-                str(node["address"]),
-                str(node["state"]) + (" (empty)" if node.get("drained") else ""),
-                str(node.get("domain", "")),
-                str(node.get("files", "")),
-                _size(int(node.get("bytes", 0))),
-                _size(int(node.get("free", 0))),
+                _text(node.get("id"), "?"),
+                _text(node.get("address")),
+                state,
+                _text(node.get("domain")),
+                size(node.get("free")),
+                _text(node.get("files"), "?"),
+                size(node.get("bytes")),
             ]
         )
-    return _table(rows)
+    return table(rows)
 
 
-def _print(args: argparse.Namespace, answer: Any, text: str) -> None:
-    print(json.dumps(answer, indent=2) if args.json else text)
+def _nodes_of(status: Any) -> list[dict[str, Any]]:
+    nodes = status.get("nodes") if isinstance(status, dict) else None
+    if not isinstance(nodes, list):
+        raise AdminError("the master's /status lists no nodes")
+    return [node for node in nodes if isinstance(node, dict)]
+
+
+def _progress(progress: Any) -> str:
+    if not isinstance(progress, dict):
+        return ""
+    return (
+        f"{progress.get('moved', 0)} of {progress.get('files', 0)} files moved"
+        f" ({size(progress.get('bytes_moved', 0))} of {size(progress.get('bytes', 0))})"
+    )
+
+
+def _emit(args: argparse.Namespace, answer: Any, text: Callable[[], str]) -> None:
+    print(json.dumps(answer, indent=2) if args.json else text())
 
 
 def _status(args: argparse.Namespace) -> int:
     status = call(args, "/status")
-    files = status["files"]
-    repairs = status["repairs"]
-    rebalance = status["rebalance"]
-    lines = [
-        f"cluster {status['cluster']}: {files['content']} contents, {files['structure']} structure"
-        f" files; {status['below_target']} below replica target, {status['lost']} without a"
-        " readable copy",
-        f"repairs: {repairs['running']} running, {repairs['copied']} copied,"
-        f" {repairs['failed']} failed; rebalance: {rebalance.get('state')}",
-        f"index nodes: {', '.join(status['index_nodes']) or 'none'}",
-        "",
-        _nodes_table(status["nodes"]) if status["nodes"] else "no storage node has joined",
-    ]
-    _print(args, status, "\n".join(lines))
+    nodes = _nodes_of(status)
+
+    def text() -> str:
+        files = status.get("files") or {}
+        repairs = status.get("repairs") or {}
+        rebalance = status.get("rebalance") or {}
+        moving = _progress(rebalance.get("progress"))
+        index = status.get("index_nodes")
+        lines = [
+            f"cluster {status.get('cluster', '?')}: {files.get('content', '?')} contents,"
+            f" {files.get('structure', '?')} structure files",
+            f"below replica target: {status.get('below_target', '?')}"
+            f" ({status.get('lost', '?')} with no readable copy)",
+            f"repairs: {repairs.get('running', 0)} running, {repairs.get('copied', 0)} copied,"
+            f" {repairs.get('failed', 0)} failed",
+            f"rebalance: {rebalance.get('state', 'idle')}" + (f", {moving}" if moving else ""),
+        ]
+        if isinstance(index, list):
+            lines.append(f"index nodes: {', '.join(map(str, index)) or 'none'}")
+        return "\n".join([*lines, "", _nodes_table(nodes)])
+
+    _emit(args, status, text)
     return 0
 
 
 def _nodes(args: argparse.Namespace) -> int:
-    nodes = call(args, "/status")["nodes"]
-    _print(args, nodes, _nodes_table(nodes) if nodes else "no storage node has joined")
+    nodes = _nodes_of(call(args, "/status"))
+    _emit(args, nodes, lambda: _nodes_table(nodes))
     return 0
 
 
-def _set_state(state: str) -> Callable[[argparse.Namespace], int]:
+def _set_state(state: str) -> Runner:
     def run(args: argparse.Namespace) -> int:
-        answer = call(args, f"/admin/nodes/{args.node}/state", {"state": state})
-        _print(args, answer, f"node {answer['id']} is now {answer['state']}")
+        answer = call(args, f"/admin/nodes/{quote(args.node, safe='')}/state", {"state": state})
+        shown = answer.get("state", state) if isinstance(answer, dict) else state
+        _emit(args, answer, lambda: f"node {args.node} is now {shown}")
         return 0
 
     return run
 
 
-def _plan_text(answer: dict[str, Any]) -> str:
-    if "plan" in answer:
-        plan = answer["plan"]
-        head = f"plan: move {plan['files']} files ({_size(plan['bytes'])})"
-        moves = plan["moves"]
+def _plan_text(answer: dict[str, Any], applied: bool) -> str:
+    plan = answer.get("plan")
+    if isinstance(plan, dict):
+        head = f"plan: move {plan.get('files', 0)} files ({size(plan.get('bytes', 0))})"
+        moves = plan.get("moves")
     else:
-        progress = answer.get("progress", {})
-        head = (
-            f"rebalance {answer.get('state')}: {progress.get('moved', 0)} of"
-            f" {progress.get('files', 0)} files moved ({_size(progress.get('bytes_moved', 0))}"
-            f" of {_size(progress.get('bytes', 0))})"
-        )
-        moves = answer.get("moves", [])
-    rows = [["from", "to", "files", "bytes"]] + [
-        [m["src"], m["dst"], str(m["files"]), _size(m["bytes"])] for m in moves
-    ]
-    return head + ("\n" + _table(rows) if moves else "")
+        progress = _progress(answer.get("progress"))
+        head = f"rebalance {answer.get('state', '?')}" + (f": {progress}" if progress else "")
+        moves = answer.get("moves")
+    moves = [m for m in moves if isinstance(m, dict)] if isinstance(moves, list) else []
+    lines = [head]
+    if moves:
+        rows = [["from", "to", "files", "bytes"]] + [
+            [_text(m.get("src")), _text(m.get("dst")), _text(m.get("files")), size(m.get("bytes"))]
+            for m in moves
+        ]
+        lines.append(table(rows))
+    if isinstance(plan, dict):
+        lines.append("not applied: run again with --apply to carry it out (nothing moved)")
+    elif applied:
+        running = answer.get("state") == "running"
+        lines.append("applied: moving in the background" if running else "nothing to move")
+    return "\n".join(lines)
 
 
 def _rebalance(args: argparse.Namespace) -> int:
@@ -147,78 +215,120 @@ def _rebalance(args: argparse.Namespace) -> int:
         answer = call(args, "/admin/rebalance", body)
     else:
         answer = call(args, "/admin/rebalance")
-    text = _plan_text(answer)
-    if not args.apply and not args.stop and "plan" in answer:
-        text += "\n(nothing moved: run again with --apply to carry it out)"
-    _print(args, answer, text)
+    if not isinstance(answer, dict):
+        raise AdminError("the master's rebalance answer is not a JSON object")
+    _emit(args, answer, lambda: _plan_text(answer, args.apply))
     return 0
 
 
 def _scrub(args: argparse.Namespace) -> int:
     answer = call(args, "/admin/scrub", {"node": args.node})
-    lines = [
-        f"{node}: {'started' if result.get('started') else result.get('error', 'already running')}"
-        for node, result in answer["scrub"].items()
-    ]
-    _print(args, answer, "\n".join(lines) or "no node is connected")
+    started = answer.get("scrub") if isinstance(answer, dict) else None
+    if not isinstance(started, dict):
+        raise AdminError("the master's scrub answer lists no nodes")
+
+    def line(node: str, result: object) -> str:
+        if isinstance(result, dict) and result.get("started"):
+            return f"{node}: started"
+        error = result.get("error") if isinstance(result, dict) else None
+        return f"{node}: not started ({error or 'already running'})"
+
+    _emit(
+        args,
+        answer,
+        lambda: "\n".join(line(n, r) for n, r in sorted(started.items())) or "no node is connected",
+    )
     return 0
 
 
 def _fsck(args: argparse.Namespace) -> int:
     report = call(args, "/admin/fsck")
-    lines = [
-        f"{report['files']['content']} contents, {report['files']['structure']} structure files",
-        f"below replica target: {report['below_target']} ({report['lost']} with no readable copy)",
-        f"structure files without an active copy: {report['structures_without_active']}",
-        f"structure replicas waiting for a refresh: {report['structures_dirty']}",
-        f"orphans: {report['orphans']}",
-    ]
-    for problem in report["problems"][:20]:
-        lines.append(
-            f"  {problem['kind']} {problem['name']}: {problem['replicas']} of {problem['target']}"
+    if not isinstance(report, dict) or "ok" not in report:
+        raise AdminError("the master's fsck answer has no verdict")
+    ok = bool(report["ok"])
+
+    def text() -> str:
+        files = report.get("files") or {}
+        problems = report.get("problems")
+        problems = (
+            [p for p in problems if isinstance(p, dict)] if isinstance(problems, list) else []
         )
-    lines.append("ok" if report["ok"] else "PROBLEMS FOUND")
-    _print(args, report, "\n".join(lines))
-    return 0 if report["ok"] else 1
+        lines = [
+            f"{files.get('content', '?')} contents, {files.get('structure', '?')} structure files",
+            f"below replica target: {report.get('below_target', '?')}"
+            f" ({report.get('lost', '?')} with no readable copy)",
+            f"structure files without an active copy: {report.get('structures_without_active', '?')}",
+            f"structure replicas waiting for a refresh: {report.get('structures_dirty', '?')}",
+            f"orphans: {report.get('orphans', '?')}",
+        ]
+        if problems:
+            lines.append(f"first problems ({min(len(problems), SHOWN_PROBLEMS)} shown):")
+        for problem in problems[:SHOWN_PROBLEMS]:
+            lines.append(
+                f"  {problem.get('kind', '?')} {problem.get('name', '?')}:"
+                f" {problem.get('replicas', '?')} of {problem.get('target', '?')} replicas"
+            )
+        lines.append("ok" if ok else "PROBLEMS FOUND")
+        return "\n".join(lines)
+
+    _emit(args, report, text)
+    return 0 if ok else 1
 
 
-def _common(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def _guarded(runner: Runner) -> Runner:
+    """An answer of an unexpected shape becomes one clear line, not a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return runner(args)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise AdminError(f"unexpected answer from the master: {exc!r}") from None
+
+    return run
+
+
+def _command(
+    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    name: str,
+    runner: Runner,
+    text: str,
+) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(name, help=text, description=text)
     add_config_option(parser)
     parser.add_argument("--json", action="store_true", help="print the master's JSON answer")
+    parser.set_defaults(run=_guarded(runner))
     return parser
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    status = _common(subparsers.add_parser("status", help="the cluster's health, from the master"))
-    status.set_defaults(run=_status)
+    _command(subparsers, "status", _status, "the cluster's health, from the master")
     admin = subparsers.add_parser("admin", help="storage admin commands (talk to the master)")
     actions = admin.add_subparsers(dest="action", required=True, metavar="ACTION")
-    _common(actions.add_parser("nodes", help="list the storage nodes")).set_defaults(run=_nodes)
+    _command(actions, "nodes", _nodes, "list the storage nodes")
     for name, state, text in (
-        ("drain", "draining", "move every file off a node, then leave it empty"),
-        ("undrain", "alive", "make a node take files again"),
+        ("drain", "draining", "copy every file off a node, then leave it empty"),
+        ("undrain", "alive", "make a node take new files again"),
         ("read-only", "read-only", "keep a node's files but send it nothing new"),
     ):
-        parser = _common(actions.add_parser(name, help=text))
-        parser.add_argument("node", help="node id")
-        parser.set_defaults(run=_set_state(state))
-    rebalance = _common(actions.add_parser("rebalance", help="show (or --apply) a rebalance plan"))
+        _command(actions, name, _set_state(state), text).add_argument("node", help="node id")
+    rebalance = _command(
+        actions, "rebalance", _rebalance, "show the plan that evens out the nodes, or apply it"
+    )
     mode = rebalance.add_mutually_exclusive_group()
     mode.add_argument("--apply", action="store_true", help="carry the plan out")
     mode.add_argument("--stop", action="store_true", help="stop a running rebalance")
     rebalance.add_argument(
-        "--files-per-s", type=positive_seconds, default=200.0, help="files moved per second (200)"
+        "--files-per-s",
+        type=positive_seconds,
+        default=200.0,
+        help="files moved per second at most (200)",
     )
     rebalance.add_argument(
         "--bytes-per-s",
         type=positive_seconds,
         default=64.0 * 1024 * 1024,
-        help="bytes moved per second (64 MiB)",
+        help="bytes moved per second at most (64 MiB)",
     )
-    rebalance.set_defaults(run=_rebalance)
-    scrub = _common(actions.add_parser("scrub", help="re-hash every file of one node or all"))
+    scrub = _command(actions, "scrub", _scrub, "re-hash every file of one node, or of all")
     scrub.add_argument("node", nargs="?", default=None, help="node id (default: every node)")
-    scrub.set_defaults(run=_scrub)
-    _common(actions.add_parser("fsck", help="files below target and other problems")).set_defaults(
-        run=_fsck
-    )
+    _command(actions, "fsck", _fsck, "files below replica target and other problems")

@@ -1,61 +1,87 @@
-"""`dlweb up`, `dlweb down`, `dlweb status` and `dlweb admin` as an admin types them."""
+"""`dlweb up` and `dlweb down` with real processes, as an admin types them."""
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from archive.cluster import ClusterClient
-from archive.config import load_config
+from archive.config import load_config, write_new_config
+from deploy.launcher import write_config
+from tests.deploy.run_dlweb import (
+    dlweb,
+    dlweb_json,
+    one_line_error,
+    processes_naming,
+    recorded_pids,
+    running,
+    wait_until,
+)
 from tests.master.conftest import make_corpus
 
-
-def dlweb(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "archive", *args], capture_output=True, text=True, timeout=120
-    )
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
-
-
-def pids(data: Path) -> list[int]:
-    state = json.loads((data / "cluster.json").read_text())
-    return [p["pid"] for p in state["processes"].values() if p["pid"]]
-
-
-def running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""
-    except OSError:
-        return False
+ALL = ["master", "index", "node1", "node2", "node3"]
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Iterator[Path]:
     directory = tmp_path / "cluster"
     yield directory
-    if (directory / "cluster.json").exists():
+    if directory.is_dir():
         dlweb("down", "--data", str(directory), check=False)
+
+
+def pid_files(data: Path) -> list[str]:
+    return sorted(path.stem for path in (data / "run").glob("*.pid"))
+
+
+def free_block(size: int) -> int:
+    """A first port such that the `size` ports from it are free now."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base: int = probe.getsockname()[1]
+        if base + size > 65000:
+            continue
+        try:
+            held = []
+            for port in range(base, base + size):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+        return base
+    raise AssertionError("no block of free ports")
 
 
 async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
     started = dlweb("up", "--data", str(data), "--nodes", "3", "--grace", "2")
     assert "cluster ready" in started.stdout
     config = str(data / "dlweb.yaml")
-    status = json.loads(dlweb("status", "-c", config, "--json").stdout)
+    status = dlweb_json("status", "-c", config)
     assert sorted(n["id"] for n in status["nodes"]) == ["node1", "node2", "node3"]
     assert all(n["state"] == "alive" for n in status["nodes"])
-    first = pids(data)
-    assert len(first) == 5 and all(map(running, first))
+    first = recorded_pids(data)
+    assert sorted(first) == sorted(ALL) and all(map(running, first.values()))
+    assert pid_files(data) == sorted(ALL)
+    for name, pid in first.items():
+        assert (data / "run" / f"{name}.pid").read_text().strip() == str(pid)
+        assert (data / "logs" / f"{name}.log").exists()
+    secret = load_config(data / "dlweb.yaml").secret
 
     again = dlweb("up", "--data", str(data))
     assert "already running" in again.stdout
-    assert pids(data) == first
+    assert recorded_pids(data) == first
 
     corpus = make_corpus(20, urls=5)
     async with ClusterClient(load_config(data / "dlweb.yaml")) as client:
@@ -63,10 +89,14 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
 
     stopped = dlweb("down", "--data", str(data))
     assert "stopped" in stopped.stdout
-    assert not any(map(running, first))
+    assert not any(map(running, first.values()))
+    assert pid_files(data) == [] and recorded_pids(data) == {}
+    assert "nothing was running" in dlweb("down", "--data", str(data)).stdout
 
     dlweb("up", "--data", str(data))
-    status = json.loads(dlweb("status", "-c", config, "--json").stdout)
+    assert load_config(data / "dlweb.yaml").secret == secret
+    status = dlweb_json("status", "-c", config)
+    assert sorted(n["id"] for n in status["nodes"]) == ["node1", "node2", "node3"]
     assert status["files"]["content"] == len(corpus.bodies)
     async with ClusterClient(load_config(data / "dlweb.yaml")) as client:
         capture = corpus.captures[3]
@@ -74,47 +104,122 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
         assert await client.get_content(found.capture.content) == corpus.bodies[capture.content]
 
 
-def test_admin_commands_against_a_running_cluster(data: Path) -> None:
+def test_up_starts_only_what_is_not_running_and_can_add_nodes(data: Path) -> None:
     dlweb("up", "--data", str(data), "--nodes", "2", "--replicas", "1")
-    config = str(data / "dlweb.yaml")
-    table = dlweb("admin", "nodes", "-c", config).stdout
-    assert "node1" in table and "node2" in table and "alive" in table
-    assert "now draining" in dlweb("admin", "drain", "node2", "-c", config).stdout
-    nodes = json.loads(dlweb("admin", "nodes", "-c", config, "--json").stdout)
-    assert {n["id"]: n["state"] for n in nodes}["node2"] == "draining"
-    dlweb("admin", "undrain", "node2", "-c", config)
-    fsck = dlweb("admin", "fsck", "-c", config)
-    assert fsck.stdout.strip().endswith("ok")
-    plan = dlweb("admin", "rebalance", "-c", config).stdout
-    assert "nothing moved" in plan
-    assert "node1: started" in dlweb("admin", "scrub", "node1", "-c", config).stdout
-    unknown = dlweb("admin", "drain", "node9", "-c", config, check=False)
-    assert unknown.returncode == 2 and "no node 'node9'" in unknown.stderr
+    first = recorded_pids(data)
+    os.kill(first["node2"], signal.SIGKILL)
+    wait_until(lambda: not running(first["node2"]), "node2 to be gone")
 
+    restarted = dlweb("up", "--data", str(data), "--nodes", "3")
+    assert "started node2, node3" in restarted.stdout
+    after = recorded_pids(data)
+    assert {name: after[name] for name in ("master", "index", "node1")} == {
+        name: first[name] for name in ("master", "index", "node1")
+    }
+    assert after["node2"] != first["node2"] and running(after["node2"])
+    nodes = dlweb_json("admin", "nodes", "-c", str(data / "dlweb.yaml"))
+    assert sorted(n["id"] for n in nodes) == ["node1", "node2", "node3"]
+
+    # Without --nodes, a later start keeps the three.
     dlweb("down", "--data", str(data))
-    gone = dlweb("status", "-c", config, check=False)
-    assert gone.returncode == 2
-    assert "does not answer" in gone.stderr and "Traceback" not in gone.stderr
+    dlweb("up", "--data", str(data))
+    assert sorted(recorded_pids(data)) == sorted(ALL)
+
+
+def test_a_process_that_cannot_start_stops_the_others(data: Path) -> None:
+    base = free_block(5)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", base + 3))  # node2's port
+        squatter.listen()
+        result = dlweb("up", "--data", str(data), "--port-base", str(base), check=False)
+    assert result.returncode == 2
+    assert "node2 exited at start" in result.stderr
+    assert str(data / "logs" / "node2.log") in result.stderr
+    state = json.loads((data / "cluster.json").read_text())
+    assert {name: proc["port"] for name, proc in state["processes"].items()} == {
+        name: base + i for i, name in enumerate(ALL)
+    }
+    assert recorded_pids(data) == {} and pid_files(data) == []
+    assert processes_naming(data) == []
+
+
+def test_a_cluster_not_ready_in_time_is_stopped(data: Path) -> None:
+    result = dlweb("up", "--data", str(data), "--timeout", "0.2", check=False)
+    assert result.returncode == 2
+    assert "is not ready after 0.2 s" in result.stderr
+    assert recorded_pids(data) == {} and pid_files(data) == []
+    assert processes_naming(data) == []
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--nodes", "-1"], "must be a whole number from 1 to 64"),
+        (["--nodes", "0"], "must be a whole number from 1 to 64"),
+        (["--nodes", "three"], "must be a whole number from 1 to 64"),
         (["--nodes", "2", "--replicas", "3"], "--replicas 3 is more than --nodes 2"),
         (["--port-base", "80"], "must be a port from 1024 to 65000"),
+        (["--timeout", "-5"], "must be a positive number"),
     ],
 )
 def test_bad_arguments_get_one_line_errors(data: Path, args: list[str], message: str) -> None:
     result = dlweb("up", "--data", str(data), *args, check=False)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (data / "dlweb.yaml").exists()
 
 
 def test_a_data_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "file"
     path.write_text("")
-    result = dlweb("up", "--data", str(path), check=False)
-    assert result.returncode == 2
-    assert "exists and is not a directory" in result.stderr
+    for command in ("up", "down"):
+        line = one_line_error(dlweb(command, "--data", str(path), check=False))
+        assert "exists and is not a directory" in line
     assert os.path.getsize(path) == 0
+
+
+def test_an_existing_cluster_keeps_its_settings(data: Path) -> None:
+    write_config(data / "dlweb.yaml", "127.0.0.1", 18100, replicas=2)
+    line = one_line_error(dlweb("up", "--data", str(data), "--replicas", "3", check=False))
+    assert "was created with --replicas 2" in line
+    line = one_line_error(dlweb("up", "--data", str(data), "--host", "127.0.0.2", check=False))
+    assert "was created with --host 127.0.0.1" in line
+    (data / "cluster.json").write_text(json.dumps({"nodes": 3, "processes": {}}))
+    line = one_line_error(dlweb("up", "--data", str(data), "--nodes", "2", check=False))
+    assert "has 3 storage nodes" in line
+    assert pid_files(data) == []
+
+
+def test_a_configuration_without_master_is_refused(data: Path) -> None:
+    write_new_config(data / "dlweb.yaml")
+    line = one_line_error(dlweb("up", "--data", str(data), check=False))
+    assert "has no master key" in line
+
+
+def test_each_new_cluster_gets_its_own_secret_and_multicast(tmp_path: Path) -> None:
+    write_config(tmp_path / "a.yaml", "127.0.0.1", 18100, replicas=3)
+    write_config(tmp_path / "b.yaml", "127.0.0.1", 18200, replicas=2)
+    a, b = load_config(tmp_path / "a.yaml"), load_config(tmp_path / "b.yaml")
+    assert a.master == "http://127.0.0.1:18100" and a.replication.default == 3
+    assert a.lookup == "both" and a.secret != b.secret
+    assert (a.multicast.group_base, a.multicast.port) != (b.multicast.group_base, b.multicast.port)
+    raw = yaml.safe_load((tmp_path / "a.yaml").read_text())
+    assert raw["replication"] == {"default": 3}
+    assert oct((tmp_path / "a.yaml").stat().st_mode & 0o777) == "0o600"
+
+
+def test_python_m_deploy_runs_up_and_down(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "deploy", "down", "--data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0 and "nothing was running" in result.stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "deploy", "--data", str(tmp_path), "--nodes", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "usage: python -m deploy up" in result.stderr
