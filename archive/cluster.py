@@ -158,6 +158,10 @@ class ClusterClient:
                         "insert", {"captures": [c.to_json() for c in batch]}, timeout=300
                     )
                 except RemoteError as exc:
+                    if exc.code == "no_index":
+                        # Connect anew next time: the master redirects once an index node joins.
+                        await slave.stop()
+                        self._slave = None
                     raise ClusterError(f"insert refused: {exc.message}") from None
                 except HipError as exc:
                     raise ClusterError(f"insert failed: {exc}") from None

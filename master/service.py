@@ -116,6 +116,8 @@ class Master:
             "structure.claim": self._structure_claim,
             "structure.changed": self._structure_changed,
             "content.refs": self._content_refs,
+            "insert": self._no_index,
+            "stored": self._no_index,
         }
         self.hip = HipMaster(
             config.secret,
@@ -283,6 +285,12 @@ class Master:
             self.members.leave(peer)
         elif peer.role == "index":
             self.index_nodes.pop(peer.name, None)
+
+    async def _no_index(self, peer: Peer, params: Any) -> None:
+        """A client reaches the master itself only when no index node was there to redirect it."""
+        raise RemoteError(
+            "no_index", "no index node is connected to the master; start one (dlweb index-node)"
+        )
 
     def _require(self, peer: Peer, role: str, method: str) -> None:
         if peer.role != role:
