@@ -11,12 +11,15 @@ from .service import Master, MasterOptions
 
 log = logging.getLogger(__name__)
 
+# Seconds a stopping server waits for requests and HIP connections in flight to end.
+SHUTDOWN_TIMEOUT = 5.0
+
 
 async def serve(options: MasterOptions) -> None:
     """Run until SIGINT or SIGTERM."""
     options.data.mkdir(parents=True, exist_ok=True)
     master = Master(options)
-    runner = web.AppRunner(build_app(master), access_log=None)
+    runner = web.AppRunner(build_app(master), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
     site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
     stop = asyncio.Event()
@@ -31,6 +34,7 @@ async def serve(options: MasterOptions) -> None:
         )
         await stop.wait()
     finally:
-        await master.close()
+        await master.stop()
         await runner.cleanup()
+        master.close()
         log.info("master stopped")

@@ -139,13 +139,18 @@ class Master:
             log.info("resuming the rebalance that was running")
             self.rebalancer.start()
 
-    async def close(self) -> None:
+    async def stop(self) -> None:
+        """Stop the loops and close every HIP connection; the database stays open for
+        requests still being answered."""
+        tasks = [*self._tasks]
         if self.rebalancer.task is not None:
-            self.rebalancer.task.cancel()
-        for task in self._tasks:
+            tasks.append(self.rebalancer.task)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.hip.close()
+
+    def close(self) -> None:
         self.db.close()
 
     def _changed(self) -> None:

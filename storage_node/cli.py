@@ -28,6 +28,16 @@ def _label(text: str) -> str:
     return text
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.01 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text[:100]!r} is not a number of seconds 0.01..3600")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.root.exists() and not args.root.is_dir():
         raise ConfigError(f"--root {args.root} exists and is not a directory")
@@ -42,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
         master=args.master,
         domain=args.domain,
         reliability=args.reliability,
+        stats_every=args.stats_every,
     )
     uvloop.run(serve(options))
     return 0
@@ -75,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=RELIABILITIES,
         default="normal",
         help="reliability class of this node's disks (default normal)",
+    )
+    parser.add_argument(
+        "--stats-every",
+        type=_seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often free space and file counts are sent to the master (default 2)",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)

@@ -1,5 +1,6 @@
 """The storage node's HTTP interface: contents, structure files, status, metrics, inventory."""
 
+import asyncio
 import hmac
 import json
 import logging
@@ -18,13 +19,14 @@ from archive.urlkey import BadUrl
 
 from . import pack
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
-from .scrub import scrub
+from .scrub import ScrubRunning, scrub
 from .sendfile import send_file
 
 log = logging.getLogger(__name__)
 
 MAX_JSON_BODY = 16 * 1024 * 1024
 MAX_RANGE_LIMIT = 100_000
+MAX_BATCH_FILES = 5_000
 READ_CHUNK = 256 * 1024
 SMALL_FILE = 256 * 1024
 _WRITES = frozenset(("PUT", "POST", "DELETE"))
@@ -164,9 +166,8 @@ async def _json_body(request: web.Request) -> object:
         raise DlwebError("request body is not valid JSON") from None
 
 
-async def append_structure(request: web.Request) -> web.Response:
-    name = _name(request)
-    body = await _json_body(request)
+def _captures_of(body: object) -> tuple[str, list[Capture]]:
+    """The URL and capture records of an append, naming the first bad field."""
     if not isinstance(body, dict) or not isinstance(body.get("url"), str):
         raise BadRecord('body must be {"url": "...", "records": [...]}')
     records = body.get("records")
@@ -178,8 +179,39 @@ async def append_structure(request: web.Request) -> web.Response:
             captures.append(Capture.from_json(raw))
         except DlwebError as exc:
             raise BadRecord(f"records[{index}]: {exc}") from None
-    added, created = await request.app[NODE].append_captures(name, body["url"], captures)
+    return body["url"], captures
+
+
+async def append_structure(request: web.Request) -> web.Response:
+    name = _name(request)
+    url, captures = _captures_of(await _json_body(request))
+    added, created = await request.app[NODE].append_captures(name, url, captures)
     return web.json_response({"name": name, "added": added, "created": created})
+
+
+async def append_structures(request: web.Request) -> web.Response:
+    """Appends to many structure files in one request (an index node's batch); each file gets
+    its own result, so one bad file does not cost the others."""
+    body = await _json_body(request)
+    files = body.get("files") if isinstance(body, dict) else None
+    if not isinstance(files, list) or not 0 < len(files) <= MAX_BATCH_FILES:
+        raise BadRecord(f'body must be {{"files": [...]}} with 1 to {MAX_BATCH_FILES} files')
+    node = request.app[NODE]
+
+    async def one(index: int, item: object) -> dict[str, object]:
+        name = item.get("name") if isinstance(item, dict) else None
+        try:
+            checked = check_name(name if isinstance(name, str) else "")
+            url, captures = _captures_of(item)
+            added, created = await node.append_captures(checked, url, captures)
+        except _CLIENT_ERRORS as exc:
+            return {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
+        except DlwebError as exc:
+            return {"name": name, "error": f"files[{index}]: {exc}", "status": 500}
+        return {"name": checked, "added": added, "created": created}
+
+    results = await asyncio.gather(*(one(i, item) for i, item in enumerate(files)))
+    return web.json_response({"results": results})
 
 
 async def put_structure(request: web.Request) -> web.Response:
@@ -299,7 +331,10 @@ async def get_inventory(request: web.Request) -> web.Response:
 
 async def post_scrub(request: web.Request) -> web.Response:
     """Scrub the node now and answer with the report (the master's order works without HTTP)."""
-    report = await scrub(request.app[NODE])
+    try:
+        report = await scrub(request.app[NODE])
+    except ScrubRunning as exc:
+        return _error(409, str(exc))
     return web.json_response(report.to_json())
 
 
@@ -327,4 +362,5 @@ def build_app(
     app.router.add_get("/inventory", get_inventory)
     app.router.add_post("/scrub", post_scrub)
     app.router.add_post("/contents/pack", post_pack)
+    app.router.add_post("/structures", append_structures)
     return app

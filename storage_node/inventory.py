@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +72,14 @@ class InventoryLog:
         self._sync_task: asyncio.Task[None] | None = None
         self.syncs_filesystem = HAVE_SYNCFS
         self._flush = sync_filesystem if HAVE_SYNCFS else os.fdatasync
+        self._later: set[asyncio.Task[None]] = set()
+        # Called whenever more entries become durable (the node wakes its master link with it).
+        self.on_durable: Callable[[], None] = lambda: None
+
+    @property
+    def durable_seq(self) -> int:
+        """The last entry known to be on disk; only these may be told to a master."""
+        return self._synced
 
     def _recover(self) -> int:
         """Find the last sequence number, cutting off a line torn by a crash."""
@@ -106,15 +114,26 @@ class InventoryLog:
                 self._sync_task = asyncio.create_task(self._sync())
             await asyncio.shield(self._sync_task)
 
+    def durable_later(self, entry: Entry) -> None:
+        """Make `entry` durable in the background (for a change nobody waits on)."""
+        task = asyncio.get_running_loop().create_task(self.durable(entry))
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
+
     def flush_now(self) -> None:
         self._flush(self._fd)
-        self._synced = self._written
+        self._advance(self._written)
+
+    def _advance(self, seq: int) -> None:
+        if seq > self._synced:
+            self._synced = seq
+            self.on_durable()
 
     async def _sync(self) -> None:
         target = self._written
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._flush, self._fd)
-            self._synced = max(self._synced, target)
+            self._advance(target)
         finally:
             self._sync_task = None
 
@@ -147,8 +166,9 @@ class Cursor:
         self.seq = since
         self._offset = 0
 
-    def read(self, limit: int) -> list[Entry]:
-        """The next entries after the last one read, at most `limit`; only whole lines."""
+    def read(self, limit: int, upto: int | None = None) -> list[Entry]:
+        """The next entries after the last one read, at most `limit` and none after `upto`;
+        only whole lines."""
         entries: list[Entry] = []
         with open(self.path, "rb") as stream:
             stream.seek(self._offset)
@@ -156,8 +176,10 @@ class Cursor:
                 line = stream.readline()
                 if not line.endswith(b"\n"):
                     break
-                self._offset += len(line)
                 entry = _parse(line)
+                if entry is not None and upto is not None and entry.seq > upto:
+                    break
+                self._offset += len(line)
                 if entry is not None and entry.seq > self.seq:
                     entries.append(entry)
                     self.seq = entry.seq

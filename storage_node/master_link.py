@@ -8,11 +8,11 @@ fetch a file from another node, delete files, scrub.
 import asyncio
 import contextlib
 import logging
-import shutil
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
@@ -29,8 +29,10 @@ BATCH = 5_000
 MAX_FILES = 5_000
 FETCHES_IN_FLIGHT = 16
 COALESCE = 0.05
+INVENTORY_TIMEOUT = 120.0
 CHUNK = 256 * 1024
 RELIABILITIES = ("high", "normal", "low")
+MAX_URL = 2000
 RETRY = "fetch it alone"
 
 
@@ -52,12 +54,20 @@ def _files(params: Any, method: str, with_source: bool) -> list[dict[str, str]]:
         name = item.get("name")
         if not isinstance(name, str) or not is_valid_name(name):
             raise _bad(f"{where}: name is not 64 lowercase hex digits")
-        source = item.get("source")
-        if with_source and (
-            not isinstance(source, str) or not source.startswith(("http://", "https://"))
-        ):
+        if with_source and not _is_base_url(item.get("source")):
             raise _bad(f"{where}: source must be an http:// or https:// base URL")
     return files
+
+
+def _is_base_url(source: object) -> bool:
+    """Whether `source` is an http(s) URL with a host and nothing after its path."""
+    if not isinstance(source, str) or len(source) > MAX_URL:
+        return False
+    try:
+        url = URL(source)
+    except (ValueError, TypeError):
+        return False
+    return url.scheme in ("http", "https") and bool(url.host) and not url.query_string
 
 
 class MasterLink:
@@ -70,6 +80,7 @@ class MasterLink:
         domain: str = "default",
         reliability: str = "normal",
         stats_every: float = 2.0,
+        retry: float = 2.0,
     ) -> None:
         self.node = node
         self.master = master
@@ -77,6 +88,7 @@ class MasterLink:
         self.domain = domain
         self.reliability = reliability
         self.stats_every = stats_every
+        self.retry = retry
         handlers: dict[str, Handler] = {
             "fetch": self._fetch,
             "delete": self._delete,
@@ -92,7 +104,7 @@ class MasterLink:
             on_disconnect=self._on_disconnect,
         )
         self._session: aiohttp.ClientSession | None = None
-        self._stream: asyncio.Task[None] | None = None
+        self._member: asyncio.Task[None] | None = None
         self._scrubbing: asyncio.Task[None] | None = None
         self._fetching = asyncio.Semaphore(FETCHES_IN_FLIGHT)
         self._auth = {"Authorization": f"Bearer {config.write_token}"}
@@ -106,12 +118,13 @@ class MasterLink:
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=60)
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=60),
+            auto_decompress=False,
         )
         await self.slave.start()
 
     async def close(self) -> None:
-        for task in (self._stream, self._scrubbing):
+        for task in (self._member, self._scrubbing):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -123,6 +136,37 @@ class MasterLink:
     # -- joining and the inventory stream ------------------------------------------------------
 
     async def _on_connect(self, peer: Peer) -> None:
+        self._member = asyncio.create_task(self._membership(peer), name="master membership")
+
+    async def _on_disconnect(self, peer: Peer) -> None:
+        task, self._member = self._member, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _membership(self, peer: Peer) -> None:
+        """Join, then send stats and the inventory until the connection ends. A master that
+        refuses the join or an inventory batch is left and joined again after `retry` s."""
+        try:
+            since = await self._join(peer)
+            stats = asyncio.create_task(self._send_stats(peer), name="node stats")
+            try:
+                await self._follow(peer, since)
+            finally:
+                stats.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stats
+        except (HipError, RemoteError) as exc:
+            if peer.closed:
+                log.info("connection to the master ended: %s", exc)
+                return
+            log.warning("master %s: %s; joining again in %g s", peer.name, exc, self.retry)
+            await asyncio.sleep(self.retry)
+            await peer.close(message="joining again")
+
+    async def _join(self, peer: Peer) -> int:
+        """Call node.join; the inventory sequence number the master wants entries after."""
         free, total = self.node.disk_usage()
         joined = await peer.call(
             "node.join",
@@ -134,58 +178,51 @@ class MasterLink:
                 "free": free,
                 "total": total,
                 "groups": sorted(self.node.groups),
-                "seq": self.node.inventory.seq,
+                "seq": self.node.inventory.durable_seq,
             },
         )
         since = joined.get("since") if isinstance(joined, dict) else None
-        if not isinstance(since, int) or since < 0:
-            raise HipError(f"master answered node.join with {joined!r}")
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            raise RemoteError("bad_answer", f"node.join answered {str(joined)[:200]}")
         log.info(
             "joined master %s as %s; inventory from entry %d", peer.name, joined.get("state"), since
         )
-        self._stream = asyncio.create_task(self._follow(peer, since), name="inventory stream")
-
-    async def _on_disconnect(self, peer: Peer) -> None:
-        if self._stream is not None:
-            self._stream.cancel()
-            self._stream = None
+        return since
 
     async def _follow(self, peer: Peer, since: int) -> None:
-        """Send inventory entries as they are written, and stats now and then, until cut off."""
+        """Send durable inventory entries in order, each batch once the previous is stored; wake
+        when the node makes more durable (`node.changed`), after a short delay to batch them."""
         cursor = self.node.inventory.cursor(since)
-        loop = asyncio.get_running_loop()
-        next_stats = 0.0
-        try:
-            while not peer.closed:
-                self.node.changed.clear()
-                entries = await self.node.run_io(cursor.read, BATCH)
-                if entries:
-                    await peer.call(
-                        "node.inventory",
-                        {
-                            "id": self.node.id,
-                            "entries": [e.to_json() for e in entries],
-                            "seq": entries[-1].seq,
-                        },
-                        timeout=120,
-                    )
-                if loop.time() >= next_stats:
-                    await peer.notify("node.stats", self._stats())
-                    next_stats = loop.time() + self.stats_every
-                if len(entries) < BATCH:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.node.changed.wait(), self.stats_every)
-                    await asyncio.sleep(COALESCE)
-        except HipError as exc:
-            log.info("inventory stream to the master ended: %s", exc)
+        while True:
+            self.node.changed.clear()
+            upto = self.node.inventory.durable_seq
+            entries = await self.node.run_io(cursor.read, BATCH, upto)
+            if entries:
+                await peer.call(
+                    "node.inventory",
+                    {
+                        "id": self.node.id,
+                        "entries": [e.to_json() for e in entries],
+                        "seq": entries[-1].seq,
+                    },
+                    timeout=INVENTORY_TIMEOUT,
+                )
+            if len(entries) < BATCH:
+                await self.node.changed.wait()
+                await asyncio.sleep(COALESCE)
+
+    async def _send_stats(self, peer: Peer) -> None:
+        while True:
+            await peer.notify("node.stats", self._stats())
+            await asyncio.sleep(self.stats_every)
 
     def _stats(self) -> dict[str, object]:
-        usage = shutil.disk_usage(self.node.root)
+        free, total = self.node.disk_usage()
         counts = self.node.counts
         return {
             "id": self.node.id,
-            "free": usage.free,
-            "total": usage.total,
+            "free": free,
+            "total": total,
             "groups": sorted(self.node.groups),
             "files": dict(counts.files),
             "bytes": dict(counts.bytes),
@@ -235,12 +272,13 @@ class MasterLink:
         stores: list[asyncio.Task[None]] = []
 
         async def store(name: str, data: bytes) -> None:
-            async with self._fetching:
-                try:
-                    await self.node.put_content(name, _once(data))
-                    errors[name] = None
-                except DlwebError as exc:
-                    errors[name] = str(exc)
+            try:
+                await self.node.put_content(name, _once(data))
+                errors[name] = None
+            except DlwebError as exc:
+                errors[name] = str(exc)
+            finally:
+                self._fetching.release()
 
         try:
             async with self._session.post(url, json={"names": names}, headers=self._auth) as r:
@@ -251,6 +289,8 @@ class MasterLink:
                     if data is None:
                         errors[name] = why if why == "not held by the source" else RETRY
                     else:
+                        # Taken before the task, so at most FETCHES_IN_FLIGHT bodies wait in memory.
+                        await self._fetching.acquire()
                         stores.append(asyncio.create_task(store(name, data)))
         except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
             log.warning("pack copy from %s cut short: %s", source, exc)
@@ -266,7 +306,7 @@ class MasterLink:
         url = f"{item['source'].rstrip('/')}/{kind}/{name}"
         async with self._fetching:
             try:
-                async with self._session.get(url) as response:
+                async with self._session.get(url, allow_redirects=False) as response:
                     if response.status != 200:
                         return f"{url} answered {response.status}"
                     body = _chunks(response)
@@ -288,15 +328,27 @@ class MasterLink:
         return {"deleted": deleted}
 
     async def _scrub(self, peer: Peer, params: Any) -> dict[str, Any]:
-        if self._scrubbing is not None and not self._scrubbing.done():
+        if params not in (None, {}):
+            raise _bad("scrub: params must be {}")
+        running = self._scrubbing is not None and not self._scrubbing.done()
+        if running or self.node.scrubbing.locked():
             return {"started": False, "running": True}
         self._scrubbing = asyncio.create_task(self._scrub_and_report(), name="scrub")
         return {"started": True}
 
     async def _scrub_and_report(self) -> None:
-        report = await scrub(self.node)
-        with contextlib.suppress(HipError):
+        try:
+            report = await scrub(self.node)
+        except DlwebError as exc:
+            log.warning("scrub not run: %s", exc)
+            return
+        except OSError as exc:
+            log.error("scrub stopped: %s", exc)
+            return
+        try:
             await self.slave.notify("node.scrubbed", {"id": self.node.id, **report.to_json()})
+        except HipError as exc:
+            log.warning("scrub report not sent to the master: %s", exc)
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

@@ -41,6 +41,14 @@ def sized_filter(names: list[str]) -> NameFilter:
     return names_filter
 
 
+def _move(source: Path, target: Path) -> None:
+    """Rename a file into another folder of the same filesystem, durably."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, target)
+    fsync_dir(target.parent)
+    fsync_dir(source.parent)
+
+
 class UrlMismatch(DlwebError):
     """A structure write whose URL does not hash to the file name it was sent to."""
 
@@ -101,7 +109,10 @@ class StorageNode:
         self.counts, self.filter = self._load_state()
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.on_new_group: Callable[[int], None] = lambda group: None
+        # Set when more inventory entries are durable, so the master link sends them at once.
         self.changed = asyncio.Event()
+        self.inventory.on_durable = self.changed.set
+        self.scrubbing = asyncio.Lock()
 
     def _identity(self, node_id: str | None) -> str:
         path = self.root / IDENTITY_FILE
@@ -232,7 +243,6 @@ class StorageNode:
             self.filter.add(name)
         else:
             self.filter.discard(name)
-        self.changed.set()
         if first_of_group:
             self.on_new_group(group)
 
@@ -248,7 +258,7 @@ class StorageNode:
         try:
             await put_in_place()
         except BaseException:
-            self.inventory.append("remove", kind, name, size)
+            self.inventory.durable_later(self.inventory.append("remove", kind, name, size))
             raise
         self._apply("add", kind, name, size)
         await self.inventory.durable(entry)
@@ -308,19 +318,36 @@ class StorageNode:
 
     async def quarantine(self, kind: str, name: str) -> bool:
         """Move a damaged file out of the store into quarantine/, logged as removed."""
+        async with self.lock(name):
+            return await self._quarantine(kind, name)
+
+    async def check_file(
+        self, kind: str, name: str, fault: Callable[[Path], str | None]
+    ) -> str | None:
+        """Run `fault` on a held file under its lock, so no write is seen half done; quarantine
+        the file when it names a problem, and return that. FileNotFoundError if it is gone."""
+        async with self.lock(name):
+            problem = await self.run_io(fault, self.store_for(kind).path_for(name))
+            if problem is not None and await self._quarantine(kind, name):
+                log.warning("%s %s is bad (%s)", kind, name, problem)
+            return problem
+
+    async def _quarantine(self, kind: str, name: str) -> bool:
+        """Rename the file to <root>/quarantine/<kind>/<name> and count it as removed."""
         store = self.store_for(kind)
         target = self.root / QUARANTINE / kind / name
-        async with self.lock(name):
-            try:
-                size = store.size(name)
-            except FileNotFoundError:
-                return False
-            entry = self.inventory.append("remove", kind, name, size)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(store.path_for(name), target)
-            await self.run_io(fsync_dir, target.parent)
-            self._apply("remove", kind, name, size)
-            await self.inventory.durable(entry)
+        try:
+            size = store.size(name)
+        except FileNotFoundError:
+            return False
+        entry = self.inventory.append("remove", kind, name, size)
+        try:
+            await self.run_io(_move, store.path_for(name), target)
+        except OSError:
+            self.inventory.durable_later(self.inventory.append("add", kind, name, size))
+            raise
+        self._apply("remove", kind, name, size)
+        await self.inventory.durable(entry)
         log.warning("quarantined %s %s in %s", kind, name, target.parent)
         return True
 

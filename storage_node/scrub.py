@@ -1,8 +1,11 @@
 """Scrub: re-hash every content file and check every structure file; quarantine what is bad."""
 
 import hashlib
+import itertools
 import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from archive.errors import DlwebError
@@ -14,6 +17,11 @@ from .node import CONTENT, STRUCTURE, StorageNode
 log = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
+NAMES_AT_ONCE = 1000
+
+
+class ScrubRunning(DlwebError):
+    """A scrub was asked for while one is running on the node."""
 
 
 @dataclass
@@ -25,41 +33,64 @@ class ScrubReport:
         return {"checked": self.checked, "bad": self.bad}
 
 
-def content_fault(node: StorageNode, name: str) -> str | None:
+def content_fault(path: Path) -> str | None:
     """Why a content file is bad (its bytes hash to another name), or None."""
     digest = hashlib.sha256()
-    with open(node.contents.path_for(name), "rb") as stream:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
+    try:
+        with open(path, "rb") as stream:
+            while chunk := stream.read(CHUNK):
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return f"cannot be read: {exc}"
     actual = digest.hexdigest()
-    return None if actual == name else f"bytes hash to {actual}"
+    return None if actual == path.name else f"bytes hash to {actual}"
 
 
-def structure_fault(node: StorageNode, name: str) -> str | None:
+def structure_fault(path: Path) -> str | None:
     """Why a structure file is bad (damaged, or holding another URL), or None."""
     try:
-        with StructureFile(node.structures.path_for(name)) as sfile:
+        with StructureFile(path) as sfile:
             sfile.reader.check_all()
             url = sfile.reader.url
-    except DlwebError as exc:
+    except FileNotFoundError:
+        raise
+    except (DlwebError, OSError) as exc:
         return str(exc)
-    return None if structure_name(url) == name else f"holds the URL {url[:200]!r}"
+    return None if structure_name(url) == path.name else f"holds the URL {url[:200]!r}"
+
+
+def _take(names: Iterator[str]) -> list[str]:
+    return list(itertools.islice(names, NAMES_AT_ONCE))
 
 
 async def scrub(node: StorageNode) -> ScrubReport:
-    """Check every file; move each bad one to quarantine (the inventory then says it is gone)."""
+    """Check every file; move each bad one to quarantine (the inventory then says it is gone).
+
+    One scrub at a time runs on a node (ScrubRunning otherwise). Names are listed a thousand at
+    a time and files are read in 1 MiB chunks, so memory stays flat on a node of any size."""
+    if node.scrubbing.locked():
+        raise ScrubRunning("a scrub is already running on this node")
     report = ScrubReport()
-    for kind, store, check in (
-        (CONTENT, node.contents, content_fault),
-        (STRUCTURE, node.structures, structure_fault),
-    ):
-        for name in await node.run_io(lambda s=store: list(s.names())):
-            try:
-                fault = await node.run_io(check, node, name)
-            except FileNotFoundError:
-                continue
-            report.checked += 1
-            if fault is not None and await node.quarantine(kind, name):
-                report.bad.append({"kind": kind, "name": name, "reason": fault})
+    checks: tuple[tuple[str, Callable[[Path], str | None]], ...] = (
+        (CONTENT, content_fault),
+        (STRUCTURE, structure_fault),
+    )
+    async with node.scrubbing:
+        for kind, fault in checks:
+            names = node.store_for(kind).names()
+            while batch := await node.run_io(_take, names):
+                for name in batch:
+                    try:
+                        problem = await node.check_file(kind, name, fault)
+                    except FileNotFoundError:
+                        continue  # deleted since it was listed
+                    except OSError as exc:
+                        log.error("scrub: cannot check or quarantine %s %s: %s", kind, name, exc)
+                        continue
+                    report.checked += 1
+                    if problem is not None:
+                        report.bad.append({"kind": kind, "name": name, "reason": problem})
     log.info("scrub checked %d files, %d bad", report.checked, len(report.bad))
     return report

@@ -18,6 +18,9 @@ from .node import StorageNode
 
 log = logging.getLogger(__name__)
 
+# Seconds a stopping server waits for requests and HIP connections in flight to end.
+SHUTDOWN_TIMEOUT = 5.0
+
 
 @dataclass(frozen=True)
 class NodeOptions:
@@ -30,6 +33,7 @@ class NodeOptions:
     master: str | None = None
     domain: str = "default"
     reliability: str = "normal"
+    stats_every: float = 2.0
     save_every: float = 30.0
 
 
@@ -45,7 +49,15 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
 
     master = options.master or config.master
     link = (
-        MasterLink(node, config, master, address, options.domain, options.reliability)
+        MasterLink(
+            node,
+            config,
+            master,
+            address,
+            options.domain,
+            options.reliability,
+            options.stats_every,
+        )
         if master
         else None
     )
@@ -65,7 +77,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
         }
 
     app = build_app(node, config.write_token, extra_status)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
     site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
     stop = asyncio.Event()

@@ -10,6 +10,9 @@ from .service import IndexNode, IndexOptions
 
 log = logging.getLogger(__name__)
 
+# Seconds a stopping server waits for requests and HIP connections in flight to end.
+SHUTDOWN_TIMEOUT = 5.0
+
 INDEX = web.AppKey("index", IndexNode)
 
 
@@ -24,7 +27,7 @@ async def serve(options: IndexOptions) -> None:
     app[INDEX] = index
     index.hip.add_routes(app)
     app.router.add_get("/status", get_status)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
     site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
     stop = asyncio.Event()
@@ -37,6 +40,7 @@ async def serve(options: IndexOptions) -> None:
         log.info("index node %s at %s, master %s", index.id, index.address, options.master)
         await stop.wait()
     finally:
-        await index.close()
+        await index.stop()
         await runner.cleanup()
+        await index.close()
         log.info("index node stopped")

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 MAX_CAPTURES = 5_000
 MAX_URL = 8_192
 APPENDS_IN_FLIGHT = 32
+APPEND_BATCH = 1_000
 REFRESH_EVERY = 2.0
 DEFAULT_HEADER_SIZE = 512
 
@@ -88,6 +89,10 @@ def parse_captures(params: Any) -> list[Incoming]:
         header_size = _int(item, "header_size", where, DEFAULT_HEADER_SIZE)
         parsed.append(Incoming(url, name, capture, size, header_size))
     return parsed
+
+
+def _records(items: list[Incoming]) -> list[dict[str, object]]:
+    return [item.capture.to_json() for item in items]
 
 
 def _node_row(data: Mapping[str, Any]) -> NodeRow:
@@ -150,11 +155,15 @@ class IndexNode:
         await self.upstream.start()
         self._refresh = asyncio.create_task(self._refresh_nodes(), name="node list")
 
-    async def close(self) -> None:
+    async def stop(self) -> None:
+        """Close the connections to clients and to the master; the database stays open for
+        requests still being answered."""
         if self._refresh is not None:
             self._refresh.cancel()
         await self.hip.close()
         await self.upstream.stop()
+
+    async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
         self.contents.close()
@@ -223,15 +232,9 @@ class IndexNode:
         unclaimed = [name for name in groups if name not in self.claims]
         if unclaimed:
             await self._claim(unclaimed)
-        results = await asyncio.gather(
-            *(self._append(name, items) for name, items in groups.items())
-        )
+        results = await self._append_all(groups)
         # A file just created has no replica yet: the master's copies of it will be fresh.
-        changed = [
-            name
-            for name, (added, created) in zip(groups, results, strict=True)
-            if added and not created
-        ]
+        changed = [name for name, (added, created) in results.items() if added and not created]
         if changed:
             try:
                 await self.upstream.notify("structure.changed", {"names": changed}, timeout=30)
@@ -242,11 +245,59 @@ class IndexNode:
         upload = self._uploads(incoming)
         self.stats["captures"] += len(incoming)
         self.stats["uploads_asked"] += len(upload)
-        return {"added": sum(added for added, _ in results), "upload": upload}
+        return {"added": sum(added for added, _ in results.values()), "upload": upload}
+
+    async def _append_all(self, groups: dict[str, list[Incoming]]) -> dict[str, tuple[int, bool]]:
+        """Append to every structure file, one request per node for many files; what a node
+        could not take is appended alone, re-claimed once if its node fails."""
+        by_node: dict[str, list[str]] = {}
+        for name in groups:
+            by_node.setdefault(self.claims[name], []).append(name)
+        results: dict[str, tuple[int, bool]] = {}
+
+        async def to_node(address: str, names: list[str]) -> None:
+            for start in range(0, len(names), APPEND_BATCH):
+                part = names[start : start + APPEND_BATCH]
+                files = [
+                    {"name": n, "url": groups[n][0].url, "records": _records(groups[n])}
+                    for n in part
+                ]
+                try:
+                    results.update(await self._post_many(address, files))
+                except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
+                    log.warning(
+                        "batch append of %d files to %s failed: %s", len(part), address, exc
+                    )
+
+        await asyncio.gather(*(to_node(address, names) for address, names in by_node.items()))
+        left = [name for name in groups if name not in results]
+        alone = await asyncio.gather(*(self._append(name, groups[name]) for name in left))
+        results.update(zip(left, alone, strict=True))
+        return results
+
+    async def _post_many(
+        self, address: str, files: list[dict[str, Any]]
+    ) -> dict[str, tuple[int, bool]]:
+        """POST /structures; the files the node took. A refused record is the client's fault."""
+        assert self._session is not None
+        headers = {"Authorization": f"Bearer {self._token}"}
+        async with self._session.post(
+            f"{address}/structures", json={"files": files}, headers=headers
+        ) as r:
+            answer = await r.json(content_type=None)
+            if r.status != 200:
+                raise DlwebError(f"{address} answered {r.status}: {answer.get('error')}")
+        taken: dict[str, tuple[int, bool]] = {}
+        for result in answer["results"]:
+            if "error" not in result:
+                taken[result["name"]] = (int(result["added"]), bool(result["created"]))
+            elif result.get("status") == 400:
+                raise RemoteError("bad_params", str(result["error"]))
+        return taken
 
     async def _append(self, name: str, items: list[Incoming]) -> tuple[int, bool]:
         """Append captures to the active copy; re-claim once if its node fails."""
-        body = {"url": items[0].url, "records": [item.capture.to_json() for item in items]}
+        body = {"url": items[0].url, "records": _records(items)}
         for attempt in (1, 2):
             address = self.claims[name]
             try:

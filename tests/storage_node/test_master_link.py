@@ -16,6 +16,8 @@ from aiohttp import web
 
 from archive.config import ClusterConfig
 from archive.hip import HipMaster, Peer, RemoteError
+from archive.multicast import LookupClient
+from archive.urlkey import structure_name
 from tests.conftest import free_port, write_cluster_config
 
 
@@ -209,3 +211,458 @@ async def test_scrub_over_http_needs_the_token(node_factory, cluster) -> None:
             f"{node.url}/contents/pack", json={"names": ["nope"]}, headers=headers
         ) as r:
             assert r.status == 400
+
+
+# -- a master end that can restart, keeping what it stored (as the real master keeps its db) --
+
+
+class Master:
+    """A real HipMaster on an aiohttp server of the test process, answering node.join and
+    node.inventory as docs/cluster.md says and recording everything nodes send."""
+
+    def __init__(self, secret: bytes) -> None:
+        self.secret = secret
+        self.port = free_port()
+        self.joins: list[dict[str, Any]] = []
+        self.batches: list[list[dict[str, Any]]] = []
+        self.entries: dict[str, list[dict[str, Any]]] = {}
+        self.stats: list[dict[str, Any]] = []
+        self.scrubbed: list[dict[str, Any]] = []
+        self.attempts = 0
+        self.refuse_joins = 0
+        self.changed = asyncio.Event()
+        self.hip: HipMaster | None = None
+        self.runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stored(self, node: str) -> int:
+        entries = self.entries.get(node, [])
+        return int(entries[-1]["seq"]) if entries else 0
+
+    def _wake(self) -> None:
+        self.changed.set()
+
+    async def _join(self, peer: Peer, params: Any) -> dict[str, Any]:
+        if self.refuse_joins > 0:
+            self.refuse_joins -= 1
+            self._wake()
+            raise RemoteError("error", "the database is busy")
+        self.joins.append(params)
+        since = self.stored(peer.name)
+        if params["seq"] < since:
+            self.entries[peer.name] = []
+            since = 0
+        self._wake()
+        return {"since": since, "state": "alive"}
+
+    async def _inventory(self, peer: Peer, params: Any) -> dict[str, Any]:
+        entries = params["entries"]
+        assert 0 < len(entries) <= 5000
+        assert params["seq"] == entries[-1]["seq"]
+        self.batches.append(entries)
+        self.entries.setdefault(peer.name, []).extend(entries)
+        self._wake()
+        return {"seq": params["seq"]}
+
+    async def _stats(self, peer: Peer, params: Any) -> None:
+        self.stats.append(params)
+        self._wake()
+
+    async def _scrubbed(self, peer: Peer, params: Any) -> None:
+        self.scrubbed.append(params)
+        self._wake()
+
+    @web.middleware
+    async def _count(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path == "/hip":
+            self.attempts += 1
+            self._wake()
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    async def start(self) -> "Master":
+        handlers = {
+            "node.join": self._join,
+            "node.inventory": self._inventory,
+            "node.stats": self._stats,
+            "node.scrubbed": self._scrubbed,
+        }
+        self.hip = HipMaster(self.secret, "test-master", handlers)
+        app = web.Application(middlewares=[self._count])
+        self.hip.add_routes(app)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+        return self
+
+    async def stop(self) -> None:
+        if self.hip is not None:
+            await self.hip.close()
+        if self.runner is not None:
+            await self.runner.cleanup()
+        self.hip = self.runner = None
+
+    def peer(self, node: str) -> Peer:
+        assert self.hip is not None
+        return self.hip.slaves[node]
+
+    async def wait_for(self, condition: Any, what: str, timeout: float = 20) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                while not condition():
+                    self.changed.clear()
+                    await self.changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"the master end waited {timeout} s for {what}") from None
+
+
+@pytest.fixture
+async def lookup(cluster: tuple[Path, ClusterConfig]) -> AsyncIterator[LookupClient]:
+    client = LookupClient(cluster[1].multicast, cluster[1].secret)
+    await client.start()
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def hip_master(cluster: tuple[Path, ClusterConfig]) -> AsyncIterator[Master]:
+    master = await Master(cluster[1].secret).start()
+    yield master
+    await master.stop()
+
+
+async def start_node(node_factory: Any, name: str, *args: str, config: Path | None = None) -> Any:
+    """Start a storage node process without blocking the master end in this event loop."""
+    return await asyncio.to_thread(node_factory, name, config, "--id", name, *args)
+
+
+async def node_status(node: Any) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session, session.get(f"{node.url}/status") as r:
+        result: dict[str, Any] = await r.json()
+        return result
+
+
+async def eventually(check: Any, what: str, timeout: float = 20) -> None:
+    """Poll an async condition until it holds, failing with `what` at the deadline."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, f"waited {timeout} s for {what}"
+        await asyncio.sleep(0.05)
+
+
+def content_path(node: Any, name: str) -> Path:
+    path: Path = node.root / "content" / name[:2] / name[2:4] / name
+    return path
+
+
+def capture(year: int, data: bytes) -> dict[str, Any]:
+    return {
+        "time": (year - 1970) * 365 * 86_400 * 1_000_000,
+        "content": sha(data),
+        "header": sha(b"HTTP/1.1 200 OK\r\n\r\n"),
+        "status": 200,
+    }
+
+
+async def append(node: Any, config: ClusterConfig, url: str, records: list[dict[str, Any]]) -> str:
+    name = structure_name(url)
+    headers = {"Authorization": f"Bearer {config.write_token}"}
+    body = {"url": url, "records": records}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{node.url}/structure/{name}", json=body, headers=headers) as r,
+    ):
+        assert r.status == 200, await r.text()
+    return name
+
+
+async def test_join_uses_the_configured_master_and_sends_what_it_holds(
+    node_factory, cluster, tmp_path
+) -> None:
+    config_path, config = cluster
+    master = Master(config.secret)
+    with_master = tmp_path / "with-master.yaml"
+    with_master.write_text(config_path.read_text() + f"master: {master.url}\n")
+    node = await start_node(
+        node_factory,
+        "a",
+        "--domain",
+        "rack-7",
+        "--reliability",
+        "low",
+        "--stats-every",
+        "0.1",
+        config=with_master,
+    )
+    async with aiohttp.ClientSession() as session:
+        names = [await put(session, node, config, os.urandom(100 + i)) for i in range(20)]
+    status = await node_status(node)
+    assert status["master"] == {"url": master.url, "connected": False}
+    assert (status["domain"], status["reliability"]) == ("rack-7", "low")
+
+    await master.start()  # the node has kept trying; it joins now
+    try:
+        await master.wait_for(lambda: master.joins, "node.join")
+        joined = master.joins[0]
+        assert set(joined) == {
+            "id",
+            "address",
+            "domain",
+            "reliability",
+            "free",
+            "total",
+            "groups",
+            "seq",
+        }
+        assert (joined["id"], joined["address"]) == ("a", node.url)
+        assert (joined["domain"], joined["reliability"]) == ("rack-7", "low")
+        assert 0 < joined["free"] <= joined["total"]
+        assert joined["groups"] == sorted({int(n[:2], 16) for n in names})
+        assert joined["seq"] == 20
+        await master.wait_for(lambda: master.stored("a") == 20, "the inventory")
+        assert [e["name"] for e in master.entries["a"]] == names
+        assert all(e["op"] == "add" and e["kind"] == "content" for e in master.entries["a"])
+
+        await master.wait_for(lambda: len(master.stats) >= 3, "node.stats every 0.1 s")
+        stats = master.stats[-1]
+        assert set(stats) == {"id", "free", "total", "groups", "files", "bytes"}
+        assert stats["groups"] == joined["groups"]
+        assert stats["files"] == {"content": 20, "structure": 0}
+
+        async def connected() -> bool:
+            return bool((await node_status(node))["master"]["connected"])
+
+        await eventually(connected, "/status to say connected")
+    finally:
+        await master.stop()
+
+
+async def test_inventory_resumes_from_since_after_the_master_restarts(
+    node_factory, cluster, hip_master
+) -> None:
+    config = cluster[1]
+    node = await start_node(node_factory, "a", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: hip_master.joins, "node.join")
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(put(session, node, config, os.urandom(500)) for _ in range(200)))
+        await hip_master.wait_for(lambda: hip_master.stored("a") == 200, "200 entries")
+        # Coalesced: concurrent writes arrive in a few batches, not one call each.
+        assert len(hip_master.batches) < 100
+
+        await hip_master.stop()
+
+        async def disconnected() -> bool:
+            return not (await node_status(node))["master"]["connected"]
+
+        await eventually(disconnected, "/status to say disconnected")
+        for _ in range(30):  # written while the master is away
+            await put(session, node, config, os.urandom(300))
+        victim = hip_master.entries["a"][10]["name"]
+        async with session.delete(
+            f"{node.url}/content/{victim}",
+            headers={"Authorization": f"Bearer {config.write_token}"},
+        ) as r:
+            assert r.status == 200
+        # The restarted master lost its last 5 entries: the node must send them again.
+        del hip_master.entries["a"][-5:]
+        hip_master.batches.clear()
+        await hip_master.start()
+        await hip_master.wait_for(lambda: hip_master.stored("a") == 231, "the rest after 195")
+    assert hip_master.joins[-1]["seq"] == 231
+    assert hip_master.batches[0][0]["seq"] == 196
+    assert [e["seq"] for e in hip_master.entries["a"]] == list(range(1, 232))
+    last = hip_master.entries["a"][-1]
+    assert (last["op"], last["name"]) == ("remove", victim)
+
+
+async def test_a_node_with_the_wrong_secret_is_refused_and_keeps_trying(
+    node_factory, tmp_path, hip_master
+) -> None:
+    other = tmp_path / "other.yaml"
+    write_cluster_config(other)
+    node = await start_node(node_factory, "stranger", "--master", hip_master.url, config=other)
+    await hip_master.wait_for(lambda: hip_master.attempts >= 3, "three connection attempts")
+    assert hip_master.joins == []
+    assert "authentication refused" in node.log()
+    assert (await node_status(node))["master"]["connected"] is False
+
+
+async def test_fetch_copies_large_contents_and_refreshes_a_stale_structure_file(
+    node_factory, cluster, hip_master
+) -> None:
+    config = cluster[1]
+    first = await start_node(node_factory, "a", "--master", hip_master.url)
+    second = await start_node(node_factory, "b", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: len(hip_master.joins) == 2, "two joins")
+    big = os.urandom(3 * 1024 * 1024 + 17)  # over the pack limit: fetched alone
+    async with aiohttp.ClientSession() as session:
+        big_name = await put(session, first, config, big)
+        url = "http://example.org/page"
+        data = [b"one", b"two", b"three"]
+        name = await append(second, config, url, [capture(2001, data[0])])  # stale copy
+        await append(first, config, url, [capture(2000 + i, d) for i, d in enumerate(data, 1)])
+
+        b = hip_master.peer("b")
+        order = [
+            {"kind": "content", "name": big_name, "source": first.url},
+            {"kind": "structure", "name": name, "source": first.url},
+        ]
+        assert await b.call("fetch", {"files": order}) == {
+            "fetched": [big_name, name],
+            "failed": [],
+        }
+        for kind, fetched in (("content", big_name), ("structure", name)):
+            async with (
+                session.get(f"{first.url}/{kind}/{fetched}") as r1,
+                session.get(f"{second.url}/{kind}/{fetched}") as r2,
+            ):
+                assert r1.status == r2.status == 200
+                assert await r1.read() == await r2.read()
+        # Asked again, a held content counts as fetched without a transfer.
+        again = await b.call("fetch", {"files": order[:1]})
+        assert again == {"fetched": [big_name], "failed": []}
+        await hip_master.wait_for(
+            lambda: any(e["name"] == big_name for e in hip_master.entries.get("b", [])),
+            "b's inventory to list the copy",
+        )
+
+        # A source serving a structure file under another URL's name is refused.
+        other = await append(first, config, "http://example.org/other", [capture(2005, b"x")])
+        before = (second.root / "structure" / name[:2] / name[2:4] / name).read_bytes()
+        liar = web.Application()
+
+        async def wrong_file(request: web.Request) -> web.FileResponse:
+            return web.FileResponse(first.root / "structure" / other[:2] / other[2:4] / other)
+
+        liar.router.add_get("/structure/{name}", wrong_file)
+        runner = web.AppRunner(liar)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        try:
+            bad = [{"kind": "structure", "name": name, "source": f"http://127.0.0.1:{port}"}]
+            result = await b.call("fetch", {"files": bad})
+        finally:
+            await runner.cleanup()
+        assert result["fetched"] == []
+        assert "sent as" in result["failed"][0]["error"]
+        assert (second.root / "structure" / name[:2] / name[2:4] / name).read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        ("fetch", {}, "params must be {files"),
+        ("fetch", {"files": "x"}, "params must be {files"),
+        ("fetch", {"files": [{"kind": "pack", "name": "0" * 64}]}, "kind must be content or"),
+        ("fetch", {"files": [{"kind": "content", "name": "0" * 64}]}, "source must be"),
+        (
+            "fetch",
+            {"files": [{"kind": "content", "name": "0" * 64, "source": "http://"}]},
+            "source must be",
+        ),
+        ("delete", {"files": [{"kind": "content", "name": "A" * 64}]}, "not 64 lowercase"),
+        ("delete", {"files": [{"kind": "content", "name": "0" * 64}] * 5001}, "at most 5000"),
+        ("scrub", {"now": True}, "scrub: params must be {}"),
+    ],
+)
+async def test_bad_orders_get_bad_params(node_factory, hip_master, method, params, message) -> None:
+    await start_node(node_factory, "a", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: hip_master.joins, "node.join")
+    with pytest.raises(RemoteError) as caught:
+        await hip_master.peer("a").call(method, params)
+    assert caught.value.code == "bad_params"
+    assert message in caught.value.message
+
+
+async def test_delete_lists_only_what_was_there(node_factory, cluster, hip_master) -> None:
+    config = cluster[1]
+    node = await start_node(node_factory, "a", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: hip_master.joins, "node.join")
+    async with aiohttp.ClientSession() as session:
+        kept, gone = [await put(session, node, config, os.urandom(50)) for _ in range(2)]
+    structure = await append(node, config, "http://example.org/", [capture(2010, b"x")])
+    order = [
+        {"kind": "content", "name": gone},
+        {"kind": "structure", "name": structure},
+        {"kind": "content", "name": sha(b"never here")},
+    ]
+    answer = await hip_master.peer("a").call("delete", {"files": order})
+    assert answer == {"deleted": [gone, structure]}
+    assert content_path(node, kept).exists() and not content_path(node, gone).exists()
+    await hip_master.wait_for(lambda: hip_master.stored("a") == 5, "the two removals")
+    removed = [(e["kind"], e["name"]) for e in hip_master.entries["a"] if e["op"] == "remove"]
+    assert removed == [("content", gone), ("structure", structure)]
+
+
+async def test_scrub_quarantines_bad_files_which_are_then_neither_served_nor_located(
+    node_factory, cluster, hip_master, lookup
+) -> None:
+    config = cluster[1]
+    node = await start_node(node_factory, "a", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: hip_master.joins, "node.join")
+    async with aiohttp.ClientSession() as session:
+        names = [await put(session, node, config, os.urandom(2000)) for _ in range(10)]
+    good_url, bad_url = "http://example.org/good", "http://example.org/bad"
+    await append(node, config, good_url, [capture(2001, b"a"), capture(2002, b"b")])
+    bad_structure = await append(node, config, bad_url, [capture(2001, b"a")])
+    victim = names[3]
+    assert [a.address for a in await lookup.locate("content", victim)] == [node.url]
+
+    path = content_path(node, victim)
+    damaged = bytearray(path.read_bytes())
+    damaged[1000] ^= 0xFF
+    path.write_bytes(bytes(damaged))
+    spath = node.root / "structure" / bad_structure[:2] / bad_structure[2:4] / bad_structure
+    spath.write_bytes(spath.read_bytes()[:-3])  # a torn last record
+
+    peer = hip_master.peer("a")
+    assert await peer.call("scrub", {}) == {"started": True}
+    await hip_master.wait_for(lambda: hip_master.scrubbed, "node.scrubbed")
+    report = hip_master.scrubbed[0]
+    assert report["id"] == "a" and report["checked"] == 12
+    assert sorted((b["kind"], b["name"]) for b in report["bad"]) == [
+        ("content", victim),
+        ("structure", bad_structure),
+    ]
+    assert "bytes hash to" in next(b["reason"] for b in report["bad"] if b["name"] == victim)
+    assert (node.root / "quarantine" / "content" / victim).read_bytes() == bytes(damaged)
+    assert (node.root / "quarantine" / "structure" / bad_structure).exists()
+    assert not path.exists()
+
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{node.url}/content/{victim}") as r:
+            assert r.status == 404
+        async with session.get(f"{node.url}/content/{names[4]}") as r:
+            assert r.status == 200
+    assert await lookup.locate("content", victim) == []
+    assert await lookup.locate("structure", bad_structure) == []
+    assert [a.address for a in await lookup.locate("content", names[4])] == [node.url]
+    await hip_master.wait_for(
+        lambda: (
+            {(e["op"], e["name"]) for e in hip_master.entries["a"]}
+            >= {("remove", victim), ("remove", bad_structure)}
+        ),
+        "the quarantined files logged as removed",
+    )
+    status = await node_status(node)
+    assert status["files"] == {"content": 9, "structure": 1}
+
+    # A second scrub finds nothing more; over HTTP the same report comes back at once.
+    headers = {"Authorization": f"Bearer {config.write_token}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{node.url}/scrub", headers=headers) as r,
+    ):
+        assert await r.json() == {"checked": 10, "bad": []}
+
+
+async def test_a_refused_join_is_tried_again(node_factory, hip_master) -> None:
+    hip_master.refuse_joins = 1
+    node = await start_node(node_factory, "a", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: hip_master.joins, "a second node.join")
+    assert hip_master.refuse_joins == 0 and hip_master.attempts == 2
+    assert "the database is busy; joining again" in node.log()

@@ -415,3 +415,28 @@ async def test_large_reads_serve_ranges_heads_and_survive_a_client_leaving(
     async with session.get(url) as r:
         assert await r.read() == data
     assert "Traceback" not in node.log()
+
+
+async def test_many_structure_files_in_one_append(node_factory, cluster, session):
+    node = node_factory()
+    urls = [f"http://batch.example/{i}" for i in range(3)]
+    files = [
+        {"name": structure_name(url), "url": url, "records": [record("2020-01-01", sha(b"x"))]}
+        for url in urls
+    ]
+    files.append({"name": structure_name(urls[0]), "url": urls[1], "records": files[1]["records"]})
+    files.append({"name": "../etc", "url": urls[2], "records": files[2]["records"]})
+    body = {"files": files}
+    headers = auth(cluster[1])
+    async with session.post(f"{node.url}/structures", json=body, headers=headers) as r:
+        results = (await r.json())["results"]
+    assert [(x.get("added"), x.get("created")) for x in results[:3]] == [(1, True)] * 3
+    assert results[3]["status"] == 400 and "does not belong" in results[3]["error"]
+    assert results[4]["status"] == 400 and "files[4]" in results[4]["error"]
+    async with session.post(f"{node.url}/structures", json=body, headers=headers) as r:
+        again = (await r.json())["results"]
+    assert [(x.get("added"), x.get("created")) for x in again[:3]] == [(0, False)] * 3
+    async with session.post(f"{node.url}/structures", json={"files": []}, headers=headers) as r:
+        assert r.status == 400
+    async with session.post(f"{node.url}/structures", json=body) as r:
+        assert r.status == 401
