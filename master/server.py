@@ -34,7 +34,19 @@ async def serve(options: MasterOptions) -> None:
         )
         await stop.wait()
     finally:
-        await master.stop()
+        try:
+            await asyncio.wait_for(master.stop(), SHUTDOWN_TIMEOUT)
+        except TimeoutError:
+            _log_stuck_tasks()
         await runner.cleanup()
         master.close()
         log.info("master stopped")
+
+
+def _log_stuck_tasks() -> None:
+    """Say what kept the master from stopping in time, so it can be fixed."""
+    current = asyncio.current_task()
+    for task in asyncio.all_tasks():
+        if task is not current:
+            frames = "".join(f"\n  {f.f_code.co_filename}:{f.f_lineno}" for f in task.get_stack())
+            log.error("still running at shutdown: %s%s", task.get_name(), frames)
