@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 INSERT_BATCH = 1_000
 UPLOADS_IN_FLIGHT = 48
+UPLOAD_BATCHES_AT_ONCE = 3
 KINDS = ("content", "structure")
 
 BodySource = Callable[[str], bytes | Awaitable[bytes]]
@@ -145,11 +146,13 @@ class ClusterClient:
     async def insert(self, captures: Sequence[NewCapture], body_of: BodySource) -> InsertSummary:
         """Insert captures, uploading each content and header block the index node asks for.
 
-        The uploads of one batch overlap the index node's work on the next one.
+        Uploads of a few batches run at once, sharing one bound on requests in flight, while the
+        index node works on the next batch.
         """
         summary = InsertSummary()
         slave = await self._index()
-        uploading: asyncio.Task[None] | None = None
+        gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
+        uploading: list[asyncio.Task[None]] = []
         try:
             for start in range(0, len(captures), INSERT_BATCH):
                 batch = captures[start : start + INSERT_BATCH]
@@ -167,16 +170,19 @@ class ClusterClient:
                     raise ClusterError(f"insert failed: {exc}") from None
                 summary.captures += len(batch)
                 summary.added += int(answer["added"])
-                if uploading is not None:
-                    await uploading
-                uploading = asyncio.create_task(
-                    self._upload_and_confirm(slave, answer["upload"], body_of, summary)
+                uploading.append(
+                    asyncio.create_task(
+                        self._upload_and_confirm(slave, answer["upload"], body_of, summary, gate)
+                    )
                 )
-            if uploading is not None:
-                await uploading
+                while len(uploading) > UPLOAD_BATCHES_AT_ONCE:
+                    await uploading.pop(0)
+            for task in uploading:
+                await task
         finally:
-            if uploading is not None and not uploading.done():
-                uploading.cancel()
+            for task in uploading:
+                task.cancel()
+            await asyncio.gather(*uploading, return_exceptions=True)
         return summary
 
     async def _upload_and_confirm(
@@ -185,15 +191,19 @@ class ClusterClient:
         orders: list[dict[str, Any]],
         body_of: BodySource,
         summary: InsertSummary,
+        gate: asyncio.Semaphore,
     ) -> None:
-        stored = await self._upload(orders, body_of, summary)
+        stored = await self._upload(orders, body_of, summary, gate)
         if stored:
             await slave.call("stored", {"names": stored}, timeout=120)
 
     async def _upload(
-        self, orders: list[dict[str, Any]], body_of: BodySource, summary: InsertSummary
+        self,
+        orders: list[dict[str, Any]],
+        body_of: BodySource,
+        summary: InsertSummary,
+        gate: asyncio.Semaphore,
     ) -> list[str]:
-        gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
 
         async def one(order: dict[str, Any]) -> str:
             name = check_name(str(order["name"]))

@@ -9,7 +9,7 @@ way in the same run:
    to two storage nodes each (what replica 2 costs with no index, no dedup, no structure files);
 2. the time to restore the replicas of N files after a node is killed (kill -9), counted from
    the moment the master declares it down; the peer copies the same files by hand (GET from a
-   holder, PUT to another node) with 16 concurrent clients;
+   holder, PUT to another node) with as many requests in flight as the client's uploads;
 3. lookups per second by multicast (LookupClient) and by the master (GET /locate).
 
 Usage: python benchmarks/bench_cluster.py [--quick] [--captures N] [--restore N] [--json FILE]
@@ -33,13 +33,15 @@ from typing import Any
 
 import aiohttp
 
-from archive.cluster import ClusterClient, NewCapture
+from archive.cluster import UPLOADS_IN_FLIGHT, ClusterClient, NewCapture
 from archive.config import ClusterConfig, load_config
 from archive.multicast import LookupClient
 
 SIZE = 4096
 HEADER = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
 CONCURRENCY = 16
+# The peers get as many requests in flight as the cluster client uses for its uploads.
+PEER_CONCURRENCY = UPLOADS_IN_FLIGHT
 
 
 def dlweb(*args: str) -> None:
@@ -63,6 +65,12 @@ def wait_for(
             return time.monotonic()
         time.sleep(0.1)
     raise RuntimeError("the cluster did not reach the awaited state")
+
+
+def settle_disk() -> None:
+    """Write back what earlier work left dirty, so that no phase pays for another's writes
+    (the nodes' group commit flushes the whole filesystem)."""
+    os.sync()
 
 
 def corpus(count: int, rng: random.Random) -> tuple[list[NewCapture], dict[str, bytes]]:
@@ -98,7 +106,7 @@ async def gather_bounded(jobs: Sequence[Callable[[], Awaitable[None]]], limit: i
 
 
 async def put_all(config: ClusterConfig, jobs: list[tuple[str, bytes]]) -> float:
-    """PUT each (node, bytes) with 16 clients at a time; seconds taken."""
+    """PUT each (node, bytes), as many at a time as the cluster client uploads; seconds taken."""
     auth = {"Authorization": f"Bearer {config.write_token}"}
     async with aiohttp.ClientSession() as session:
 
@@ -111,7 +119,7 @@ async def put_all(config: ClusterConfig, jobs: list[tuple[str, bytes]]) -> float
             return put
 
         started = time.monotonic()
-        await gather_bounded([job(node, data) for node, data in jobs], CONCURRENCY)
+        await gather_bounded([job(node, data) for node, data in jobs], PEER_CONCURRENCY)
         return time.monotonic() - started
 
 
@@ -132,7 +140,7 @@ async def manual_copy(config: ClusterConfig, pairs: list[tuple[str, str, str]]) 
             return copy
 
         started = time.monotonic()
-        await gather_bounded([job(*pair) for pair in pairs], CONCURRENCY)
+        await gather_bounded([job(*pair) for pair in pairs], PEER_CONCURRENCY)
         return time.monotonic() - started
 
 
@@ -196,6 +204,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 await client.insert(captures, bodies.__getitem__)
                 return time.monotonic() - started
 
+        settle_disk()
         inserted = asyncio.run(insert())
         started = time.monotonic() - inserted
         settled = wait_for(
@@ -211,6 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for i in range(args.captures):
             body = rng.randbytes(SIZE)
             peer_jobs += [(nodes[i % 3], body), (nodes[(i + 1) % 3], body)]
+        settle_disk()
         peer = asyncio.run(put_all(config, peer_jobs))
         megabytes = args.captures * SIZE / 2**20
         report["insert"] = {
@@ -237,6 +247,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         victim = "node3"
         held = next(n for n in get_status(config)["nodes"] if n["id"] == victim)["files"]
         print(f"killing {victim} ({held:,} files) ...")
+        settle_disk()
         os.kill(state["processes"][victim]["pid"], signal.SIGKILL)
         down = wait_for(
             config,
@@ -252,6 +263,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         peer_files = [rng.randbytes(SIZE) for _ in range(held)]
         asyncio.run(put_all(config, [(survivors[0], body) for body in peer_files]))
         pairs = [(hashlib.sha256(d).hexdigest(), survivors[0], survivors[1]) for d in peer_files]
+        settle_disk()
         peer_copy = asyncio.run(manual_copy(config, pairs))
         report["restore"] = {
             "files_on_lost_node": held,
