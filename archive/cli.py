@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from .config import load_config, write_new_config
-from .errors import DlwebError
+from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
@@ -35,6 +35,13 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return value
+
+
+def checked_directory(path: Path, option: str) -> Path:
+    """A directory a command will create or use; refuses a path that is something else."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{option} {path} exists and is not a directory")
+    return path
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +104,16 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def standalone(
+    prog: str, description: str, add_arguments: Callable[[argparse.ArgumentParser], None]
+) -> int:
+    """Run one command on its own, as `python -m <package>` does."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    add_arguments(parser)
+    return run(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,8 +3,7 @@
 import argparse
 from pathlib import Path
 
-from archive.cli import positive_seconds
-from archive.errors import ConfigError
+from archive.cli import checked_directory, positive_seconds
 
 from .launcher import CONFIG_FILE, DEFAULT_NODES, READY_TIMEOUT, LaunchError, Plan, down, up
 from .processes import LOG_DIR
@@ -26,10 +25,7 @@ def _port(text: str) -> int:
 
 
 def _data(args: argparse.Namespace) -> Path:
-    data: Path = args.data
-    if data.exists() and not data.is_dir():
-        raise ConfigError(f"--data {data} exists and is not a directory")
-    return data
+    return checked_directory(args.data, "--data")
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -5,17 +5,21 @@ from pathlib import Path
 
 import uvloop
 
-from archive.cli import add_config_option, parse_listen, positive_seconds, run
+from archive.cli import (
+    add_config_option,
+    checked_directory,
+    parse_listen,
+    positive_seconds,
+    standalone,
+)
 from archive.config import load_config
-from archive.errors import ConfigError
 
 from .server import serve
 from .service import MasterOptions
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.data.exists() and not args.data.is_dir():
-        raise ConfigError(f"--data {args.data} exists and is not a directory")
+    checked_directory(args.data, "--data")
     host, port = args.listen
     options = MasterOptions(
         data=args.data,
@@ -74,7 +78,4 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m master", description="run a cluster master")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    add_arguments(parser)
-    return run(parser)
+    return standalone("python -m master", "run a cluster master", add_arguments)

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import uvloop
 
-from archive.cli import add_config_option, parse_listen, run
+from archive.cli import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import load_config
-from archive.errors import ConfigError
 
 from .master_link import RELIABILITIES
 from .server import NodeOptions, serve
@@ -39,8 +38,7 @@ def _seconds(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.root.exists() and not args.root.is_dir():
-        raise ConfigError(f"--root {args.root} exists and is not a directory")
+    checked_directory(args.root, "--root")
     host, port = args.listen
     options = NodeOptions(
         root=args.root,
@@ -103,9 +101,4 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m storage_node", description="run a storage node"
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    add_arguments(parser)
-    return run(parser)
+    return standalone("python -m storage_node", "run a storage node", add_arguments)

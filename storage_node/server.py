@@ -3,23 +3,18 @@
 import asyncio
 import contextlib
 import logging
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiohttp import web
-
 from archive.config import ClusterConfig
 from archive.multicast import Responder
+from archive.serving import serving
 
 from .http import build_app
 from .master_link import MasterLink
 from .node import StorageNode
 
 log = logging.getLogger(__name__)
-
-# Seconds a stopping server waits for requests and HIP connections in flight to end.
-SHUTDOWN_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -77,30 +72,25 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
         }
 
     app = build_app(node, config.write_token, extra_status)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
-    await runner.setup()
-    site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
-        await site.start()
-        if config.lookup in ("multicast", "both"):
-            await responder.start()
-        if link is not None:
-            await link.start()
-        log.info("storage node %s serving %s at %s", node.id, options.root, address)
-        if ready is not None:
-            ready.set()
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), options.save_every)
-            await loop.run_in_executor(node.executor, node.save_state)
+        async with serving(app, options.host, options.port) as stop:
+            try:
+                if config.lookup in ("multicast", "both"):
+                    await responder.start()
+                if link is not None:
+                    await link.start()
+                log.info("storage node %s serving %s at %s", node.id, options.root, address)
+                if ready is not None:
+                    ready.set()
+                while not stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), options.save_every)
+                    await loop.run_in_executor(node.executor, node.save_state)
+            finally:
+                if link is not None:
+                    await link.close()
+                await responder.close()
     finally:
-        if link is not None:
-            await link.close()
-        await responder.close()
-        await runner.cleanup()
         node.close()
         log.info("storage node %s stopped", node.id)

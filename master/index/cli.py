@@ -5,7 +5,7 @@ from pathlib import Path
 
 import uvloop
 
-from archive.cli import add_config_option, parse_listen, run
+from archive.cli import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import load_config
 from archive.errors import ConfigError
 
@@ -14,8 +14,7 @@ from .service import IndexOptions
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.data.exists() and not args.data.is_dir():
-        raise ConfigError(f"--data {args.data} exists and is not a directory")
+    checked_directory(args.data, "--data")
     config = load_config(args.config)
     master = args.master or config.master
     if master is None:
@@ -54,7 +53,4 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m master.index", description="run an index node")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    add_arguments(parser)
-    return run(parser)
+    return standalone("python -m master.index", "run an index node", add_arguments)

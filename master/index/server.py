@@ -1,17 +1,14 @@
 """Runs an index node: HIP for inserting clients, a status page, and the link to the master."""
 
-import asyncio
 import logging
-import signal
 
 from aiohttp import web
+
+from archive.serving import serving
 
 from .service import IndexNode, IndexOptions
 
 log = logging.getLogger(__name__)
-
-# Seconds a stopping server waits for requests and HIP connections in flight to end.
-SHUTDOWN_TIMEOUT = 5.0
 
 INDEX = web.AppKey("index", IndexNode)
 
@@ -27,20 +24,14 @@ async def serve(options: IndexOptions) -> None:
     app[INDEX] = index
     index.hip.add_routes(app)
     app.router.add_get("/status", get_status)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
-    await runner.setup()
-    site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     try:
-        await site.start()
-        await index.start()
-        log.info("index node %s at %s, master %s", index.id, index.address, options.master)
-        await stop.wait()
+        async with serving(app, options.host, options.port) as stop:
+            await index.start()
+            log.info("index node %s at %s, master %s", index.id, index.address, options.master)
+            try:
+                await stop.wait()
+            finally:
+                await index.stop()
     finally:
-        await index.stop()
-        await runner.cleanup()
         await index.close()
         log.info("index node stopped")
