@@ -242,7 +242,7 @@ def _scrub(args: argparse.Namespace) -> int:
 
 
 def _fsck(args: argparse.Namespace) -> int:
-    report = call(args, "/admin/fsck")
+    report = call(args, "/admin/fsck?deep=1" if args.deep else "/admin/fsck")
     if not isinstance(report, dict) or "ok" not in report:
         raise AdminError("the master's fsck answer has no verdict")
     ok = bool(report["ok"])
@@ -259,7 +259,13 @@ def _fsck(args: argparse.Namespace) -> int:
             f" ({report.get('lost', '?')} with no readable copy)",
             f"structure files without an active copy: {report.get('structures_without_active', '?')}",
             f"structure replicas waiting for a refresh: {report.get('structures_dirty', '?')}",
-            f"orphans: {report.get('orphans', '?')}",
+            "orphans: "
+            + (
+                f"{report['orphans']} (read {report.get('structures_read', '?')} structure files,"
+                f" {report.get('structures_unreadable', '?')} unreadable)"
+                if report.get("orphans") is not None
+                else "not checked (use --deep)"
+            ),
         ]
         if problems:
             lines.append(f"first problems ({min(len(problems), SHOWN_PROBLEMS)} shown):")
@@ -331,4 +337,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     )
     scrub = _command(actions, "scrub", _scrub, "re-hash every file of one node, or of all")
     scrub.add_argument("node", nargs="?", default=None, help="node id (default: every node)")
-    _command(actions, "fsck", _fsck, "files below replica target and other problems")
+    fsck = _command(actions, "fsck", _fsck, "files below replica target and other problems")
+    fsck.add_argument(
+        "--deep",
+        action="store_true",
+        help="also read every structure file to find contents no capture names (orphans)",
+    )

@@ -108,7 +108,10 @@ async def locate(request: web.Request) -> web.Response:
 
 
 async def fsck(request: web.Request) -> web.Response:
-    return web.json_response(request.app[MASTER].fsck())
+    deep = request.query.get("deep", "0")
+    if deep not in ("0", "1"):
+        return _error(400, "deep must be 0 or 1")
+    return web.json_response(await request.app[MASTER].fsck(deep == "1"))
 
 
 async def set_state(request: web.Request) -> web.Response:

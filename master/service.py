@@ -15,6 +15,7 @@ from archive.hip import Handler, HipMaster, Peer, RemoteError
 
 from .db import MasterDB, NodeRow
 from .membership import ADMIN_STATES, RELIABILITIES, Membership
+from .orphans import find_orphans
 from .policy import choose_node, target_function
 from .rebalance import Rebalancer
 from .repair import Copier, Repairer
@@ -246,7 +247,9 @@ class Master:
             "replication": self.options.config.replication.to_json(),
         }
 
-    def fsck(self) -> dict[str, Any]:
+    async def fsck(self, deep: bool = False) -> dict[str, Any]:
+        """Files below target and structure files without an active copy; with `deep`, also
+        contents that no structure file names (it reads every structure file)."""
         below = self.db.below_target(
             self.members.counting(),
             self.members.usable(),
@@ -257,16 +260,21 @@ class Master:
         problems = [
             {"kind": n.kind, "name": n.name, "replicas": n.have, "target": n.want} for n in below
         ]
-        return {
+        report: dict[str, Any] = {
             "files": self.db.file_counts(),
             "below_target": len(below),
             "lost": sum(1 for n in below if n.have == 0),
-            "orphans": 0,
+            "orphans": None,
             "structures_without_active": without_active,
             "structures_dirty": self.db.count_dirty(),
             "ok": not below and without_active == 0,
             "problems": problems[:100],
         }
+        if deep:
+            orphans = await find_orphans(self.db, self.members)
+            report.update(orphans.to_json())
+            report["ok"] = report["ok"] and not orphans.orphans and not orphans.unreadable
+        return report
 
     def locate(self, kind: str, name: str) -> list[dict[str, str]]:
         readable = set(self.members.readable())

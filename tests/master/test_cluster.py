@@ -4,6 +4,7 @@ import asyncio
 import hashlib
 import os
 import signal
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -233,3 +234,26 @@ async def test_lookup_through_the_master(cluster_factory) -> None:
         assert sorted(await client.locate("content", name)) == sorted(
             n["address"] for n in answer["nodes"]
         )
+
+
+async def test_a_deep_fsck_finds_contents_no_capture_names(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=2, replicas=1)
+    corpus = make_corpus(30, urls=10)
+    await insert(cluster, corpus)
+    stray = os.urandom(5000)
+    stray_name = hashlib.sha256(stray).hexdigest()
+    node = cluster.nodes["node1"]
+    request = urllib.request.Request(
+        f"{node.url}/content/{stray_name}",
+        data=stray,
+        headers={"Authorization": f"Bearer {cluster.config.write_token}"},
+        method="PUT",
+    )
+    urllib.request.urlopen(request).close()
+    cluster.wait_settled(len(corpus.bodies) + 1)
+
+    shallow = cluster.get("/admin/fsck")
+    assert shallow["ok"] is True and shallow["orphans"] is None
+    deep = cluster.get("/admin/fsck?deep=1")
+    assert deep["structures_read"] == 10 and deep["structures_unreadable"] == 0
+    assert (deep["orphans"], deep["orphan_names"], deep["ok"]) == (1, [stray_name], False)

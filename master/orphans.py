@@ -1,0 +1,96 @@
+"""Orphans: contents that no capture record of any structure file names (a deep fsck).
+
+The master does not keep capture records, so it reads every structure file's records from a
+readable holder (the active copy first) with the nodes' range query, and compares the contents and
+header blocks they name with the contents it knows.
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from .db import MasterDB
+from .membership import Membership
+
+log = logging.getLogger(__name__)
+
+PAGE = 100_000
+READS_IN_FLIGHT = 16
+SHOWN = 100
+EARLIEST, LATEST = "1000", "99991231235959"
+
+
+@dataclass
+class OrphanReport:
+    structures_read: int = 0
+    unreadable: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "structures_read": self.structures_read,
+            "structures_unreadable": len(self.unreadable),
+            "orphans": len(self.orphans),
+            "orphan_names": self.orphans[:SHOWN],
+        }
+
+
+async def _records(session: aiohttp.ClientSession, address: str, name: str) -> list[dict[str, Any]]:
+    """Every capture record of one structure file, a page at a time."""
+    records: list[dict[str, Any]] = []
+    start = EARLIEST
+    while True:
+        url = f"{address}/structure/{name}"
+        query = {"mode": "range", "from": start, "to": LATEST, "limit": str(PAGE)}
+        async with session.get(url, params=query) as r:
+            answer = await r.json(content_type=None)
+            if r.status != 200:
+                raise aiohttp.ClientError(f"{address} answered {r.status}: {answer.get('error')}")
+        page = answer["records"]
+        fresh = [rec for rec in page if not records or rec["index"] > records[-1]["index"]]
+        records.extend(fresh)
+        # The next page starts at the last time seen (as microseconds: more than 14 digits).
+        start = str(page[-1]["time"]) if page else ""
+        if len(page) < PAGE or not fresh or len(start) <= 14:
+            return records
+
+
+async def find_orphans(db: MasterDB, members: Membership) -> OrphanReport:
+    report = OrphanReport()
+    readable = set(members.readable())
+    referenced: set[str] = set()
+    structures = [name for kind, name in db.iter_files() if kind == "structure"]
+    gate = asyncio.Semaphore(READS_IN_FLIGHT)
+
+    async def read(session: aiohttp.ClientSession, name: str) -> None:
+        active = db.active_node(name)
+        holders = sorted(
+            (h for h in db.holders("structure", name) if h in readable), key=lambda h: h != active
+        )
+        async with gate:
+            for holder in holders:
+                try:
+                    records = await _records(session, members.address(holder), name)
+                except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError) as exc:
+                    log.warning("fsck could not read structure %s on %s: %s", name, holder, exc)
+                    continue
+                for record in records:
+                    referenced.add(record["content"])
+                    referenced.add(record["header"])
+                report.structures_read += 1
+                return
+        report.unreadable.append(name)
+
+    timeout = aiohttp.ClientTimeout(total=300, sock_connect=10)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        await asyncio.gather(*(read(session, name) for name in structures))
+    if report.unreadable:
+        # Contents named only by an unreadable file would look orphaned: say nothing of them.
+        return report
+    report.orphans = sorted(
+        name for kind, name in db.iter_files() if kind == "content" and name not in referenced
+    )
+    return report
