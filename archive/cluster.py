@@ -8,6 +8,7 @@ its holders and verify its SHA-256, falling back to the next holder when one fai
 
 import asyncio
 import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,6 +27,8 @@ from .multicast import LookupClient
 from .structure import Capture, Mode
 from .timestamps import format_iso
 from .urlkey import structure_name
+
+__all__ = ["BodySource", "ClusterClient", "ClusterError", "Found", "InsertSummary", "NewCapture"]
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +93,12 @@ class ClusterError(DlwebError):
 class ClusterClient:
     """Use as `async with ClusterClient(config) as client:`."""
 
-    def __init__(self, config: ClusterConfig, name: str | None = None) -> None:
+    def __init__(
+        self, config: ClusterConfig, name: str | None = None, *, connect_timeout: float = 30.0
+    ) -> None:
         self.config = config
         self.name = name or f"client-{uuid.uuid4().hex[:12]}"
+        self.connect_timeout = connect_timeout
         self._session: aiohttp.ClientSession | None = None
         self._lookup: LookupClient | None = None
         self._slave: HipSlave | None = None
@@ -157,6 +163,7 @@ class ClusterClient:
             for start in range(0, len(captures), INSERT_BATCH):
                 batch = captures[start : start + INSERT_BATCH]
                 try:
+                    await slave.wait_connected(self.connect_timeout)
                     answer = await slave.call(
                         "insert", {"captures": [c.to_json() for c in batch]}, timeout=300
                     )
@@ -243,12 +250,18 @@ class ClusterClient:
         url = f"{self._master()}/locate/{kind}/{name}"
         try:
             async with self.session.get(url) as r:
-                answer = await r.json(content_type=None)
-                if r.status != 200:
-                    raise ClusterError(f"{url}: {answer.get('error', r.status)}")
+                status, text = r.status, await r.text()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ClusterError(f"the master at {self._master()} cannot be reached: {exc}") from None
-        return [str(node["address"]) for node in answer.get("nodes", [])]
+        try:
+            answer = json.loads(text)
+            if status != 200:
+                raise ClusterError(f"{url} answered {status}: {answer.get('error')}")
+            return [str(node["address"]) for node in answer["nodes"]]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ClusterError(
+                f"{url} answered {status} with no node list: {text[:200]!r}"
+            ) from None
 
     async def get_content(self, name: str) -> bytes:
         """A content's bytes, verified against its name, from the first holder that serves them."""
@@ -282,19 +295,36 @@ class ClusterClient:
         if not holders:
             raise NotFound(f"{url} is not in the archive")
         problems = []
+        missing = 0
         when = format_iso(at)
         query = f"/structure/{name}?mode={mode}&at={quote(when)}"
         for address in holders:
             try:
                 async with self.session.get(address + query) as r:
                     answer = await r.json(content_type=None)
-                    if r.status == 404:
-                        raise NotFound(f"no capture of {url} {mode} {when}")
-                    if r.status != 200:
-                        problems.append(f"{address} answered {r.status}: {answer.get('error')}")
-                        continue
-            except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+                if not isinstance(answer, dict):
+                    raise ValueError("the answer is not a JSON object")
+                if r.status == 404 and "records" in answer:
+                    raise NotFound(f"no capture of {url} {mode} {when}")
+                if r.status != 200:
+                    # A 404 without records: this holder lost its copy; ask the next one.
+                    missing += r.status == 404
+                    problems.append(f"{address} answered {r.status}: {answer.get('error')}")
+                    continue
+                return Found(Capture.from_json(answer["records"][0]), address)
+            except (
+                aiohttp.ClientError,
+                OSError,
+                TimeoutError,
+                ValueError,
+                KeyError,
+                IndexError,
+            ) as exc:
                 problems.append(f"{address}: {exc or type(exc).__name__}")
-                continue
-            return Found(Capture.from_json(answer["records"][0]), address)
+            except NotFound:
+                raise
+            except DlwebError as exc:
+                problems.append(f"{address} sent a bad record: {exc}")
+        if missing == len(holders):
+            raise NotFound(f"{url} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {url}'s structure file answered: {'; '.join(problems)}")

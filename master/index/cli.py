@@ -19,6 +19,8 @@ def _run(args: argparse.Namespace) -> int:
     master = args.master or config.master
     if master is None:
         raise ConfigError(f"{args.config}: no master URL; give --master or the master key")
+    if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
+        raise ConfigError(f"--advertise {args.advertise!r} must be a ws:// or wss:// URL")
     host, port = args.listen
     options = IndexOptions(
         data=args.data,

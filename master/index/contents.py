@@ -2,7 +2,8 @@
 their SHA-256, and how many captures refer to each."""
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 CHUNK = 500
@@ -40,36 +41,47 @@ class ContentIndex:
                 found.add(wanted[key])
         return found
 
-    def count_refs(self, names: Iterable[str]) -> dict[str, int]:
-        """Add one reference to each (known) name; returns the new counts."""
+    def count_refs(self, added: Mapping[str, int]) -> dict[str, int]:
+        """Add references to known names, in one transaction; the new counts of those found."""
         counts: dict[str, int] = {}
-        self.db.execute("BEGIN")
-        try:
-            for name in names:
+        with self._transaction():
+            for name, more in added.items():
                 row = self.db.execute(
-                    "UPDATE contents SET refs = refs + 1 WHERE prefix = ? RETURNING refs",
-                    (prefix(name),),
+                    "UPDATE contents SET refs = refs + ? WHERE prefix = ? RETURNING refs",
+                    (more, prefix(name)),
                 ).fetchone()
                 if row is not None:
                     counts[name] = int(row[0])
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return counts
 
-    def add(self, names: Iterable[str]) -> None:
-        """Record contents now stored on a node, each with its first reference."""
-        self.db.execute("BEGIN")
-        try:
-            self.db.executemany(
-                "INSERT OR IGNORE INTO contents (prefix, refs) VALUES (?, 1)",
-                [(prefix(name),) for name in names],
-            )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+    def add(self, added: Mapping[str, int]) -> dict[str, int]:
+        """Record contents now stored on a node with their references (a new one has at least
+        one), in one transaction; the new counts."""
+        counts: dict[str, int] = {}
+        with self._transaction():
+            for name, more in added.items():
+                row = self.db.execute(
+                    "INSERT INTO contents (prefix, refs) VALUES (?, ?)"
+                    " ON CONFLICT (prefix) DO UPDATE SET refs = refs + ? RETURNING refs",
+                    (prefix(name), max(more, 1), more),
+                ).fetchone()
+                counts[name] = int(row[0])
+        return counts
+
+    def refs(self, name: str) -> int | None:
+        row = self.db.execute("SELECT refs FROM contents WHERE prefix = ?", (prefix(name),))
+        found = row.fetchone()
+        return None if found is None else int(found[0])
 
     def __len__(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM contents").fetchone()[0])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")

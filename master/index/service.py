@@ -15,24 +15,36 @@ from typing import Any
 import aiohttp
 
 from archive.config import ClusterConfig
-from archive.errors import DlwebError
-from archive.hashing import is_valid_name
+from archive.errors import ConfigError, DlwebError
 from archive.hip import Handler, HipError, HipMaster, HipSlave, Peer, RemoteError, hip_url
-from archive.structure import Capture
-from archive.urlkey import structure_name
 
-from ..db import NodeRow
-from ..policy import choose_node
+from .captures import MAX_CAPTURES, Incoming, parse_captures, parse_names
 from .contents import ContentIndex
+from .placement import NodeInfo, node_info, place
 
 log = logging.getLogger(__name__)
 
-MAX_CAPTURES = 5_000
-MAX_URL = 8_192
 APPENDS_IN_FLIGHT = 32
 APPEND_BATCH = 1_000
 REFRESH_EVERY = 2.0
-DEFAULT_HEADER_SIZE = 512
+# Cached answers of structure.claim; past this many the cache starts again.
+MAX_CLAIMS = 1_000_000
+# References of contents ordered for upload and not yet confirmed by `stored`.
+MAX_PENDING = 1_000_000
+# Changed structure files kept while the master cannot be told.
+MAX_UNSENT = 1_000_000
+# States of the nodes whose active structure copies may be remembered between calls.
+APPENDABLE = frozenset(("alive", "read-only"))
+# Errors of a storage node's HTTP answer; the append is then retried, and re-claimed.
+NODE_ERRORS = (
+    aiohttp.ClientError,
+    OSError,
+    TimeoutError,
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+)
 
 
 @dataclass(frozen=True)
@@ -45,78 +57,30 @@ class IndexOptions:
     advertise: str | None = None
 
 
-def _bad(message: str) -> RemoteError:
-    return RemoteError("bad_params", message)
-
-
-def _int(item: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
-    value = item.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _bad(f"{where}: {key!r} must be a non-negative integer")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Incoming:
-    url: str
-    structure: str
-    capture: Capture
-    size: int
-    header_size: int
-
-
-def parse_captures(params: Any) -> list[Incoming]:
-    """The captures of an insert call, each field checked, naming the first bad one."""
-    if not isinstance(params, dict) or not isinstance(params.get("captures"), list):
-        raise _bad("insert: params must be {captures: [...]}")
-    raw = params["captures"]
-    if not raw or len(raw) > MAX_CAPTURES:
-        raise _bad(f"insert: give 1 to {MAX_CAPTURES} captures a call, not {len(raw)}")
-    parsed = []
-    for index, item in enumerate(raw):
-        where = f"insert: captures[{index}]"
-        if not isinstance(item, dict):
-            raise _bad(f"{where} must be an object")
-        url = item.get("url")
-        if not isinstance(url, str) or not url or len(url) > MAX_URL:
-            raise _bad(f"{where}: 'url' must be a string of 1 to {MAX_URL} characters")
-        try:
-            capture = Capture.from_json(item)
-            name = structure_name(url)
-        except DlwebError as exc:
-            raise _bad(f"{where}: {exc}") from None
-        size = _int(item, "size", where)
-        header_size = _int(item, "header_size", where, DEFAULT_HEADER_SIZE)
-        parsed.append(Incoming(url, name, capture, size, header_size))
-    return parsed
-
-
-def _records(items: list[Incoming]) -> list[dict[str, object]]:
-    return [item.capture.to_json() for item in items]
-
-
-def _node_row(data: Mapping[str, Any]) -> NodeRow:
-    return NodeRow(
-        id=str(data["id"]),
-        address=str(data["address"]),
-        domain=str(data.get("domain", "default")),
-        reliability=str(data.get("reliability", "normal")),
-        state=str(data.get("state", "alive")),
-        free=int(data.get("free", 0)),
-        total=int(data.get("total", 0)),
-        groups=[g for g in data.get("groups", []) if isinstance(g, int)],
-    )
+class AppendFailed(DlwebError):
+    """A storage node did not take an append."""
 
 
 def _identity(data: Path) -> str:
+    """The index node's name, chosen once and kept in DATA/index.json."""
     path = data / "index.json"
     if path.exists():
-        return str(json.loads(path.read_text())["id"])
+        try:
+            chosen = json.loads(path.read_text())["id"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}: cannot read the index node's id: {exc}") from None
+        if not isinstance(chosen, str) or not chosen:
+            raise ConfigError(f"{path}: the id must be a non-empty string")
+        return chosen
     chosen = f"index-{uuid.uuid4().hex[:8]}"
     temp = path.with_suffix(".part")
     temp.write_text(json.dumps({"id": chosen}))
     temp.replace(path)
     return chosen
+
+
+def _records(items: list[Incoming]) -> list[dict[str, object]]:
+    return [item.capture.to_json() for item in items]
 
 
 class IndexNode:
@@ -127,7 +91,7 @@ class IndexNode:
         self.address = options.advertise or f"ws://{options.host}:{options.port}/hip"
         self.contents = ContentIndex(options.data / "contents.db")
         self.popular_refs = options.config.replication.popular_refs
-        self.nodes: list[NodeRow] = []
+        self.nodes: list[NodeInfo] = []
         self.claims: dict[str, str] = {}
         self.stats: Counter[str] = Counter()
         self.started = time.time()
@@ -146,6 +110,9 @@ class IndexNode:
         self._refresh: asyncio.Task[None] | None = None
         self._token = options.config.write_token
         self._background: set[asyncio.Task[None]] = set()
+        self._pending: dict[str, int] = {}
+        self._appendable: frozenset[str] = frozenset()
+        self._unsent: set[str] = set()
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
@@ -162,6 +129,8 @@ class IndexNode:
             self._refresh.cancel()
         await self.hip.close()
         await self.upstream.stop()
+        for task in list(self._background):
+            task.cancel()
 
     async def close(self) -> None:
         if self._session is not None:
@@ -174,7 +143,11 @@ class IndexNode:
             "address": self.address,
             "master": {"url": self.options.master, "connected": self._master_connected()},
             "nodes": len(self.nodes),
+            "alive": sum(1 for node in self.nodes if node.state == "alive"),
             "contents": len(self.contents),
+            "claims": len(self.claims),
+            "pending_uploads": len(self._pending),
+            "unsent_changes": len(self._unsent),
             "clients": len(self.hip.slaves),
             "counters": dict(self.stats),
             "uptime": round(time.time() - self.started, 1),
@@ -189,11 +162,18 @@ class IndexNode:
     async def _on_connect(self, peer: Peer) -> None:
         await peer.call("index.join", {"address": self.address})
         await self._load_nodes(peer)
+        await self._send_unsent(peer)
         log.info("index node %s joined master %s; clients at %s", self.id, peer.name, self.address)
 
     async def _load_nodes(self, peer: Peer) -> None:
         answer = await peer.call("cluster.nodes", {})
-        self.nodes = [_node_row(item) for item in answer.get("nodes", [])]
+        self.nodes = [node_info(item) for item in answer.get("nodes", [])]
+        appendable = frozenset(node.address for node in self.nodes if node.state in APPENDABLE)
+        if self._appendable - appendable:
+            # A node left or stopped taking writes: the master moves its active copies, so
+            # what was claimed on it is claimed again.
+            self.claims = {n: a for n, a in self.claims.items() if a in appendable}
+        self._appendable = appendable
 
     async def _refresh_nodes(self) -> None:
         while True:
@@ -207,53 +187,138 @@ class IndexNode:
             return
         try:
             await self._load_nodes(peer)
-        except (HipError, RemoteError, KeyError, TypeError, ValueError) as exc:
+        except (HipError, RemoteError, KeyError, TypeError, ValueError, AttributeError) as exc:
             log.warning("could not refresh the node list: %s", exc)
 
-    async def _claim(self, names: list[str]) -> None:
-        """Learn from the master which node holds the active copy of each structure file."""
+    async def _claim(self, names: list[str]) -> dict[str, str]:
+        """Ask the master which node holds the active copy of each structure file (placing the
+        new ones); the answers on nodes that take appends are remembered."""
+        found: dict[str, str] = {}
         for start in range(0, len(names), MAX_CAPTURES):
             part = names[start : start + MAX_CAPTURES]
             try:
                 answer = await self.upstream.call("structure.claim", {"names": part}, timeout=60)
             except HipError as exc:
                 raise RemoteError("unavailable", f"the master cannot be reached: {exc}") from None
-            self.claims.update(answer["nodes"])
+            nodes = answer.get("nodes") if isinstance(answer, dict) else None
+            if not isinstance(nodes, dict):
+                raise RemoteError("error", "the master answered structure.claim without nodes")
+            found.update((str(k), str(v)) for k, v in nodes.items())
+        missing = [name for name in names if name not in found]
+        if missing:
+            raise RemoteError("error", f"the master placed no node for structure {missing[0]}")
+        if len(self.claims) + len(found) > MAX_CLAIMS:
+            self.claims.clear()
+        self.claims.update((n, a) for n, a in found.items() if a in self._appendable)
+        self.stats["claims"] += len(names)
+        return found
 
     # -- clients -------------------------------------------------------------------------------
 
     async def _insert(self, peer: Peer, params: Any) -> dict[str, Any]:
         incoming = parse_captures(params)
+        refs: Counter[str] = Counter()
+        sizes: dict[str, int] = {}
         groups: dict[str, list[Incoming]] = {}
         for item in incoming:
+            capture = item.capture
+            sizes.setdefault(capture.content, item.size)
+            sizes.setdefault(capture.header, item.header_size)
+            refs[capture.content] += 1
+            refs[capture.header] += 1
             groups.setdefault(item.structure, []).append(item)
-        if not any(row.state == "alive" for row in self.nodes):
+        known = self.contents.known(sizes)
+        if not any(node.state == "alive" for node in self.nodes):
             await self._reload_nodes()
-        unclaimed = [name for name in groups if name not in self.claims]
+        # Placed before anything is written, so an insert that cannot be stored changes nothing.
+        upload = place(self.nodes, {n: s for n, s in sizes.items() if n not in known})
+
+        where = {name: self.claims[name] for name in groups if name in self.claims}
+        unclaimed = [name for name in groups if name not in where]
         if unclaimed:
-            await self._claim(unclaimed)
-        results = await self._append_all(groups)
+            where.update(await self._claim(unclaimed))
+        results = await self._append_all(groups, where)
         # A file just created has no replica yet: the master's copies of it will be fresh.
         changed = [name for name, (added, created) in results.items() if added and not created]
         if changed:
-            try:
-                await self.upstream.notify("structure.changed", {"names": changed}, timeout=30)
-            except HipError as exc:
-                log.warning(
-                    "could not tell the master of %d changed structures: %s", len(changed), exc
-                )
-        upload = self._uploads(incoming)
-        self.stats["captures"] += len(incoming)
-        self.stats["uploads_asked"] += len(upload)
-        return {"added": sum(added for added, _ in results.values()), "upload": upload}
+            await self._tell_master("structure.changed", {"names": changed})
 
-    async def _append_all(self, groups: dict[str, list[Incoming]]) -> dict[str, tuple[int, bool]]:
-        """Append to every structure file, one request per node for many files; what a node
-        could not take is appended alone, re-claimed once if its node fails."""
+        self._count_refs(refs, known)
+        added = sum(added for added, _ in results.values())
+        self.stats["captures"] += len(incoming)
+        self.stats["records_added"] += added
+        self.stats["uploads_asked"] += len(upload)
+        return {"added": added, "upload": upload}
+
+    def _count_refs(self, refs: Mapping[str, int], known: set[str]) -> None:
+        """Count the references: now for known contents, at `stored` for the others."""
+        more = {name: refs[name] for name in known}
+        self._report_popular(self.contents.count_refs(more), more)
+        if len(self._pending) > MAX_PENDING:
+            self._pending.clear()
+        for name, count in refs.items():
+            if name not in known:
+                self._pending[name] = self._pending.get(name, 0) + count
+
+    def _report_popular(self, counts: Mapping[str, int], added: Mapping[str, int]) -> None:
+        """Tell the master the counts of popular contents that changed. Each change is sent, not
+        only the one reaching the threshold, so a count the master could not apply yet (a file
+        not in its inventory yet) is set by the next reference."""
+        popular = {
+            name: count
+            for name, count in counts.items()
+            if count >= self.popular_refs and added.get(name, 0) > 0
+        }
+        if not popular:
+            return
+        items = list(popular.items())
+        for start in range(0, len(items), MAX_CAPTURES):
+            part = dict(items[start : start + MAX_CAPTURES])
+            task = asyncio.create_task(self._tell_master("content.refs", {"refs": part}))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _tell_master(self, method: str, params: dict[str, Any]) -> None:
+        """Notify the master without waiting for a connection; changed structure files that
+        could not be told are kept and told on the next connection."""
+        peer = self.upstream.peer
+        try:
+            if peer is None or peer.closed:
+                raise HipError("not connected")
+            await peer.notify(method, params)
+        except HipError as exc:
+            if method == "structure.changed":
+                self._keep_unsent(params["names"])
+            log.warning("could not notify the master (%s): %s", method, exc)
+
+    def _keep_unsent(self, names: list[str]) -> None:
+        if len(self._unsent) + len(names) > MAX_UNSENT:
+            log.warning("dropping %d unsent structure changes", len(self._unsent))
+            self._unsent.clear()
+        self._unsent.update(names)
+
+    async def _send_unsent(self, peer: Peer) -> None:
+        names, self._unsent = list(self._unsent), set()
+        for start in range(0, len(names), MAX_CAPTURES):
+            part = names[start : start + MAX_CAPTURES]
+            try:
+                await peer.notify("structure.changed", {"names": part})
+            except HipError:
+                self._keep_unsent(names[start:])
+                raise
+        if names:
+            log.info("told the master of %d structure changes made while away", len(names))
+
+    async def _append_all(
+        self, groups: dict[str, list[Incoming]], where: dict[str, str]
+    ) -> dict[str, tuple[int, bool]]:
+        """Append to every structure file, one request per node for many files; a file the batch
+        did not take is appended alone, and claimed again if its node fails."""
         by_node: dict[str, list[str]] = {}
         for name in groups:
-            by_node.setdefault(self.claims[name], []).append(name)
+            by_node.setdefault(where[name], []).append(name)
         results: dict[str, tuple[int, bool]] = {}
+        refused: list[str] = []
 
         async def to_node(address: str, names: list[str]) -> None:
             for start in range(0, len(names), APPEND_BATCH):
@@ -263,46 +328,61 @@ class IndexNode:
                     for n in part
                 ]
                 try:
-                    results.update(await self._post_many(address, files))
-                except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
+                    results.update(await self._post_many(address, files, refused))
+                except (*NODE_ERRORS, AppendFailed) as exc:
                     log.warning(
                         "batch append of %d files to %s failed: %s", len(part), address, exc
                     )
 
         await asyncio.gather(*(to_node(address, names) for address, names in by_node.items()))
+        if refused:
+            raise RemoteError("bad_params", f"insert: a storage node refused {refused[0]}")
         left = [name for name in groups if name not in results]
-        alone = await asyncio.gather(*(self._append(name, groups[name]) for name in left))
-        results.update(zip(left, alone, strict=True))
+        alone = await asyncio.gather(
+            *(self._append(name, groups[name], where) for name in left), return_exceptions=True
+        )
+        for name, result in zip(left, alone, strict=True):
+            if isinstance(result, BaseException):
+                raise result
+            results[name] = result
         return results
 
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token}"}
+
     async def _post_many(
-        self, address: str, files: list[dict[str, Any]]
+        self, address: str, files: list[dict[str, Any]], refused: list[str]
     ) -> dict[str, tuple[int, bool]]:
         """POST /structures; the files the node took. A refused record is the client's fault."""
         assert self._session is not None
-        headers = {"Authorization": f"Bearer {self._token}"}
-        async with self._session.post(
-            f"{address}/structures", json={"files": files}, headers=headers
-        ) as r:
+        async with (
+            self._appending,
+            self._session.post(
+                f"{address}/structures", json={"files": files}, headers=self._headers()
+            ) as r,
+        ):
             answer = await r.json(content_type=None)
             if r.status != 200:
-                raise DlwebError(f"{address} answered {r.status}: {answer.get('error')}")
+                raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
         taken: dict[str, tuple[int, bool]] = {}
         for result in answer["results"]:
             if "error" not in result:
                 taken[result["name"]] = (int(result["added"]), bool(result["created"]))
             elif result.get("status") == 400:
-                raise RemoteError("bad_params", str(result["error"]))
+                refused.append(str(result["error"]))
+        self.stats["appends"] += len(taken)
         return taken
 
-    async def _append(self, name: str, items: list[Incoming]) -> tuple[int, bool]:
-        """Append captures to the active copy; re-claim once if its node fails."""
+    async def _append(
+        self, name: str, items: list[Incoming], where: dict[str, str]
+    ) -> tuple[int, bool]:
+        """Append captures to the active copy; claim it again once if its node fails."""
         body = {"url": items[0].url, "records": _records(items)}
         for attempt in (1, 2):
-            address = self.claims[name]
+            address = where[name]
             try:
                 return await self._post(address, name, body)
-            except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
+            except (*NODE_ERRORS, AppendFailed) as exc:
                 log.warning(
                     "append to %s on %s failed (%s); attempt %d", name, address, exc, attempt
                 )
@@ -311,71 +391,28 @@ class IndexNode:
                     raise RemoteError(
                         "error", f"cannot append to structure {name}: {exc}"
                     ) from None
-                await self._claim([name])
+                where[name] = (await self._claim([name]))[name]
         raise AssertionError("unreachable")
 
     async def _post(self, address: str, name: str, body: dict[str, Any]) -> tuple[int, bool]:
         assert self._session is not None
-        headers = {"Authorization": f"Bearer {self._token}"}
         async with (
             self._appending,
-            self._session.post(f"{address}/structure/{name}", json=body, headers=headers) as r,
+            self._session.post(
+                f"{address}/structure/{name}", json=body, headers=self._headers()
+            ) as r,
         ):
             answer = await r.json(content_type=None)
             if r.status == 400:
-                raise RemoteError("bad_params", str(answer.get("error")))
+                raise RemoteError("bad_params", f"insert: {address} refused: {answer.get('error')}")
             if r.status != 200:
-                raise DlwebError(f"{address} answered {r.status}: {answer.get('error')}")
+                raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
+            self.stats["appends"] += 1
             return int(answer["added"]), bool(answer.get("created"))
 
-    def _uploads(self, incoming: list[Incoming]) -> list[dict[str, Any]]:
-        """Contents and header blocks not yet in the archive, each with the node to send it to."""
-        sizes: dict[str, int] = {}
-        for item in incoming:
-            sizes.setdefault(item.capture.content, item.size)
-            sizes.setdefault(item.capture.header, item.header_size)
-        known = self.contents.known(sizes)
-        popular = [
-            name
-            for name, refs in self.contents.count_refs(
-                item.capture.content for item in incoming if item.capture.content in known
-            ).items()
-            if refs == self.popular_refs
-        ]
-        if popular:
-            task = asyncio.create_task(self._report_popular(popular))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-        takers = [row for row in self.nodes if row.state == "alive"]
-        planned: Counter[str] = Counter()
-        upload = []
-        for name, size in sizes.items():
-            if name in known:
-                continue
-            row = choose_node(takers, name, (), (), planned)
-            if row is None:
-                raise RemoteError("no_node", "no storage node can take new contents now")
-            planned[row.id] += size
-            upload.append({"name": name, "node": row.address, "size": size})
-        return upload
-
-    async def _report_popular(self, names: list[str]) -> None:
-        try:
-            await self.upstream.notify(
-                "content.refs", {"refs": dict.fromkeys(names, self.popular_refs)}, timeout=30
-            )
-        except HipError as exc:
-            log.warning("could not report %d popular contents: %s", len(names), exc)
-
     async def _stored(self, peer: Peer, params: Any) -> dict[str, Any]:
-        if not isinstance(params, dict) or not isinstance(params.get("names"), list):
-            raise _bad("stored: params must be {names: [...]}")
-        names = params["names"]
-        if len(names) > 2 * MAX_CAPTURES:
-            raise _bad(f"stored: at most {2 * MAX_CAPTURES} names a call")
-        for index, name in enumerate(names):
-            if not isinstance(name, str) or not is_valid_name(name):
-                raise _bad(f"stored: names[{index}] is not 64 lowercase hex digits")
-        self.contents.add(names)
-        self.stats["stored"] += len(names)
+        names = parse_names(params, "stored", 2 * MAX_CAPTURES)
+        added = {name: self._pending.pop(name, 0) for name in dict.fromkeys(names)}
+        self._report_popular(self.contents.add(added), added)
+        self.stats["stored"] += len(added)
         return {}

@@ -49,6 +49,12 @@ class Service:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def status(self) -> dict[str, Any]:
+        """Its GET /status answer."""
+        with urllib.request.urlopen(f"{self.url}/status", timeout=10) as answer:
+            result: dict[str, Any] = json.load(answer)
+            return result
+
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(sig)
@@ -201,7 +207,10 @@ def settled(status: dict[str, Any]) -> bool:
     )
 
 
-def write_config(path: Path, master_port: int, replicas: int = 2, lookup: str = "both") -> None:
+def write_config(
+    path: Path, master_port: int, replicas: int = 2, lookup: str = "both", **replication: int
+) -> None:
+    """A cluster configuration; `replication` sets more keys of that section."""
     write_cluster_config(path)
     with open(path, "a") as out:
         out.write(
@@ -209,16 +218,23 @@ def write_config(path: Path, master_port: int, replicas: int = 2, lookup: str = 
             f"lookup: {lookup}\n"
             f"replication:\n  default: {replicas}\n"
         )
+        out.writelines(f"  {key}: {value}\n" for key, value in replication.items())
 
 
 @pytest.fixture
 def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
     made: list[Cluster] = []
 
-    def make(nodes: int = 3, replicas: int = 2, grace: float = 1.0, start: bool = True) -> Cluster:
+    def make(
+        nodes: int = 3,
+        replicas: int = 2,
+        grace: float = 1.0,
+        start: bool = True,
+        **replication: int,
+    ) -> Cluster:
         port = free_port()
         path = tmp_path / "dlweb.yaml"
-        write_config(path, port, replicas)
+        write_config(path, port, replicas, **replication)
         cluster = Cluster(tmp_path, path, load_config(path), port, grace)
         made.append(cluster)
         return cluster.start(nodes) if start else cluster

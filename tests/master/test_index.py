@@ -1,15 +1,30 @@
-"""Index nodes: several behind one master, dedup that survives a restart, refused strangers."""
+"""Index nodes: the insertion path through real processes (master, storage nodes, index nodes)
+and, without processes, the checks of an insert, the placement of uploads and the reference
+counts."""
 
 import dataclasses
+import hashlib
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from archive.cluster import ClusterClient, ClusterError
+from archive.config import ClusterConfig, Replication
+from archive.errors import NotFound
+from archive.hip import RemoteError
+from master.index.captures import MAX_CAPTURES, parse_captures
+from master.index.contents import ContentIndex
+from master.index.placement import NodeInfo, place
+from master.index.service import IndexNode, IndexOptions
 from tests.conftest import free_port
 
 from .conftest import Cluster, Service, make_corpus
+
+SECOND = 1_000_000
+GIB = 2**30
 
 
 def second_index(cluster: Cluster) -> Service:
@@ -81,3 +96,269 @@ async def test_inserting_without_an_index_node_fails_clearly(cluster_factory) ->
     async with ClusterClient(cluster.config) as client:
         with pytest.raises(ClusterError, match="no index node"):
             await client.insert(corpus.captures, corpus.bodies.__getitem__)
+
+
+async def test_captures_are_stored_once_and_read_back(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(200, urls=20)
+    async with ClusterClient(cluster.config) as client:
+        summary = await client.insert(corpus.captures, corpus.bodies.__getitem__)
+        # 200 contents of their own and the header block they share, each uploaded once.
+        assert (summary.captures, summary.added) == (200, 200)
+        assert summary.uploaded == len(corpus.bodies) == 201
+        assert summary.bytes == sum(len(b) for b in corpus.bodies.values())
+        assert cluster.index is not None
+        counters = cluster.index.status()["counters"]
+        assert counters["uploads_asked"] == counters["stored"] == 201
+
+        for name, data in corpus.bodies.items():
+            assert await client.get_content(name) == data
+        assert (
+            await client.get_header_block(corpus.captures[0].header)
+            == corpus.bodies[corpus.captures[0].header]
+        )
+
+        # Page 3 was captured at base + 3 s, + 23 s, + 43 s, ...: its 10 captures, 20 s apart.
+        page = [c for c in corpus.captures if c.url == corpus.captures[3].url]
+        assert len(page) == 10
+        first, second, last = page[0], page[1], page[-1]
+        for at, mode, expected in [
+            (first.time, "exact", first),
+            (first.time - 3600 * SECOND, "closest", first),
+            (first.time + 9 * SECOND, "closest", first),
+            (first.time + 11 * SECOND, "closest", second),
+            (first.time + 11 * SECOND, "before", first),
+            (first.time + 1 * SECOND, "after", second),
+            (last.time + 86_400 * SECOND, "closest", last),
+            (last.time + 86_400 * SECOND, "before", last),
+        ]:
+            found = await client.closest(first.url, at, mode)
+            assert found.capture.content == expected.content, (at, mode)
+            assert found.capture.time == expected.time
+            assert found.node in {n.url for n in cluster.nodes.values()}
+        with pytest.raises(NotFound, match="no capture"):
+            await client.closest(first.url, last.time + 1, "after")
+
+
+async def test_known_contents_under_new_urls_upload_nothing(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(200, urls=20)
+    async with ClusterClient(cluster.config) as client:
+        await client.insert(corpus.captures, corpus.bodies.__getitem__)
+        again = await client.insert(corpus.captures, corpus.bodies.__getitem__)
+        assert (again.added, again.uploaded) == (0, 0), "the same captures add nothing"
+
+        moved = [
+            dataclasses.replace(c, url=c.url.replace("/page/", "/moved/"), time=c.time + 7 * SECOND)
+            for c in corpus.captures
+        ]
+        summary = await client.insert(moved, corpus.bodies.__getitem__)
+        assert (summary.added, summary.uploaded, summary.bytes) == (200, 0, 0)
+        for capture in moved[:20]:
+            found = await client.closest(capture.url, capture.time, "exact")
+            assert found.capture.content == capture.content
+    assert cluster.index is not None
+    assert cluster.index.status()["counters"]["stored"] == 201
+
+
+async def test_bad_captures_are_refused_naming_the_field(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    corpus = make_corpus(2, urls=2)
+    good, other = corpus.captures
+    async with ClusterClient(cluster.config) as client:
+        for change, message in [
+            ({"content": "xyz"}, r"captures\[1\]: capture field 'content' must be 64 lowercase"),
+            ({"header": "A" * 64}, r"captures\[1\]: capture field 'header'"),
+            ({"url": "no url at all"}, r"captures\[1\]: 'url'"),
+            ({"status": 4000}, r"captures\[1\]: HTTP status 4000"),
+            ({"size": -1}, r"captures\[1\]: 'size' must be a non-negative integer"),
+            ({"kind": "sideways"}, r"captures\[1\]: capture kind 'sideways'"),
+            ({"time": 2**64}, r"captures\[1\]: 'time' must be an integer"),
+        ]:
+            bad = dataclasses.replace(other, **change)
+            with pytest.raises(ClusterError, match=message):
+                await client.insert([good, bad], corpus.bodies.__getitem__)
+        # A refused call wrote nothing, not even its good captures.
+        with pytest.raises(NotFound):
+            await client.closest(good.url, good.time)
+    assert cluster.index is not None
+    assert cluster.index.status()["counters"].get("captures", 0) == 0
+    assert "Traceback" not in cluster.index.log()
+
+
+async def test_popular_contents_get_one_more_replica(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2, popular_refs=3)
+    corpus = make_corpus(2, urls=2)
+    popular = corpus.captures[0]
+    async with ClusterClient(cluster.config) as client:
+        await client.insert(corpus.captures, corpus.bodies.__getitem__)
+        cluster.wait_settled(len(corpus.bodies))
+        more = [
+            dataclasses.replace(popular, url=f"http://mirror{i}.example/", time=popular.time + i)
+            for i in range(2)
+        ]
+        await client.insert(more, corpus.bodies.__getitem__)
+    cluster.wait_for(
+        lambda s: len(cluster.get(f"/locate/content/{popular.content}")["nodes"]) == 3,
+        "the popular content to reach 3 replicas",
+    )
+    cluster.wait_settled(len(corpus.bodies))
+    rare = corpus.captures[1].content
+    assert len(cluster.get(f"/locate/content/{rare}")["nodes"]) == 2
+
+
+# -- without processes ---------------------------------------------------------------------------
+
+GOOD: dict[str, Any] = {
+    "url": "http://example.com/",
+    "time": 1_700_000_000_000_000,
+    "content": "a" * 64,
+    "header": "b" * 64,
+    "status": 200,
+    "size": 10,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"url": None}, "'url' must be a string"),
+        ({"url": "x" * 9000}, "'url' must be a string of 1 to"),
+        ({"url": "mailto:someone"}, "'url'"),
+        ({"time": "yesterday"}, "'time' must be an integer"),
+        ({"time": True}, "'time' must be an integer"),
+        ({"time": -(2**64)}, "'time' must be an integer from"),
+        ({"content": "A" * 64}, "'content' must be 64 lowercase hex digits"),
+        ({"header": None}, "'header' must be 64 lowercase hex digits"),
+        ({"status": 1000}, "HTTP status 1000"),
+        ({"status": 2.5}, "'status' must be an integer"),
+        ({"kind": 3}, "capture kind 3"),
+        ({"flags": 256}, "flags 256"),
+        ({"offset": -1}, "'offset' must be an integer from 0"),
+        ({"size": None}, "'size' must be a non-negative integer"),
+        ({"size": False}, "'size' must be a non-negative integer"),
+        ({"header_size": -5}, "'header_size' must be a non-negative integer"),
+    ],
+)
+def test_each_bad_field_is_named(change: dict[str, Any], message: str) -> None:
+    captures = [GOOD, GOOD, {**GOOD, **change}]
+    with pytest.raises(RemoteError) as refused:
+        parse_captures({"captures": captures})
+    assert refused.value.code == "bad_params"
+    assert refused.value.message.startswith("insert: captures[2]: ")
+    assert message in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (None, "params must be {captures"),
+        ({"captures": "all"}, "params must be {captures"),
+        ({"captures": []}, "give 1 to 5000 captures a call, not 0"),
+        ({"captures": [GOOD] * (MAX_CAPTURES + 1)}, "not 5001"),
+        ({"captures": [GOOD, "x"]}, "captures[1] must be an object"),
+        ({"captures": [{k: v for k, v in GOOD.items() if k != "time"}]}, "lacks the field 'time'"),
+    ],
+)
+def test_a_bad_call_is_refused_clearly(params: object, message: str) -> None:
+    with pytest.raises(RemoteError) as refused:
+        parse_captures(params)
+    assert refused.value.code == "bad_params"
+    assert message in refused.value.message
+
+
+def test_good_captures_are_grouped_by_structure_name() -> None:
+    parsed = parse_captures(
+        {"captures": [GOOD, {**GOOD, "url": "HTTP://EXAMPLE.COM:80/", "kind": "revisit"}]}
+    )
+    assert parsed[0].structure == parsed[1].structure
+    assert parsed[1].capture.kind.name == "REVISIT"
+    assert parsed[0].header_size == 512
+
+
+def test_uploads_go_to_an_alive_node_with_room_preferring_its_group() -> None:
+    total = 100 * GIB
+    nodes = [
+        NodeInfo("a", "http://a", "alive", 50 * GIB, total, frozenset({0xAB})),
+        NodeInfo("b", "http://b", "alive", 90 * GIB, total),
+        NodeInfo("c", "http://c", "draining", 99 * GIB, total),
+        NodeInfo("d", "http://d", "alive", 60 * 2**20, total, frozenset({0xCD})),
+    ]
+    in_group, other, full = "ab" + "0" * 62, "12" + "0" * 62, "cd" + "0" * 62
+    orders = place(nodes, {in_group: 1000, other: 1000, full: 8 * 2**20})
+    assert [o["node"] for o in orders] == ["http://a", "http://b", "http://b"]
+    assert orders[0] == {"name": in_group, "node": "http://a", "size": 1000}
+
+    # Bytes planned in the same call count against a node's free space.
+    spread = place(nodes[:2], {f"{i:02x}" + "0" * 62: 20 * GIB for i in range(1, 4)})
+    assert Counter(o["node"] for o in spread) == {"http://b": 2, "http://a": 1}
+
+    with pytest.raises(RemoteError, match="no storage node has room"):
+        place(nodes, {other: 95 * GIB})
+    with pytest.raises(RemoteError, match="no storage node is alive"):
+        place(nodes[2:3], {other: 1})
+    assert place([], {}) == []
+
+
+def test_the_content_database_counts_references(tmp_path: Path) -> None:
+    index = ContentIndex(tmp_path / "contents.db")
+    a, b, c = (hashlib.sha256(bytes([i])).hexdigest() for i in range(3))
+    assert index.known([a, b]) == set()
+    assert index.count_refs({a: 2}) == {}
+    assert index.add({a: 3, b: 0}) == {a: 3, b: 1}
+    assert index.known([a, b, c]) == {a, b}
+    assert index.count_refs({a: 2, c: 1}) == {a: 5}
+    assert index.add({a: 0}) == {a: 5}
+    index.close()
+    reopened = ContentIndex(tmp_path / "contents.db")
+    assert (len(reopened), reopened.refs(a), reopened.refs(c)) == (2, 5, None)
+    reopened.close()
+
+
+async def test_popular_counts_are_reported_as_they_change(tmp_path: Path) -> None:
+    config = ClusterConfig(
+        name="t", secret=b"s" * 16, master="http://127.0.0.1:9", replication=Replication()
+    )
+    node = IndexNode(IndexOptions(tmp_path, "127.0.0.1", 0, config, "http://127.0.0.1:9"))
+    node.popular_refs = 3
+    told: list[dict[str, Any]] = []
+
+    async def tell(method: str, params: dict[str, Any]) -> None:
+        told.append({method: params})
+
+    node._tell_master = tell  # type: ignore[method-assign]
+    a, b = (hashlib.sha256(bytes([i])).hexdigest() for i in range(2))
+    try:
+        node._count_refs({a: 2, b: 1}, known=set())
+        await node._stored(None, {"names": [a, b, a]})  # type: ignore[arg-type]
+        assert (node.contents.refs(a), node.contents.refs(b)) == (2, 1)
+        node._count_refs({a: 1, b: 1}, known={a, b})
+        node._count_refs({a: 5}, known={a})
+        for task in list(node._background):
+            await task
+        assert told == [{"content.refs": {"refs": {a: 3}}}, {"content.refs": {"refs": {a: 8}}}]
+        with pytest.raises(RemoteError, match=r"names\[1\] is not 64 lowercase"):
+            await node._stored(None, {"names": [a, "b"]})  # type: ignore[arg-type]
+    finally:
+        node.contents.close()
+
+
+async def test_changes_the_master_missed_are_told_on_reconnection(tmp_path: Path) -> None:
+    config = ClusterConfig(name="t", secret=b"s" * 16, master="http://127.0.0.1:9")
+    node = IndexNode(IndexOptions(tmp_path, "127.0.0.1", 0, config, "http://127.0.0.1:9"))
+    names = [hashlib.sha256(bytes([i])).hexdigest() for i in range(3)]
+    told: list[tuple[str, Any]] = []
+
+    class Master:
+        async def notify(self, method: str, params: Any) -> None:
+            told.append((method, params))
+
+    try:
+        await node._tell_master("structure.changed", {"names": names[:2]})
+        await node._tell_master("structure.changed", {"names": names[1:]})
+        assert node.status()["unsent_changes"] == 3
+        await node._send_unsent(Master())  # type: ignore[arg-type]
+        assert [(m, sorted(p["names"])) for m, p in told] == [("structure.changed", sorted(names))]
+        assert node.status()["unsent_changes"] == 0
+    finally:
+        node.contents.close()

@@ -1,0 +1,83 @@
+"""The captures of an insert call, every field checked before anything is written."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from archive.errors import DlwebError
+from archive.hashing import is_valid_name
+from archive.hip import RemoteError
+from archive.structure import Capture
+from archive.urlkey import structure_name
+
+MAX_CAPTURES = 5_000
+MAX_URL = 8_192
+DEFAULT_HEADER_SIZE = 512
+# Times (UTC microseconds) and offsets are signed 64-bit integers in the structure files.
+MAX_INT64 = 2**63 - 1
+
+
+def bad(message: str) -> RemoteError:
+    return RemoteError("bad_params", message)
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    url: str
+    structure: str
+    capture: Capture
+    size: int
+    header_size: int
+
+
+def _int(item: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
+    value = item.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise bad(f"{where}: {key!r} must be a non-negative integer")
+    return value
+
+
+def parse_capture(item: object, where: str) -> Incoming:
+    if not isinstance(item, dict):
+        raise bad(f"{where} must be an object")
+    url = item.get("url")
+    if not isinstance(url, str) or not url or len(url) > MAX_URL:
+        raise bad(f"{where}: 'url' must be a string of 1 to {MAX_URL} characters")
+    try:
+        name = structure_name(url)
+    except DlwebError as exc:
+        raise bad(f"{where}: 'url': {exc}") from None
+    for key, low in (("time", -MAX_INT64), ("offset", 0)):
+        value = item.get(key, 0)
+        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= MAX_INT64:
+            raise bad(f"{where}: {key!r} must be an integer from {low} to 2^63-1")
+    try:
+        capture = Capture.from_json(item)
+    except DlwebError as exc:
+        raise bad(f"{where}: {exc}") from None
+    size = _int(item, "size", where)
+    header_size = _int(item, "header_size", where, DEFAULT_HEADER_SIZE)
+    return Incoming(url, name, capture, size, header_size)
+
+
+def parse_captures(params: object) -> list[Incoming]:
+    """The captures of an insert call, naming the index and field of the first bad one."""
+    if not isinstance(params, dict) or not isinstance(params.get("captures"), list):
+        raise bad("insert: params must be {captures: [...]}")
+    raw = params["captures"]
+    if not raw or len(raw) > MAX_CAPTURES:
+        raise bad(f"insert: give 1 to {MAX_CAPTURES} captures a call, not {len(raw)}")
+    return [parse_capture(item, f"insert: captures[{i}]") for i, item in enumerate(raw)]
+
+
+def parse_names(params: object, method: str, limit: int) -> list[str]:
+    """The names of a `stored` call, each 64 lowercase hex digits."""
+    if not isinstance(params, dict) or not isinstance(params.get("names"), list):
+        raise bad(f"{method}: params must be {{names: [...]}}")
+    names = params["names"]
+    if len(names) > limit:
+        raise bad(f"{method}: at most {limit} names a call, not {len(names)}")
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not is_valid_name(name):
+            raise bad(f"{method}: names[{index}] is not 64 lowercase hex digits")
+    return list(names)

@@ -1,0 +1,310 @@
+"""The cluster client against stand-ins served in this process: an index node's HIP route, a
+master's /locate and storage nodes that answer well or badly. No master process is needed."""
+
+import asyncio
+import hashlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from archive.cluster import ClusterClient, ClusterError, NewCapture
+from archive.config import ClusterConfig
+from archive.errors import BadName, NotFound
+from archive.hip import HipMaster, Peer, RemoteError
+from archive.structure import Capture
+from archive.timestamps import parse_time
+from archive.urlkey import structure_name
+from tests.conftest import free_port
+
+SECRET = b"secret of the cluster client tests"
+HEADER = b"HTTP/1.1 200 OK\r\n\r\n"
+HEADER_NAME = hashlib.sha256(HEADER).hexdigest()
+T0 = 1_700_000_000_000_000
+
+Serve = Callable[[web.Application], Awaitable[str]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Serve]:
+    """Serve aiohttp applications on loopback ports; their base URLs."""
+    runners: list[web.AppRunner] = []
+
+    async def start(app: web.Application) -> str:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        port = runner.addresses[0][1]
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+@dataclass
+class FakeNode:
+    """A storage node: keeps what is PUT, serves contents and structure queries, or misbehaves."""
+
+    contents: dict[str, bytes] = field(default_factory=dict)
+    captures: dict[str, list[Capture]] = field(default_factory=dict)
+    puts: list[tuple[str, str]] = field(default_factory=list)
+    content_status: int = 200
+    wrong_bytes: bool = False
+    put_status: int = 201
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/content/{name}", self.get_content)
+        app.router.add_put("/content/{name}", self.put_content)
+        app.router.add_get("/structure/{name}", self.get_structure)
+        return app
+
+    async def get_content(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if self.content_status != 200:
+            return web.json_response({"error": "trouble"}, status=self.content_status)
+        if name not in self.contents:
+            return web.json_response({"error": "no such content"}, status=404)
+        data = self.contents[name]
+        return web.Response(body=b"rotten" + data[6:] if self.wrong_bytes else data)
+
+    async def put_content(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        self.puts.append((name, request.headers.get("Authorization", "")))
+        if self.put_status >= 400:
+            return web.json_response({"error": "refused"}, status=self.put_status)
+        self.contents[name] = await request.read()
+        return web.json_response({"name": name}, status=self.put_status)
+
+    async def get_structure(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in self.captures:
+            return web.json_response({"error": f"no structure file {name}"}, status=404)
+        mode, at = request.query["mode"], request.query["at"]
+        chosen = pick(self.captures[name], mode, at)
+        records = [] if chosen is None else [chosen.to_json()]
+        return web.json_response({"name": name, "records": records}, status=200 if records else 404)
+
+
+def pick(captures: list[Capture], mode: str, at: str) -> Capture | None:
+    when = parse_time(at)
+    if mode == "before":
+        earlier = [c for c in captures if c.time <= when]
+        return max(earlier, key=lambda c: c.time, default=None)
+    if mode == "after":
+        later = [c for c in captures if c.time >= when]
+        return min(later, key=lambda c: c.time, default=None)
+    if mode == "exact":
+        return next((c for c in captures if c.time == when), None)
+    return min(captures, key=lambda c: abs(c.time - when), default=None)
+
+
+@dataclass
+class FakeMaster:
+    """The master's /locate and, on the same route, an index node's insert and stored."""
+
+    holders: dict[str, list[str]] = field(default_factory=dict)
+    upload_to: str = ""
+    known: set[str] = field(default_factory=set)
+    inserts: list[list[dict[str, Any]]] = field(default_factory=list)
+    stored: list[str] = field(default_factory=list)
+    refuse: RemoteError | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/locate/{kind}/{name}", self.locate)
+        hip = HipMaster(SECRET, "index", {"insert": self.insert, "stored": self.store})
+        hip.add_routes(app)
+        return app
+
+    async def locate(self, request: web.Request) -> web.Response:
+        kind, name = request.match_info["kind"], request.match_info["name"]
+        nodes = [{"id": f"n{i}", "address": a} for i, a in enumerate(self.holders.get(name, []))]
+        return web.json_response({"kind": kind, "name": name, "nodes": nodes})
+
+    async def insert(self, peer: Peer, params: Any) -> dict[str, Any]:
+        if self.refuse is not None:
+            raise self.refuse
+        captures = params["captures"]
+        self.inserts.append(captures)
+        sizes: dict[str, int] = {}
+        for c in captures:
+            sizes.setdefault(c["content"], c["size"])
+            sizes.setdefault(c["header"], c["header_size"])
+        upload = [
+            {"name": n, "node": self.upload_to, "size": s}
+            for n, s in sizes.items()
+            if n not in self.known
+        ]
+        return {"added": len(captures), "upload": upload}
+
+    async def store(self, peer: Peer, params: Any) -> dict[str, Any]:
+        self.stored += params["names"]
+        self.known.update(params["names"])
+        return {}
+
+
+def config_for(master: str) -> ClusterConfig:
+    return ClusterConfig(name="test", secret=SECRET, lookup="master", master=master)
+
+
+def corpus(count: int) -> tuple[list[NewCapture], dict[str, bytes]]:
+    bodies = {HEADER_NAME: HEADER}
+    captures = []
+    for i in range(count):
+        data = os.urandom(300)
+        name = hashlib.sha256(data).hexdigest()
+        bodies[name] = data
+        captures.append(
+            NewCapture(
+                url=f"http://example.com/{i % 7}",
+                time=T0 + i,
+                content=name,
+                header=HEADER_NAME,
+                status=200,
+                size=len(data),
+                header_size=len(HEADER),
+            )
+        )
+    return captures, bodies
+
+
+async def test_insert_uploads_what_the_index_node_asks_then_confirms(serve: Serve) -> None:
+    node = FakeNode()
+    master = FakeMaster(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(2_500)
+
+    async def body_of(name: str) -> bytes:
+        await asyncio.sleep(0)
+        return bodies[name]
+
+    async with ClusterClient(config) as client:
+        summary = await client.insert(captures, body_of)
+        assert [len(batch) for batch in master.inserts] == [1_000, 1_000, 500]
+        assert master.inserts[0][0] == captures[0].to_json()
+        assert node.contents == bodies
+        assert {auth for _, auth in node.puts} == {f"Bearer {config.write_token}"}
+        # The shared header block is asked for by every batch until one confirms it.
+        assert sorted(set(master.stored)) == sorted(bodies)
+        assert summary.captures == summary.added == 2_500
+        assert summary.uploaded == len(node.puts)
+        assert summary.bytes == sum(len(bodies[name]) for name, _ in node.puts)
+
+        node.puts.clear()
+        again = await client.insert(captures[:10], bodies.__getitem__)
+        assert (again.added, again.uploaded, again.bytes, node.puts) == (10, 0, 0, [])
+
+
+async def test_a_refused_insert_says_why(serve: Serve) -> None:
+    master = FakeMaster(refuse=RemoteError("bad_params", "insert: captures[0]: 'size' is bad"))
+    config = config_for(await serve(master.app()))
+    async with ClusterClient(config) as client:
+        with pytest.raises(ClusterError, match=r"captures\[0\]: 'size'"):
+            await client.insert(corpus(1)[0], bytes)
+
+
+async def test_an_upload_the_node_refuses_fails_the_insert(serve: Serve) -> None:
+    node = FakeNode(put_status=507)
+    master = FakeMaster(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(3)
+    async with ClusterClient(config) as client:
+        with pytest.raises(ClusterError, match="upload of .* failed: 507"):
+            await client.insert(captures, bodies.__getitem__)
+    assert master.stored == []
+
+
+async def test_a_read_falls_back_past_dead_failing_and_lying_holders(serve: Serve) -> None:
+    data = os.urandom(1000)
+    name = hashlib.sha256(data).hexdigest()
+    failing = FakeNode({name: data}, content_status=500)
+    lying = FakeNode({name: data}, wrong_bytes=True)
+    good = FakeNode({name: data})
+    dead = f"http://127.0.0.1:{free_port()}"
+    holders = [dead, await serve(failing.app()), await serve(lying.app())]
+    master = FakeMaster(holders={name: [*holders, await serve(good.app())]})
+    async with ClusterClient(config_for(await serve(master.app()))) as client:
+        assert await client.get_content(name) == data
+        assert await client.get_header_block(name) == data
+        master.holders[name] = holders
+        with pytest.raises(ClusterError) as refused:
+            await client.get_content(name)
+        message = str(refused.value)
+        assert dead in message
+        assert "answered 500" in message
+        assert "served bytes of another hash" in message
+        with pytest.raises(NotFound, match="on no node"):
+            await client.get_content(hashlib.sha256(b"nothing").hexdigest())
+
+
+async def test_closest_falls_back_past_a_holder_without_the_file(serve: Serve) -> None:
+    url = "http://example.com/page"
+    name = structure_name(url)
+    times = [T0, T0 + 10_000_000, T0 + 20_000_000]
+    captures = [Capture(t, f"{i:064x}", HEADER_NAME, 200) for i, t in enumerate(times)]
+    empty, holder = FakeNode(), FakeNode(captures={name: captures})
+    first, second = await serve(empty.app()), await serve(holder.app())
+    master = FakeMaster(holders={name: [first, second]})
+    async with ClusterClient(config_for(await serve(master.app()))) as client:
+        found = await client.closest(url, T0 + 12_000_000)
+        assert (found.capture, found.node) == (captures[1], second)
+        assert (await client.closest(url, T0 + 12_000_000, "before")).capture == captures[1]
+        assert (await client.closest(url, T0 + 12_000_000, "after")).capture == captures[2]
+        assert (await client.closest(url, T0, "exact")).capture == captures[0]
+        with pytest.raises(NotFound, match="no capture"):
+            await client.closest(url, T0 - 1, "before")
+        with pytest.raises(ClusterError, match="mode must be"):
+            await client.closest(url, T0, "sideways")
+        master.holders[name] = [first]
+        with pytest.raises(NotFound, match="no holder has its structure file"):
+            await client.closest(url, T0)
+
+
+async def test_bad_arguments_and_missing_settings_are_clear(serve: Serve) -> None:
+    name = hashlib.sha256(b"x").hexdigest()
+    dead = f"http://127.0.0.1:{free_port()}"
+    stranger = await serve(web.Application())
+    master = FakeMaster()
+    async with ClusterClient(config_for(await serve(master.app()))) as client:
+        with pytest.raises(ClusterError, match="kind must be"):
+            await client.locate("blob", name)
+        with pytest.raises(BadName):
+            await client.locate("content", "not-a-name")
+        assert await client.locate("content", name) == []
+    async with ClusterClient(ClusterConfig(name="t", secret=SECRET, lookup="master")) as client:
+        with pytest.raises(ClusterError, match="no master URL"):
+            await client.locate("content", name)
+    async with ClusterClient(config_for(dead)) as client:
+        with pytest.raises(ClusterError, match="cannot be reached"):
+            await client.locate("content", name)
+    async with ClusterClient(config_for(stranger)) as client:
+        with pytest.raises(ClusterError, match="answered 404 with no node list"):
+            await client.locate("content", name)
+    async with ClusterClient(config_for(dead), connect_timeout=0.5) as client:
+        with pytest.raises(ClusterError, match=r"insert failed: not connected .* after 0.5 s"):
+            await client.insert(corpus(1)[0], bytes)
+    with pytest.raises(ClusterError, match="async with"):
+        await ClusterClient(config_for(dead)).get_content(name)
+
+
+def test_a_new_capture_is_sent_with_every_field() -> None:
+    capture = NewCapture("http://a.example/", T0, "a" * 64, "b" * 64, 304, 0, kind="not_modified")
+    assert capture.to_json() == {
+        "url": "http://a.example/",
+        "time": T0,
+        "content": "a" * 64,
+        "header": "b" * 64,
+        "status": 304,
+        "size": 0,
+        "header_size": 512,
+        "kind": "not_modified",
+        "flags": 0,
+        "offset": 0,
+    }
