@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,15 @@ def answers(url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Poll a condition with a deadline; fail naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:

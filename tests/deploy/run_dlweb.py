@@ -3,8 +3,6 @@
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +52,6 @@ def processes_naming(path: Path) -> list[int]:
             except OSError:
                 continue
     return found
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:

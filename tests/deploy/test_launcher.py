@@ -15,6 +15,7 @@ import yaml
 from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
 from deploy.launcher import write_config
+from tests.conftest import wait_until
 from tests.deploy.run_dlweb import (
     dlweb,
     dlweb_json,
@@ -22,7 +23,6 @@ from tests.deploy.run_dlweb import (
     processes_naming,
     recorded_pids,
     running,
-    wait_until,
 )
 from tests.master.conftest import make_corpus
 

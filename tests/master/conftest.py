@@ -18,7 +18,13 @@ import pytest
 
 from archive.cluster import NewCapture
 from archive.config import ClusterConfig, load_config
-from tests.conftest import READY_TIMEOUT, NodeProcess, answers, free_port, write_cluster_config
+from tests.conftest import (
+    READY_TIMEOUT,
+    NodeProcess,
+    answers,
+    free_port,
+    write_cluster_config,
+)
 
 HEADER = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n"
 
@@ -185,14 +191,6 @@ class Cluster:
         for service in (self.index, self.master):
             if service is not None:
                 service.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def alive(status: dict[str, Any]) -> int:

@@ -12,8 +12,8 @@ import yaml
 
 from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
-from tests.conftest import free_port
-from tests.deploy.run_dlweb import dlweb, dlweb_json, one_line_error, running, wait_until
+from tests.conftest import free_port, wait_until
+from tests.deploy.run_dlweb import dlweb, dlweb_json, one_line_error, running
 from tests.master.conftest import make_corpus
 
 

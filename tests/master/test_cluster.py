@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from archive.cluster import ClusterClient, ClusterError, NewCapture
-from tests.conftest import write_cluster_config
+from tests.conftest import wait_until, write_cluster_config
 
-from .conftest import Cluster, Corpus, alive, make_corpus, wait_until
+from .conftest import Cluster, Corpus, alive, make_corpus
 
 
 async def insert(cluster: Cluster, corpus: Corpus) -> None:
