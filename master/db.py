@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS moves (
     size INTEGER NOT NULL,
     done INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS pending_refs (name TEXT PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -215,7 +216,23 @@ class MasterDB:
                         "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
                         (kind, name, node),
                     )
+            self._settle_pending_refs(targets)
             self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
+
+    def _settle_pending_refs(self, targets: TargetFn) -> None:
+        """Give contents that just arrived the reference counts sent before they did."""
+        if self.db.execute("SELECT 1 FROM pending_refs LIMIT 1").fetchone() is None:
+            return
+        rows = self.db.execute(
+            "SELECT f.name, f.size, p.refs FROM pending_refs p"
+            " JOIN files f ON f.kind = 'content' AND f.name = p.name"
+        ).fetchall()
+        for name, size, refs in rows:
+            self.db.execute(
+                "UPDATE files SET refs = ?, target = ? WHERE kind = 'content' AND name = ?",
+                (refs, targets("content", size, refs), name),
+            )
+        self.db.executemany("DELETE FROM pending_refs WHERE name = ?", [(r[0],) for r in rows])
 
     def add_locations(self, node: str, files: Iterable[FileRef], targets: TargetFn) -> None:
         """Record copies the master made itself, before the node's inventory confirms them."""
@@ -247,6 +264,13 @@ class MasterDB:
                     self.db.execute(
                         "UPDATE files SET refs = ?, target = ? WHERE kind = 'content' AND name = ?",
                         (count, targets("content", row[0], count), name),
+                    )
+                else:
+                    # Not heard of yet (its upload is still on the way): kept until it arrives.
+                    self.db.execute(
+                        "INSERT INTO pending_refs (name, refs) VALUES (?, ?)"
+                        " ON CONFLICT (name) DO UPDATE SET refs = MAX(refs, excluded.refs)",
+                        (name, count),
                     )
 
     def retarget(self, targets: TargetFn) -> None:

@@ -84,3 +84,15 @@ def test_positions_survive_reopening(tmp_path: Path) -> None:
     assert again.get_meta("rebalance") == {"state": "running"}
     assert again.file_counts() == {"content": 0, "structure": 1}
     again.close()
+
+
+def test_reference_counts_sent_before_the_content_are_kept(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication(default=2, small_bytes=0, popular_refs=5))
+    db.save_node(NodeRow("a", "http://a"))
+    db.set_refs({name(1): 7}, target)
+    entry = {"op": "add", "kind": "content", "name": name(1), "size": 4096}
+    db.apply_inventory("a", [entry], 1, target)
+    assert db.targets_of([("content", name(1))]) == {("content", name(1)): 3}
+    assert db.db.execute("SELECT COUNT(*) FROM pending_refs").fetchone()[0] == 0
+    db.close()
