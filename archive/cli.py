@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from . import browse
 from .config import load_config, write_new_config
 from .errors import ConfigError, DlwebError
 
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_config(subparsers)
+    browse.register(subparsers, add_config_option)
     for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
         entry.load()(subparsers)
     return parser

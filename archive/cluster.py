@@ -33,6 +33,8 @@ __all__ = ["BodySource", "ClusterClient", "ClusterError", "Found", "InsertSummar
 log = logging.getLogger(__name__)
 
 INSERT_BATCH = 1_000
+MAX_LISTED = 100_000
+EARLIEST, LATEST = "1000", "99991231235959"
 UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
 KINDS = ("content", "structure")
@@ -290,41 +292,52 @@ class ClusterClient:
         """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""
         if mode not in (Mode.CLOSEST, Mode.BEFORE, Mode.AFTER, Mode.EXACT):
             raise ClusterError(f"mode must be closest, before, after or exact, not {mode!r}")
+        when = format_iso(at)
+        answer, address = await self._ask_structure(
+            url, f"mode={mode}&at={quote(when)}", f"no capture of {url} {mode} {when}"
+        )
+        try:
+            return Found(Capture.from_json(answer["records"][0]), address)
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ClusterError(f"{address} answered without a record: {exc}") from None
+
+    async def captures(self, url: str) -> list[Capture]:
+        """Every capture of `url`, oldest first."""
+        answer, address = await self._ask_structure(
+            url, f"mode=range&from={EARLIEST}&to={LATEST}&limit={MAX_LISTED}", ""
+        )
+        try:
+            return [Capture.from_json(record) for record in answer["records"]]
+        except (KeyError, TypeError) as exc:
+            raise ClusterError(f"{address} answered without records: {exc}") from None
+
+    async def _ask_structure(self, url: str, query: str, none: str) -> tuple[dict[str, Any], str]:
+        """Ask the holders of `url`'s structure file in turn; the first answer and its node.
+
+        A 404 with records means the file has no capture matching (NotFound(none)); a 404
+        without them, that this holder lost its copy, so the next one is asked.
+        """
         name = structure_name(url)
         holders = await self.locate("structure", name)
         if not holders:
             raise NotFound(f"{url} is not in the archive")
         problems = []
         missing = 0
-        when = format_iso(at)
-        query = f"/structure/{name}?mode={mode}&at={quote(when)}"
         for address in holders:
             try:
-                async with self.session.get(address + query) as r:
+                async with self.session.get(f"{address}/structure/{name}?{query}") as r:
                     answer = await r.json(content_type=None)
                 if not isinstance(answer, dict):
                     raise ValueError("the answer is not a JSON object")
                 if r.status == 404 and "records" in answer:
-                    raise NotFound(f"no capture of {url} {mode} {when}")
+                    raise NotFound(none)
                 if r.status != 200:
-                    # A 404 without records: this holder lost its copy; ask the next one.
                     missing += r.status == 404
                     problems.append(f"{address} answered {r.status}: {answer.get('error')}")
                     continue
-                return Found(Capture.from_json(answer["records"][0]), address)
-            except (
-                aiohttp.ClientError,
-                OSError,
-                TimeoutError,
-                ValueError,
-                KeyError,
-                IndexError,
-            ) as exc:
+                return answer, address
+            except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                 problems.append(f"{address}: {exc or type(exc).__name__}")
-            except NotFound:
-                raise
-            except DlwebError as exc:
-                problems.append(f"{address} sent a bad record: {exc}")
         if missing == len(holders):
             raise NotFound(f"{url} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {url}'s structure file answered: {'; '.join(problems)}")

@@ -1,0 +1,76 @@
+"""`dlweb get URL` and `dlweb captures URL`: a researcher's command-line view of one URL."""
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .cluster import ClusterClient
+from .config import load_config
+from .timestamps import BadTime, format_iso, parse_time
+
+MODES = ("closest", "before", "after", "exact")
+
+
+def _time(text: str) -> int:
+    try:
+        return parse_time(text)
+    except BadTime as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+async def _get(args: argparse.Namespace) -> int:
+    at = args.at if args.at is not None else time.time_ns() // 1000
+    async with ClusterClient(load_config(args.config)) as client:
+        found = await client.closest(args.url, at, args.mode)
+        body = await client.get_content(found.capture.content)
+        header = await client.get_header_block(found.capture.header) if args.headers else b""
+    print(
+        f"capture of {format_iso(found.capture.time)}, status {found.capture.status},"
+        f" {len(body)} bytes",
+        file=sys.stderr,
+    )
+    if args.out is not None:
+        args.out.write_bytes(header + body)
+    else:
+        sys.stdout.buffer.write(header + body)
+        sys.stdout.buffer.flush()
+    return 0
+
+
+async def _captures(args: argparse.Namespace) -> int:
+    async with ClusterClient(load_config(args.config)) as client:
+        found = await client.captures(args.url)
+    if args.json:
+        print(json.dumps([{**c.to_json(), "date": format_iso(c.time)} for c in found], indent=2))
+        return 0
+    for capture in found:
+        print(
+            f"{format_iso(capture.time):<28} {capture.status:>3} {capture.kind.name.lower():<13}"
+            f" {capture.content}"
+        )
+    print(f"{len(found)} captures of {args.url}", file=sys.stderr)
+    return 0
+
+
+def register(
+    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    add_config_option: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add `get` and `captures` (the kernel registers them: they only need the cluster client)."""
+    get = subparsers.add_parser("get", help="print the archived copy of a URL at a date")
+    get.add_argument("url", help="the URL as it was archived")
+    get.add_argument("--at", type=_time, default=None, help="date (YYYYMMDD..., ISO); default now")
+    get.add_argument("--mode", choices=MODES, default="closest", help="which capture (closest)")
+    get.add_argument("--headers", action="store_true", help="print the archived headers first")
+    get.add_argument("-o", "--out", type=Path, default=None, help="write to FILE, not stdout")
+    get.set_defaults(run=lambda args: asyncio.run(_get(args)))
+    listing = subparsers.add_parser("captures", help="list every capture of a URL")
+    listing.add_argument("url", help="the URL as it was archived")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(run=lambda args: asyncio.run(_captures(args)))
+    for parser in (get, listing):
+        add_config_option(parser)
