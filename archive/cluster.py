@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -58,18 +58,7 @@ class NewCapture:
     offset: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "time": self.time,
-            "content": self.content,
-            "header": self.header,
-            "status": self.status,
-            "size": self.size,
-            "header_size": self.header_size,
-            "kind": self.kind,
-            "flags": self.flags,
-            "offset": self.offset,
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -4,7 +4,7 @@ import hashlib
 import hmac
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ from .errors import ConfigError
 from .multicast import MulticastSettings
 
 LOOKUP_MODES = ("multicast", "master", "both")
+# Reliability classes of a storage node's disks, most reliable first.
+RELIABILITIES = ("high", "normal", "low")
 MIN_SECRET_LENGTH = 16
 _TOKEN_LABEL = b"dlweb write token v1"
 
@@ -38,7 +40,7 @@ class Replication:
     unreliable_extra: int = 1
 
     def to_json(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from .db import MasterDB, NodeRow
 log = logging.getLogger(__name__)
 
 ADMIN_STATES = ("alive", "read-only", "draining")
-RELIABILITIES = ("high", "normal", "low")
 
 
 class Membership:

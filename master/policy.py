@@ -2,11 +2,11 @@
 
 from collections.abc import Callable, Collection, Sequence
 
-from archive.config import Replication
+from archive.config import RELIABILITIES, Replication
 
 from .db import NodeRow
 
-RELIABILITY_RANK = {"high": 0, "normal": 1, "low": 2}
+RELIABILITY_RANK = {name: rank for rank, name in enumerate(RELIABILITIES)}
 
 
 def target_function(policy: Replication) -> Callable[[str, int, int], int]:

@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from archive.hip import HipError, RemoteError
@@ -32,18 +32,9 @@ class RepairStats:
     refreshed: int = 0
     running: int = 0
     lost: int = 0
-    last_pass: float = 0.0
-    errors: Counter[str] = field(default_factory=Counter)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "copied": self.copied,
-            "failed": self.failed,
-            "deleted": self.deleted,
-            "refreshed": self.refreshed,
-            "running": self.running,
-            "lost": self.lost,
-        }
+        return asdict(self)
 
 
 class Throttle:
@@ -76,9 +67,10 @@ class Copier:
         self.targets = targets
         self.busy: set[tuple[str, str]] = set()
 
-    def source_for(self, kind: str, name: str, holders: tuple[str, ...]) -> str | None:
+    def source_for(
+        self, kind: str, name: str, holders: tuple[str, ...], readable: set[str]
+    ) -> str | None:
         """A readable holder to copy from: the active copy for a structure file, then the rest."""
-        readable = set(self.members.readable())
         if kind == "structure":
             active = self.db.active_node(name)
             if active is not None and active in readable and active in holders:
@@ -154,7 +146,6 @@ class Repairer:
         worked = await self.refresh_structures() or worked
         if not worked and not self.members.in_grace():
             worked = await self.trim()
-        self.stats.last_pass = time.time()
         return worked
 
     async def copy_short(self) -> bool:
@@ -163,6 +154,7 @@ class Repairer:
             counting, self.members.usable(), self.unreliable_extra, BATCH * 4
         )
         receivers = self.members.receivers()
+        readable = set(self.members.readable())
         plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
         planned: dict[str, int] = Counter()
         lost = 0
@@ -170,7 +162,7 @@ class Repairer:
             key = (item.kind, item.name)
             if key in self.copier.busy:
                 continue
-            source = self.copier.source_for(item.kind, item.name, item.holders)
+            source = self.copier.source_for(item.kind, item.name, item.holders, readable)
             if source is None:
                 lost += item.have == 0
                 continue

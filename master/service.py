@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archive.config import ClusterConfig
+from archive.config import RELIABILITIES, ClusterConfig
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipMaster, Peer, RemoteError
 
 from .db import MasterDB, NodeRow
-from .membership import ADMIN_STATES, RELIABILITIES, Membership
+from .membership import ADMIN_STATES, Membership
 from .orphans import find_orphans
 from .policy import choose_node, target_function
 from .rebalance import Rebalancer

@@ -6,9 +6,8 @@ from pathlib import Path
 import uvloop
 
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
-from archive.config import load_config
+from archive.config import RELIABILITIES, load_config
 
-from .master_link import RELIABILITIES
 from .server import NodeOptions, serve
 
 

@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 
 from aiohttp import web
 
@@ -18,7 +18,7 @@ from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl
 
 from . import pack
-from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
+from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch, one_chunk
 from .scrub import ScrubRunning, scrub
 from .sendfile import send_file
 
@@ -138,17 +138,13 @@ async def put_content(request: web.Request) -> web.Response:
     node = request.app[NODE]
     length = request.content_length
     if length is not None and length <= SMALL_FILE:
-        body: AsyncIterable[bytes] = _single(await request.read())
+        body: AsyncIterable[bytes] = one_chunk(await request.read())
     else:
         body = request.content.iter_chunked(READ_CHUNK)
     created = await node.put_content(name, body)
     request.app[METRICS]["dlweb_node_content_writes_total"] += 1
     text = f'{{"name": "{name}", "created": {"true" if created else "false"}}}'
     return web.Response(text=text, status=201 if created else 200, content_type="application/json")
-
-
-async def _single(data: bytes) -> AsyncIterator[bytes]:
-    yield data
 
 
 async def delete_file(request: web.Request) -> web.Response:

@@ -20,7 +20,7 @@ from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
 
 from . import pack
-from .node import CONTENT, STRUCTURE, StorageNode
+from .node import CONTENT, STRUCTURE, StorageNode, one_chunk
 from .scrub import scrub
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,6 @@ FETCHES_IN_FLIGHT = 16
 COALESCE = 0.05
 INVENTORY_TIMEOUT = 120.0
 CHUNK = 256 * 1024
-RELIABILITIES = ("high", "normal", "low")
 MAX_URL = 2000
 RETRY = "fetch it alone"
 
@@ -273,7 +272,7 @@ class MasterLink:
 
         async def store(name: str, data: bytes) -> None:
             try:
-                await self.node.put_content(name, _once(data))
+                await self.node.put_content(name, one_chunk(data))
                 errors[name] = None
             except DlwebError as exc:
                 errors[name] = str(exc)
@@ -349,10 +348,6 @@ class MasterLink:
             await self.slave.notify("node.scrubbed", {"id": self.node.id, **report.to_json()})
         except HipError as exc:
             log.warning("scrub report not sent to the master: %s", exc)
-
-
-async def _once(data: bytes) -> AsyncIterator[bytes]:
-    yield data
 
 
 async def _chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:

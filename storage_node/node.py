@@ -7,7 +7,7 @@ import os
 import shutil
 import uuid
 import weakref
-from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +82,11 @@ class Counts:
             {k: int(sizes[k]) for k in (CONTENT, STRUCTURE)},
             [int(g) for g in groups],
         )
+
+
+async def one_chunk(data: bytes) -> AsyncIterator[bytes]:
+    """A body already in memory, as the stream the write paths take."""
+    yield data
 
 
 class StorageNode:
