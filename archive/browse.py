@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -74,3 +75,4 @@ def register(
     listing.set_defaults(run=lambda args: asyncio.run(_captures(args)))
     for parser in (get, listing):
         add_config_option(parser)
+        parser.set_defaults(log_level=logging.WARNING)  # a user's command: no connection chatter

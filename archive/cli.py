@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from . import browse
+from . import browse, warc
 from .config import load_config, write_new_config
 from .errors import ConfigError, DlwebError
 
@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_config(subparsers)
     browse.register(subparsers, add_config_option)
+    warc.register(subparsers, add_config_option)
     for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
         entry.load()(subparsers)
     return parser
@@ -93,9 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     """Parse arguments and run the chosen command, turning dlweb errors into one clear line."""
+    parser.set_defaults(log_level=logging.INFO)
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+        level=logging.DEBUG if getattr(args, "verbose", False) else args.log_level,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     runner: Runner = args.run

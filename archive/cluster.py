@@ -10,9 +10,11 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -39,7 +41,8 @@ UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
 KINDS = ("content", "structure")
 
-BodySource = Callable[[str], bytes | Awaitable[bytes]]
+# The bytes of a content to upload by name: in memory, in a file, or still to be fetched.
+BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,22 +209,28 @@ class ClusterClient:
         async def one(order: dict[str, Any]) -> str:
             name = check_name(str(order["name"]))
             body = body_of(name)
-            data = body if isinstance(body, bytes) else await body
-            async with (
-                gate,
-                self.session.put(
-                    f"{order['node']}/content/{name}", data=data, headers=self._auth
-                ) as r,
-            ):
-                if r.status not in (200, 201):
-                    raise ClusterError(
-                        f"upload of {name} to {order['node']} failed: {r.status} {await r.text()}"
-                    )
+            async with gate:
+                if isinstance(body, Path):
+                    with open(body, "rb") as stream:
+                        size = os.fstat(stream.fileno()).st_size
+                        await self._put(order["node"], name, stream)
+                else:
+                    data = body if isinstance(body, bytes) else await body
+                    size = len(data)
+                    await self._put(order["node"], name, data)
             summary.uploaded += 1
-            summary.bytes += len(data)
+            summary.bytes += size
             return name
 
         return list(await asyncio.gather(*(one(order) for order in orders)))
+
+    async def _put(self, node: str, name: str, data: Any) -> None:
+        """PUT one content, bytes or an open file."""
+        async with self.session.put(f"{node}/content/{name}", data=data, headers=self._auth) as r:
+            if r.status not in (200, 201):
+                raise ClusterError(
+                    f"upload of {name} to {node} failed: {r.status} {await r.text()}"
+                )
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -283,7 +292,10 @@ class ClusterClient:
             raise ClusterError(f"mode must be closest, before, after or exact, not {mode!r}")
         when = format_iso(at)
         answer, address = await self._ask_structure(
-            url, f"mode={mode}&at={quote(when)}", f"no capture of {url} {mode} {when}"
+            structure_name(url),
+            url,
+            f"mode={mode}&at={quote(when)}",
+            f"no capture of {url} {mode} {when}",
         )
         try:
             return Found(Capture.from_json(answer["records"][0]), address)
@@ -292,24 +304,63 @@ class ClusterClient:
 
     async def captures(self, url: str) -> list[Capture]:
         """Every capture of `url`, oldest first."""
+        return (await self.read_structure(structure_name(url), url))[1]
+
+    async def read_structure(
+        self, name: str, what: str | None = None, holders: list[str] | None = None
+    ) -> tuple[str, list[Capture]]:
+        """The URL a structure file holds and every record in it, oldest first."""
         answer, address = await self._ask_structure(
-            url, f"mode=range&from={EARLIEST}&to={LATEST}&limit={MAX_LISTED}", ""
+            name,
+            what or f"structure file {name}",
+            f"mode=range&from={EARLIEST}&to={LATEST}&limit={MAX_LISTED}",
+            "",
+            holders,
         )
         try:
-            return [Capture.from_json(record) for record in answer["records"]]
-        except (KeyError, TypeError) as exc:
+            records = [Capture.from_json(record) for record in answer["records"]]
+            return str(answer["url"]), records
+        except (KeyError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without records: {exc}") from None
 
-    async def _ask_structure(self, url: str, query: str, none: str) -> tuple[dict[str, Any], str]:
-        """Ask the holders of `url`'s structure file in turn; the first answer and its node.
+    async def structure_files(self) -> AsyncIterator[tuple[str, list[str]]]:
+        """Every structure file of the cluster and the addresses of its holders, by name."""
+        after = ""
+        while True:
+            url = f"{self._master()}/structures?after={after}"
+            try:
+                async with self.session.get(url) as r:
+                    answer = await r.json(content_type=None)
+                    if r.status != 200:
+                        raise ClusterError(f"{url} answered {r.status}: {answer.get('error')}")
+                page = [
+                    (check_name(str(item["name"])), [str(n["address"]) for n in item["nodes"]])
+                    for item in answer["structures"]
+                ]
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                raise ClusterError(
+                    f"the master at {self._master()} cannot be reached: {exc}"
+                ) from None
+            except (ValueError, KeyError, TypeError, AttributeError, DlwebError):
+                raise ClusterError(f"{url} answered without a list of structure files") from None
+            if not page:
+                return
+            for item in page:
+                yield item
+            after = page[-1][0]
+
+    async def _ask_structure(
+        self, name: str, what: str, query: str, none: str, holders: list[str] | None = None
+    ) -> tuple[dict[str, Any], str]:
+        """Ask the holders of a structure file in turn; the first answer and its node.
 
         A 404 with records means the file has no capture matching (NotFound(none)); a 404
         without them, that this holder lost its copy, so the next one is asked.
         """
-        name = structure_name(url)
-        holders = await self.locate("structure", name)
+        if holders is None:
+            holders = await self.locate("structure", name)
         if not holders:
-            raise NotFound(f"{url} is not in the archive")
+            raise NotFound(f"{what} is not in the archive")
         problems = []
         missing = 0
         for address in holders:
@@ -328,5 +379,5 @@ class ClusterClient:
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                 problems.append(f"{address}: {exc or type(exc).__name__}")
         if missing == len(holders):
-            raise NotFound(f"{url} is not in the archive (no holder has its structure file)")
-        raise ClusterError(f"no holder of {url}'s structure file answered: {'; '.join(problems)}")
+            raise NotFound(f"{what} is not in the archive (no holder has its structure file)")
+        raise ClusterError(f"no holder of {what}'s structure file answered: {'; '.join(problems)}")

@@ -51,3 +51,12 @@ def parse_header_block(data: bytes, where: str = "header block") -> HeaderBlock:
     status = int(code)
     reason = parsed.statusline.partition(" ")[2]
     return HeaderBlock(parsed.protocol, status, reason, list(parsed.headers))
+
+
+def declares_chunked(data: bytes) -> bool:
+    """True when a header block says its payload was sent with chunked transfer encoding."""
+    for line in data.split(b"\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == b"transfer-encoding":
+            return b"chunked" in value.lower()
+    return False

@@ -36,12 +36,22 @@ class RecordKind(enum.IntEnum):
     REVISIT = 2
     NOT_MODIFIED = 3
     STREAM_SEGMENT = 4
+    # Kept so that a WARC export can write them again; never replayed, so they live in the
+    # URL's side file (urlkey.side_name), not among the captures a lookup searches.
+    REQUEST = 5
+    METADATA = 6
+
+
+REPLAYED_KINDS = frozenset(
+    (RecordKind.RESPONSE, RecordKind.REVISIT, RecordKind.NOT_MODIFIED, RecordKind.STREAM_SEGMENT)
+)
 
 
 class RecordFlag(enum.IntFlag):
     NONE = 0
     TRUNCATED = 1  # the capture was cut short (size limit, time limit, connection lost)
     IMPORTED = 2  # came from a WARC file rather than from our crawler
+    SYNTHETIC_HEADERS = 4  # the header block was made up (a WARC resource record has none)
 
 
 class Mode(enum.StrEnum):

@@ -481,6 +481,14 @@ class MasterDB:
             (key, json.dumps(value)),
         )
 
+    def structure_page(self, after: str, limit: int) -> list[str]:
+        """Structure file names in order, the first `limit` after `after`."""
+        rows = self.db.execute(
+            "SELECT name FROM files WHERE kind = 'structure' AND name > ? ORDER BY name LIMIT ?",
+            (after, limit),
+        )
+        return [str(row[0]) for row in rows]
+
     def iter_files(self) -> Iterator[tuple[str, str]]:
         yield from self.db.execute("SELECT kind, name FROM files")
 

@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 MASTER = web.AppKey("master", Master)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_BODY = 64 * 1024
+STRUCTURE_PAGE = 10_000
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -107,6 +108,18 @@ async def locate(request: web.Request) -> web.Response:
     return web.json_response({"kind": kind, "name": name, "nodes": nodes})
 
 
+async def structures(request: web.Request) -> web.Response:
+    """Every structure file, a page at a time (`?after=NAME&limit=N`), for exports."""
+    after = request.query.get("after", "")
+    limit_text = request.query.get("limit", str(STRUCTURE_PAGE))
+    if after and not is_valid_name(after):
+        return _error(400, "after must be a file name, 64 lowercase hex digits")
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= STRUCTURE_PAGE:
+        return _error(400, f"limit must be a whole number from 1 to {STRUCTURE_PAGE}")
+    page = request.app[MASTER].structures(after, int(limit_text))
+    return web.json_response({"structures": page})
+
+
 async def fsck(request: web.Request) -> web.Response:
     deep = request.query.get("deep", "0")
     if deep not in ("0", "1"):
@@ -161,6 +174,7 @@ def build_app(master: Master) -> web.Application:
     master.hip.add_routes(app)
     app.router.add_get("/status", get_status)
     app.router.add_get("/locate/{kind}/{name}", locate)
+    app.router.add_get("/structures", structures)
     app.router.add_get("/admin/fsck", fsck)
     app.router.add_post("/admin/nodes/{node}/state", set_state)
     app.router.add_get("/admin/rebalance", get_rebalance)

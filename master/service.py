@@ -284,6 +284,13 @@ class Master:
             if node in readable
         ]
 
+    def structures(self, after: str, limit: int) -> list[dict[str, Any]]:
+        """A page of the structure files with their readable holders, for a full export."""
+        return [
+            {"name": name, "nodes": self.locate("structure", name)}
+            for name in self.db.structure_page(after, limit)
+        ]
+
     # -- HIP: connections -----------------------------------------------------------------------
 
     def _redirect(self, name: str, role: str) -> str | None:

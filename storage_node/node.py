@@ -17,7 +17,7 @@ from archive.bloom import NameFilter
 from archive.errors import CorruptFile, DlwebError, NotFound
 from archive.store import FileStore, PendingFile, StagedFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
-from archive.urlkey import structure_name
+from archive.urlkey import belongs_to
 
 from .commit import GroupCommitter
 from .inventory import Entry, InventoryLog
@@ -363,7 +363,7 @@ class StorageNode:
     ) -> tuple[int, bool]:
         """Add captures to a URL's structure file, creating it if needed; returns how many were
         new and whether the file was created."""
-        if structure_name(url) != name:
+        if not belongs_to(name, url):
             raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
         path = self.structures.path_for(name)
         async with self.lock(name):
@@ -399,7 +399,7 @@ class StorageNode:
             with StructureFile(temp) as sfile:
                 url = sfile.reader.url
                 await self.run_io(sfile.reader.check_all)
-            if structure_name(url) != name:
+            if not belongs_to(name, url):
                 raise UrlMismatch(f"structure file for {url[:200]!r} sent as {name}")
             size = temp.stat().st_size
             path = self.structures.path_for(name)

@@ -10,7 +10,7 @@ from typing import Any
 
 from archive.errors import DlwebError
 from archive.structure import StructureFile
-from archive.urlkey import structure_name
+from archive.urlkey import belongs_to
 
 from .node import CONTENT, STRUCTURE, StorageNode
 
@@ -58,7 +58,7 @@ def structure_fault(path: Path) -> str | None:
         raise
     except (DlwebError, OSError) as exc:
         return str(exc)
-    return None if structure_name(url) == path.name else f"holds the URL {url[:200]!r}"
+    return None if belongs_to(path.name, url) else f"holds the URL {url[:200]!r}"
 
 
 def _take(names: Iterator[str]) -> list[str]:

@@ -7,8 +7,8 @@ from typing import Any
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
 from archive.hip import RemoteError
-from archive.structure import Capture
-from archive.urlkey import structure_name
+from archive.structure import REPLAYED_KINDS, Capture
+from archive.urlkey import side_name, structure_name
 
 MAX_CAPTURES = 5_000
 MAX_URL = 8_192
@@ -43,10 +43,6 @@ def parse_capture(item: object, where: str) -> Incoming:
     url = item.get("url")
     if not isinstance(url, str) or not url or len(url) > MAX_URL:
         raise bad(f"{where}: 'url' must be a string of 1 to {MAX_URL} characters")
-    try:
-        name = structure_name(url)
-    except DlwebError as exc:
-        raise bad(f"{where}: 'url': {exc}") from None
     for key, low in (("time", -MAX_INT64), ("offset", 0)):
         value = item.get(key, 0)
         if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= MAX_INT64:
@@ -55,6 +51,10 @@ def parse_capture(item: object, where: str) -> Incoming:
         capture = Capture.from_json(item)
     except DlwebError as exc:
         raise bad(f"{where}: {exc}") from None
+    try:
+        name = structure_name(url) if capture.kind in REPLAYED_KINDS else side_name(url)
+    except DlwebError as exc:
+        raise bad(f"{where}: 'url': {exc}") from None
     size = _int(item, "size", where)
     header_size = _int(item, "header_size", where, DEFAULT_HEADER_SIZE)
     return Incoming(url, name, capture, size, header_size)

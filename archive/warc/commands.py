@@ -1,0 +1,161 @@
+"""`dlweb import`, `dlweb export` and `dlweb cdxj`: WARC files in and out of the archive."""
+
+import argparse
+import asyncio
+import logging
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..cluster import ClusterClient
+from ..config import load_config
+from ..errors import DlwebError
+from ..timestamps import BadTime, parse_time
+from .cdxj import write_cdxj
+from .exporter import Selection, export_warc
+from .importer import DEFAULT_MAX_RECORD, Importer, ImportSummary
+
+_SIZE_RE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """An argparse type for a size in bytes: 5000, 64K, 100M, 2G."""
+    match = _SIZE_RE.fullmatch(text.strip())
+    if match is None or int(match[1]) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 5000, 64K, 100M or 2G")
+    return int(match[1]) * _UNITS[match[2].lower()]
+
+
+def _input_files(paths: list[Path]) -> list[Path]:
+    for path in paths:
+        if not path.is_file():
+            raise DlwebError(f"{path}: no such file")
+    return paths
+
+
+class _Progress:
+    """A progress bar in bytes with records/s, shown only when stderr is a terminal."""
+
+    def __init__(self, total: int) -> None:
+        self.bar = tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1000,
+            disable=not sys.stderr.isatty(),
+            desc="importing",
+        )
+        self.started = time.monotonic()
+
+    def position(self, done: int) -> None:
+        self.bar.update(done - self.bar.n)
+
+    def batch(self, summary: ImportSummary) -> None:
+        records = sum(summary.records.values())
+        rate = records / max(time.monotonic() - self.started, 1e-9)
+        self.bar.set_postfix_str(f"{records:,} records, {rate:,.0f} records/s")
+
+    def write(self, line: str) -> None:
+        self.bar.write(line, file=sys.stderr)
+
+
+async def _import(args: argparse.Namespace) -> int:
+    paths = _input_files(args.files)
+    progress = _Progress(sum(p.stat().st_size for p in paths))
+    started = time.monotonic()
+    async with ClusterClient(load_config(args.config)) as client:
+        importer = Importer(client, args.max_record_size, report=progress.write)
+        importer.on_progress = progress.position
+        importer.on_batch = progress.batch
+        try:
+            summary = await importer.run(paths)
+        finally:
+            progress.bar.close()
+    elapsed = time.monotonic() - started
+    for line in summary.lines():
+        print(line)
+    records = sum(summary.records.values())
+    print(
+        f"  {elapsed:.1f} s: {records / elapsed:,.0f} records/s,"
+        f" {summary.read_bytes / elapsed / 1e6:,.1f} MB/s"
+    )
+    return 1 if summary.problems else 0
+
+
+def _time(text: str) -> int:
+    try:
+        return parse_time(text)
+    except BadTime as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _output(path: Path) -> Path:
+    if path.is_dir() or not path.parent.is_dir():
+        raise DlwebError(f"--out {path}: not a file in an existing folder")
+    return path
+
+
+async def _export(args: argparse.Namespace) -> int:
+    out = _output(args.out)
+    if args.start is not None and args.end is not None and args.start > args.end:
+        raise DlwebError("--from is later than --to")
+    bar = tqdm(unit=" records", disable=not sys.stderr.isatty(), desc="exporting")
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    async with ClusterClient(load_config(args.config)) as client:
+        try:
+            summary = await export_warc(
+                client, out, Selection(args.url_prefix, args.start, args.end), progress
+            )
+        finally:
+            bar.close()
+    print(summary.line(out))
+    return 0
+
+
+def _cdxj(args: argparse.Namespace) -> int:
+    out = _output(args.out)
+    count = write_cdxj(_input_files(args.files), out)
+    print(f"wrote {out}: {count:,} index lines")
+    return 0
+
+
+def register(
+    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    add_config_option: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add `import`, `export` and `cdxj` (the kernel registers them: they only need the
+    cluster client)."""
+    importing = subparsers.add_parser(
+        "import", help="import WARC and ARC files (gzipped or not) into the archive"
+    )
+    importing.add_argument("files", nargs="+", type=Path, metavar="FILE", help="WARC or ARC file")
+    importing.add_argument(
+        "--max-record-size",
+        type=byte_size,
+        default=DEFAULT_MAX_RECORD,
+        metavar="SIZE",
+        help="skip records larger than this (default 1G)",
+    )
+    importing.set_defaults(run=lambda args: asyncio.run(_import(args)))
+    exporting = subparsers.add_parser("export", help="write archived captures to a WARC file")
+    exporting.add_argument("--out", type=Path, required=True, help="the WARC file (.warc.gz)")
+    exporting.add_argument("--url-prefix", default=None, help="only URLs starting with this")
+    exporting.add_argument("--from", dest="start", type=_time, default=None, help="earliest date")
+    exporting.add_argument("--to", dest="end", type=_time, default=None, help="latest date")
+    exporting.set_defaults(run=lambda args: asyncio.run(_export(args)))
+    for parser in (importing, exporting):
+        add_config_option(parser)
+        parser.set_defaults(log_level=logging.WARNING)  # a user's command: no connection chatter
+    index = subparsers.add_parser("cdxj", help="write a sorted CDXJ index of WARC files")
+    index.add_argument("files", nargs="+", type=Path, metavar="WARC", help="WARC file")
+    index.add_argument("--out", type=Path, required=True, help="the index file (.cdxj)")
+    index.set_defaults(run=_cdxj)

@@ -1,0 +1,75 @@
+"""WARC digest fields (`WARC-Block-Digest`, `WARC-Payload-Digest`): reading and checking them.
+
+The standard names an algorithm and lets writers pick an RFC 4648 encoding, so `sha1:` values come
+in base32 (Heritrix, wget, warcio), `sha256:` ones in base32 or hex. A digest is kept as the
+algorithm and the raw bytes, so two spellings of the same digest compare equal.
+"""
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+
+_ALIASES = {"sha-1": "sha1", "sha-256": "sha256", "sha-512": "sha512", "sha-384": "sha384"}
+_KNOWN = frozenset({"md5", "sha1", "sha224", "sha256", "sha384", "sha512"})
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    algorithm: str
+    value: bytes
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}:{base64.b32encode(self.value).decode('ascii')}"
+
+    def hasher(self) -> "hashlib._Hash":
+        return hashlib.new(self.algorithm)
+
+
+def parse_digest(text: str | None) -> Digest | None:
+    """The digest a field declares, or None when it is absent or uses an unknown algorithm.
+
+    A value that cannot be decoded raises ValueError naming it.
+    """
+    if not text:
+        return None
+    name, sep, value = text.strip().partition(":")
+    algorithm = _ALIASES.get(name.lower(), name.lower())
+    if not sep or algorithm not in _KNOWN:
+        return None
+    size = hashlib.new(algorithm).digest_size
+    for decode in (_base32, _base16, _base64):
+        raw = decode(value)
+        if raw is not None and len(raw) == size:
+            return Digest(algorithm, raw)
+    raise ValueError(f"digest {text[:100]!r} is not a {algorithm} value in base32, hex or base64")
+
+
+def _base32(value: str) -> bytes | None:
+    try:
+        return base64.b32decode(value.upper() + "=" * (-len(value) % 8))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _base16(value: str) -> bytes | None:
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return None
+
+
+def _base64(value: str) -> bytes | None:
+    try:
+        return base64.b64decode(
+            value + "=" * (-len(value) % 4),
+            altchars=b"-_" if "-" in value or "_" in value else None,
+            validate=True,
+        )
+    except (binascii.Error, ValueError):
+        return None
+
+
+def sha256_digest(name: str) -> Digest:
+    """The WARC digest of a content we store, from its name."""
+    return Digest("sha256", bytes.fromhex(name))

@@ -1,0 +1,299 @@
+"""`dlweb export`: captures of the archive as one standard WARC 1.1 file.
+
+The structure files are listed by the master and read from their holders; the captures chosen
+(by URL prefix and date) are written in time order. The first capture of a content becomes a
+response record with its header block and payload; a later capture of the same content becomes
+a revisit record pointing at that first one (WARC-Refers-To-Target-URI and -Date), so the export
+is deduplicated as the archive is. Request and metadata records kept by an import are written
+again, linked to the response they came with. The file is written under a temporary name and
+renamed when complete.
+"""
+
+import asyncio
+import os
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..cluster import ClusterClient
+from ..errors import DlwebError, NotFound
+from ..header_block import declares_chunked, parse_header_block
+from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
+from ..timestamps import format_iso
+from ..urlkey import structure_name
+from .writer import HTTP_RESPONSE, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, WarcWriter
+
+READS_IN_FLIGHT = 16
+FETCH_AHEAD = 32
+# The fields a record gets from the writer, so a kept copy of them is not written twice.
+WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
+SOFTWARE = "dlweb"
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    url_prefix: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+    def wants(self, capture: Capture) -> bool:
+        return (self.start is None or capture.time >= self.start) and (
+            self.end is None or capture.time <= self.end
+        )
+
+
+@dataclass
+class ExportSummary:
+    structures: int = 0
+    records: Counter[str] = field(default_factory=Counter)
+    bytes: int = 0
+
+    def line(self, out: Path) -> str:
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(self.records.items()))
+        return (
+            f"wrote {out}: {sum(self.records.values()):,} records ({kinds or 'none'}),"
+            f" {self.bytes / 1e6:,.1f} MB, from {self.structures:,} structure files"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    url: str
+    capture: Capture
+
+    @property
+    def order(self) -> tuple[int, str, int]:
+        return self.capture.time, self.url, int(self.capture.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class _First:
+    """The record that carried a content first, for the revisits of it."""
+
+    uri: str
+    date: str
+    payload_digest: str
+
+
+async def export_warc(
+    client: ClusterClient,
+    out: Path,
+    selection: Selection,
+    on_record: Callable[[int, int], None] | None = None,
+) -> ExportSummary:
+    """Write the selected captures to `out`; `on_record(done, total)` reports progress."""
+    summary = ExportSummary()
+    entries = await _select(client, selection, summary)
+    entries.sort(key=lambda e: e.order)
+    temp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        with open(temp, "wb") as fh:
+            writer = WarcWriter(fh)
+            info = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
+            writer.write(
+                "warcinfo",
+                None,
+                time.time_ns() // 1000,
+                [info],
+                [("WARC-Filename", out.name), ("Content-Type", "application/warc-fields")],
+            )
+            summary.records["warcinfo"] += 1
+            await _write_entries(client, writer, entries, summary, on_record)
+            fh.flush()
+            os.fsync(fh.fileno())
+            summary.bytes = fh.tell()
+        os.replace(temp, out)
+        _fsync_directory(out.parent)
+    finally:
+        temp.unlink(missing_ok=True)
+    return summary
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+async def _select(
+    client: ClusterClient, selection: Selection, summary: ExportSummary
+) -> list[_Entry]:
+    gate = asyncio.Semaphore(READS_IN_FLIGHT)
+    entries: list[_Entry] = []
+
+    async def read(name: str, holders: list[str]) -> None:
+        async with gate:
+            try:
+                url, captures = await client.read_structure(name, holders=holders)
+            except NotFound:
+                return
+        summary.structures += 1
+        if selection.url_prefix is not None and not url.startswith(selection.url_prefix):
+            return
+        main = name == structure_name(url)
+        entries.extend(
+            _Entry(url, c)
+            for c in captures
+            if selection.wants(c) and (c.kind in REPLAYED_KINDS) == main
+        )
+
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async for name, holders in client.structure_files():
+            tasks.append(asyncio.create_task(read(name, holders)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return entries
+
+
+class _Plan:
+    """What one capture becomes, decided in export order, and the files it needs."""
+
+    def __init__(self, entry: _Entry, first_of_content: bool) -> None:
+        self.entry = entry
+        capture = entry.capture
+        self.revisit = capture.kind in REPLAYED_KINDS and (
+            not first_of_content or capture.kind is RecordKind.NOT_MODIFIED
+        )
+        self.names = [capture.header] if self.revisit else [capture.header, capture.content]
+
+
+async def _write_entries(
+    client: ClusterClient,
+    writer: WarcWriter,
+    entries: list[_Entry],
+    summary: ExportSummary,
+    on_record: Callable[[int, int], None] | None,
+) -> None:
+    seen: set[str] = set()
+    plans = []
+    for entry in entries:
+        content = entry.capture.content
+        plans.append(_Plan(entry, content not in seen))
+        if (
+            entry.capture.kind in REPLAYED_KINDS
+            and entry.capture.kind is not RecordKind.NOT_MODIFIED
+        ):
+            seen.add(content)
+    firsts: dict[str, _First] = {}
+    responses: dict[tuple[str, int], str] = {}
+    window: deque[tuple[_Plan, Awaitable[list[bytes]]]] = deque()
+
+    async def fetch(names: list[str]) -> list[bytes]:
+        return list(await asyncio.gather(*(client.get_content(n) for n in names)))
+
+    def write(plan: _Plan, parts: list[bytes]) -> None:
+        rec_type = _write_one(writer, plan, parts, firsts, responses)
+        summary.records[rec_type] += 1
+
+    done = 0
+    try:
+        for plan in plans:
+            window.append((plan, asyncio.ensure_future(fetch(plan.names))))
+            if len(window) >= FETCH_AHEAD:
+                ready, parts = window.popleft()
+                write(ready, await parts)
+                done += 1
+                if on_record is not None:
+                    on_record(done, len(plans))
+        while window:
+            ready, parts = window.popleft()
+            write(ready, await parts)
+            done += 1
+            if on_record is not None:
+                on_record(done, len(plans))
+    finally:
+        for _, pending in window:
+            if isinstance(pending, asyncio.Future):
+                pending.cancel()
+
+
+def _write_one(
+    writer: WarcWriter,
+    plan: _Plan,
+    parts: list[bytes],
+    firsts: dict[str, _First],
+    responses: dict[tuple[str, int], str],
+) -> str:
+    """Write the record of one capture; returns its WARC type."""
+    entry, capture = plan.entry, plan.entry.capture
+    url, when = entry.url, capture.time
+    header = parts[0]
+    truncated = [("WARC-Truncated", "unspecified")] if capture.flags & RecordFlag.TRUNCATED else []
+    if capture.kind in (RecordKind.REQUEST, RecordKind.METADATA):
+        rec_type = capture.kind.name.lower()
+        fields = [kv for kv in _fields(header) if kv[0].lower() not in WRITER_FIELDS]
+        concurrent = responses.get((url, when))
+        if concurrent is not None:
+            fields.append(("WARC-Concurrent-To", concurrent))
+        writer.write(rec_type, url, when, [parts[1]], fields)
+        return rec_type
+    if plan.revisit:
+        first = firsts.get(capture.content)
+        not_modified = capture.kind is RecordKind.NOT_MODIFIED
+        fields = [
+            ("Content-Type", HTTP_RESPONSE),
+            ("WARC-Profile", PROFILE_NOT_MODIFIED if not_modified else PROFILE_IDENTICAL),
+        ]
+        if first is not None:
+            fields += [
+                ("WARC-Refers-To-Target-URI", first.uri),
+                ("WARC-Refers-To-Date", first.date),
+                ("WARC-Payload-Digest", first.payload_digest),
+            ]
+        written = writer.write("revisit", url, when, [header], fields + truncated)
+        responses[(url, when)] = written.record_id
+        return "revisit"
+    content = parts[1]
+    if capture.flags & RecordFlag.SYNTHETIC_HEADERS:
+        content_type = _content_type(header)
+        written = writer.write(
+            "resource", url, when, [content], [("Content-Type", content_type)], payload_from=0
+        )
+        rec_type = "resource"
+    else:
+        body = _rechunked(content) if declares_chunked(header) else [content]
+        written = writer.write(
+            "response",
+            url,
+            when,
+            [header, *body],
+            [("Content-Type", HTTP_RESPONSE), *truncated],
+            payload_from=1,
+        )
+        rec_type = "response"
+    assert written.payload_digest is not None
+    firsts.setdefault(capture.content, _First(url, format_iso(when), written.payload_digest))
+    responses[(url, when)] = written.record_id
+    return rec_type
+
+
+def _fields(block: bytes) -> list[tuple[str, str]]:
+    """`Name: value` lines kept by an import."""
+    fields = []
+    for line in block.decode("utf-8", errors="replace").split("\r\n"):
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            fields.append((name.strip(), value.strip()))
+    return fields
+
+
+def _content_type(header: bytes) -> str:
+    try:
+        return parse_header_block(header).get("Content-Type") or "application/octet-stream"
+    except DlwebError:
+        return "application/octet-stream"
+
+
+def _rechunked(content: bytes) -> list[bytes]:
+    """The payload as one chunk, since the archived header block says it was sent chunked."""
+    if not content:
+        return [b"0\r\n\r\n"]
+    return [f"{len(content):x}\r\n".encode(), content, b"\r\n0\r\n\r\n"]

@@ -1,0 +1,369 @@
+"""`dlweb import`: WARC and ARC records into the cluster, each content stored once.
+
+A thread reads the files (warc/reader.py: parsing, hashing, checking) and hands over batches;
+the event loop turns each batch into captures and inserts it with the cluster client, which
+uploads only the contents the index node does not know yet. Revisit records are resolved to the
+content of the record they repeat: from the records already read, by their payload digest, or
+else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's earlier captures).
+A record is inserted only once it was read whole and checked, so a damaged one leaves nothing.
+"""
+
+import asyncio
+import hashlib
+import queue
+import sys
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..cluster import ClusterClient, NewCapture
+from ..errors import DlwebError, NotFound
+from ..header_block import encode_header_block
+from ..structure import RecordFlag, RecordKind
+from ..timestamps import BadTime, parse_time
+from .digests import Digest, sha256_digest
+from .reader import Ignored, Item, Problem, SourceRecord, read_archive
+
+BATCH_RECORDS = 1_000
+BATCH_BYTES = 64 * 1024 * 1024
+BATCHES_AHEAD = 2
+REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
+SAME_URL_CANDIDATES = 5
+NOT_MODIFIED_PROFILE = "server-not-modified"
+DEFAULT_MAX_RECORD = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class Original:
+    """What a revisit of a payload points at."""
+
+    content: str
+    header: str
+    status: int
+    size: int
+
+
+@dataclass
+class ImportSummary:
+    files: int = 0
+    records: Counter[str] = field(default_factory=Counter)
+    captures: int = 0
+    added: int = 0
+    new_contents: int = 0
+    stored_bytes: int = 0
+    read_bytes: int = 0
+    ignored: Counter[str] = field(default_factory=Counter)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def deduplicated_bytes(self) -> int:
+        return max(0, self.read_bytes - self.stored_bytes)
+
+    def lines(self) -> list[str]:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in sorted(self.records.items()))
+        total = sum(self.records.values())
+        lines = [
+            f"read {self.files} file{'s' if self.files != 1 else ''}:"
+            f" {total:,} records imported ({kinds or 'none'})",
+            f"  {self.added:,} new captures ({self.captures - self.added:,} already archived)",
+            f"  {self.new_contents:,} new contents, {_mb(self.stored_bytes)} stored;"
+            f" {_mb(self.deduplicated_bytes)} deduplicated",
+        ]
+        if self.ignored:
+            reasons = "; ".join(f"{why}: {n:,}" for why, n in sorted(self.ignored.items()))
+            lines.append(f"  {sum(self.ignored.values()):,} records not imported ({reasons})")
+        if self.problems:
+            lines.append(f"  {len(self.problems):,} records skipped with problems (listed above)")
+        return lines
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
+@dataclass
+class _Batch:
+    items: list[Item]
+    end_of: Path | None = None  # set on the last batch of a file
+
+
+@dataclass
+class _Pending:
+    """A revisit whose original was not among the records read before it."""
+
+    record: SourceRecord
+    digest: Digest | None
+
+
+class Importer:
+    def __init__(
+        self,
+        client: ClusterClient,
+        max_record: int = DEFAULT_MAX_RECORD,
+        report: Callable[[str], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.max_record = max_record
+        self.report = report or (lambda line: print(line, file=sys.stderr))
+        self.summary = ImportSummary()
+        self.originals: dict[Digest, Original] = {}
+        # Called from the reading thread with the bytes read so far, over all the files.
+        self.on_progress: Callable[[int], None] | None = None
+        # Called after each batch is inserted.
+        self.on_batch: Callable[[ImportSummary], None] | None = None
+
+    async def run(self, paths: Sequence[Path]) -> ImportSummary:
+        with tempfile.TemporaryDirectory(prefix="dlweb-import-") as spool_dir:
+            batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(BATCHES_AHEAD)
+            stop = threading.Event()
+            reader = threading.Thread(
+                target=self._read_all, args=(paths, Path(spool_dir), batches, stop), daemon=True
+            )
+            reader.start()
+            pending: list[_Pending] = []
+            try:
+                while True:
+                    batch = await asyncio.to_thread(batches.get)
+                    if batch is None:
+                        break
+                    if isinstance(batch, BaseException):
+                        raise batch
+                    await self._insert_batch(batch.items, pending)
+                    if self.on_batch is not None:
+                        self.on_batch(self.summary)
+                    if batch.end_of is not None:
+                        self.summary.files += 1
+                        await self._resolve_pending(pending)
+                        pending = []
+            finally:
+                stop.set()
+                while reader.is_alive():
+                    _drop(batches)
+                    await asyncio.to_thread(reader.join, 0.1)
+                _drop(batches)
+        return self.summary
+
+    # -- the reading thread ----------------------------------------------------------------------
+
+    def _read_all(
+        self,
+        paths: Sequence[Path],
+        spool_dir: Path,
+        out: "queue.Queue[_Batch | BaseException | None]",
+        stop: threading.Event,
+    ) -> None:
+        try:
+            done = 0
+            for path in paths:
+                size = path.stat().st_size
+
+                def progress(position: int, base: int = done) -> None:
+                    if self.on_progress is not None:
+                        self.on_progress(base + position)
+
+                items: list[Item] = []
+                held = 0
+                for item in read_archive(path, self.max_record, spool_dir, progress):
+                    if stop.is_set():
+                        _discard_all(items + [item])
+                        return
+                    items.append(item)
+                    if isinstance(item, SourceRecord):
+                        held += item.body.size
+                    if len(items) >= BATCH_RECORDS or held >= BATCH_BYTES:
+                        out.put(_Batch(items))
+                        items, held = [], 0
+                out.put(_Batch(items, end_of=path))
+                done += size
+            out.put(None)
+        except BaseException as exc:  # handed to the event loop, which raises it
+            out.put(exc)
+
+    # -- the event loop --------------------------------------------------------------------------
+
+    async def _insert_batch(self, items: list[Item], pending: list[_Pending]) -> None:
+        captures: list[NewCapture] = []
+        bodies: dict[str, bytes | Path] = {}
+        try:
+            for item in items:
+                if isinstance(item, Problem):
+                    self._problem(item)
+                elif isinstance(item, Ignored):
+                    self.summary.ignored[
+                        item.reason if item.type != "warcinfo" else "warcinfo"
+                    ] += 1
+                else:
+                    capture = self._capture(item, bodies, pending)
+                    if capture is not None:
+                        captures.append(capture)
+            await self._insert(captures, bodies)
+        finally:
+            _discard_all(items)
+
+    async def _insert(self, captures: list[NewCapture], bodies: dict[str, bytes | Path]) -> None:
+        if not captures:
+            return
+
+        def body_of(name: str) -> bytes | Path:
+            try:
+                return bodies[name]
+            except KeyError:
+                raise DlwebError(
+                    f"the index node asked for {name}, which this import lacks"
+                ) from None
+
+        done = await self.client.insert(captures, body_of)
+        self.summary.captures += done.captures
+        self.summary.added += done.added
+        self.summary.new_contents += done.uploaded
+        self.summary.stored_bytes += done.bytes
+
+    def _problem(self, problem: Problem) -> None:
+        self.summary.problems.append(problem)
+        self.report(f"skipped: {problem}")
+
+    def _capture(
+        self, record: SourceRecord, bodies: dict[str, bytes | Path], pending: list[_Pending]
+    ) -> NewCapture | None:
+        """The capture a record becomes (None for a revisit resolved later); its bodies go in
+        `bodies`."""
+        self.summary.read_bytes += record.read_bytes
+        if record.type == "revisit":
+            digest = record.payload_digest
+            original = self.originals.get(digest) if digest is not None else None
+            if original is None:
+                pending.append(_Pending(record, digest))
+                return None
+            self.summary.records["revisit"] += 1
+            return self._revisit(record, original, bodies)
+        self.summary.records[record.type] += 1
+        content = record.body.name
+        bodies[content] = record.body.body()
+        kind, flags, status = RecordKind.RESPONSE, RecordFlag.IMPORTED, record.status
+        if record.type == "response":
+            assert record.http_header is not None
+            header = record.http_header
+            if record.truncated:
+                flags |= RecordFlag.TRUNCATED
+        elif record.type == "resource":
+            content_type = record.field("Content-Type") or "application/octet-stream"
+            header = encode_header_block(
+                200,
+                "OK",
+                [("Content-Type", content_type), ("Content-Length", str(record.body.size))],
+            )
+            flags |= RecordFlag.SYNTHETIC_HEADERS
+            status = 200
+        else:
+            kind = RecordKind.REQUEST if record.type == "request" else RecordKind.METADATA
+            header = record.kept_fields()
+        header_name = hashlib.sha256(header).hexdigest()
+        bodies[header_name] = header
+        if kind is RecordKind.RESPONSE:
+            original = Original(content, header_name, status, record.body.size)
+            if record.payload_digest is not None:
+                self.originals[record.payload_digest] = original
+            self.originals[sha256_digest(content)] = original
+        return NewCapture(
+            url=record.uri,
+            time=record.time,
+            content=content,
+            header=header_name,
+            status=status,
+            size=record.body.size,
+            header_size=len(header),
+            kind=kind.name.lower(),
+            flags=int(flags),
+        )
+
+    def _revisit(
+        self, record: SourceRecord, original: Original, bodies: dict[str, bytes | Path]
+    ) -> NewCapture:
+        header_name, status, header_size = original.header, original.status, 0
+        if record.http_header:
+            header_name = hashlib.sha256(record.http_header).hexdigest()
+            bodies[header_name] = record.http_header
+            status, header_size = record.status, len(record.http_header)
+        profile = record.field("WARC-Profile") or ""
+        kind = RecordKind.NOT_MODIFIED if NOT_MODIFIED_PROFILE in profile else RecordKind.REVISIT
+        return NewCapture(
+            url=record.uri,
+            time=record.time,
+            content=original.content,
+            header=header_name,
+            status=status,
+            size=original.size,
+            header_size=header_size,
+            kind=kind.name.lower(),
+            flags=int(RecordFlag.IMPORTED),
+        )
+
+    async def _resolve_pending(self, pending: list[_Pending]) -> None:
+        """Revisits whose original came later in the file or is already in the archive."""
+        captures: list[NewCapture] = []
+        bodies: dict[str, bytes | Path] = {}
+        for item in pending:
+            record = item.record
+            original = self.originals.get(item.digest) if item.digest is not None else None
+            if original is None:
+                original = await self._find_in_archive(record, item.digest)
+            if original is None:
+                self._problem(
+                    Problem(
+                        record.path,
+                        record.offset,
+                        f"revisit of a payload that is neither in the files read nor in the"
+                        f" archive (WARC-Payload-Digest {item.digest or 'absent'})",
+                    )
+                )
+                continue
+            self.summary.records["revisit"] += 1
+            captures.append(self._revisit(record, original, bodies))
+        await self._insert(captures, bodies)
+
+    async def _find_in_archive(
+        self, record: SourceRecord, digest: Digest | None
+    ) -> Original | None:
+        target = record.field("WARC-Refers-To-Target-URI")
+        date = record.field("WARC-Refers-To-Date")
+        try:
+            if target and date:
+                at = parse_time(date)
+                found = await self.client.closest(target.strip("<>"), at, "closest")
+                capture = found.capture
+                if abs(capture.time - at) <= REFERS_TO_SLACK:
+                    return Original(capture.content, capture.header, capture.status, 0)
+                return None
+            if digest is None:
+                return None
+            earlier = [c for c in await self.client.captures(record.uri) if c.time <= record.time]
+            for capture in reversed(earlier[-SAME_URL_CANDIDATES:]):
+                if digest == sha256_digest(capture.content):
+                    return Original(capture.content, capture.header, capture.status, 0)
+                if digest.algorithm != "sha256":
+                    data = await self.client.get_content(capture.content)
+                    if hashlib.new(digest.algorithm, data).digest() == digest.value:
+                        return Original(capture.content, capture.header, capture.status, len(data))
+        except (NotFound, BadTime):
+            return None
+        return None
+
+
+def _discard_all(items: list[Item]) -> None:
+    for item in items:
+        if isinstance(item, SourceRecord):
+            item.body.discard()
+
+
+def _drop(batches: "queue.Queue[_Batch | BaseException | None]") -> None:
+    """Empty the queue so the reading thread is never stuck on a full one."""
+    while True:
+        try:
+            batch = batches.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(batch, _Batch):
+            _discard_all(batch.items)

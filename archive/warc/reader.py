@@ -1,0 +1,374 @@
+"""Reading WARC (1.0, 1.1) and ARC files record by record, and getting past damaged ones.
+
+warcio parses the record headers and undoes the gzip members; this module reads each record's
+block itself, so that the HTTP header block is kept byte for byte, chunked encoding is removed and
+nothing else (a gzip body stays gzip), every declared digest is checked and every body is hashed
+with SHA-256 while it streams to a spool. A damaged record becomes a Problem naming the file, the
+byte offset of the record and the reason; reading goes on at the next gzip member or the next
+`WARC/1.` line, so the good records after it are read too.
+"""
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.statusandheaders import StatusAndHeadersParserException
+
+from ..errors import DlwebError
+from ..header_block import declares_chunked, parse_header_block
+from ..timestamps import BadTime, parse_time
+from ..urlkey import canonical_url
+from .dechunk import Dechunker
+from .digests import Digest, parse_digest
+from .spool import Spool
+
+READ_SIZE = 256 * 1024
+MAX_HTTP_HEADER = 256 * 1024
+SCAN_SIZE = 1024 * 1024
+HTTP_TYPES = ("response", "revisit", "request")
+IMPORTED_TYPES = ("response", "revisit", "resource", "request", "metadata")
+NOT_IMPORTED = {
+    "warcinfo": "describes the WARC file, not a capture",
+    "conversion": "a conversion record; the original it converts is imported instead",
+}
+# Fields recomputed or re-linked when a record is written again.
+RECOMPUTED_FIELDS = frozenset(
+    {
+        "content-length",
+        "warc-block-digest",
+        "warc-payload-digest",
+        "warc-record-id",
+        "warc-concurrent-to",
+        "warc-warcinfo-id",
+        "warc-filename",
+    }
+)
+GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A record that cannot be imported: where it starts and why."""
+
+    path: Path
+    offset: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: offset {self.offset}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A sound record that has no place in the archive (warcinfo, a dns: response...)."""
+
+    path: Path
+    offset: int
+    type: str
+    reason: str
+
+
+@dataclass(slots=True)
+class SourceRecord:
+    """A record read whole and checked, its body hashed into a spool."""
+
+    path: Path
+    offset: int
+    type: str
+    uri: str
+    time: int
+    fields: list[tuple[str, str]]
+    http_header: bytes | None
+    status: int
+    body: Spool
+    read_bytes: int
+    payload_digest: Digest | None = None
+    truncated: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def field(self, name: str) -> str | None:
+        wanted = name.lower()
+        return next((v for k, v in self.fields if k.lower() == wanted), None)
+
+    def kept_fields(self) -> bytes:
+        """The WARC header fields an export writes again, as `Name: value` lines."""
+        lines = [f"{k}: {v}\r\n" for k, v in self.fields if k.lower() not in RECOMPUTED_FIELDS]
+        return "".join(lines).encode("utf-8")
+
+
+Item = SourceRecord | Problem | Ignored
+
+
+class _BadRecord(DlwebError):
+    """A record that is damaged but whose end is known: reading goes on after it."""
+
+
+class _Iterator(ArchiveIterator):  # type: ignore[misc]
+    """warcio's iterator, counting instead of printing a record that runs past its length."""
+
+    INC_RECORD = ""
+
+
+def read_archive(
+    path: Path, max_record: int, spool_dir: Path, progress: Any = None
+) -> Iterator[Item]:
+    """Every record of a WARC or ARC file as a SourceRecord, an Ignored or a Problem.
+
+    `progress(offset)` is called after each record with the position in the file.
+    """
+    reported: set[int] = set()
+    with open(path, "rb") as fh:
+        gzipped = fh.read(2) == GZIP_MAGIC[:2]
+        start: int | None = 0
+        while start is not None:
+            fh.seek(start)
+            records = _Iterator(fh, no_record_parse=True, arc2warc=True)
+            resume_after = None
+            try:
+                for record in records:
+                    offset = records.offset
+                    errors = records.err_count
+                    item = _read_record(record, path, offset, max_record, spool_dir)
+                    records.read_to_end()
+                    if records.err_count > errors and not isinstance(item, Problem):
+                        _discard(item)
+                        item = Problem(
+                            path, offset, "the record does not end where its Content-Length says"
+                        )
+                    if isinstance(item, Problem):
+                        reported.add(offset)
+                        resume_after = offset
+                    if progress is not None:
+                        progress(fh.tell())
+                    yield item
+                resume_after = None
+            except (
+                ArchiveLoadFailed,
+                StatusAndHeadersParserException,
+                zlib.error,
+                EOFError,
+            ) as exc:
+                offset = records.offset
+                if offset not in reported:
+                    reported.add(offset)
+                    yield Problem(path, offset, _describe(exc, gzipped))
+                resume_after = offset if resume_after is None else min(resume_after, offset)
+            except (_BadRecord, ValueError) as exc:
+                offset = records.offset
+                reported.add(offset)
+                yield Problem(path, offset, str(exc))
+                resume_after = offset
+            finally:
+                records.close()
+            start = None if resume_after is None else _next_start(fh, resume_after + 1, gzipped)
+            if progress is not None:
+                progress(fh.tell() if start is None else start)
+
+
+def _describe(exc: BaseException, gzipped: bool) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, zlib.error | EOFError):
+        return f"damaged gzip member: {text}"
+    if "non-chunked gzip" in text:
+        return (
+            "the file is one gzip stream holding many records, not one gzip member per record;"
+            " rewrite it with `warcio recompress`"
+        )
+    return f"malformed record header: {text.splitlines()[0][:200]}"
+
+
+def _next_start(fh: IO[bytes], position: int, gzipped: bool) -> int | None:
+    """Where the next record may start: the next gzip member, or the next `WARC/1.` line."""
+    pattern = GZIP_MAGIC if gzipped else b"\nWARC/1."
+    skip = 0 if gzipped else 1
+    carry = b""
+    fh.seek(position)
+    base = position
+    while True:
+        data = fh.read(SCAN_SIZE)
+        if not data:
+            return None
+        window = carry + data
+        found = window.find(pattern)
+        if found >= 0:
+            return base - len(carry) + found + skip
+        carry = window[-(len(pattern) - 1) :]
+        base += len(data)
+
+
+def _discard(item: Item) -> None:
+    if isinstance(item, SourceRecord):
+        item.body.discard()
+
+
+def _header(record: Any, name: str) -> str | None:
+    value: str | None = record.rec_headers.get_header(name)
+    return value
+
+
+def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
+    rec_type = (record.rec_type or "").lower()
+    length_text = _header(record, "Content-Length")
+    if length_text is None or not length_text.strip().isdigit():
+        raise _BadRecord(f"malformed record header: Content-Length {length_text!r} is not a number")
+    length: int = record.length
+    if rec_type in NOT_IMPORTED:
+        return Ignored(path, offset, rec_type, NOT_IMPORTED[rec_type])
+    if rec_type not in IMPORTED_TYPES:
+        return Problem(path, offset, f"{rec_type or 'untyped'} records are not supported")
+    if _header(record, "WARC-Segment-Number") is not None:
+        return Problem(path, offset, "segmented records are not supported")
+    uri = (_header(record, "WARC-Target-URI") or "").strip()
+    scheme = uri.partition(":")[0].lower()
+    if scheme not in ("http", "https"):
+        return Ignored(path, offset, rec_type, f"{uri[:100]!r} is not an http(s) URL")
+    try:
+        canonical_url(uri)
+    except DlwebError as exc:
+        return Problem(path, offset, str(exc))
+    try:
+        time = parse_time(_header(record, "WARC-Date") or "")
+    except BadTime:
+        return Problem(path, offset, f"malformed WARC-Date {_header(record, 'WARC-Date')!r}")
+    if length > max_record:
+        return Problem(
+            path,
+            offset,
+            f"record of {length} bytes is larger than the limit of {max_record} bytes"
+            " (--max-record-size)",
+        )
+    try:
+        block_digest = parse_digest(_header(record, "WARC-Block-Digest"))
+        payload_digest = parse_digest(_header(record, "WARC-Payload-Digest"))
+    except ValueError as exc:
+        return Problem(path, offset, str(exc))
+    spool = Spool(spool_dir)
+    try:
+        return _read_block(
+            record, path, offset, rec_type, uri, time, length, spool, block_digest, payload_digest
+        )
+    except BaseException:
+        spool.discard()
+        raise
+
+
+def _read_block(
+    record: Any,
+    path: Path,
+    offset: int,
+    rec_type: str,
+    uri: str,
+    time: int,
+    length: int,
+    spool: Spool,
+    block_digest: Digest | None,
+    payload_digest: Digest | None,
+) -> Item:
+    stream = record.raw_stream
+    block_hash = block_digest.hasher() if block_digest else None
+    read = 0
+
+    def next_piece() -> bytes:
+        nonlocal read
+        data: bytes = stream.read(READ_SIZE)
+        read += len(data)
+        if block_hash is not None:
+            block_hash.update(data)
+        return data
+
+    head: bytes | None = None
+    data = next_piece()
+    status = 0
+    if rec_type in HTTP_TYPES and data:
+        head, data = _split_head(data, next_piece)
+        if head is None:
+            spool.discard()
+            _drain(next_piece)
+            return Problem(path, offset, "malformed HTTP header block: no blank line ends it")
+        if rec_type != "request":
+            try:
+                status = parse_header_block(head, "HTTP header block").status
+            except DlwebError as exc:
+                spool.discard()
+                _drain(next_piece)
+                return Problem(path, offset, f"malformed {exc}")
+    # What a payload digest covers: the block after the HTTP headers, as written in the file.
+    raw_hash = payload_digest.hasher() if payload_digest and rec_type != "revisit" else None
+    dechunker = (
+        Dechunker()
+        if rec_type == "response" and head is not None and declares_chunked(head)
+        else None
+    )
+    decoded_hash = payload_digest.hasher() if payload_digest and dechunker else None
+    if rec_type == "request" and head is not None:
+        spool.write(head)
+    while data:
+        if raw_hash is not None:
+            raw_hash.update(data)
+        body = dechunker.feed(data) if dechunker is not None else data
+        if decoded_hash is not None:
+            decoded_hash.update(body)
+        spool.write(body)
+        data = next_piece()
+    truncated = False
+    if dechunker is not None:
+        rest = dechunker.finish()
+        spool.write(rest)
+        if decoded_hash is not None:
+            decoded_hash.update(rest)
+        truncated = dechunker.broken
+    if read < length:
+        spool.discard()
+        raise _BadRecord(f"truncated record: the file ends after {read} of its {length} bytes")
+    if block_hash is not None and block_digest and block_hash.digest() != block_digest.value:
+        spool.discard()
+        return Problem(path, offset, f"WARC-Block-Digest {block_digest} does not match the block")
+    if payload_digest and raw_hash is not None:
+        matches = raw_hash.digest() == payload_digest.value or (
+            decoded_hash is not None and decoded_hash.digest() == payload_digest.value
+        )
+        if not matches:
+            spool.discard()
+            return Problem(
+                path, offset, f"WARC-Payload-Digest {payload_digest} does not match the payload"
+            )
+    return SourceRecord(
+        path,
+        offset,
+        rec_type,
+        uri,
+        time,
+        list(record.rec_headers.headers),
+        head,
+        status,
+        spool,
+        read,
+        payload_digest,
+        truncated,
+    )
+
+
+def _split_head(data: bytes, more: Any) -> tuple[bytes | None, bytes]:
+    """The HTTP header block at the start of a block (through its blank line), and the rest."""
+    while True:
+        for end_mark in (b"\r\n\r\n", b"\n\n"):
+            end = data.find(end_mark)
+            if end >= 0:
+                cut = end + len(end_mark)
+                return data[:cut], data[cut:]
+        if len(data) > MAX_HTTP_HEADER:
+            return None, b""
+        piece = more()
+        if not piece:
+            # A block of headers only (a revisit, a bodiless response) may lack the blank line.
+            return (data, b"") if data.endswith(b"\n") else (None, b"")
+        data += piece
+
+
+def _drain(more: Any) -> None:
+    while more():
+        pass
