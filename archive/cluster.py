@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from . import pack
 from .config import ClusterConfig
 from .errors import DlwebError, NotFound
 from .hashing import check_name
@@ -40,6 +41,8 @@ EARLIEST, LATEST = "1000", "99991231235959"
 UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
 KINDS = ("content", "structure")
+PACK_FRAMES = 250
+PACK_BYTES = 8 * 1024 * 1024
 
 # The bytes of a content to upload by name: in memory, in a file, or still to be fetched.
 BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
@@ -205,32 +208,49 @@ class ClusterClient:
         summary: InsertSummary,
         gate: asyncio.Semaphore,
     ) -> list[str]:
-
-        async def one(order: dict[str, Any]) -> str:
-            name = check_name(str(order["name"]))
+        """Send each content to the node named for it: small ones in packs, one request for
+        many, large ones or those in files alone."""
+        packs: dict[str, list[tuple[str, bytes]]] = {}
+        alone: list[tuple[str, str, bytes | Path | Awaitable[bytes]]] = []
+        for order in orders:
+            name, node = check_name(str(order["name"])), str(order["node"])
             body = body_of(name)
+            if isinstance(body, bytes) and len(body) <= pack.MAX_PACKED:
+                packs.setdefault(node, []).append((name, body))
+            else:
+                alone.append((node, name, body))
+
+        async def one(node: str, name: str, body: bytes | Path | Awaitable[bytes]) -> None:
             async with gate:
                 if isinstance(body, Path):
                     with open(body, "rb") as stream:
                         size = os.fstat(stream.fileno()).st_size
-                        await self._put(order["node"], name, stream)
+                        await self._send(f"{node}/content/{name}", "PUT", stream)
                 else:
                     data = body if isinstance(body, bytes) else await body
                     size = len(data)
-                    await self._put(order["node"], name, data)
+                    await self._send(f"{node}/content/{name}", "PUT", data)
             summary.uploaded += 1
             summary.bytes += size
-            return name
 
-        return list(await asyncio.gather(*(one(order) for order in orders)))
+        async def packed(node: str, items: list[tuple[str, bytes]]) -> None:
+            data = b"".join(pack.encode_frame(name, body) for name, body in items)
+            async with gate:
+                await self._send(f"{node}/contents", "POST", data)
+            summary.uploaded += len(items)
+            summary.bytes += sum(len(body) for _, body in items)
 
-    async def _put(self, node: str, name: str, data: Any) -> None:
-        """PUT one content, bytes or an open file."""
-        async with self.session.put(f"{node}/content/{name}", data=data, headers=self._auth) as r:
+        await asyncio.gather(
+            *(one(*item) for item in alone),
+            *(packed(node, part) for node, items in packs.items() for part in _pack_parts(items)),
+        )
+        return [str(order["name"]) for order in orders]
+
+    async def _send(self, url: str, method: str, data: Any) -> None:
+        """Upload bytes or an open file, raising ClusterError unless the node stored them."""
+        async with self.session.request(method, url, data=data, headers=self._auth) as r:
             if r.status not in (200, 201):
-                raise ClusterError(
-                    f"upload of {name} to {node} failed: {r.status} {await r.text()}"
-                )
+                raise ClusterError(f"upload to {url} failed: {r.status} {await r.text()}")
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -381,3 +401,17 @@ class ClusterClient:
         if missing == len(holders):
             raise NotFound(f"{what} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {what}'s structure file answered: {'; '.join(problems)}")
+
+
+def _pack_parts(items: list[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
+    """Packs of at most PACK_FRAMES contents and about PACK_BYTES bytes."""
+    part: list[tuple[str, bytes]] = []
+    size = 0
+    for item in items:
+        if part and (len(part) >= PACK_FRAMES or size + len(item[1]) > PACK_BYTES):
+            yield part
+            part, size = [], 0
+        part.append(item)
+        size += len(item[1])
+    if part:
+        yield part

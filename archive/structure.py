@@ -333,15 +333,17 @@ class StructureFile:
         )
         return fresh, in_order
 
-    def append_in_order(self, captures: Sequence[Capture]) -> None:
-        """Write records after the last one and fsync: the caller checked they are in order."""
+    def append_in_order(self, captures: Sequence[Capture], fsync: bool = True) -> None:
+        """Write records after the last one: the caller checked they are in order. Without
+        `fsync`, the caller makes them durable (a storage node's group commit)."""
         data = b"".join(c.pack() for c in captures)
         end = self.reader.base + self.reader.count * RECORD_SIZE
         written = os.pwrite(self._fd, data, end)
         if written != len(data):
             os.ftruncate(self._fd, end)
             raise OSError(f"{self.path}: short write while appending")
-        os.fsync(self._fd)
+        if fsync:
+            os.fsync(self._fd)
         self.reader.count += len(captures)
 
     def merged_bytes(self, captures: Sequence[Capture]) -> bytes:

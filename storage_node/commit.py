@@ -22,6 +22,14 @@ class Staged(Protocol):
     def place(self, sync_dir: bool = True) -> None: ...
 
 
+class _Nothing:
+    def place(self, sync_dir: bool = True) -> None:
+        """Nothing to rename: waiting for the batch's flush is the point."""
+
+
+_NOTHING_TO_PLACE = _Nothing()
+
+
 class GroupCommitter:
     def __init__(self, root: Path, executor: Executor) -> None:
         self._fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -38,6 +46,11 @@ class GroupCommitter:
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
         await future
+
+    async def flush(self) -> None:
+        """Return once everything written before the call is durable (files written in place,
+        such as appends to a structure file)."""
+        await self.place(_NOTHING_TO_PLACE)
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()

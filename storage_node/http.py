@@ -11,13 +11,13 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 
 from aiohttp import web
 
+from archive import pack
 from archive.errors import BadName, CorruptFile, DlwebError, HashMismatch, NotFound
 from archive.hashing import check_name
 from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl
 
-from . import pack
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch, one_chunk
 from .scrub import ScrubRunning, scrub
 from .sendfile import send_file
@@ -30,7 +30,7 @@ MAX_BATCH_FILES = 5_000
 READ_CHUNK = 256 * 1024
 SMALL_FILE = 256 * 1024
 _WRITES = frozenset(("PUT", "POST", "DELETE"))
-_CLIENT_ERRORS = (BadName, HashMismatch, BadRecord, BadTime, BadUrl, UrlMismatch)
+_CLIENT_ERRORS = (BadName, HashMismatch, BadRecord, BadTime, BadUrl, UrlMismatch, pack.BadPack)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 NODE = web.AppKey("node", StorageNode)
@@ -131,6 +131,16 @@ async def post_pack(request: web.Request) -> web.StreamResponse:
     await response.write_eof()
     request.app[METRICS]["dlweb_node_content_reads_total"] += len(checked)
     return response
+
+
+async def post_contents(request: web.Request) -> web.Response:
+    """Many small contents in one request: a pack (archive/pack.py) of up to MAX_NAMES frames."""
+    items = [item async for item in pack.read_upload(request.content)]
+    for name, _ in items:
+        check_name(name)
+    created = await request.app[NODE].put_contents(items)
+    request.app[METRICS]["dlweb_node_content_writes_total"] += len(items)
+    return web.json_response({"received": len(items), "created": created})
 
 
 async def put_content(request: web.Request) -> web.Response:
@@ -358,5 +368,6 @@ def build_app(
     app.router.add_get("/inventory", get_inventory)
     app.router.add_post("/scrub", post_scrub)
     app.router.add_post("/contents/pack", post_pack)
+    app.router.add_post("/contents", post_contents)
     app.router.add_post("/structures", append_structures)
     return app

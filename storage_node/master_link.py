@@ -14,12 +14,12 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from archive import pack
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
 
-from . import pack
 from .node import CONTENT, STRUCTURE, StorageNode, one_chunk
 from .scrub import scrub
 

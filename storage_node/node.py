@@ -292,6 +292,39 @@ class StorageNode:
             # Shielded: once placed, a file must reach the inventory even if the client left.
             return await asyncio.shield(self._place_content(pending))
 
+    async def put_contents(self, items: list[tuple[str, bytes]]) -> int:
+        """Store many small contents at once (an uploaded pack); returns how many were new.
+
+        They are hashed and written aside in one worker call, then put in place through the
+        group commit together; a content whose bytes do not match its name fails the whole pack
+        before anything is placed.
+        """
+        pendings = await self.run_io(self._stage_contents, items)
+        try:
+            placed = await asyncio.gather(
+                *(asyncio.shield(self._place_content(pending)) for pending in pendings)
+            )
+        finally:
+            for pending in pendings:
+                pending.abort()
+        return sum(placed)
+
+    def _stage_contents(self, items: list[tuple[str, bytes]]) -> list[PendingFile]:
+        staged: list[PendingFile] = []
+        try:
+            for name, data in items:
+                if self.contents.exists(name):
+                    continue
+                pending = self.contents.writer(name)
+                staged.append(pending)
+                pending.write(data)
+                pending.seal(fsync=self.committer is None)
+        except BaseException:
+            for pending in staged:
+                pending.abort()
+            raise
+        return staged
+
     async def _place_content(self, pending: PendingFile) -> bool:
         assert pending.name is not None
         async with self.lock(pending.name):
@@ -372,7 +405,9 @@ class StorageNode:
                 data = encode_file(url, unique)
 
                 async def create() -> None:
-                    await self._place_structure(self.structures.stage(name, data))
+                    await self._place_structure(
+                        await self.run_io(self.structures.stage, name, data)
+                    )
 
                 await self._add_file(STRUCTURE, name, len(data), create)
                 return len(unique), True
@@ -381,7 +416,10 @@ class StorageNode:
                 fresh, in_order = sfile.plan_append(captures)
                 if not fresh:
                     return 0, False
-                if in_order:
+                if in_order and self.committer is not None:
+                    await self.run_io(sfile.append_in_order, fresh, False)
+                    await self.committer.flush()
+                elif in_order:
                     await self.run_io(sfile.append_in_order, fresh)
                 else:
                     await self.run_io(self.structures.write_named, name, sfile.merged_bytes(fresh))

@@ -15,7 +15,6 @@ from ..cluster import ClusterClient
 from ..config import load_config
 from ..errors import DlwebError
 from ..timestamps import BadTime, parse_time
-from .cdxj import write_cdxj
 from .exporter import Selection, export_warc
 from .importer import DEFAULT_MAX_RECORD, Importer, ImportSummary
 
@@ -122,6 +121,8 @@ async def _export(args: argparse.Namespace) -> int:
 
 
 def _cdxj(args: argparse.Namespace) -> int:
+    from .cdxj import write_cdxj  # here: surt's imports slow down every other command
+
     out = _output(args.out)
     count = write_cdxj(_input_files(args.files), out)
     print(f"wrote {out}: {count:,} index lines")

@@ -24,6 +24,7 @@ from ..header_block import declares_chunked, parse_header_block
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
 from ..urlkey import structure_name
+from .reader import split_kept
 from .writer import HTTP_RESPONSE, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, WarcWriter
 
 READS_IN_FLIGHT = 16
@@ -187,7 +188,9 @@ async def _write_entries(
     window: deque[tuple[_Plan, Awaitable[list[bytes]]]] = deque()
 
     async def fetch(names: list[str]) -> list[bytes]:
-        return list(await asyncio.gather(*(client.get_content(n) for n in names)))
+        unique = list(dict.fromkeys(names))
+        got = dict(zip(unique, await asyncio.gather(*map(client.get_content, unique)), strict=True))
+        return [got[name] for name in names]
 
     def write(plan: _Plan, parts: list[bytes]) -> None:
         rec_type = _write_one(writer, plan, parts, firsts, responses)
@@ -229,11 +232,12 @@ def _write_one(
     truncated = [("WARC-Truncated", "unspecified")] if capture.flags & RecordFlag.TRUNCATED else []
     if capture.kind in (RecordKind.REQUEST, RecordKind.METADATA):
         rec_type = capture.kind.name.lower()
-        fields = [kv for kv in _fields(header) if kv[0].lower() not in WRITER_FIELDS]
+        kept, block = split_kept(parts[1])
+        fields = [kv for kv in kept if kv[0].lower() not in WRITER_FIELDS]
         concurrent = responses.get((url, when))
         if concurrent is not None:
             fields.append(("WARC-Concurrent-To", concurrent))
-        writer.write(rec_type, url, when, [parts[1]], fields)
+        writer.write(rec_type, url, when, [block], fields)
         return rec_type
     if plan.revisit:
         first = firsts.get(capture.content)
@@ -273,16 +277,6 @@ def _write_one(
     firsts.setdefault(capture.content, _First(url, format_iso(when), written.payload_digest))
     responses[(url, when)] = written.record_id
     return rec_type
-
-
-def _fields(block: bytes) -> list[tuple[str, str]]:
-    """`Name: value` lines kept by an import."""
-    fields = []
-    for line in block.decode("utf-8", errors="replace").split("\r\n"):
-        name, sep, value = line.partition(":")
-        if sep and name.strip():
-            fields.append((name.strip(), value.strip()))
-    return fields
 
 
 def _content_type(header: bytes) -> str:

@@ -258,10 +258,12 @@ class Importer:
             flags |= RecordFlag.SYNTHETIC_HEADERS
             status = 200
         else:
+            # The stored body holds the WARC fields and the block: no header block of its own.
             kind = RecordKind.REQUEST if record.type == "request" else RecordKind.METADATA
-            header = record.kept_fields()
-        header_name = hashlib.sha256(header).hexdigest()
-        bodies[header_name] = header
+            header = b""
+        header_name = hashlib.sha256(header).hexdigest() if header else content
+        if header:
+            bodies[header_name] = header
         if kind is RecordKind.RESPONSE:
             original = Original(content, header_name, status, record.body.size)
             if record.payload_digest is not None:

@@ -48,6 +48,8 @@ RECOMPUTED_FIELDS = frozenset(
     }
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
+# Records kept for export only; their body is stored whole, after the WARC fields they keep.
+SIDE_TYPES = ("request", "metadata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +96,27 @@ class SourceRecord:
         wanted = name.lower()
         return next((v for k, v in self.fields if k.lower() == wanted), None)
 
-    def kept_fields(self) -> bytes:
-        """The WARC header fields an export writes again, as `Name: value` lines."""
-        lines = [f"{k}: {v}\r\n" for k, v in self.fields if k.lower() not in RECOMPUTED_FIELDS]
-        return "".join(lines).encode("utf-8")
-
 
 Item = SourceRecord | Problem | Ignored
+
+
+def kept_fields(fields: list[tuple[str, str]]) -> bytes:
+    """The WARC fields an export writes again, as `Name: value` lines, then an empty line."""
+    lines = [f"{k}: {v}\r\n" for k, v in fields if k.lower() not in RECOMPUTED_FIELDS]
+    return ("".join(lines) + "\r\n").encode("utf-8")
+
+
+def split_kept(body: bytes) -> tuple[list[tuple[str, str]], bytes]:
+    """The fields and the block of a side record's stored body."""
+    head, _, block = (
+        body.partition(b"\r\n\r\n") if not body.startswith(b"\r\n") else (b"", b"", body[2:])
+    )
+    fields = []
+    for line in head.decode("utf-8", errors="replace").split("\r\n"):
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            fields.append((name.strip(), value.strip()))
+    return fields, block
 
 
 class _BadRecord(DlwebError):
@@ -304,8 +320,10 @@ def _read_block(
         else None
     )
     decoded_hash = payload_digest.hasher() if payload_digest and dechunker else None
-    if rec_type == "request" and head is not None:
-        spool.write(head)
+    if rec_type in SIDE_TYPES:
+        spool.write(kept_fields(record.rec_headers.headers))
+        if head is not None:
+            spool.write(head)
     while data:
         if raw_hash is not None:
             raw_hash.update(data)

@@ -12,6 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from archive import pack
 from archive.config import ClusterConfig
 from archive.multicast import LookupClient
 from archive.structure import RECORD_SIZE
@@ -440,3 +441,33 @@ async def test_many_structure_files_in_one_append(node_factory, cluster, session
         assert r.status == 400
     async with session.post(f"{node.url}/structures", json=body) as r:
         assert r.status == 401
+
+
+async def test_a_pack_of_contents_in_one_request(node_factory, cluster, session):
+    node = node_factory()
+    headers = auth(cluster[1])
+    datas = [b"first packed", b"second packed", b""]
+    already = await put(session, node.url, cluster[1], datas[0])
+    body = b"".join(pack.encode_frame(sha(d), d) for d in datas)
+    async with session.post(f"{node.url}/contents", data=body, headers=headers) as r:
+        assert r.status == 200, await r.text()
+        assert await r.json() == {"received": 3, "created": 2}
+    for data in datas:
+        async with session.get(f"{node.url}/content/{sha(data)}") as r:
+            assert await r.read() == data
+    assert (await status(session, node.url))["files"]["content"] == 3
+    assert already == sha(datas[0])
+
+    lying = pack.encode_frame(sha(b"fresh"), b"fresh") + pack.encode_frame(sha(b"claimed"), b"x")
+    async with session.post(f"{node.url}/contents", data=lying, headers=headers) as r:
+        assert r.status == 400 and "hash" in (await r.json())["error"]
+    cut = pack.encode_frame(sha(b"whole"), b"whole")[:-2]
+    async with session.post(f"{node.url}/contents", data=cut, headers=headers) as r:
+        assert r.status == 400 and "frame 0" in (await r.json())["error"]
+    async with session.post(f"{node.url}/contents", data=body) as r:
+        assert r.status == 401
+    # Nothing of a refused pack was kept, not even its good contents.
+    for data in (b"fresh", b"whole"):
+        async with session.get(f"{node.url}/content/{sha(data)}") as r:
+            assert r.status == 404
+    assert list((node.root / "content" / ".tmp").iterdir()) == []
