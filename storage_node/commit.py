@@ -9,6 +9,7 @@ that is not on disk, and a crash before the acknowledgement leaves only temporar
 
 import asyncio
 import os
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Protocol
@@ -41,11 +42,19 @@ class GroupCommitter:
 
     async def place(self, pending: Staged) -> None:
         """Return once `pending` (sealed without fsync) is durable and in place."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((pending, future))
+        await self.place_all([pending])
+
+    async def place_all(self, staged: Sequence[Staged]) -> None:
+        """`place` for many files, which then share the batches' flushes."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[None]] = []
+        for pending in staged:
+            future: asyncio.Future[None] = loop.create_future()
+            self._queue.append((pending, future))
+            futures.append(future)
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
-        await future
+        await asyncio.gather(*futures)
 
     async def flush(self) -> None:
         """Return once everything written before the call is durable (files written in place,

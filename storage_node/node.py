@@ -301,18 +301,50 @@ class StorageNode:
         """
         pendings = await self.run_io(self._stage_contents, items)
         try:
-            placed = await asyncio.gather(
-                *(asyncio.shield(self._place_content(pending)) for pending in pendings)
-            )
+            # Shielded: once placed, files must reach the inventory even if the client left.
+            return await asyncio.shield(self._place_contents(pendings))
         finally:
             for pending in pendings:
                 pending.abort()
-        return sum(placed)
+
+    async def _place_contents(self, pendings: list[PendingFile]) -> int:
+        """Put staged contents in place together: one inventory write, one group commit."""
+        locks = [self.lock(name) for name in sorted(p.name for p in pendings if p.name)]
+        for lock in locks:
+            await lock.acquire()
+        try:
+            fresh = await self.run_io(self._not_held, pendings)
+            if not fresh:
+                return 0
+            entries = self.inventory.append_many(
+                "add", CONTENT, [(p.name or "", p.size) for p in fresh]
+            )
+            try:
+                if self.committer is None:
+                    await self.run_io(_place_each, fresh)
+                else:
+                    await self.committer.place_all(fresh)
+            except BaseException:
+                undo = [(e.name, e.size) for e in entries]
+                self.inventory.durable_later(
+                    self.inventory.append_many("remove", CONTENT, undo)[-1]
+                )
+                raise
+            for pending in fresh:
+                self._apply("add", CONTENT, pending.name or "", pending.size)
+            await self.inventory.durable(entries[-1])
+            return len(fresh)
+        finally:
+            for lock in locks:
+                lock.release()
+
+    def _not_held(self, pendings: list[PendingFile]) -> list[PendingFile]:
+        return [p for p in pendings if p.name and not self.contents.exists(p.name)]
 
     def _stage_contents(self, items: list[tuple[str, bytes]]) -> list[PendingFile]:
         staged: list[PendingFile] = []
         try:
-            for name, data in items:
+            for name, data in dict(items).items():
                 if self.contents.exists(name):
                     continue
                 pending = self.contents.writer(name)
@@ -474,3 +506,8 @@ class StorageNode:
     def disk_usage(self) -> tuple[int, int]:
         usage = shutil.disk_usage(self.root)
         return usage.free, usage.total
+
+
+def _place_each(pendings: list[PendingFile]) -> None:
+    for pending in pendings:
+        pending.place()
