@@ -25,6 +25,12 @@ class Digest:
     def hasher(self) -> "hashlib._Hash":
         return hashlib.new(self.algorithm)
 
+    def key(self) -> int:
+        """63 bits of the value: kept in an imported capture's metadata field, so that a revisit
+        read later finds its original even when the digest cannot be computed again (a digest
+        of the chunked bytes, which the archive no longer has)."""
+        return int.from_bytes(self.value[:8], "big") >> 1
+
 
 def parse_digest(text: str | None) -> Digest | None:
     """The digest a field declares, or None when it is absent or uses an unknown algorithm.

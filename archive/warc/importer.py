@@ -279,6 +279,7 @@ class Importer:
             header_size=len(header),
             kind=kind.name.lower(),
             flags=int(flags),
+            offset=record.payload_digest.key() if record.payload_digest else 0,
         )
 
     def _revisit(
@@ -343,7 +344,7 @@ class Importer:
                 return None
             earlier = [c for c in await self.client.captures(record.uri) if c.time <= record.time]
             for capture in reversed(earlier[-SAME_URL_CANDIDATES:]):
-                if digest == sha256_digest(capture.content):
+                if capture.offset == digest.key() or digest == sha256_digest(capture.content):
                     return Original(capture.content, capture.header, capture.status, 0)
                 if digest.algorithm != "sha256":
                     data = await self.client.get_content(capture.content)

@@ -189,6 +189,8 @@ def _describe(exc: BaseException, gzipped: bool) -> str:
     text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, zlib.error | EOFError):
         return f"damaged gzip member: {text}"
+    if gzipped and "\\x1f\\x8b" in text:
+        return "damaged gzip member: it ends early, before its record does"
     if "non-chunked gzip" in text:
         return (
             "the file is one gzip stream holding many records, not one gzip member per record;"
@@ -285,6 +287,10 @@ def _read_block(
     payload_digest: Digest | None,
 ) -> Item:
     stream = record.raw_stream
+    # wget writes the digest of an empty block on its revisits, which hold headers: as warcio
+    # does, a revisit's block is not checked (its payload is the original's anyway).
+    if rec_type == "revisit":
+        block_digest = None
     block_hash = block_digest.hasher() if block_digest else None
     read = 0
 

@@ -1,0 +1,193 @@
+"""`dlweb import` of WARC and ARC files written by wget, warcio and by hand, into a real cluster."""
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from archive.cluster import ClusterClient
+from archive.errors import NotFound
+from archive.structure import Capture, RecordFlag, RecordKind
+from archive.timestamps import parse_time
+from archive.urlkey import side_name
+from archive.warc.reader import split_kept
+
+from . import sources
+from .conftest import dlweb
+from .site import PAGES, TestSite
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+async def capture_at(client: ClusterClient, url: str, date: str) -> Capture:
+    return (await client.closest(url, parse_time(date), "exact")).capture
+
+
+def import_ok(config: Path, *files: Path) -> str:
+    done = dlweb("import", "-c", str(config), *map(str, files))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
+async def test_a_wget_crawl_is_imported_payloads_as_served(
+    cluster_factory, site: TestSite, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    crawl = sources.wget_crawl(site.base, tmp_path, "first")
+    summary = import_ok(cluster.config_path, crawl.warc)
+    assert "records not imported" in summary  # wget's warcinfo and its own log records
+    async with ClusterClient(cluster.config) as client:
+        for path, page in PAGES.items():
+            captures = await client.captures(site.base + path)
+            assert len(captures) == 1, path
+            capture = captures[0]
+            assert capture.kind is RecordKind.RESPONSE and capture.flags & RecordFlag.IMPORTED
+            assert capture.status == page.status, path
+            # The payload as sent: chunking removed, the site's own gzip kept.
+            assert await client.get_content(capture.content) == page.body, path
+            header = await client.get_header_block(capture.header)
+            assert header.startswith(f"HTTP/1.1 {page.status} ".encode()), path
+        moved = (await client.captures(site.base + "/old.html"))[0]
+        assert b"Location: /new.html\r\n" in await client.get_header_block(moved.header)
+        chunked = (await client.captures(site.base + "/chunked.html"))[0]
+        assert b"Transfer-Encoding: chunked" in await client.get_header_block(chunked.header)
+        copy_a = (await client.captures(site.base + "/copy-a.html"))[0]
+        copy_b = (await client.captures(site.base + "/copy-b.html"))[0]
+        assert copy_a.content == copy_b.content
+        requests = await client.read_structure(side_name(site.base + "/"))
+        assert [r.kind for r in requests[1]] == [RecordKind.REQUEST]
+    files_before = cluster.status()["files"]
+
+    again = import_ok(cluster.config_path, crawl.warc)
+    assert "0 new captures" in again and "0 new contents" in again
+    assert cluster.status()["files"] == files_before
+
+    # wget's own deduplication against the first crawl writes revisit records.
+    second = sources.wget_crawl(site.base, tmp_path, "second", dedup_cdx=crawl.cdx)
+    import_ok(cluster.config_path, second.warc)
+    async with ClusterClient(cluster.config) as client:
+        home = await client.captures(site.base + "/")
+        assert [c.kind for c in home] == [RecordKind.RESPONSE, RecordKind.REVISIT]
+        assert home[0].content == home[1].content
+        assert await client.get_content(home[1].content) == PAGES["/"].body
+
+
+async def test_every_record_type_and_revisit_of_a_warcio_file(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = sources.warcio_file(tmp_path)
+    summary = import_ok(cluster.config_path, source.path)
+    assert "warcinfo: 1" in summary
+    async with ClusterClient(cluster.config) as client:
+        for entry in source.entries:
+            if entry.type in ("response", "revisit"):
+                capture = await capture_at(client, entry.url, entry.date)
+                assert capture.status == entry.status, entry.url
+                assert await client.get_content(capture.content) == entry.payload, entry.url
+                assert await client.get_header_block(capture.header) == entry.header_block
+                kind = RecordKind.RESPONSE if entry.type == "response" else RecordKind.REVISIT
+                assert capture.kind is kind, entry.url
+        a = source.find("response", f"{sources.WARCIO_HOST}/a")
+        for revisit in [e for e in source.entries if e.type == "revisit"]:
+            capture = await capture_at(client, revisit.url, revisit.date)
+            assert capture.content == sha(a.payload)
+
+        notes = source.find("resource", f"{sources.WARCIO_HOST}/notes.txt")
+        capture = await capture_at(client, notes.url, notes.date)
+        assert capture.flags & RecordFlag.SYNTHETIC_HEADERS and capture.status == 200
+        assert await client.get_content(capture.content) == notes.payload
+        assert b"Content-Type: text/plain" in await client.get_header_block(capture.header)
+
+        meta = source.find("metadata", f"{sources.WARCIO_HOST}/a")
+        _, side = await client.read_structure(side_name(meta.url))
+        kinds = {c.kind: c for c in side}
+        assert set(kinds) == {RecordKind.REQUEST, RecordKind.METADATA}
+        fields, block = split_kept(await client.get_content(kinds[RecordKind.METADATA].content))
+        assert block == meta.payload
+        assert ("Content-Type", "application/warc-fields") in fields
+        fields, block = split_kept(await client.get_content(kinds[RecordKind.REQUEST].content))
+        assert block.startswith(b"GET /a HTTP/1.1\r\n")
+        # Lookups never meet the records kept for export.
+        assert (await client.closest(meta.url, parse_time(meta.date))).capture.kind in (
+            RecordKind.RESPONSE,
+            RecordKind.REVISIT,
+        )
+
+
+async def test_revisits_of_originals_already_in_the_archive(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    first = sources.warcio_file(tmp_path)
+    later = sources.later_revisit_file(tmp_path, first)
+
+    orphan = dlweb("import", "-c", str(cluster.config_path), str(later.path))
+    assert orphan.returncode == 1
+    assert orphan.stderr.count("revisit of a payload that is neither") == 2
+
+    import_ok(cluster.config_path, first.path)
+    import_ok(cluster.config_path, later.path)
+    async with ClusterClient(cluster.config) as client:
+        for entry in later.entries:
+            capture = await capture_at(client, entry.url, entry.date)
+            assert capture.kind is RecordKind.REVISIT
+            assert await client.get_content(capture.content) == entry.payload
+
+
+@pytest.mark.parametrize("gzipped", [True, False], ids=["arc.gz", "arc"])
+async def test_arc_files(cluster_factory, tmp_path, gzipped: bool):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = sources.arc_file(tmp_path, gzipped)
+    import_ok(cluster.config_path, source.path)
+    async with ClusterClient(cluster.config) as client:
+        for entry in source.entries:
+            capture = await capture_at(client, entry.url, entry.date)
+            assert await client.get_content(capture.content) == entry.payload
+            assert await client.get_header_block(capture.header) == entry.header_block
+
+
+DAMAGES = {
+    "truncated gzip member": (sources.truncated_gzip_member, "damaged gzip member"),
+    "truncated at the end": (sources.truncated_at_end, "truncated record"),
+    "malformed header": (sources.malformed_header, "Content-Length 'abc' is not a number"),
+    "digest mismatch": (sources.digest_mismatch, "Digest"),
+    "too large": (lambda d: sources.large_record(d, 64 * 1024), "larger than the limit"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+async def test_damaged_files_keep_their_good_records(cluster_factory, tmp_path, damage: str):
+    make, reason = DAMAGES[damage]
+    cluster = cluster_factory(nodes=1, replicas=1)
+    damaged = make(tmp_path)
+    done = dlweb(
+        "import", "-c", str(cluster.config_path), "--max-record-size", "32K", str(damaged.path)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    skipped = [line for line in done.stderr.splitlines() if line.startswith("skipped:")]
+    assert len(skipped) == 1, done.stderr
+    assert f"{damaged.path}: offset {damaged.bad_offset}: " in skipped[0]
+    assert reason in skipped[0]
+    assert "1 records skipped with problems" in done.stdout
+    async with ClusterClient(cluster.config) as client:
+        for url in damaged.good_urls:
+            assert len(await client.captures(url)) == 1, url
+        with pytest.raises(NotFound):
+            await client.captures(damaged.bad_url)
+    for node in cluster.nodes.values():
+        assert list((node.root / "content" / ".tmp").iterdir()) == []
+
+
+def test_bad_command_lines_get_clear_messages(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    config = str(cluster.config_path)
+    missing = dlweb("import", "-c", config, str(tmp_path / "nowhere.warc.gz"))
+    assert missing.returncode == 2 and "nowhere.warc.gz: no such file" in missing.stderr
+    size = dlweb("import", "-c", config, "--max-record-size", "lots", str(tmp_path))
+    assert size.returncode == 2 and "--max-record-size" in size.stderr
+    text = tmp_path / "notes.txt"
+    text.write_text("these are not the records you are looking for\n" * 10)
+    garbage = dlweb("import", "-c", config, str(text))
+    assert garbage.returncode == 1 and "Traceback" not in garbage.stderr
+    assert f"{text}: offset 0: " in garbage.stderr
