@@ -27,9 +27,12 @@ def cdxj_lines(path: Path) -> Iterator[str]:
         records = ArchiveIterator(fh)
         try:
             for record in records:
+                headers = record.rec_headers
+                length = headers.get_header("Content-Length") or ""
+                if not length.strip().isdigit():
+                    raise ValueError(f"Content-Length {length!r} is not a number")
                 if record.rec_type not in INDEXED_TYPES:
                     continue
-                headers = record.rec_headers
                 uri = headers.get_header("WARC-Target-URI") or ""
                 if not uri.startswith(("http:", "https:")):
                     continue

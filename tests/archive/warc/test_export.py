@@ -1,0 +1,195 @@
+"""`dlweb export` and `dlweb cdxj`: the archive written back out as standard WARC 1.1."""
+
+import io
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import surt
+from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataReader
+
+from archive.timestamps import parse_time
+
+from . import sources
+from .conftest import dlweb
+from .site import PAGES, TestSite
+
+
+@dataclass
+class Written:
+    """One record of an exported file, read back with warcio."""
+
+    type: str
+    url: str
+    time: int
+    fields: dict[str, str]
+    block: bytes
+    offset: int
+
+    @property
+    def head(self) -> bytes:
+        return self.block.partition(b"\r\n\r\n")[0] + b"\r\n\r\n"
+
+    @property
+    def payload(self) -> bytes:
+        """The HTTP payload, chunked framing removed as a replay tool does."""
+        raw = self.block.partition(b"\r\n\r\n")[2]
+        if b"transfer-encoding: chunked" in self.head.lower():
+            return ChunkedDataReader(io.BytesIO(raw)).read()
+        return raw
+
+
+def read_warc(path: Path) -> list[Written]:
+    written = []
+    with open(path, "rb") as fh:
+        records = ArchiveIterator(fh, no_record_parse=True)
+        for record in records:
+            fields = dict(record.rec_headers.headers)
+            block = record.raw_stream.read()
+            date = fields["WARC-Date"]
+            url = fields.get("WARC-Target-URI", "")
+            written.append(
+                Written(record.rec_type, url, parse_time(date), fields, block, records.offset)
+            )
+    return written
+
+
+def export(config: Path, out: Path, *options: str) -> list[Written]:
+    done = dlweb("export", "-c", str(config), "--out", str(out), *options)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"wrote {out}" in done.stdout
+    return read_warc(out)
+
+
+def by_url_and_time(records: list[Written], rec_type: str) -> dict[tuple[str, int], Written]:
+    return {(r.url, r.time): r for r in records if r.type == rec_type}
+
+
+async def test_export_writes_what_was_imported(cluster_factory, site: TestSite, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = sources.warcio_file(tmp_path)
+    crawl = sources.wget_crawl(site.base, tmp_path, "crawl")
+    done = dlweb("import", "-c", str(cluster.config_path), str(source.path), str(crawl.warc))
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "all.warc.gz"
+    written = export(cluster.config_path, out)
+
+    warcio = shutil.which("warcio")
+    assert warcio is not None, "warcio's command is installed with the package"
+    check = subprocess.run([warcio, "check", "-v", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "digest pass" in check.stdout and "digest failed" not in check.stdout
+
+    assert written[0].type == "warcinfo"
+    assert [r.time for r in written[1:]] == sorted(r.time for r in written[1:])
+    responses = by_url_and_time(written, "response")
+    revisits = by_url_and_time(written, "revisit")
+    for entry in source.entries:
+        key = (entry.url, parse_time(entry.date))
+        if entry.type == "response":
+            record = responses[key]
+            assert record.head == entry.header_block, entry.url
+            assert record.payload == entry.payload, entry.url
+        elif entry.type == "revisit":
+            record = revisits[key]
+            assert record.head == entry.header_block
+            first = source.find("response", f"{sources.WARCIO_HOST}/a")
+            assert record.fields["WARC-Refers-To-Target-URI"] == first.url
+            assert parse_time(record.fields["WARC-Refers-To-Date"]) == parse_time(first.date)
+            original = responses[(first.url, parse_time(first.date))]
+            assert record.fields["WARC-Payload-Digest"] == original.fields["WARC-Payload-Digest"]
+        elif entry.type in ("resource", "metadata"):
+            record = by_url_and_time(written, entry.type)[key]
+            assert record.block == entry.payload
+        elif entry.type == "request":
+            record = by_url_and_time(written, "request")[key]
+            assert record.block.startswith(b"GET /")
+            response = responses[key]
+            assert record.fields["WARC-Concurrent-To"] == response.fields["WARC-Record-ID"]
+    notes = by_url_and_time(written, "resource")
+    assert [r.fields["Content-Type"] for r in notes.values()] == ["text/plain"]
+
+    # The crawl's duplicate payload is written once; the later copy refers to the first.
+    copies = [
+        r
+        for r in written
+        if r.url.endswith(("/copy-a.html", "/copy-b.html")) and r.type != "request"
+    ]
+    assert [r.type for r in copies] == ["response", "revisit"]
+    assert copies[-1].fields["WARC-Refers-To-Target-URI"] == copies[0].url
+    home = responses[next(k for k in responses if k[0] == site.base + "/")]
+    assert home.payload == PAGES["/"].body
+
+    index = tmp_path / "all.cdxj"
+    done = dlweb("cdxj", str(out), "--out", str(index))
+    assert done.returncode == 0, done.stderr
+    lines = index.read_text().splitlines()
+    assert lines == sorted(lines)
+    indexed = [r for r in written if r.type in ("response", "revisit", "resource")]
+    assert len(lines) == len(indexed)
+    offsets = {r.offset: r for r in written}
+    for line in lines:
+        key, stamp, data = line.split(" ", 2)
+        fields = json.loads(data)
+        record = offsets[int(fields["offset"])]
+        assert key == surt.surt(record.url) and fields["url"] == record.url
+        assert stamp == record.fields["WARC-Date"][:19].translate(str.maketrans("", "", "-T:"))
+        assert fields["filename"] == out.name
+        if record.type == "revisit":
+            assert fields["mime"] == "warc/revisit"
+        assert fields.get("digest") == record.fields.get("WARC-Payload-Digest")
+
+
+async def test_export_chooses_by_url_prefix_and_dates(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = sources.warcio_file(tmp_path)
+    assert dlweb("import", "-c", str(cluster.config_path), str(source.path)).returncode == 0
+
+    prefixed = export(
+        cluster.config_path, tmp_path / "a.warc.gz", "--url-prefix", f"{sources.WARCIO_HOST}/a"
+    )
+    urls = {r.url for r in prefixed if r.type != "warcinfo"}
+    assert urls == {f"{sources.WARCIO_HOST}/a", f"{sources.WARCIO_HOST}/a-copy"}
+    # /a's revisit comes with its original, as a revisit naming it.
+    assert [r.type for r in prefixed if r.url.endswith("/a") and r.type != "request"][:2] == [
+        "response",
+        "revisit",
+    ]
+
+    window = export(
+        cluster.config_path,
+        tmp_path / "feb.warc.gz",
+        "--from",
+        "2024-02-01T00:00:02Z",
+        "--to",
+        "20240201000004",
+    )
+    times = [r.time for r in window if r.type != "warcinfo"]
+    assert times and min(times) >= parse_time("2024-02-01T00:00:02Z")
+    assert max(times) <= parse_time("2024-02-01T00:00:04Z")
+    # The first capture of a content in the file is a response, even when it was a revisit.
+    assert {r.type for r in window} >= {"resource", "metadata", "response"}
+
+
+def test_export_refuses_bad_options_and_leaves_nothing(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    config = str(cluster.config_path)
+    out = tmp_path / "x.warc.gz"
+    backwards = dlweb("export", "-c", config, "--out", str(out), "--from", "2024", "--to", "2023")
+    assert backwards.returncode == 2 and "--from is later than --to" in backwards.stderr
+    nowhere = dlweb("export", "-c", config, "--out", str(tmp_path / "no" / "x.warc.gz"))
+    assert nowhere.returncode == 2 and "not a file in an existing folder" in nowhere.stderr
+    date = dlweb("export", "-c", config, "--out", str(out), "--from", "soon")
+    assert date.returncode == 2 and "--from" in date.stderr
+    assert list(tmp_path.glob("*.warc.gz")) == [] and list(tmp_path.glob(".*.part")) == []
+    broken = tmp_path / "broken.warc"
+    broken.write_bytes(
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://x.example/\r\n"
+        b"Content-Length: zz\r\n\r\n"
+    )
+    index = dlweb("cdxj", str(broken), "--out", str(tmp_path / "i.cdxj"))
+    assert index.returncode == 2 and f"{broken}: offset" in index.stderr
+    assert "Traceback" not in index.stderr and not (tmp_path / "i.cdxj").exists()
