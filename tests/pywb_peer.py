@@ -1,0 +1,146 @@
+"""pywb as a real peer: its own virtual environment, a running `wayback` server, raw replay.
+
+pywb pins exact, old releases of its dependencies (werkzeug 2.2.3, where mitmproxy, a dlweb
+dependency, needs werkzeug 3), so it lives in a virtual environment of its own, built once and
+cached.
+"""
+
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PYWB_VERSION = "2.8.3"
+# gevent 22.10 (pinned by pywb) loads its plugins through pkg_resources, which cannot find the
+# zope packages under the normalized names (zope_interface-*.dist-info) that their newer releases
+# install: the last releases installed under the dotted names.
+REQUIREMENTS = (f"pywb=={PYWB_VERSION}", "zope.interface==6.4.post2", "zope.event==5.0")
+COMPLETE = "dlweb-peer-complete"
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+# What browsers accept: pywb then sends a stored gzip, deflate or br body as it is, where for a
+# client accepting only identity (http.client's default) it decodes it.
+ACCEPT_ENCODING = "gzip, deflate, br"
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("DLWEB_PEER_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "dlweb-peers"
+
+
+def _run(command: list[str], cwd: Path | None = None) -> None:
+    """Run a command; on failure, raise with its output, which says what went wrong."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command)} exited with {done.returncode}:\n{done.stderr or done.stdout}"
+        )
+
+
+def pywb_bin() -> Path:
+    """The `bin` directory of a virtual environment with pywb, built on first use.
+
+    A virtual environment cannot be moved (its scripts name their interpreter by absolute path),
+    so it is built in a directory of its own and published by atomically replacing a symbolic
+    link: the name `pywb-<version>` only ever points to a complete environment.
+    """
+    cache = _cache_dir()
+    venv = cache / f"pywb-{PYWB_VERSION}"
+    if (venv / COMPLETE).exists():
+        return venv / "bin"
+    cache.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f"pywb-{PYWB_VERSION}-", dir=cache))
+    try:
+        _run([sys.executable, "-m", "venv", str(build)])
+        _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS])
+        (build / COMPLETE).write_text(" ".join(REQUIREMENTS) + "\n")
+        if (venv / COMPLETE).exists():  # another process finished first
+            shutil.rmtree(build)
+        else:
+            link = cache / f".{build.name}.link"
+            link.symlink_to(build.name)
+            os.replace(link, venv)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    return venv / "bin"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _answers(base: str) -> bool:
+    try:
+        _get(base, "/")
+    except (OSError, http.client.HTTPException):
+        return False
+    return True
+
+
+def _get(
+    base: str, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    parts = urllib.parse.urlsplit(base)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=30)
+    try:
+        connection.request("GET", path, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        connection.close()
+
+
+@contextmanager
+def running_pywb(workdir: Path, warcs: list[Path], collection: str = "coll") -> Iterator[str]:
+    """A `wayback` server on a free loopback port replaying `warcs`; yields its base URL."""
+    bin_dir = pywb_bin()
+    manager = str(bin_dir / "wb-manager")
+    _run([manager, "init", collection], cwd=workdir)
+    _run([manager, "add", collection, *map(str, warcs)], cwd=workdir)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = workdir / "wayback.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(bin_dir / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
+            cwd=workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not _answers(base):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"wayback did not start on {base}:\n{log_path.read_text(errors='replace')}"
+                )
+            time.sleep(0.05)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def replay(
+    base: str, collection: str, url: str, timestamp: str
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The archived response as pywb serves it in identity mode (`id_`): status, headers and
+    body as sent (chunked framing aside), redirects not followed and content-encoding not undone,
+    so that dlweb's replay can be compared with it byte for byte."""
+    return _get(base, f"/{collection}/{timestamp}id_/{url}", {"Accept-Encoding": ACCEPT_ENCODING})
