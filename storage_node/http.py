@@ -16,7 +16,7 @@ from archive.errors import BadName, CorruptFile, DlwebError, HashMismatch, NotFo
 from archive.hashing import check_name
 from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
-from archive.urlkey import BadUrl
+from archive.urlkey import BadUrl, belongs_to
 
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch, one_chunk
 from .scrub import ScrubRunning, scrub
@@ -203,20 +203,41 @@ async def append_structures(request: web.Request) -> web.Response:
     if not isinstance(files, list) or not 0 < len(files) <= MAX_BATCH_FILES:
         raise BadRecord(f'body must be {{"files": [...]}} with 1 to {MAX_BATCH_FILES} files')
     node = request.app[NODE]
-
-    async def one(index: int, item: object) -> dict[str, object]:
+    results: list[dict[str, object] | None] = [None] * len(files)
+    parsed: list[tuple[int, str, str, list[Capture]]] = []
+    for index, item in enumerate(files):
         name = item.get("name") if isinstance(item, dict) else None
         try:
             checked = check_name(name if isinstance(name, str) else "")
             url, captures = _captures_of(item)
-            added, created = await node.append_captures(checked, url, captures)
+            if not belongs_to(checked, url):
+                raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {checked}")
         except _CLIENT_ERRORS as exc:
-            return {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
-        except DlwebError as exc:
-            return {"name": name, "error": f"files[{index}]: {exc}", "status": 500}
-        return {"name": checked, "added": added, "created": created}
+            results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
+            continue
+        parsed.append((index, checked, url, captures))
+    try:
+        created = await node.create_structures([(n, u, c) for _, n, u, c in parsed])
+    except DlwebError as exc:
+        created = {}
+        log.warning("creating a batch of structure files failed: %s", exc)
 
-    results = await asyncio.gather(*(one(i, item) for i, item in enumerate(files)))
+    async def one(index: int, name: str, url: str, captures: list[Capture]) -> None:
+        if name in created:
+            # Created by this batch; a second entry for the same file had its records merged.
+            first = created.pop(name)
+            results[index] = {"name": name, "added": first, "created": True}
+            return
+        try:
+            added, made = await node.append_captures(name, url, captures)
+        except _CLIENT_ERRORS as exc:
+            results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
+        except DlwebError as exc:
+            results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 500}
+        else:
+            results[index] = {"name": name, "added": added, "created": made}
+
+    await asyncio.gather(*(one(*item) for item in parsed))
     return web.json_response({"results": results})
 
 

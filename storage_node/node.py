@@ -299,7 +299,16 @@ class StorageNode:
         group commit together; a content whose bytes do not match its name fails the whole pack
         before anything is placed.
         """
-        pendings = await self.run_io(self._stage_contents, items)
+        parts = await asyncio.gather(
+            *(self.run_io(self._stage_contents, part) for part in _spread(items)),
+            return_exceptions=True,
+        )
+        pendings = [p for part in parts if isinstance(part, list) for p in part]
+        failed = next((part for part in parts if isinstance(part, BaseException)), None)
+        if failed is not None:
+            for pending in pendings:
+                pending.abort()
+            raise failed
         try:
             # Shielded: once placed, files must reach the inventory even if the client left.
             return await asyncio.shield(self._place_contents(pendings))
@@ -459,6 +468,81 @@ class StorageNode:
             self.counts.bytes[STRUCTURE] += grown
             return len(fresh), False
 
+    async def create_structures(
+        self, files: Sequence[tuple[str, str, Sequence[Capture]]]
+    ) -> dict[str, int]:
+        """Create the structure files of a batch that do not exist yet, together: one staging
+        call, one inventory write, one group commit. Returns how many records each created
+        file got; a file that exists is left out, for `append_captures`."""
+        wanted: dict[str, tuple[str, list[Capture]]] = {}
+        for name, url, captures in files:
+            if not belongs_to(name, url):
+                raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
+            if name not in wanted:
+                wanted[name] = (url, [])
+            wanted[name][1].extend(captures)
+        locks = [self.lock(name) for name in sorted(wanted)]
+        for lock in locks:
+            await lock.acquire()
+        try:
+            parts = await asyncio.gather(
+                *(
+                    self.run_io(self._stage_structures, dict(p))
+                    for p in _spread(list(wanted.items()))
+                ),
+                return_exceptions=True,
+            )
+            staged = {
+                n: made for part in parts if isinstance(part, dict) for n, made in part.items()
+            }
+            failed = next((part for part in parts if isinstance(part, BaseException)), None)
+            if failed is not None:
+                for _, _, sfile in staged.values():
+                    sfile.temp.unlink(missing_ok=True)
+                raise failed
+            if not staged:
+                return {}
+            entries = self.inventory.append_many(
+                "add", STRUCTURE, [(name, size) for name, (_, size, _) in staged.items()]
+            )
+            files_staged = [sfile for _, _, sfile in staged.values()]
+            try:
+                if self.committer is None:
+                    await self.run_io(_place_each, files_staged)
+                else:
+                    await self.committer.place_all(files_staged)
+            except BaseException:
+                undo = [(e.name, e.size) for e in entries]
+                self.inventory.durable_later(
+                    self.inventory.append_many("remove", STRUCTURE, undo)[-1]
+                )
+                raise
+            for name, (_, size, _) in staged.items():
+                self._apply("add", STRUCTURE, name, size)
+            await self.inventory.durable(entries[-1])
+            return {name: count for name, (count, _, _) in staged.items()}
+        finally:
+            for lock in locks:
+                lock.release()
+
+    def _stage_structures(
+        self, wanted: dict[str, tuple[str, list[Capture]]]
+    ) -> dict[str, tuple[int, int, StagedFile]]:
+        """Write each absent file aside: name -> (records, size, staged file)."""
+        staged: dict[str, tuple[int, int, StagedFile]] = {}
+        try:
+            for name, (url, captures) in wanted.items():
+                if self.structures.exists(name):
+                    continue
+                unique = list(dict.fromkeys(captures))
+                data = encode_file(url, unique)
+                staged[name] = (len(unique), len(data), self.structures.stage(name, data))
+        except BaseException:
+            for _, _, sfile in staged.values():
+                sfile.temp.unlink(missing_ok=True)
+            raise
+        return staged
+
     async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
         """Store a whole structure file (a copy sent by the master), after checking all of it."""
         temp = self.structures.tmp_root / f"copy-{uuid.uuid4().hex}.part"
@@ -508,6 +592,15 @@ class StorageNode:
         return usage.free, usage.total
 
 
-def _place_each(pendings: list[PendingFile]) -> None:
-    for pending in pendings:
-        pending.place()
+STAGING_THREADS = 4
+
+
+def _spread(items: list[T]) -> list[list[T]]:
+    """A batch in a few parts, written by as many threads: file creation waits on the disk."""
+    size = max(16, -(-len(items) // STAGING_THREADS))
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def _place_each(files: Sequence[PendingFile | StagedFile]) -> None:
+    for staged in files:
+        staged.place()
