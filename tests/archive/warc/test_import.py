@@ -11,6 +11,7 @@ from archive.structure import Capture, RecordFlag, RecordKind
 from archive.timestamps import parse_time
 from archive.urlkey import side_name
 from archive.warc.reader import split_kept
+from archive.warc.spool import SPOOL_IN_MEMORY
 
 from . import sources
 from .conftest import dlweb
@@ -191,3 +192,14 @@ def test_bad_command_lines_get_clear_messages(cluster_factory, tmp_path):
     garbage = dlweb("import", "-c", config, str(text))
     assert garbage.returncode == 1 and "Traceback" not in garbage.stderr
     assert f"{text}: offset 0: " in garbage.stderr
+
+
+async def test_a_record_larger_than_memory_spool_goes_through_a_file(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    size = SPOOL_IN_MEMORY + 1024 * 1024
+    big = sources.large_record(tmp_path, size)
+    import_ok(cluster.config_path, big.path)
+    async with ClusterClient(cluster.config) as client:
+        (capture,) = await client.captures(big.bad_url)
+        data = await client.get_content(capture.content)
+    assert len(data) == size and data.startswith(b"0123456789abcdef")

@@ -1,0 +1,385 @@
+"""WARC import throughput: `dlweb import` into a one-node cluster beside pywb's `wb-manager add`.
+
+Writes one gzipped WARC 1.1 shaped like a crawl (seeded): a warcinfo record, then N responses,
+each followed by its request; most payloads are 2-50 KB of HTML-like text, about 10% are
+100-300 KB binaries, and about 20% repeat an earlier payload under another URL. Then, in the same
+run and on the same file:
+
+1. pywb (in its own virtual environment, see tests/pywb_peer.py): `wb-manager add`, which copies
+   the WARC into a fresh collection and indexes it; best of two, each on a fresh collection;
+2. dlweb: `dlweb import` into a local cluster started with `dlweb up` (1 storage node, replica 1),
+   then the same import again, which has nothing new to store.
+
+Usage: python benchmarks/bench_import.py [--quick] [--records N] [--seed N] [--json FILE]
+"""
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from archive.config import load_config  # noqa: E402
+from archive.store import sync_filesystem  # noqa: E402
+from deploy.launcher import CONFIG_FILE  # noqa: E402
+from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
+
+MB = 2**20
+DUPLICATES = 0.2
+BINARIES = 0.1
+TEXT_SIZES = (2_000, 50_000)
+BINARY_SIZES = (100_000, 300_000)
+# Duplicates repeat one of the last distinct payloads, as a crawl meets the same image or page
+# under other URLs of a site; keeping a window bounds memory.
+RECENT = 500
+SITES = 50
+STARTED = datetime(2024, 5, 1, tzinfo=UTC)
+USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
+VOCABULARY = (
+    "the of and to in is for on with as by at from archive web page link news story "
+    "image video search home about contact privacy terms login help data report "
+    "update world local sport science culture review opinion event market city"
+)
+WORDS = VOCABULARY.split()
+PYWB_TRIES = 2
+
+
+class BenchError(Exception):
+    """Something the benchmark needs did not work: the figures would be meaningless."""
+
+
+def settle_disk() -> None:
+    """Write back what earlier work left dirty, so that no phase pays for another's writes."""
+    os.sync()
+
+
+def checked(command: list[str], what: str, cwd: Path | None = None) -> str:
+    """Run a command, return its output; raise naming `what` with its error output on failure."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()
+        raise BenchError(f"{what} exited with {done.returncode}:\n{output[-4000:]}")
+    return done.stdout
+
+
+def last_line(output: str) -> str:
+    """The summary a command ends its output with."""
+    lines = output.strip().splitlines()
+    return lines[-1].strip() if lines else "(no output)"
+
+
+def dlweb(*args: str) -> list[str]:
+    return [sys.executable, "-m", "archive", *args]
+
+
+def text_corpus(rng: random.Random, size: int) -> str:
+    """HTML-like text that pages are cut from: paragraphs of words, compressing as pages do."""
+    parts = []
+    length = 0
+    while length < size:
+        paragraph = " ".join(rng.choices(WORDS, k=rng.randint(20, 120)))
+        href = f'<a href="/{rng.choice(WORDS)}/{rng.randrange(10**6)}">{rng.choice(WORDS)}</a>'
+        parts.append(f"<p>{paragraph} {href}</p>\n")
+        length += len(parts[-1])
+    return "".join(parts)
+
+
+def new_payload(rng: random.Random, corpus: str, title: str) -> tuple[str, bytes]:
+    """A distinct payload and its content type: a page cut from the corpus, or a binary."""
+    if rng.random() < BINARIES:
+        return "image/jpeg", rng.randbytes(rng.randint(*BINARY_SIZES))
+    size = rng.randint(*TEXT_SIZES)
+    start = rng.randrange(len(corpus) - size)
+    head = f"<!doctype html><html><head><title>{title}</title></head><body>\n"
+    html = head + corpus[start : start + size] + "</body></html>\n"
+    return "text/html; charset=utf-8", html.encode()
+
+
+def make_warc(path: Path, responses: int, rng: random.Random) -> dict[str, Any]:
+    """Write the crawl-like WARC; return what it holds."""
+    corpus = text_corpus(rng, 2 * TEXT_SIZES[1] + 4 * MB)
+    recent: list[tuple[str, bytes]] = []
+    duplicates = 0
+    payload_bytes = 0
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        info = {"software": "dlweb bench_import.py", "format": "WARC File Format 1.1"}
+        writer.write_record(writer.create_warcinfo_record(path.name, info))
+        for i in range(responses):
+            site = f"site{i % SITES}.example"
+            if recent and rng.random() < DUPLICATES:
+                content_type, body = rng.choice(recent)
+                duplicates += 1
+            else:
+                content_type, body = new_payload(rng, corpus, f"{site} {i}")
+                if len(recent) == RECENT:
+                    recent[rng.randrange(RECENT)] = (content_type, body)
+                else:
+                    recent.append((content_type, body))
+            payload_bytes += len(body)
+            extension = "jpg" if content_type == "image/jpeg" else "html"
+            path_part = f"/{rng.choice(WORDS)}/{i}.{extension}"
+            url = f"http://{site}{path_part}"
+            when = STARTED + timedelta(milliseconds=50 * i + rng.randrange(50))
+            warc_date = when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            http_date = format_datetime(when, usegmt=True)
+            response_headers = StatusAndHeaders(
+                "200 OK",
+                [
+                    ("Date", http_date),
+                    ("Server", "nginx"),
+                    ("Content-Type", content_type),
+                    ("Content-Length", str(len(body))),
+                    ("Cache-Control", "max-age=3600"),
+                ],
+                protocol="HTTP/1.1",
+            )
+            response = writer.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(body),
+                http_headers=response_headers,
+                warc_headers_dict={"WARC-Date": warc_date},
+            )
+            writer.write_record(response)
+            request_headers = StatusAndHeaders(
+                f"GET {path_part} HTTP/1.1",
+                [
+                    ("Host", site),
+                    ("User-Agent", USER_AGENT),
+                    ("Accept", "text/html,image/*,*/*;q=0.8"),
+                    ("Connection", "keep-alive"),
+                ],
+                is_http_request=True,
+            )
+            request = writer.create_warc_record(
+                url,
+                "request",
+                http_headers=request_headers,
+                warc_headers_dict={
+                    "WARC-Date": warc_date,
+                    "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID"),
+                },
+            )
+            writer.write_record(request)
+    return {
+        "records": 1 + 2 * responses,
+        "responses": responses,
+        "duplicates": duplicates,
+        "payload_bytes": payload_bytes,
+        "bytes": path.stat().st_size,
+    }
+
+
+def figures(seconds: float, warc: dict[str, Any]) -> dict[str, float]:
+    return {
+        "seconds": seconds,
+        "records_per_s": warc["records"] / seconds,
+        "mb_per_s": warc["bytes"] / MB / seconds,
+    }
+
+
+def timed(command: list[str], what: str, cwd: Path | None = None) -> tuple[float, str]:
+    """Seconds `command` took, from a settled disk, and its output."""
+    settle_disk()
+    started = time.monotonic()
+    output = checked(command, what, cwd)
+    return time.monotonic() - started, output
+
+
+def bench_pywb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
+    manager = str(pywb_bin() / "wb-manager")
+    tries = []
+    for attempt in range(PYWB_TRIES):
+        workdir = work / f"pywb-{attempt}"
+        workdir.mkdir()
+        checked([manager, "init", "coll"], "wb-manager init", workdir)
+        seconds, _ = timed([manager, "add", "coll", str(warc_file)], "wb-manager add", workdir)
+        tries.append(seconds)
+        print(f"  wb-manager add: {seconds:.2f} s")
+    return {"version": PYWB_VERSION, "tries": tries, **figures(min(tries), warc)}
+
+
+def raw_store(warc_file: Path, root: Path) -> int:
+    """The floor of dlweb's storage model on this disk: each distinct payload, header block and
+    request, and one small file per URL, as files named by SHA-256 in the nodes' `ab/cd/` layout,
+    then one filesystem flush; no cluster, no checks. Returns the files written."""
+    written: set[str] = set()
+
+    def store(kind: str, data: bytes) -> None:
+        name = hashlib.sha256(data).hexdigest()
+        if name in written:
+            return
+        written.add(name)
+        folder = root / kind / name[:2] / name[2:4]
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    with open(warc_file, "rb") as stream:
+        for record in ArchiveIterator(stream):
+            if record.rec_type not in ("response", "request"):
+                continue
+            url = record.rec_headers.get_header("WARC-Target-URI")
+            store("content", record.http_headers.to_bytes())
+            store("content", record.content_stream().read())
+            store("structure", record.rec_type.encode() + url.encode())
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        sync_filesystem(fd)
+    finally:
+        os.close(fd)
+    return len(written)
+
+
+def bench_raw(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
+    settle_disk()
+    started = time.monotonic()
+    files = raw_store(warc_file, work / "raw")
+    seconds = time.monotonic() - started
+    print(f"  raw store: {seconds:.2f} s, {files:,} files")
+    return {"files": files, **figures(seconds, warc)}
+
+
+def content_files(config_path: Path) -> int:
+    master = load_config(config_path).master
+    with urllib.request.urlopen(f"{master}/status", timeout=10) as answer:
+        count: int = json.load(answer)["files"]["content"]
+        return count
+
+
+def bench_dlweb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
+    data = work / "cluster"
+    config = data / CONFIG_FILE
+    try:
+        checked(dlweb("up", "--data", str(data), "--nodes", "1", "--replicas", "1"), "dlweb up")
+        command = dlweb("import", "-c", str(config), str(warc_file))
+        what = "dlweb import (it must exit 0 once every record is imported)"
+        seconds, output = timed(command, what)
+        print(f"  dlweb import: {seconds:.2f} s; {last_line(output)}")
+        stored = content_files(config)
+        again, output = timed(command, f"the second {what}")
+        print(f"  dlweb import again: {again:.2f} s; {last_line(output)}")
+        return {
+            **figures(seconds, warc),
+            "reimport": figures(again, warc),
+            "content_files_after_import": stored,
+            "content_files_after_reimport": content_files(config),
+        }
+    finally:
+        subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-import-", dir=args.dir))
+    try:
+        warc_file = work / "crawl.warc.gz"
+        print(f"writing a WARC of {args.records:,} responses and their requests ...")
+        warc = make_warc(warc_file, args.records, random.Random(args.seed))
+        print(
+            f"  {warc['records']:,} records ({warc['duplicates']:,} duplicate payloads),"
+            f" {warc['bytes'] / MB:.1f} MB gzipped, {warc['payload_bytes'] / MB:.1f} MB of payloads"
+        )
+        print(f"pywb {PYWB_VERSION}: wb-manager add, best of {PYWB_TRIES} fresh collections ...")
+        pywb = bench_pywb(work, warc_file, warc)
+        print("raw disk: the same files written by a plain loop, no cluster ...")
+        raw = bench_raw(work, warc_file, warc)
+        print("dlweb: import into a local cluster, 1 storage node, replica 1 ...")
+        ours = bench_dlweb(work, warc_file, warc)
+    finally:
+        if not args.keep:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+    ratio = ours["records_per_s"] / pywb["records_per_s"]
+    return {
+        "warc": warc,
+        "pywb": pywb,
+        "raw": raw,
+        "dlweb": ours,
+        "ratio": ratio,
+        "ratio_to_raw": ours["records_per_s"] / raw["records_per_s"],
+        "target_met": ratio >= 1,
+    }
+
+
+def show(report: dict[str, Any]) -> None:
+    warc = report["warc"]
+    print()
+    print(f"Import of one WARC: {warc['records']:,} records, {warc['bytes'] / MB:.1f} MB")
+    print(f"  {'':<26}{'seconds':>10}{'records/s':>12}{'MB/s':>9}")
+    rows = [
+        (f"pywb {report['pywb']['version']} wb-manager add", report["pywb"]),
+        ("raw store (no cluster)", report["raw"]),
+        ("dlweb import, replica 1", report["dlweb"]),
+        ("dlweb import again", report["dlweb"]["reimport"]),
+    ]
+    for label, row in rows:
+        print(
+            f"  {label:<26}{row['seconds']:>10.2f}{row['records_per_s']:>12,.0f}"
+            f"{row['mb_per_s']:>9.1f}"
+        )
+    ours = report["dlweb"]
+    print(
+        f"  contents on the cluster: {ours['content_files_after_import']:,} after the import,"
+        f" {ours['content_files_after_reimport']:,} after the second"
+    )
+    print(f"  ratio (dlweb / pywb, records/s) {report['ratio']:>8.2f}")
+    print(f"  ratio (dlweb / raw store)       {report['ratio_to_raw']:>8.2f}")
+    print()
+    print(f"target: dlweb >= pywb at replica 1: {'PASS' if report['target_met'] else 'MISS'}")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM takes the same way out as Ctrl-C, through every cleanup."""
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 responses instead of 5,000")
+    parser.add_argument("--records", type=int, default=None, help="responses in the WARC")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the WARC's contents")
+    parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    args.records = args.records or (1_000 if args.quick else 5_000)
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.monotonic()
+    try:
+        report = run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; cluster stopped and files removed", file=sys.stderr)
+        return 130
+    except (BenchError, OSError, RuntimeError) as exc:
+        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
+        return 1
+    show(report)
+    print(f"\nfull run took {time.monotonic() - started:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
