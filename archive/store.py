@@ -173,6 +173,10 @@ class StagedFile:
         if sync_dir:
             fsync_dir(self.final.parent)
 
+    def abort(self) -> None:
+        """Remove the staged file, never placed."""
+        self.temp.unlink(missing_ok=True)
+
 
 class FileStore:
     """One directory of SHA-256-named files (contents, or structure files)."""

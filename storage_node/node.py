@@ -1,13 +1,14 @@
 """A storage node's state: its two file stores, bloom filter, counters and inventory log."""
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import shutil
 import uuid
 import weakref
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ IDENTITY_FILE = "node.json"
 QUARANTINE = "quarantine"
 CONTENT, STRUCTURE = "content", "structure"
 T = TypeVar("T")
+U = TypeVar("U")
 # A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
 MIN_FILTER_CAPACITY = 1_000_000
 
@@ -299,16 +301,7 @@ class StorageNode:
         group commit together; a content whose bytes do not match its name fails the whole pack
         before anything is placed.
         """
-        parts = await asyncio.gather(
-            *(self.run_io(self._stage_contents, part) for part in _spread(items)),
-            return_exceptions=True,
-        )
-        pendings = [p for part in parts if isinstance(part, list) for p in part]
-        failed = next((part for part in parts if isinstance(part, BaseException)), None)
-        if failed is not None:
-            for pending in pendings:
-                pending.abort()
-            raise failed
+        pendings = await self._stage_in_parts(self._stage_contents, items, PendingFile.abort)
         try:
             # Shielded: once placed, files must reach the inventory even if the client left.
             return await asyncio.shield(self._place_contents(pendings))
@@ -318,34 +311,43 @@ class StorageNode:
 
     async def _place_contents(self, pendings: list[PendingFile]) -> int:
         """Put staged contents in place together: one inventory write, one group commit."""
-        locks = [self.lock(name) for name in sorted(p.name for p in pendings if p.name)]
+        async with self._locked(p.name or "" for p in pendings):
+            fresh = await self.run_io(self._not_held, pendings)
+            if fresh:
+                await self._add_files(CONTENT, [(p.name or "", p.size, p) for p in fresh])
+            return len(fresh)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, names: Iterable[str]) -> AsyncIterator[None]:
+        """Hold the locks of many names, taken in name order so that two batches never wait
+        on each other."""
+        locks = [self.lock(name) for name in sorted(set(names))]
         for lock in locks:
             await lock.acquire()
         try:
-            fresh = await self.run_io(self._not_held, pendings)
-            if not fresh:
-                return 0
-            entries = self.inventory.append_many(
-                "add", CONTENT, [(p.name or "", p.size) for p in fresh]
-            )
-            try:
-                if self.committer is None:
-                    await self.run_io(_place_each, fresh)
-                else:
-                    await self.committer.place_all(fresh)
-            except BaseException:
-                undo = [(e.name, e.size) for e in entries]
-                self.inventory.durable_later(
-                    self.inventory.append_many("remove", CONTENT, undo)[-1]
-                )
-                raise
-            for pending in fresh:
-                self._apply("add", CONTENT, pending.name or "", pending.size)
-            await self.inventory.durable(entries[-1])
-            return len(fresh)
+            yield
         finally:
             for lock in locks:
                 lock.release()
+
+    async def _add_files(
+        self, kind: str, files: Sequence[tuple[str, int, PendingFile | StagedFile]]
+    ) -> None:
+        """`_add_file` for a batch of staged files: one inventory write, one group commit."""
+        sizes = [(name, size) for name, size, _ in files]
+        entries = self.inventory.append_many("add", kind, sizes)
+        staged = [sfile for _, _, sfile in files]
+        try:
+            if self.committer is None:
+                await self.run_io(_place_each, staged)
+            else:
+                await self.committer.place_all(staged)
+        except BaseException:
+            self.inventory.durable_later(self.inventory.append_many("remove", kind, sizes)[-1])
+            raise
+        for name, size in sizes:
+            self._apply("add", kind, name, size)
+        await self.inventory.durable(entries[-1])
 
     def _not_held(self, pendings: list[PendingFile]) -> list[PendingFile]:
         return [p for p in pendings if p.name and not self.contents.exists(p.name)]
@@ -481,67 +483,49 @@ class StorageNode:
             if name not in wanted:
                 wanted[name] = (url, [])
             wanted[name][1].extend(captures)
-        locks = [self.lock(name) for name in sorted(wanted)]
-        for lock in locks:
-            await lock.acquire()
-        try:
-            parts = await asyncio.gather(
-                *(
-                    self.run_io(self._stage_structures, dict(p))
-                    for p in _spread(list(wanted.items()))
-                ),
-                return_exceptions=True,
+        async with self._locked(wanted):
+            staged = await self._stage_in_parts(
+                self._stage_structures, list(wanted.items()), lambda made: made[3].abort()
             )
-            staged = {
-                n: made for part in parts if isinstance(part, dict) for n, made in part.items()
-            }
-            failed = next((part for part in parts if isinstance(part, BaseException)), None)
-            if failed is not None:
-                for _, _, sfile in staged.values():
-                    sfile.temp.unlink(missing_ok=True)
-                raise failed
-            if not staged:
-                return {}
-            entries = self.inventory.append_many(
-                "add", STRUCTURE, [(name, size) for name, (_, size, _) in staged.items()]
-            )
-            files_staged = [sfile for _, _, sfile in staged.values()]
-            try:
-                if self.committer is None:
-                    await self.run_io(_place_each, files_staged)
-                else:
-                    await self.committer.place_all(files_staged)
-            except BaseException:
-                undo = [(e.name, e.size) for e in entries]
-                self.inventory.durable_later(
-                    self.inventory.append_many("remove", STRUCTURE, undo)[-1]
+            if staged:
+                await self._add_files(
+                    STRUCTURE, [(name, size, sfile) for name, _, size, sfile in staged]
                 )
-                raise
-            for name, (_, size, _) in staged.items():
-                self._apply("add", STRUCTURE, name, size)
-            await self.inventory.durable(entries[-1])
-            return {name: count for name, (count, _, _) in staged.items()}
-        finally:
-            for lock in locks:
-                lock.release()
+            return {name: count for name, count, _, _ in staged}
 
     def _stage_structures(
-        self, wanted: dict[str, tuple[str, list[Capture]]]
-    ) -> dict[str, tuple[int, int, StagedFile]]:
-        """Write each absent file aside: name -> (records, size, staged file)."""
-        staged: dict[str, tuple[int, int, StagedFile]] = {}
+        self, wanted: list[tuple[str, tuple[str, list[Capture]]]]
+    ) -> list[tuple[str, int, int, StagedFile]]:
+        """Write each absent file aside: (name, records, size, staged file)."""
+        staged: list[tuple[str, int, int, StagedFile]] = []
         try:
-            for name, (url, captures) in wanted.items():
+            for name, (url, captures) in wanted:
                 if self.structures.exists(name):
                     continue
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)
-                staged[name] = (len(unique), len(data), self.structures.stage(name, data))
+                staged.append((name, len(unique), len(data), self.structures.stage(name, data)))
         except BaseException:
-            for _, _, sfile in staged.values():
-                sfile.temp.unlink(missing_ok=True)
+            for *_, sfile in staged:
+                sfile.abort()
             raise
         return staged
+
+    async def _stage_in_parts(
+        self, stage: Callable[[list[T]], list[U]], items: list[T], undo: Callable[[U], None]
+    ) -> list[U]:
+        """Run `stage` over a batch split among a few worker threads, since creating files
+        waits on the disk; when a part fails, undo what the others staged."""
+        parts = await asyncio.gather(
+            *(self.run_io(stage, part) for part in _spread(items)), return_exceptions=True
+        )
+        done = [made for part in parts if not isinstance(part, BaseException) for made in part]
+        failed = next((part for part in parts if isinstance(part, BaseException)), None)
+        if failed is not None:
+            for made in done:
+                undo(made)
+            raise failed
+        return done
 
     async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
         """Store a whole structure file (a copy sent by the master), after checking all of it."""

@@ -62,6 +62,7 @@ class FakeNode:
         app = web.Application()
         app.router.add_get("/content/{name}", self.get_content)
         app.router.add_put("/content/{name}", self.put_content)
+        app.router.add_post("/contents", self.post_contents)
         app.router.add_get("/structure/{name}", self.get_structure)
         return app
 
@@ -81,6 +82,21 @@ class FakeNode:
             return web.json_response({"error": "refused"}, status=self.put_status)
         self.contents[name] = await request.read()
         return web.json_response({"name": name}, status=self.put_status)
+
+    async def post_contents(self, request: web.Request) -> web.Response:
+        """A pack of contents: each frame is the SHA-256, the length, the bytes."""
+        body = await request.read()
+        names = []
+        while body:
+            name, length = body[:32].hex(), int.from_bytes(body[32:40], "big")
+            names.append(name)
+            self.puts.append((name, request.headers.get("Authorization", "")))
+            if self.put_status < 400:
+                self.contents[name] = body[40 : 40 + length]
+            body = body[40 + length :]
+        if self.put_status >= 400:
+            return web.json_response({"error": "refused"}, status=self.put_status)
+        return web.json_response({"received": len(names), "created": len(names)})
 
     async def get_structure(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -216,7 +232,7 @@ async def test_an_upload_the_node_refuses_fails_the_insert(serve: Serve) -> None
     config = config_for(await serve(master.app()))
     captures, bodies = corpus(3)
     async with ClusterClient(config) as client:
-        with pytest.raises(ClusterError, match="upload of .* failed: 507"):
+        with pytest.raises(ClusterError, match="upload to .* failed: 507"):
             await client.insert(captures, bodies.__getitem__)
     assert master.stored == []
 
