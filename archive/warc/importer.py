@@ -76,8 +76,28 @@ class ImportSummary:
             reasons = "; ".join(f"{why}: {n:,}" for why, n in sorted(self.ignored.items()))
             lines.append(f"  {sum(self.ignored.values()):,} records not imported ({reasons})")
         if self.problems:
-            lines.append(f"  {len(self.problems):,} records skipped with problems (listed above)")
+            counts = Counter(_problem_kind(p.reason) for p in self.problems)
+            reasons = "; ".join(f"{why}: {n:,}" for why, n in sorted(counts.items()))
+            lines.append(
+                f"  {len(self.problems):,} records skipped with problems ({reasons}; listed above)"
+            )
         return lines
+
+
+_PROBLEM_KINDS = (
+    ("does not match", "digest mismatch"),
+    ("larger than the limit", "too large"),
+    ("revisit of a payload", "revisit without its original"),
+    ("gzip", "damaged gzip member"),
+    ("truncated record", "truncated record"),
+    ("does not end where", "wrong Content-Length"),
+    ("malformed", "malformed header"),
+)
+
+
+def _problem_kind(reason: str) -> str:
+    """The kind of a problem, for the summary's count by reason."""
+    return next((kind for text, kind in _PROBLEM_KINDS if text in reason), "unsupported record")
 
 
 def _mb(size: int) -> str:

@@ -9,7 +9,7 @@ byte offset of the record and the reason; reading goes on at the next gzip membe
 """
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -130,7 +130,7 @@ class _Iterator(ArchiveIterator):  # type: ignore[misc]
 
 
 def read_archive(
-    path: Path, max_record: int, spool_dir: Path, progress: Any = None
+    path: Path, max_record: int, spool_dir: Path, progress: Callable[[int], None] | None = None
 ) -> Iterator[Item]:
     """Every record of a WARC or ARC file as a SourceRecord, an Ignored or a Problem.
 
