@@ -51,13 +51,11 @@ class _Progress:
         )
         self.started = time.monotonic()
 
-    def position(self, done: int) -> None:
-        self.bar.update(done - self.bar.n)
-
-    def batch(self, summary: ImportSummary) -> None:
+    def batch(self, done: int, summary: ImportSummary) -> None:
         records = sum(summary.records.values())
         rate = records / max(time.monotonic() - self.started, 1e-9)
-        self.bar.set_postfix_str(f"{records:,} records, {rate:,.0f} records/s")
+        self.bar.set_postfix_str(f"{records:,} records, {rate:,.0f} records/s", refresh=False)
+        self.bar.update(done - self.bar.n)
 
     def write(self, line: str) -> None:
         self.bar.write(line, file=sys.stderr)
@@ -65,11 +63,11 @@ class _Progress:
 
 async def _import(args: argparse.Namespace) -> int:
     paths = _input_files(args.files)
+    config = load_config(args.config)
     progress = _Progress(sum(p.stat().st_size for p in paths))
     started = time.monotonic()
-    async with ClusterClient(load_config(args.config)) as client:
+    async with ClusterClient(config) as client:
         importer = Importer(client, args.max_record_size, report=progress.write)
-        importer.on_progress = progress.position
         importer.on_batch = progress.batch
         try:
             summary = await importer.run(paths)
@@ -103,13 +101,14 @@ async def _export(args: argparse.Namespace) -> int:
     out = _output(args.out)
     if args.start is not None and args.end is not None and args.start > args.end:
         raise DlwebError("--from is later than --to")
+    config = load_config(args.config)
     bar = tqdm(unit=" records", disable=not sys.stderr.isatty(), desc="exporting")
 
     def progress(done: int, total: int) -> None:
         bar.total = total
         bar.update(done - bar.n)
 
-    async with ClusterClient(load_config(args.config)) as client:
+    async with ClusterClient(config) as client:
         try:
             summary = await export_warc(
                 client, out, Selection(args.url_prefix, args.start, args.end), progress

@@ -107,6 +107,7 @@ def _mb(size: int) -> str:
 @dataclass
 class _Batch:
     items: list[Item]
+    position: int  # bytes of the files read up to the end of this batch
     end_of: Path | None = None  # set on the last batch of a file
 
 
@@ -130,10 +131,8 @@ class Importer:
         self.report = report or (lambda line: print(line, file=sys.stderr))
         self.summary = ImportSummary()
         self.originals: dict[Digest, Original] = {}
-        # Called from the reading thread with the bytes read so far, over all the files.
-        self.on_progress: Callable[[int], None] | None = None
-        # Called after each batch is inserted.
-        self.on_batch: Callable[[ImportSummary], None] | None = None
+        # Called after each batch is inserted, with the bytes of the files imported so far.
+        self.on_batch: Callable[[int, ImportSummary], None] | None = None
 
     async def run(self, paths: Sequence[Path]) -> ImportSummary:
         with tempfile.TemporaryDirectory(prefix="dlweb-import-") as spool_dir:
@@ -153,7 +152,7 @@ class Importer:
                         raise batch
                     await self._insert_batch(batch.items, pending)
                     if self.on_batch is not None:
-                        self.on_batch(self.summary)
+                        self.on_batch(batch.position, self.summary)
                     if batch.end_of is not None:
                         self.summary.files += 1
                         await self._resolve_pending(pending)
@@ -178,11 +177,11 @@ class Importer:
         try:
             done = 0
             for path in paths:
-                size = path.stat().st_size
+                position = done
 
-                def progress(position: int, base: int = done) -> None:
-                    if self.on_progress is not None:
-                        self.on_progress(base + position)
+                def progress(at: int, base: int = done) -> None:
+                    nonlocal position
+                    position = base + at
 
                 items: list[Item] = []
                 held = 0
@@ -194,10 +193,10 @@ class Importer:
                     if isinstance(item, SourceRecord):
                         held += item.body.size
                     if len(items) >= BATCH_RECORDS or held >= BATCH_BYTES:
-                        out.put(_Batch(items))
+                        out.put(_Batch(items, position))
                         items, held = [], 0
-                out.put(_Batch(items, end_of=path))
-                done += size
+                done += path.stat().st_size
+                out.put(_Batch(items, done, end_of=path))
             out.put(None)
         except BaseException as exc:  # handed to the event loop, which raises it
             out.put(exc)
