@@ -13,7 +13,7 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -64,7 +64,8 @@ class NewCapture:
     offset: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Not dataclasses.asdict: it deep-copies, and an insert sends thousands of these.
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass

@@ -34,6 +34,7 @@ REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
 SAME_URL_CANDIDATES = 5
 NOT_MODIFIED_PROFILE = "server-not-modified"
 DEFAULT_MAX_RECORD = 1 << 30
+MAX_ORIGINALS = 500_000  # about 200 MB of memory at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,8 +287,8 @@ class Importer:
         if kind is RecordKind.RESPONSE:
             original = Original(content, header_name, status, record.body.size)
             if record.payload_digest is not None:
-                self.originals[record.payload_digest] = original
-            self.originals[sha256_digest(content)] = original
+                self._remember(record.payload_digest, original)
+            self._remember(sha256_digest(content), original)
         return NewCapture(
             url=record.uri,
             time=record.time,
@@ -300,6 +301,14 @@ class Importer:
             flags=int(flags),
             offset=record.payload_digest.key() if record.payload_digest else 0,
         )
+
+    def _remember(self, digest: Digest, original: Original) -> None:
+        """Keep the latest originals by digest; past MAX_ORIGINALS the oldest are forgotten (a
+        revisit of one is then resolved from the archive)."""
+        self.originals.pop(digest, None)
+        self.originals[digest] = original
+        if len(self.originals) > MAX_ORIGINALS:
+            del self.originals[next(iter(self.originals))]
 
     def _revisit(
         self, record: SourceRecord, original: Original, bodies: dict[str, bytes | Path]
