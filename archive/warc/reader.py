@@ -180,7 +180,11 @@ def read_archive(
                 resume_after = offset
             finally:
                 records.close()
-            start = None if resume_after is None else _next_start(fh, resume_after + 1, gzipped)
+            if resume_after is not None:
+                # Always forward, even when warcio's offset of a damaged member is off.
+                start = _next_start(fh, max(resume_after, start) + 1, gzipped)
+            else:
+                start = None
             if progress is not None:
                 progress(fh.tell() if start is None else start)
 
@@ -318,6 +322,9 @@ def _read_block(
                 spool.discard()
                 _drain(next_piece)
                 return Problem(path, offset, f"malformed {exc}")
+    if rec_type == "response" and head is None:
+        spool.discard()
+        return Problem(path, offset, "malformed response record: it holds no HTTP header block")
     # What a payload digest covers: the block after the HTTP headers, as written in the file.
     raw_hash = payload_digest.hasher() if payload_digest and rec_type != "revisit" else None
     dechunker = (
