@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from .errors import DlwebError
+
 # Seconds a stopping server gives requests and HIP connections still open to end.
 SHUTDOWN_TIMEOUT = 5.0
 
@@ -21,7 +23,10 @@ async def serving(app: web.Application, host: str, port: int) -> AsyncIterator[a
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        await web.TCPSite(runner, host, port, reuse_address=True).start()
+        try:
+            await web.TCPSite(runner, host, port, reuse_address=True).start()
+        except OSError as exc:
+            raise DlwebError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         yield stop
     finally:
         await runner.cleanup()

@@ -222,12 +222,15 @@ async def append_structures(request: web.Request) -> web.Response:
         created = {}
         log.warning("creating a batch of structure files failed: %s", exc)
 
-    async def one(index: int, name: str, url: str, captures: list[Capture]) -> None:
+    rest = []
+    for index, name, url, captures in parsed:
         if name in created:
             # Created by this batch; a second entry for the same file had its records merged.
-            first = created.pop(name)
-            results[index] = {"name": name, "added": first, "created": True}
-            return
+            results[index] = {"name": name, "added": created.pop(name), "created": True}
+        else:
+            rest.append((index, name, url, captures))
+
+    async def one(index: int, name: str, url: str, captures: list[Capture]) -> None:
         try:
             added, made = await node.append_captures(name, url, captures)
         except _CLIENT_ERRORS as exc:
@@ -237,7 +240,7 @@ async def append_structures(request: web.Request) -> web.Response:
         else:
             results[index] = {"name": name, "added": added, "created": made}
 
-    await asyncio.gather(*(one(*item) for item in parsed))
+    await asyncio.gather(*(one(*item) for item in rest))
     return web.json_response({"results": results})
 
 

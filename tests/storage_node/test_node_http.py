@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -337,6 +338,29 @@ async def test_node_refuses_a_bad_config(tmp_path):
     _, err = await process.communicate()
     assert process.returncode == 2
     assert "cluster.secret: must be at least 16 characters" in err.decode()
+    assert "Traceback" not in err.decode()
+
+
+async def test_node_on_a_busy_port_says_so(tmp_path, cluster):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "storage_node",
+            "--root",
+            str(tmp_path / "n"),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "-c",
+            str(cluster[0]),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await process.communicate()
+    assert process.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in err.decode()
     assert "Traceback" not in err.decode()
 
 
