@@ -13,7 +13,7 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -41,6 +41,7 @@ EARLIEST, LATEST = "1000", "99991231235959"
 UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
 KINDS = ("content", "structure")
+NEIGHBOURS = ("first", "last", "prev", "next")
 PACK_FRAMES = 250
 PACK_BYTES = 8 * 1024 * 1024
 
@@ -82,6 +83,8 @@ class Found:
 
     capture: Capture
     node: str
+    # The first, last, previous and next captures of the URL, when the node sent them.
+    neighbours: dict[str, Capture | None] = field(default_factory=dict)
 
 
 class ClusterError(DlwebError):
@@ -319,8 +322,12 @@ class ClusterClient:
             f"no capture of {url} {mode} {when}",
         )
         try:
-            return Found(Capture.from_json(answer["records"][0]), address)
-        except (KeyError, IndexError, TypeError) as exc:
+            neighbours = {
+                key: None if answer.get(key) is None else Capture.from_json(answer[key])
+                for key in NEIGHBOURS
+            }
+            return Found(Capture.from_json(answer["records"][0]), address, neighbours)
+        except (KeyError, IndexError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without a record: {exc}") from None
 
     async def captures(self, url: str) -> list[Capture]:

@@ -3,6 +3,7 @@
 Years are always written with four digits: strftime("%Y") does not pad years before 1000.
 """
 
+import email.utils
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -63,3 +64,19 @@ def format_digits(micros: int) -> str:
     """The 14-digit Wayback spelling of a time (seconds precision)."""
     moment = from_micros(micros)
     return f"{moment.year:04d}" + moment.strftime("%m%d%H%M%S")
+
+
+def format_http_date(micros: int) -> str:
+    """The RFC 1123 spelling HTTP uses (Memento-Datetime, Accept-Datetime), to the second."""
+    return email.utils.format_datetime(from_micros(micros - micros % 1_000_000), usegmt=True)
+
+
+def parse_http_date(text: str) -> int:
+    """Read an RFC 1123 date such as `Sat, 01 Jan 2022 00:00:00 GMT`."""
+    try:
+        moment = email.utils.parsedate_to_datetime(text.strip())
+    except (TypeError, ValueError, IndexError):
+        raise BadTime(
+            f"{text[:60]!r} is not an HTTP date such as 'Sat, 01 Jan 2022 00:00:00 GMT'"
+        ) from None
+    return to_micros(moment)

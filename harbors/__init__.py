@@ -1,0 +1,35 @@
+"""Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
+
+from . import api, date
+from .answer import Answer, HarborContext
+from .request import HarborRequest
+from .settings import ClientSetting, ClientSettings
+
+SUFFIX = ".dlweb"
+
+__all__ = [
+    "Answer",
+    "ClientSetting",
+    "ClientSettings",
+    "HarborContext",
+    "HarborRequest",
+    "answer",
+    "is_harbor",
+]
+
+
+def is_harbor(host: str) -> bool:
+    return host.lower().rstrip(".").endswith(SUFFIX)
+
+
+async def answer(context: HarborContext, request: HarborRequest) -> Answer:
+    """The answer of the harbor the request is for."""
+    name = request.host.lower().rstrip(".").removesuffix(SUFFIX)
+    if name == "date":
+        return date.answer(context, request)
+    if name == "api":
+        return await api.answer(context, request)
+    known = "date.dlweb, api.dlweb"
+    return Answer(
+        404, f"No harbor {request.host} here; the harbors are {known}.\n".encode(), "text/plain"
+    )

@@ -1,0 +1,72 @@
+"""`http://api.dlweb/`: the harbors' settings and the archive's captures as JSON, for programs.
+
+- `GET /date`: `{"date": ISO or null, "live": bool}`, the asking client's setting;
+- `PUT /date` with `{"date": ISO, 14 digits or null, "live": bool}`: change it;
+- `GET /captures?url=URL`: every capture of a URL.
+"""
+
+import json
+from typing import Any
+
+from archive.errors import DlwebError, NotFound
+from archive.timestamps import BadTime, format_iso, parse_time
+
+from .answer import Answer, HarborContext
+from .request import HarborRequest
+from .settings import ClientSetting
+
+JSON = "application/json"
+
+
+def _json(status: int, data: Any) -> Answer:
+    return Answer(status, (json.dumps(data, indent=1) + "\n").encode(), JSON)
+
+
+def _setting_json(setting: ClientSetting) -> dict[str, Any]:
+    return {"date": None if setting.at is None else format_iso(setting.at), "live": setting.live}
+
+
+async def answer(context: HarborContext, request: HarborRequest) -> Answer:
+    if request.path == "/date":
+        if request.method == "GET":
+            return _json(200, _setting_json(context.settings.get(request.client)))
+        if request.method == "PUT":
+            return _put_date(context, request)
+        return _json(405, {"error": "use GET or PUT on /date"})
+    if request.path == "/captures" and request.method == "GET":
+        url = request.query.get("url")
+        if not url:
+            return _json(400, {"error": "give the URL: /captures?url=..."})
+        try:
+            captures = await context.client.captures(url)
+        except NotFound as exc:
+            return _json(404, {"error": str(exc)})
+        except DlwebError as exc:
+            return _json(500, {"error": str(exc)})
+        listed = [{**c.to_json(), "date": format_iso(c.time)} for c in captures]
+        return _json(200, {"url": url, "captures": listed})
+    return _json(404, {"error": f"no {request.method} {request.path} here; see GET /date"})
+
+
+def _put_date(context: HarborContext, request: HarborRequest) -> Answer:
+    try:
+        data = json.loads(request.body or b"{}")
+        if not isinstance(data, dict):
+            raise ValueError("the body must be a JSON object")
+        setting = context.settings.get(request.client)
+        at = setting.at
+        if "date" in data:
+            text = data["date"]
+            if text is not None and not isinstance(text, str):
+                raise ValueError("date must be a string or null")
+            at = None if text is None else parse_time(text)
+        live = data.get("live", setting.live)
+        if not isinstance(live, bool):
+            raise ValueError("live must be true or false")
+    except (ValueError, BadTime) as exc:
+        return _json(400, {"error": str(exc)})
+    if live and not context.live_allowed:
+        return _json(403, {"error": "the operator of this archive does not allow the live web"})
+    new = ClientSetting(at, live)
+    context.settings.set(request.client, new)
+    return _json(200, _setting_json(new))

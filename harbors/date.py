@@ -1,0 +1,66 @@
+"""`http://date.dlweb/`: the researcher picks the date to browse at, per client address."""
+
+import html
+from urllib.parse import quote, urlsplit
+
+from archive.timestamps import BadTime, format_iso, parse_time
+
+from .answer import Answer, HarborContext
+from .request import HarborRequest
+from .settings import ClientSetting
+
+HTML = "text/html; charset=utf-8"
+
+
+def _page(context: HarborContext, request: HarborRequest, note: str = "") -> Answer:
+    setting = context.settings.get(request.client)
+    shown = "the latest capture" if setting.at is None else format_iso(setting.at)
+    back = request.query.get("back") or request.headers.get("referer", "")
+    live = ""
+    if context.live_allowed:
+        state = "on" if setting.live else "off"
+        other = "off" if setting.live else "on"
+        live = (
+            f"<p>Live web for pages the archive lacks: <b>{state}</b>. "
+            f'<a href="/set?live={other}&amp;back={quote(back)}">Turn it {other}</a></p>'
+        )
+    body = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>dlweb: browsing date</title></head>
+<body><h1>Browsing date</h1>
+{f"<p><b>{html.escape(note)}</b></p>" if note else ""}
+<p>You ({html.escape(request.client)}) see every page as it was at <b>{html.escape(shown)}</b>
+(the closest capture to that date).</p>
+<form action="/set" method="get">
+<label>Date and time (UTC): <input name="at" placeholder="2024-05-01T12:00:00" required></label>
+<input type="hidden" name="back" value="{html.escape(back)}">
+<button>Browse at this date</button></form>
+<p><a href="/set?at=latest&amp;back={quote(back)}">Browse the latest captures</a></p>
+{live}
+{f'<p><a href="{html.escape(back)}">Back to {html.escape(back)}</a></p>' if back else ""}
+</body></html>
+"""
+    return Answer(200 if not note else 400, body.encode(), HTML)
+
+
+def answer(context: HarborContext, request: HarborRequest) -> Answer:
+    if request.path != "/set":
+        return _page(context, request)
+    setting = context.settings.get(request.client)
+    at_text = request.query.get("at")
+    at = setting.at
+    if at_text is not None:
+        try:
+            at = None if at_text == "latest" else parse_time(at_text)
+        except BadTime as exc:
+            return _page(context, request, str(exc))
+    live = setting.live
+    if "live" in request.query:
+        live = request.query["live"] == "on"
+        if live and not context.live_allowed:
+            return Answer(
+                403, b"The operator of this archive does not allow the live web.\n", "text/plain"
+            )
+    context.settings.set(request.client, ClientSetting(at, live))
+    back = request.query.get("back", "")
+    target = back if urlsplit(back).scheme in ("http", "https") else "http://date.dlweb/"
+    return Answer(303, b"", HTML, [("Location", target)])

@@ -1,0 +1,77 @@
+"""Replaying a capture: the archived status, headers and payload, with Memento headers."""
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from archive.cluster import ClusterClient, Found
+from archive.errors import DlwebError, NotFound
+from archive.header_block import parse_header_block
+from archive.structure import Capture
+from archive.timestamps import format_http_date
+
+# Hop-by-hop and framing headers belong to the archived connection, not to this one; the length
+# is that of the payload as stored (chunked encoding removed).
+NOT_REPLAYED = frozenset(
+    {
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+        "content-length",
+    }
+)
+TIMEMAP = "http://captures.dlweb/?format=link&url="
+
+
+class ArchiveFault(DlwebError):
+    """The URL is archived but a file it needs cannot be read (500, not 404)."""
+
+
+@dataclass
+class Replayed:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    capture: Capture
+
+
+async def replay(client: ClusterClient, url: str, at: int) -> Replayed:
+    """The capture of `url` closest to `at`, ready to send; NotFound when the URL is not
+    archived, ArchiveFault when its files cannot be read."""
+    found = await client.closest(url, at, "closest")
+    capture = found.capture
+    try:
+        block = await client.get_header_block(capture.header)
+        body = await client.get_content(capture.content)
+        archived = parse_header_block(block, f"header block {capture.header}")
+    except NotFound as exc:
+        raise ArchiveFault(str(exc)) from None
+    except DlwebError as exc:
+        raise ArchiveFault(str(exc)) from None
+    headers = [(k, v) for k, v in archived.headers if k.lower() not in NOT_REPLAYED]
+    headers.extend(memento_headers(url, found))
+    return Replayed(archived.status, headers, body, capture)
+
+
+def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
+    """RFC 7089 headers of a memento served in proxy mode, where the original URL is also its
+    own time gate (the date comes with Accept-Datetime or the client's date harbor)."""
+    links = [
+        f'<{url}>; rel="original"',
+        f'<{url}>; rel="timegate"',
+        f'<{TIMEMAP}{quote(url, safe="")}>; rel="timemap"; type="application/link-format"',
+    ]
+    for key in ("first", "last", "prev", "next"):
+        other = found.neighbours.get(key)
+        if other is not None:
+            links.append(f'<{url}>; rel="{key} memento"; datetime="{format_http_date(other.time)}"')
+    links.append(f'<{url}>; rel="memento"; datetime="{format_http_date(found.capture.time)}"')
+    return [
+        ("Memento-Datetime", format_http_date(found.capture.time)),
+        ("Link", ", ".join(links)),
+        ("Vary", "accept-datetime"),
+    ]

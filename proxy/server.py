@@ -1,0 +1,69 @@
+"""The consultation proxy process: mitmproxy's proxy server run in our own event loop, with the
+archive addon answering every request."""
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mitmproxy import options
+from mitmproxy.tools.dump import DumpMaster
+
+import harbors
+from archive.cluster import ClusterClient
+from archive.config import ClusterConfig
+
+from .access import Access, Network
+from .addon import ArchiveAddon
+
+log = logging.getLogger(__name__)
+
+SETTINGS_FILE = "client-settings.json"
+CA_FOLDER = "ca"
+
+
+@dataclass
+class ProxyOptions:
+    config: ClusterConfig
+    data: Path
+    host: str = "127.0.0.1"
+    port: int = 8080
+    allowed: list[Network] = field(default_factory=list)
+    live_allowed: bool = False
+
+
+class _Ready:
+    """Says when the proxy listens, so that whoever started it knows it can connect."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.where = f"{host}:{port}"
+
+    def running(self) -> None:
+        log.info("dlweb proxy listening on %s", self.where)
+
+
+async def serve(opts: ProxyOptions) -> None:
+    logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
+    opts.data.mkdir(parents=True, exist_ok=True)
+    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE)
+    mitm = options.Options(
+        listen_host=opts.host,
+        listen_port=opts.port,
+        confdir=str(opts.data / CA_FOLDER),
+    )
+    master = DumpMaster(mitm, with_termlog=False, with_dumper=False)
+    # Nothing is fetched from the web: no upstream connection before the addon answers, no
+    # upstream certificate to copy; mitmproxy's own client filter gives way to ours.
+    master.options.update(  # type: ignore[no-untyped-call]
+        connection_strategy="lazy", upstream_cert=False, block_global=False
+    )
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, master.shutdown)
+    async with ClusterClient(opts.config, name="proxy") as client:
+        master.addons.add(  # type: ignore[no-untyped-call]
+            ArchiveAddon(client, settings, Access(opts.allowed), opts.live_allowed),
+            _Ready(opts.host, opts.port),
+        )
+        await master.run()

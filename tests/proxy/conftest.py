@@ -1,0 +1,111 @@
+"""Fixtures for the proxy tests: a real cluster with captures, and a real proxy process."""
+
+import hashlib
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from archive.cluster import ClusterClient, NewCapture
+from archive.timestamps import parse_time
+from tests.conftest import free_port, wait_until
+from tests.master.conftest import Cluster, cluster_factory  # noqa: F401  (a fixture used here)
+
+
+@dataclass
+class Proxy:
+    process: subprocess.Popen[bytes]
+    port: int
+    data: Path
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"the proxy exited: {self.log.read_text()}")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": self.url}))
+        try:
+            with opener.open("http://api.dlweb/date", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except urllib.error.HTTPError:
+            return True  # it answers, if only to refuse this client
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+
+
+@pytest.fixture
+def proxy_factory(tmp_path: Path) -> Iterator[Callable[..., Proxy]]:
+    started: list[Proxy] = []
+
+    def start(cluster: Cluster, *extra: str, data: Path | None = None) -> Proxy:
+        port = free_port()
+        folder = data or tmp_path / "proxy"
+        log = tmp_path / f"proxy-{port}.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "proxy",
+                    "--listen",
+                    f"127.0.0.1:{port}",
+                    "--data",
+                    str(folder),
+                    "-c",
+                    str(cluster.config_path),
+                    *extra,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        proxy = Proxy(process, port, folder, log)
+        started.append(proxy)
+        wait_until(proxy.answers, "the proxy to answer")
+        return proxy
+
+    yield start
+    for proxy in started:
+        if proxy.process.poll() is None:
+            proxy.stop()
+
+
+@dataclass(frozen=True)
+class Version:
+    url: str
+    date: str
+    status: int
+    header: bytes
+    body: bytes
+
+
+def header_block(status: int, reason: str, *headers: tuple[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def archive(cluster: Cluster, versions: list[Version]) -> None:
+    """Insert the versions as captures, with their contents and header blocks."""
+    bodies: dict[str, bytes] = {}
+    captures = []
+    for v in versions:
+        content, header = hashlib.sha256(v.body).hexdigest(), hashlib.sha256(v.header).hexdigest()
+        bodies[content], bodies[header] = v.body, v.header
+        captures.append(
+            NewCapture(
+                v.url, parse_time(v.date), content, header, v.status, len(v.body), len(v.header)
+            )
+        )
+    async with ClusterClient(cluster.config) as client:
+        await client.insert(captures, bodies.__getitem__)

@@ -1,0 +1,213 @@
+"""The consultation proxy, a real mitmproxy in its own process, used by real HTTP clients."""
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+
+import aiohttp
+import pytest
+
+from archive.timestamps import format_http_date, parse_time
+
+from .conftest import Proxy, Version, archive, header_block
+
+PAGE = "http://old.example/page.html"
+OLD = Version(
+    PAGE,
+    "2020-01-01T00:00:00Z",
+    200,
+    header_block(200, "OK", ("Content-Type", "text/html"), ("X-Version", "old")),
+    b"<html><body>the page in 2020</body></html>",
+)
+NEW = Version(
+    PAGE,
+    "2022-01-01T00:00:00Z",
+    200,
+    header_block(200, "OK", ("Content-Type", "text/html"), ("X-Version", "new")),
+    b"<html><body>the page in 2022</body></html>",
+)
+MOVED = Version(
+    "http://old.example/moved",
+    "2021-01-01T00:00:00Z",
+    301,
+    header_block(301, "Moved Permanently", ("Location", PAGE), ("Content-Type", "text/html")),
+    b"moved",
+)
+LOST = Version(
+    "http://old.example/lost.png",
+    "2021-01-01T00:00:00Z",
+    200,
+    header_block(200, "OK", ("Content-Type", "image/png")),
+    b"\x89PNG not really",
+)
+
+Client = Callable[..., aiohttp.ClientSession]
+
+
+@pytest.fixture
+async def sessions() -> AsyncIterator[Client]:
+    """HTTP clients, each from a loopback address of its own if asked."""
+    made: list[aiohttp.ClientSession] = []
+
+    def make(source: str = "127.0.0.1") -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(local_addr=(source, 0))
+        session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        await session.close()
+
+
+async def fetch(
+    session: aiohttp.ClientSession, proxy: Proxy, url: str, **headers: str
+) -> tuple[int, aiohttp.typedefs.LooseHeaders, bytes]:
+    sent = {k.replace("_", "-"): v for k, v in headers.items()}
+    async with session.get(url, proxy=proxy.url, headers=sent, allow_redirects=False) as r:
+        return r.status, r.headers, await r.read()
+
+
+async def test_each_date_gets_its_capture_with_memento_headers(
+    cluster_factory, proxy_factory, sessions
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [OLD, NEW, MOVED])
+    proxy = proxy_factory(cluster)
+    session = sessions()
+
+    status, headers, body = await fetch(session, proxy, PAGE)
+    assert (status, body, headers["X-Version"]) == (200, NEW.body, "new")  # the latest by default
+    assert headers["Content-Length"] == str(len(NEW.body))
+    assert headers["Memento-Datetime"] == "Sat, 01 Jan 2022 00:00:00 GMT"
+    assert "accept-datetime" in headers.getall("Vary")
+    links = dict(
+        (rel, (uri, datetime))
+        for uri, rel, datetime in re.findall(
+            r'<([^>]+)>; rel="([^"]+)"(?:; type="[^"]+")?(?:; datetime="([^"]+)")?',
+            headers["Link"],
+        )
+    )
+    assert links["original"] == (PAGE, "") and links["timegate"] == (PAGE, "")
+    assert links["timemap"][0].startswith("http://captures.dlweb/")
+    assert links["first memento"] == (PAGE, format_http_date(parse_time(OLD.date)))
+    assert links["last memento"] == (PAGE, format_http_date(parse_time(NEW.date)))
+    assert links["prev memento"] == (PAGE, format_http_date(parse_time(OLD.date)))
+    assert "next memento" not in links
+
+    old_date = "Wed, 01 Jul 2020 00:00:00 GMT"
+    status, headers, body = await fetch(session, proxy, PAGE, Accept_Datetime=old_date)
+    assert (status, body, headers["X-Version"]) == (200, OLD.body, "old")
+    assert headers["Memento-Datetime"] == "Wed, 01 Jan 2020 00:00:00 GMT"
+
+    status, headers, _ = await fetch(session, proxy, MOVED.url)
+    assert status == 301 and headers["Location"] == PAGE  # the browser then asks for PAGE
+
+    status, _, body = await fetch(session, proxy, PAGE, Accept_Datetime="last tuesday")
+    assert status == 400 and b"Accept-Datetime" in body
+
+
+async def test_two_clients_browse_at_their_own_dates(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [OLD, NEW])
+    proxy = proxy_factory(cluster)
+    first, second = sessions("127.0.0.2"), sessions("127.0.0.3")
+
+    async with first.put(
+        "http://api.dlweb/date", proxy=proxy.url, json={"date": "2020-06-01"}
+    ) as r:
+        assert r.status == 200 and (await r.json())["date"] == "2020-06-01T00:00:00Z"
+    assert (await fetch(first, proxy, PAGE))[2] == OLD.body
+    assert (await fetch(second, proxy, PAGE))[2] == NEW.body
+    # Accept-Datetime wins over the harbor's setting.
+    newer = await fetch(first, proxy, PAGE, Accept_Datetime="Sat, 01 Jan 2022 00:00:00 GMT")
+    assert newer[2] == NEW.body
+
+    # The date harbor, as a browser uses it: a form, then back to the page.
+    async with second.get(
+        f"http://date.dlweb/set?at=2019&back={PAGE}", proxy=proxy.url, allow_redirects=False
+    ) as r:
+        assert r.status == 303 and r.headers["Location"] == PAGE
+        assert r.headers["Link"] == '<http://mementoweb.org/terms/donotnegotiate>; rel="type"'
+    assert (await fetch(second, proxy, PAGE))[2] == OLD.body  # 2020 is the closest to 2019
+    async with second.get("http://date.dlweb/", proxy=proxy.url) as r:
+        assert "2019-01-01T00:00:00Z" in await r.text()
+
+    # Settings survive a restart of the proxy.
+    proxy.stop()
+    again = proxy_factory(cluster, data=proxy.data)
+    assert (await fetch(sessions("127.0.0.2"), again, PAGE))[2] == OLD.body
+    assert (await fetch(sessions("127.0.0.4"), again, PAGE))[2] == NEW.body
+
+    async with first.put(
+        "http://api.dlweb/date", proxy=again.url, json={"date": "not a date"}
+    ) as r:
+        assert r.status == 400 and "not a date" in (await r.json())["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "accept", "content_type"),
+    [
+        ("/nowhere.html", "text/html", "text/html; charset=utf-8"),
+        ("/nowhere", "text/html,application/xhtml+xml", "text/html; charset=utf-8"),
+        ("/nowhere.png", "*/*", "image/svg+xml"),
+        ("/nowhere", "image/avif,image/webp,*/*", "image/svg+xml"),
+        ("/nowhere.js", "*/*", "application/javascript"),
+        ("/nowhere.css", "text/css,*/*;q=0.1", "text/css"),
+        ("/nowhere.json", "*/*", "application/json"),
+        ("/nowhere.bin", "*/*", "text/plain; charset=utf-8"),
+    ],
+)
+async def test_missing_urls_get_a_fault_of_the_expected_type(
+    cluster_factory, proxy_factory, sessions, path: str, accept: str, content_type: str
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    proxy = proxy_factory(cluster)
+    status, headers, body = await fetch(
+        sessions(), proxy, f"http://old.example{path}", Accept=accept
+    )
+    assert status == 404 and headers["Content-Type"] == content_type
+    assert b"missing from the archive" in body
+
+
+async def test_content_that_cannot_be_read_is_a_500_fault(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [LOST])
+    name = hashlib.sha256(LOST.body).hexdigest()
+    node = next(iter(cluster.nodes.values()))
+    token = {"Authorization": f"Bearer {cluster.config.write_token}"}
+    session = sessions()
+    async with session.delete(f"{node.url}/content/{name}", headers=token) as r:
+        assert r.status == 200
+    proxy = proxy_factory(cluster)
+    status, headers, body = await fetch(session, proxy, LOST.url, Accept="image/png")
+    assert status == 500 and headers["Content-Type"] == "image/svg+xml"
+    assert b"missing from the archive" in body
+
+
+async def test_clients_outside_the_allowed_networks_get_403(
+    cluster_factory, proxy_factory, sessions
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [NEW])
+    proxy = proxy_factory(cluster, "--allow", "127.0.0.5/32")
+    assert (await fetch(sessions("127.0.0.5"), proxy, PAGE))[0] == 200
+    status, _, body = await fetch(sessions("127.0.0.6"), proxy, PAGE)
+    assert status == 403 and b"127.0.0.6 may not use this proxy" in body
+    status, _, _ = await fetch(sessions("127.0.0.6"), proxy, "http://api.dlweb/date")
+    assert status == 403
+
+
+async def test_live_web_is_refused_unless_the_operator_allows_it(
+    cluster_factory, proxy_factory, sessions
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    proxy = proxy_factory(cluster)
+    session = sessions()
+    async with session.put("http://api.dlweb/date", proxy=proxy.url, json={"live": True}) as r:
+        assert r.status == 403 and "does not allow the live web" in (await r.json())["error"]
+    async with session.get("http://date.dlweb/set?live=on", proxy=proxy.url) as r:
+        assert r.status == 403
+    async with session.get("http://api.dlweb/date", proxy=proxy.url) as r:
+        assert json.loads(await r.read())["live"] is False
