@@ -50,6 +50,7 @@ class ClusterConfig:
     lookup: str = "multicast"
     multicast: MulticastSettings = field(default_factory=MulticastSettings)
     master: str | None = None
+    proxy: str | None = None  # the consultation proxy researchers set in their browser
     nodes: tuple[NodeEntry, ...] = ()
     replication: Replication = field(default_factory=Replication)
     source: str = "<defaults>"
@@ -150,9 +151,10 @@ def parse_config(data: object, source: str) -> ClusterConfig:
     if lookup not in LOOKUP_MODES:
         raise top.fail("lookup", f"must be one of {', '.join(LOOKUP_MODES)}, not {lookup!r}")
     multicast = _multicast(top.section("multicast"))
-    master = top.get("master", str)
-    if master is not None and not master.startswith(("http://", "https://")):
-        raise top.fail("master", f"must be an http:// or https:// URL, not {master[:100]!r}")
+    master, proxy = top.get("master", str), top.get("proxy", str)
+    for key, url in (("master", master), ("proxy", proxy)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
     replication = _replication(top.section("replication"))
     nodes = []
     for index, raw in enumerate(top.get("nodes", list, [])):
@@ -172,6 +174,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         lookup=lookup,
         multicast=multicast,
         master=master,
+        proxy=proxy,
         nodes=tuple(nodes),
         replication=replication,
         source=source,

@@ -191,7 +191,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data = work / "cluster"
     report: dict[str, Any] = {"captures": args.captures, "restore_files": args.restore}
     try:
-        dlweb("up", "--data", str(data), "--nodes", "3", "--replicas", "2", "--grace", "2")
+        dlweb(
+            "up",
+            "--data",
+            str(data),
+            "--proxy-port",
+            "0",
+            "--nodes",
+            "3",
+            "--replicas",
+            "2",
+            "--grace",
+            "2",
+        )
         config = load_config(data / "dlweb.yaml")
         nodes = sorted(n["address"] for n in get_status(config)["nodes"])
 

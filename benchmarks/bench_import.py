@@ -273,7 +273,12 @@ def bench_dlweb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, 
     data = work / "cluster"
     config = data / CONFIG_FILE
     try:
-        checked(dlweb("up", "--data", str(data), "--nodes", "1", "--replicas", "1"), "dlweb up")
+        checked(
+            dlweb(
+                "up", "--data", str(data), "--proxy-port", "0", "--nodes", "1", "--replicas", "1"
+            ),
+            "dlweb up",
+        )
         command = dlweb("import", "-c", str(config), str(warc_file))
         what = "dlweb import (it must exit 0 once every record is imported)"
         seconds, output = timed(command, what)

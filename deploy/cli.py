@@ -5,7 +5,16 @@ from pathlib import Path
 
 from archive.cli import checked_directory, positive_seconds
 
-from .launcher import CONFIG_FILE, DEFAULT_NODES, READY_TIMEOUT, LaunchError, Plan, down, up
+from .launcher import (
+    CONFIG_FILE,
+    DEFAULT_NODES,
+    DEFAULT_PROXY_PORT,
+    READY_TIMEOUT,
+    LaunchError,
+    Plan,
+    down,
+    up,
+)
 from .processes import LOG_DIR
 
 DEFAULT_DATA = Path("dlweb-data")
@@ -24,6 +33,12 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _proxy_port(text: str) -> int:
+    if text == "0":
+        return 0
+    return _port(text)
+
+
 def _data(args: argparse.Namespace) -> Path:
     return checked_directory(args.data, "--data")
 
@@ -31,7 +46,14 @@ def _data(args: argparse.Namespace) -> Path:
 def _up(args: argparse.Namespace) -> int:
     data = _data(args)
     plan = Plan(
-        data, args.nodes, args.replicas, args.host, args.port_base, args.grace, args.timeout
+        data,
+        args.nodes,
+        args.replicas,
+        args.host,
+        args.port_base,
+        args.grace,
+        args.proxy_port,
+        args.timeout,
     )
     try:
         launch = up(plan)
@@ -46,6 +68,8 @@ def _up(args: argparse.Namespace) -> int:
         print(f"started {', '.join(launch.started)}; already running: {', '.join(launch.already)}")
     print(
         f"cluster ready: master {launch.master}, an index node and {nodes}\n"
+        f"browse the archive: set {launch.proxy} as your browser's HTTP and HTTPS proxy,"
+        f" pick the date at http://date.dlweb/\n"
         f"configuration {data / CONFIG_FILE}, logs in {data / LOG_DIR}\n"
         f"see it with: dlweb status -c {data / CONFIG_FILE}; stop it with: dlweb down --data {data}"
     )
@@ -98,6 +122,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         type=positive_seconds,
         default=None,
         help="seconds a lost node has before it is down and re-replicated (default 30)",
+    )
+    start.add_argument(
+        "--proxy-port",
+        type=_proxy_port,
+        default=None,
+        help=f"port of the consultation proxy (default {DEFAULT_PROXY_PORT}; 0: a free port)",
     )
     start.add_argument(
         "--timeout",

@@ -25,6 +25,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_NODES = 3
 DEFAULT_REPLICAS = 2
 DEFAULT_GRACE = 30.0
+DEFAULT_PROXY_PORT = 8080
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 
@@ -43,6 +44,7 @@ class Plan:
     host: str | None = None
     port_base: int | None = None
     grace: float | None = None
+    proxy_port: int | None = None  # 0 picks a free port
     timeout: float = READY_TIMEOUT
 
 
@@ -52,6 +54,7 @@ class Launch:
 
     data: Path
     master: str
+    proxy: str
     started: list[str] = field(default_factory=list)
     already: list[str] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
@@ -127,6 +130,7 @@ class _Settings:
     replicas: int
     port_base: int | None
     grace: float
+    proxy_port: int
 
 
 def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Settings:
@@ -143,13 +147,21 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
     _kept("--port-base", plan.port_base, record.get("port_base"), data)
     port_base = plan.port_base if plan.port_base is not None else record.get("port_base")
     grace = float(plan.grace or record.get("grace") or DEFAULT_GRACE)
+    recorded_proxy = record["processes"].get("proxy", {}).get("port")
+    if plan.proxy_port:  # a port asked for
+        proxy_port = plan.proxy_port
+    elif isinstance(recorded_proxy, int):  # the port an earlier start chose
+        proxy_port = recorded_proxy
+    else:  # 0: a free port, found below
+        proxy_port = DEFAULT_PROXY_PORT if plan.proxy_port is None else 0
     if not config_path.exists():
         replicas = plan.replicas or min(DEFAULT_REPLICAS, nodes)
         host = plan.host or DEFAULT_HOST
         if replicas > nodes:
             raise LaunchError(f"--replicas {replicas} is more than --nodes {nodes}")
         master_port = port_base if port_base is not None else free_port(host)
-        return _Settings(host, master_port, nodes, replicas, port_base, grace)
+        proxy_port = proxy_port or free_port(host)
+        return _Settings(host, master_port, nodes, replicas, port_base, grace, proxy_port)
     config = load_config(config_path)
     if config.master is None:
         raise LaunchError(
@@ -165,7 +177,10 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
         raise LaunchError(
             f"{config_path} asks for {config.replication.default} replicas and --nodes is {nodes}"
         )
-    return _Settings(url.hostname, url.port, nodes, config.replication.default, port_base, grace)
+    proxy_port = proxy_port or free_port(url.hostname)
+    return _Settings(
+        url.hostname, url.port, nodes, config.replication.default, port_base, grace, proxy_port
+    )
 
 
 def _commands(
@@ -239,7 +254,51 @@ def _commands(
                 name,
             ],
         }
+    commands["proxy"] = {
+        "port": settings.proxy_port,
+        "command": [
+            *python,
+            "proxy",
+            "--data",
+            str(root / "proxy"),
+            *listen(settings.proxy_port),
+            *config,
+        ],
+    }
     return commands
+
+
+def proxy_url(host: str, port: int) -> str:
+    return f"http://{_url_host(host)}:{port}"
+
+
+def _record_proxy(config_path: Path, url: str) -> None:
+    """Add or correct the `proxy` key of the configuration, keeping every other line."""
+    if load_config(config_path).proxy == url:
+        return
+    lines = [
+        line
+        for line in config_path.read_text(encoding="utf-8").splitlines()
+        if not line.startswith("proxy:")
+    ]
+    temp = config_path.with_name(config_path.name + ".part")
+    with open(temp, "w", encoding="utf-8") as out:
+        out.write("\n".join([*lines, f"proxy: {url}"]) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp, config_path)
+
+
+def _proxy_answers(proxy: str) -> bool:
+    """Whether the proxy answers a request for a harbor (any HTTP answer will do)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
+    try:
+        with opener.open("http://api.dlweb/date", timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def _get_json(url: str) -> Any:
@@ -280,9 +339,9 @@ def not_ready(status: Any, index: Any, nodes: list[str]) -> str | None:
 
 
 def _wait_ready(
-    data: Path, master: str, index: str, pids: dict[str, int], timeout: float
+    data: Path, master: str, index: str, proxy: str, pids: dict[str, int], timeout: float
 ) -> dict[str, Any]:
-    """Wait until the master has every storage node and the index node answers."""
+    """Wait until the master has every storage node, and the index node and proxy answer."""
     nodes = [name for name in pids if name.startswith("node")]
     deadline = time.monotonic() + timeout
     while True:
@@ -294,6 +353,8 @@ def _wait_ready(
                 )
         status = _get_json(f"{master}/status")
         missing = not_ready(status, _get_json(f"{index}/status"), nodes)
+        if missing is None and not _proxy_answers(proxy):
+            missing = "proxy"
         if missing is None:
             assert isinstance(status, dict)
             return status
@@ -327,11 +388,13 @@ def up(plan: Plan) -> Launch:
         settings = _settings(plan, old, config_path)
         if not config_path.exists():
             write_config(config_path, settings.host, settings.master_port, settings.replicas)
+        proxy = proxy_url(settings.host, settings.proxy_port)
+        _record_proxy(config_path, proxy)
         config = load_config(config_path)
         assert config.master is not None
         master = config.master.rstrip("/")
         commands = _commands(data, settings, config_path, old)
-        launch = Launch(data, master)
+        launch = Launch(data, master, proxy)
         processes: dict[str, dict[str, Any]] = {
             name: {
                 **spec,
@@ -360,7 +423,7 @@ def up(plan: Plan) -> Launch:
             _write_record(data, record)
             index = f"http://{_url_host(settings.host)}:{commands['index']['port']}"
             pids = {name: proc["pid"] for name, proc in processes.items()}
-            launch.status = _wait_ready(data, master, index, pids, plan.timeout)
+            launch.status = _wait_ready(data, master, index, proxy, pids, plan.timeout)
         except BaseException:
             stop(data, {name: processes[name]["pid"] for name in launch.started}, STOP_TIMEOUT)
             for name in launch.started:

@@ -8,12 +8,14 @@ from archive.cli import add_config_option, checked_directory, parse_listen, stan
 from archive.config import load_config
 
 from .access import LOOPBACK, parse_networks
-from .server import ProxyOptions, serve
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every dlweb command loads this module, and mitmproxy is slow to load.
+    from .server import ProxyOptions, serve
+
     host, port = args.listen
     options = ProxyOptions(
         config=load_config(args.config),

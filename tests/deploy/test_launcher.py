@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from tests.deploy.run_dlweb import (
 )
 from tests.master.conftest import make_corpus
 
-ALL = ["master", "index", "node1", "node2", "node3"]
+ALL = ["master", "index", "node1", "node2", "node3", "proxy"]
 
 
 @pytest.fixture
@@ -65,7 +66,7 @@ def free_block(size: int) -> int:
 
 
 async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
-    started = dlweb("up", "--data", str(data), "--nodes", "3", "--grace", "2")
+    started = dlweb("up", "--data", str(data), "--proxy-port", "0", "--nodes", "3", "--grace", "2")
     assert "cluster ready" in started.stdout
     config = str(data / "dlweb.yaml")
     status = dlweb_json("status", "-c", config)
@@ -78,8 +79,13 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
         assert (data / "run" / f"{name}.pid").read_text().strip() == str(pid)
         assert (data / "logs" / f"{name}.log").exists()
     secret = load_config(data / "dlweb.yaml").secret
+    proxy = load_config(data / "dlweb.yaml").proxy
+    assert proxy is not None and proxy in started.stdout
+    browser = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
+    with browser.open("http://api.dlweb/date", timeout=10) as answer:
+        assert json.load(answer) == {"date": None, "live": False}
 
-    again = dlweb("up", "--data", str(data))
+    again = dlweb("up", "--data", str(data), "--proxy-port", "0")
     assert "already running" in again.stdout
     assert recorded_pids(data) == first
 
@@ -93,8 +99,9 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
     assert pid_files(data) == [] and recorded_pids(data) == {}
     assert "nothing was running" in dlweb("down", "--data", str(data)).stdout
 
-    dlweb("up", "--data", str(data))
+    dlweb("up", "--data", str(data), "--proxy-port", "0")
     assert load_config(data / "dlweb.yaml").secret == secret
+    assert load_config(data / "dlweb.yaml").proxy == proxy  # the same port again
     status = dlweb_json("status", "-c", config)
     assert sorted(n["id"] for n in status["nodes"]) == ["node1", "node2", "node3"]
     assert status["files"]["content"] == len(corpus.bodies)
@@ -105,12 +112,12 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
 
 
 def test_up_starts_only_what_is_not_running_and_can_add_nodes(data: Path) -> None:
-    dlweb("up", "--data", str(data), "--nodes", "2", "--replicas", "1")
+    dlweb("up", "--data", str(data), "--proxy-port", "0", "--nodes", "2", "--replicas", "1")
     first = recorded_pids(data)
     os.kill(first["node2"], signal.SIGKILL)
     wait_until(lambda: not running(first["node2"]), "node2 to be gone")
 
-    restarted = dlweb("up", "--data", str(data), "--nodes", "3")
+    restarted = dlweb("up", "--data", str(data), "--proxy-port", "0", "--nodes", "3")
     assert "started node2, node3" in restarted.stdout
     after = recorded_pids(data)
     assert {name: after[name] for name in ("master", "index", "node1")} == {
@@ -122,7 +129,7 @@ def test_up_starts_only_what_is_not_running_and_can_add_nodes(data: Path) -> Non
 
     # Without --nodes, a later start keeps the three.
     dlweb("down", "--data", str(data))
-    dlweb("up", "--data", str(data))
+    dlweb("up", "--data", str(data), "--proxy-port", "0")
     assert sorted(recorded_pids(data)) == sorted(ALL)
 
 
@@ -131,20 +138,22 @@ def test_a_process_that_cannot_start_stops_the_others(data: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", base + 3))  # node2's port
         squatter.listen()
-        result = dlweb("up", "--data", str(data), "--port-base", str(base), check=False)
+        result = dlweb(
+            "up", "--data", str(data), "--proxy-port", "0", "--port-base", str(base), check=False
+        )
     assert result.returncode == 2
     assert "node2 exited at start" in result.stderr
     assert str(data / "logs" / "node2.log") in result.stderr
     state = json.loads((data / "cluster.json").read_text())
-    assert {name: proc["port"] for name, proc in state["processes"].items()} == {
-        name: base + i for i, name in enumerate(ALL)
-    }
+    ports = {name: proc["port"] for name, proc in state["processes"].items()}
+    assert ports.pop("proxy") > 0  # --proxy-port 0: a free port, not one of the block
+    assert ports == {name: base + i for i, name in enumerate(ALL) if name != "proxy"}
     assert recorded_pids(data) == {} and pid_files(data) == []
     assert processes_naming(data) == []
 
 
 def test_a_cluster_not_ready_in_time_is_stopped(data: Path) -> None:
-    result = dlweb("up", "--data", str(data), "--timeout", "0.2", check=False)
+    result = dlweb("up", "--data", str(data), "--proxy-port", "0", "--timeout", "0.2", check=False)
     assert result.returncode == 2
     assert "is not ready after 0.2 s" in result.stderr
     assert recorded_pids(data) == {} and pid_files(data) == []
@@ -163,7 +172,7 @@ def test_a_cluster_not_ready_in_time_is_stopped(data: Path) -> None:
     ],
 )
 def test_bad_arguments_get_one_line_errors(data: Path, args: list[str], message: str) -> None:
-    result = dlweb("up", "--data", str(data), *args, check=False)
+    result = dlweb("up", "--data", str(data), "--proxy-port", "0", *args, check=False)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not (data / "dlweb.yaml").exists()
@@ -180,19 +189,25 @@ def test_a_data_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
 
 def test_an_existing_cluster_keeps_its_settings(data: Path) -> None:
     write_config(data / "dlweb.yaml", "127.0.0.1", 18100, replicas=2)
-    line = one_line_error(dlweb("up", "--data", str(data), "--replicas", "3", check=False))
+    line = one_line_error(
+        dlweb("up", "--data", str(data), "--proxy-port", "0", "--replicas", "3", check=False)
+    )
     assert "was created with --replicas 2" in line
-    line = one_line_error(dlweb("up", "--data", str(data), "--host", "127.0.0.2", check=False))
+    line = one_line_error(
+        dlweb("up", "--data", str(data), "--proxy-port", "0", "--host", "127.0.0.2", check=False)
+    )
     assert "was created with --host 127.0.0.1" in line
     (data / "cluster.json").write_text(json.dumps({"nodes": 3, "processes": {}}))
-    line = one_line_error(dlweb("up", "--data", str(data), "--nodes", "2", check=False))
+    line = one_line_error(
+        dlweb("up", "--data", str(data), "--proxy-port", "0", "--nodes", "2", check=False)
+    )
     assert "has 3 storage nodes" in line
     assert pid_files(data) == []
 
 
 def test_a_configuration_without_master_is_refused(data: Path) -> None:
     write_new_config(data / "dlweb.yaml")
-    line = one_line_error(dlweb("up", "--data", str(data), check=False))
+    line = one_line_error(dlweb("up", "--data", str(data), "--proxy-port", "0", check=False))
     assert "has no master key" in line
 
 

@@ -21,7 +21,7 @@ from tests.master.conftest import make_corpus
 def config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A running two-node cluster shared by the tests that leave it as they found it."""
     data = tmp_path_factory.mktemp("admin") / "cluster"
-    dlweb("up", "--data", str(data), "--nodes", "2", "--replicas", "1")
+    dlweb("up", "--data", str(data), "--proxy-port", "0", "--nodes", "2", "--replicas", "1")
     yield str(data / "dlweb.yaml")
     dlweb("down", "--data", str(data), check=False)
 
@@ -128,7 +128,19 @@ def _fsck(config: str) -> Any:
 async def test_fsck_finds_lost_contents_and_a_stopped_master(tmp_path: Path) -> None:
     data = tmp_path / "cluster"
     config = str(data / "dlweb.yaml")
-    dlweb("up", "--data", str(data), "--nodes", "2", "--replicas", "1", "--grace", "1")
+    dlweb(
+        "up",
+        "--data",
+        str(data),
+        "--proxy-port",
+        "0",
+        "--nodes",
+        "2",
+        "--replicas",
+        "1",
+        "--grace",
+        "1",
+    )
     try:
         corpus = make_corpus(12, urls=3)
         async with ClusterClient(load_config(Path(config))) as client:
