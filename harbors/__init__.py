@@ -1,6 +1,6 @@
 """Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
 
-from . import api, date
+from . import api, captures, cert, date, status
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 from .settings import ClientSetting, ClientSettings
@@ -29,7 +29,13 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return date.answer(context, request)
     if name == "api":
         return await api.answer(context, request)
-    known = "date.dlweb, api.dlweb"
+    if name == "cert":
+        return cert.answer(context, request)
+    if name == "captures":
+        return await captures.answer(context, request)
+    if name == "status":
+        return await status.answer(context, request)
+    known = "date.dlweb, captures.dlweb, status.dlweb, cert.dlweb, api.dlweb"
     return Answer(
         404, f"No harbor {request.host} here; the harbors are {known}.\n".encode(), "text/plain"
     )

@@ -1,6 +1,7 @@
 """What a harbor sends back, and what it may use of the proxy."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from archive.cluster import ClusterClient
@@ -28,3 +29,4 @@ class HarborContext(Protocol):
     settings: ClientSettings
     client: ClusterClient
     live_allowed: bool
+    ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate

@@ -7,6 +7,7 @@ outside the allowed networks get 403, at CONNECT as for plain requests.
 
 import logging
 import time
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 from mitmproxy import http
@@ -31,11 +32,13 @@ class ArchiveAddon:
         client: ClusterClient,
         settings: harbors.ClientSettings,
         access: Access,
+        ca_folder: Path,
         live_allowed: bool = False,
     ) -> None:
         self.client = client
         self.settings = settings
         self.access = access
+        self.ca_folder = ca_folder
         self.live_allowed = live_allowed
 
     def http_connect(self, flow: http.HTTPFlow) -> None:

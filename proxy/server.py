@@ -63,7 +63,9 @@ async def serve(opts: ProxyOptions) -> None:
         loop.add_signal_handler(signum, master.shutdown)
     async with ClusterClient(opts.config, name="proxy") as client:
         master.addons.add(  # type: ignore[no-untyped-call]
-            ArchiveAddon(client, settings, Access(opts.allowed), opts.live_allowed),
+            ArchiveAddon(
+                client, settings, Access(opts.allowed), opts.data / CA_FOLDER, opts.live_allowed
+            ),
             _Ready(opts.host, opts.port),
         )
         await master.run()

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import re
+import ssl
 from collections.abc import AsyncIterator, Callable
 
 import aiohttp
@@ -211,3 +212,74 @@ async def test_live_web_is_refused_unless_the_operator_allows_it(
         assert r.status == 403
     async with session.get("http://api.dlweb/date", proxy=proxy.url) as r:
         assert json.loads(await r.read())["live"] is False
+
+
+SECURE = Version(
+    "https://secure.example/account.html",
+    "2021-05-01T00:00:00Z",
+    200,
+    header_block(
+        200, "OK", ("Content-Type", "text/html"), ("Strict-Transport-Security", "max-age=1")
+    ),
+    b"<html><body>archived over HTTPS</body></html>",
+)
+
+
+async def test_https_through_the_archive_ca(cluster_factory, proxy_factory, sessions, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [SECURE])
+    proxy = proxy_factory(cluster)
+    session = sessions()
+    async with session.get("http://cert.dlweb/", proxy=proxy.url) as r:
+        assert r.status == 200 and "dlweb-ca.pem" in await r.text()
+    async with session.get("http://cert.dlweb/dlweb-ca.pem", proxy=proxy.url) as r:
+        pem = await r.read()
+    assert pem.startswith(b"-----BEGIN CERTIFICATE-----") and b"PRIVATE KEY" not in pem
+    ca = tmp_path / "dlweb-ca.pem"
+    ca.write_bytes(pem)
+    trusting = ssl.create_default_context(cafile=str(ca))
+    connector = aiohttp.TCPConnector(ssl=trusting, limit=1)
+    async with aiohttp.ClientSession(connector=connector) as browser:
+        for _ in range(3):  # one kept-alive TLS connection
+            async with browser.get(SECURE.url, proxy=proxy.url) as r:
+                assert r.status == 200 and await r.read() == SECURE.body
+                assert r.headers["Memento-Datetime"] == "Sat, 01 May 2021 00:00:00 GMT"
+        missing = await browser.get("https://secure.example/other.css", proxy=proxy.url)
+        assert missing.status == 404 and missing.headers["Content-Type"] == "text/css"
+    untrusting = aiohttp.TCPConnector(ssl=ssl.create_default_context())
+    async with aiohttp.ClientSession(connector=untrusting) as stranger:
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await stranger.get(SECURE.url, proxy=proxy.url)
+
+
+async def test_captures_and_status_harbors(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [OLD, NEW])
+    proxy = proxy_factory(cluster)
+    session = sessions()
+    listed = f"http://captures.dlweb/?url={PAGE}"
+    async with session.get(listed + "&format=json", proxy=proxy.url) as r:
+        dates = [c["date"] for c in (await r.json())["captures"]]
+    assert dates == ["2020-01-01T00:00:00Z", "2022-01-01T00:00:00Z"]
+    async with session.get(listed + "&format=link", proxy=proxy.url) as r:
+        assert r.headers["Content-Type"] == "application/link-format"
+        assert "Vary" not in r.headers
+        timemap = await r.text()
+    assert f'<{PAGE}>; rel="original"' in timemap
+    assert f'<{PAGE}>; rel="first memento"; datetime="Wed, 01 Jan 2020 00:00:00 GMT"' in timemap
+    assert f'<{PAGE}>; rel="last memento"; datetime="Sat, 01 Jan 2022 00:00:00 GMT"' in timemap
+    async with session.get(listed, proxy=proxy.url) as r:
+        page = await r.text()
+    assert "2020-01-01T00:00:00Z" in page and "http://date.dlweb/set?at=20200101000000" in page
+    async with session.get(
+        "http://captures.dlweb/?url=http://never.example/", proxy=proxy.url
+    ) as r:
+        assert r.status == 404
+
+    async with session.get("http://status.dlweb/?format=json", proxy=proxy.url) as r:
+        status = await r.json()
+    assert [n["id"] for n in status["nodes"]] == ["node1"]
+    async with session.get("http://status.dlweb/", proxy=proxy.url) as r:
+        assert r.status == 200 and "node1" in await r.text()
+    async with session.get("http://nowhere.dlweb/", proxy=proxy.url) as r:
+        assert r.status == 404 and "date.dlweb" in await r.text()
