@@ -15,7 +15,7 @@ from mitmproxy import http
 import harbors
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
-from archive.timestamps import BadTime, parse_http_date
+from archive.timestamps import BadTime, format_iso, parse_http_date
 
 from .access import Access
 from .faults import fault
@@ -34,12 +34,14 @@ class ArchiveAddon:
         access: Access,
         ca_folder: Path,
         live_allowed: bool = False,
+        log_requests: bool = False,
     ) -> None:
         self.client = client
         self.settings = settings
         self.access = access
         self.ca_folder = ca_folder
         self.live_allowed = live_allowed
+        self.log_requests = log_requests
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         if not self.access.allows(_client(flow)):
@@ -79,6 +81,15 @@ class ArchiveAddon:
             return
         body = b"" if request.method == "HEAD" else replayed.body
         flow.response = _response(replayed.status, replayed.headers, body, len(replayed.body))
+        if self.log_requests:
+            log.info(
+                "replayed %s %s %s: %d, capture of %s",
+                client,
+                request.method,
+                url,
+                replayed.status,
+                format_iso(replayed.capture.time),
+            )
 
     def _date_of(self, client: str) -> int:
         setting = self.settings.get(client)

@@ -24,6 +24,7 @@ def _run(args: argparse.Namespace) -> int:
         port=port,
         allowed=parse_networks(args.allow or list(LOOPBACK)),
         live_allowed=args.allow_live,
+        log_requests=args.log_requests,
     )
     asyncio.run(serve(options))
     return 0
@@ -52,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-live",
         action="store_true",
         help="let clients turn on the live web for pages the archive lacks",
+    )
+    parser.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="log every replayed request: client, URL, status, date of the capture",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)

@@ -31,6 +31,7 @@ class ProxyOptions:
     port: int = 8080
     allowed: list[Network] = field(default_factory=list)
     live_allowed: bool = False
+    log_requests: bool = False
 
 
 class _Ready:
@@ -64,7 +65,12 @@ async def serve(opts: ProxyOptions) -> None:
     async with ClusterClient(opts.config, name="proxy") as client:
         master.addons.add(  # type: ignore[no-untyped-call]
             ArchiveAddon(
-                client, settings, Access(opts.allowed), opts.data / CA_FOLDER, opts.live_allowed
+                client,
+                settings,
+                Access(opts.allowed),
+                opts.data / CA_FOLDER,
+                opts.live_allowed,
+                opts.log_requests,
             ),
             _Ready(opts.host, opts.port),
         )
