@@ -2,7 +2,9 @@
 
 The date is the request's `Accept-Datetime` when it has one, else its client's setting in the
 date harbor, else now (the latest capture). Requests to `*.dlweb` go to the harbors. Clients
-outside the allowed networks get 403, at CONNECT as for plain requests.
+outside the allowed networks get 403, at CONNECT as for plain requests. A URL the archive lacks
+is fetched from the live web only for a client that turned live mode on, where the operator
+allowed it, and the response says so.
 """
 
 import logging
@@ -24,6 +26,7 @@ from .replay import ArchiveFault, replay
 log = logging.getLogger(__name__)
 
 READ_METHODS = ("GET", "HEAD")
+LIVE = "dlweb-live"
 
 
 class ArchiveAddon:
@@ -73,6 +76,10 @@ class ArchiveAddon:
             replayed = await replay(self.client, url, at)
         except NotFound as exc:
             log.debug("not archived: %s", exc)
+            if self.live_allowed and self.settings.get(client).live:
+                # Left to mitmproxy, which fetches it from the web; marked in `response`.
+                flow.metadata[LIVE] = True
+                return
             flow.response = _fault(404, url, accept, "it was never captured")
             return
         except ArchiveFault as exc:
@@ -90,6 +97,10 @@ class ArchiveAddon:
                 replayed.status,
                 format_iso(replayed.capture.time),
             )
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get(LIVE) and flow.response is not None:
+            flow.response.headers["X-Dlweb-Live"] = "fetched from the live web, not archived"
 
     def _date_of(self, client: str) -> int:
         setting = self.settings.get(client)

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from archive.timestamps import format_http_date, parse_time
+from tests.archive.warc.site import PAGES, TestSite
 
 from .conftest import Proxy, Version, archive, header_block
 
@@ -283,3 +284,21 @@ async def test_captures_and_status_harbors(cluster_factory, proxy_factory, sessi
         assert r.status == 200 and "node1" in await r.text()
     async with session.get("http://nowhere.dlweb/", proxy=proxy.url) as r:
         assert r.status == 404 and "date.dlweb" in await r.text()
+
+
+async def test_live_mode_where_the_operator_allows_it(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [NEW])
+    proxy = proxy_factory(cluster, "--allow-live")
+    live, archived_only = sessions("127.0.0.7"), sessions("127.0.0.8")
+    with TestSite() as site:
+        page = site.base + "/new.html"
+        assert (await fetch(live, proxy, page))[0] == 404  # live mode is off until turned on
+        async with live.put("http://api.dlweb/date", proxy=proxy.url, json={"live": True}) as r:
+            assert r.status == 200 and (await r.json())["live"] is True
+        status, headers, body = await fetch(live, proxy, page)
+        assert status == 200 and body == PAGES["/new.html"].body
+        assert headers["X-Dlweb-Live"] == "fetched from the live web, not archived"
+        status, headers, body = await fetch(live, proxy, PAGE)  # archived: still the archive's
+        assert body == NEW.body and "X-Dlweb-Live" not in headers
+        assert (await fetch(archived_only, proxy, page))[0] == 404  # another client's setting
