@@ -22,6 +22,7 @@ from urllib.parse import quote
 import aiohttp
 
 from . import pack
+from .cache import SMALL_CONTENT, ReadCache
 from .config import ClusterConfig
 from .errors import DlwebError, NotFound
 from .hashing import check_name
@@ -95,9 +96,15 @@ class ClusterClient:
     """Use as `async with ClusterClient(config) as client:`."""
 
     def __init__(
-        self, config: ClusterConfig, name: str | None = None, *, connect_timeout: float = 30.0
+        self,
+        config: ClusterConfig,
+        name: str | None = None,
+        *,
+        connect_timeout: float = 30.0,
+        cache: ReadCache | None = None,
     ) -> None:
         self.config = config
+        self.cache = cache
         self.name = name or f"client-{uuid.uuid4().hex[:12]}"
         self.connect_timeout = connect_timeout
         self._session: aiohttp.ClientSession | None = None
@@ -263,11 +270,15 @@ class ClusterClient:
         if kind not in KINDS:
             raise ClusterError(f"kind must be content or structure, not {kind!r}")
         check_name(name)
+        if self.cache is not None and (known := self.cache.locations.get((kind, name))):
+            return known
         found: list[str] = []
         if self._lookup is not None:
             found = [a.address for a in await self._lookup.locate(kind, name)]
         if not found and self.config.lookup in ("master", "both"):
             found = await self._ask_master(kind, name)
+        if found and self.cache is not None:
+            self.cache.locations.put((kind, name), found)
         return found
 
     async def _ask_master(self, kind: str, name: str) -> list[str]:
@@ -289,6 +300,8 @@ class ClusterClient:
 
     async def get_content(self, name: str) -> bytes:
         """A content's bytes, verified against its name, from the first holder that serves them."""
+        if self.cache is not None and (kept := self.cache.contents.get(name)) is not None:
+            return kept
         holders = await self.locate("content", name)
         if not holders:
             raise NotFound(f"content {name} is on no node of the cluster")
@@ -304,8 +317,12 @@ class ClusterClient:
                 problems.append(f"{address}: {exc or type(exc).__name__}")
                 continue
             if hashlib.sha256(data).hexdigest() == name:
+                if self.cache is not None and len(data) <= SMALL_CONTENT:
+                    self.cache.contents.put(name, data, len(data))
                 return data
             problems.append(f"{address} served bytes of another hash")
+        if self.cache is not None:
+            self.cache.locations.drop(("content", name))
         raise ClusterError(f"no holder of content {name} served it: {'; '.join(problems)}")
 
     get_header_block = get_content
@@ -314,21 +331,33 @@ class ClusterClient:
         """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""
         if mode not in (Mode.CLOSEST, Mode.BEFORE, Mode.AFTER, Mode.EXACT):
             raise ClusterError(f"mode must be closest, before, after or exact, not {mode!r}")
+        name = structure_name(url)
+        asked = (name, mode, at)
+        if self.cache is not None and (kept := self.cache.answers.get(asked)) is not None:
+            if isinstance(kept, NotFound):
+                raise kept
+            assert isinstance(kept, Found)
+            return kept
         when = format_iso(at)
-        answer, address = await self._ask_structure(
-            structure_name(url),
-            url,
-            f"mode={mode}&at={quote(when)}",
-            f"no capture of {url} {mode} {when}",
-        )
+        try:
+            answer, address = await self._ask_structure(
+                name, url, f"mode={mode}&at={quote(when)}", f"no capture of {url} {mode} {when}"
+            )
+        except NotFound as exc:
+            if self.cache is not None:  # a miss costs a multicast wait: remember it too
+                self.cache.answers.put(asked, exc)
+            raise
         try:
             neighbours = {
                 key: None if answer.get(key) is None else Capture.from_json(answer[key])
                 for key in NEIGHBOURS
             }
-            return Found(Capture.from_json(answer["records"][0]), address, neighbours)
+            found = Found(Capture.from_json(answer["records"][0]), address, neighbours)
         except (KeyError, IndexError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without a record: {exc}") from None
+        if self.cache is not None:
+            self.cache.answers.put(asked, found)
+        return found
 
     async def captures(self, url: str) -> list[Capture]:
         """Every capture of `url`, oldest first."""

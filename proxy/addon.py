@@ -8,7 +8,6 @@ allowed it, and the response says so.
 """
 
 import logging
-import time
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -17,7 +16,7 @@ from mitmproxy import http
 import harbors
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
-from archive.timestamps import BadTime, format_iso, parse_http_date
+from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_http_date
 
 from .access import Access
 from .faults import fault
@@ -103,8 +102,9 @@ class ArchiveAddon:
             flow.response.headers["X-Dlweb-Live"] = "fetched from the live web, not archived"
 
     def _date_of(self, client: str) -> int:
+        """The client's date; for the latest capture, the end of time (one cache key for all)."""
         setting = self.settings.get(client)
-        return setting.at if setting.at is not None else time.time_ns() // 1000
+        return setting.at if setting.at is not None else MAX_TIME
 
     async def _harbor(self, client: str, request: http.Request) -> http.Response:
         path, _, query = request.path.partition("?")

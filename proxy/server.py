@@ -11,6 +11,7 @@ from mitmproxy import options
 from mitmproxy.tools.dump import DumpMaster
 
 import harbors
+from archive.cache import ReadCache
 from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
 
@@ -62,7 +63,7 @@ async def serve(opts: ProxyOptions) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
-    async with ClusterClient(opts.config, name="proxy") as client:
+    async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
         master.addons.add(  # type: ignore[no-untyped-call]
             ArchiveAddon(
                 client,

@@ -109,6 +109,12 @@ async def test_each_date_gets_its_capture_with_memento_headers(
     status, _, body = await fetch(session, proxy, PAGE, Accept_Datetime="last tuesday")
     assert status == 400 and b"Accept-Datetime" in body
 
+    # A hot page costs no lookup: with the storage node gone, it is still served, from memory.
+    for node in cluster.nodes.values():
+        node.stop()
+    status, headers, body = await fetch(session, proxy, PAGE)
+    assert (status, body) == (200, NEW.body)
+
 
 async def test_two_clients_browse_at_their_own_dates(cluster_factory, proxy_factory, sessions):
     cluster = cluster_factory(nodes=1, replicas=1)
