@@ -2,6 +2,7 @@
 
 import hashlib
 import hmac
+import ipaddress
 import os
 import secrets
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,15 @@ class Replication:
 
 
 @dataclass(frozen=True)
+class Consultation:
+    """Who may use the consultation proxy, and what the operator lets clients do."""
+
+    allow: tuple[str, ...] = ("127.0.0.0/8", "::1/128")  # client networks; others get 403
+    live: bool = False  # whether a client may turn on the live web for pages the archive lacks
+    auth: str | None = None  # an htpasswd file: clients then give a user name and password
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     name: str
     secret: bytes
@@ -53,6 +63,7 @@ class ClusterConfig:
     proxy: str | None = None  # the consultation proxy researchers set in their browser
     nodes: tuple[NodeEntry, ...] = ()
     replication: Replication = field(default_factory=Replication)
+    consultation: Consultation = field(default_factory=Consultation)
     source: str = "<defaults>"
 
     @property
@@ -139,6 +150,25 @@ def _replication(section: _Section) -> Replication:
     return Replication(**values)
 
 
+def _consultation(section: _Section) -> Consultation:
+    defaults = Consultation()
+    allow = section.get("allow", list, list(defaults.allow))
+    for index, network in enumerate(allow):
+        try:
+            ipaddress.ip_network(str(network), strict=False)
+        except ValueError:
+            raise section.fail(
+                f"allow[{index}]", f"{str(network)[:60]!r} is not a network such as 10.0.0.0/8"
+            ) from None
+    consultation = Consultation(
+        allow=tuple(str(network) for network in allow),
+        live=section.get("live", bool, defaults.live),
+        auth=section.get("auth", str, defaults.auth),
+    )
+    section.finish()
+    return consultation
+
+
 def parse_config(data: object, source: str) -> ClusterConfig:
     top = _Section(data, "", source)
     cluster = top.section("cluster")
@@ -156,6 +186,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         if url is not None and not url.startswith(("http://", "https://")):
             raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
     replication = _replication(top.section("replication"))
+    consultation = _consultation(top.section("consultation"))
     nodes = []
     for index, raw in enumerate(top.get("nodes", list, [])):
         entry = _Section(raw, f"nodes[{index}]", source)
@@ -177,6 +208,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         proxy=proxy,
         nodes=tuple(nodes),
         replication=replication,
+        consultation=consultation,
         source=source,
     )
 

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from archive.errors import ConfigError
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-LOOPBACK = ("127.0.0.0/8", "::1/128")
 
 
 def parse_networks(texts: Sequence[str]) -> list[Network]:

@@ -46,10 +46,14 @@ class ArchiveAddon:
         self.log_requests = log_requests
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
+        if flow.response is not None:  # answered already (proxy authentication asked for)
+            return
         if not self.access.allows(_client(flow)):
             flow.response = _forbidden(_client(flow))
 
     async def request(self, flow: http.HTTPFlow) -> None:
+        if flow.response is not None:  # answered already (proxy authentication asked for)
+            return
         client = _client(flow)
         if not self.access.allows(client):
             flow.response = _forbidden(client)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import load_config
+from archive.errors import ConfigError
 
-from .access import LOOPBACK, parse_networks
+from .access import parse_networks
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
 
@@ -17,14 +18,20 @@ def _run(args: argparse.Namespace) -> int:
     from .server import ProxyOptions, serve
 
     host, port = args.listen
+    config = load_config(args.config)
+    consultation = config.consultation
+    auth = args.auth or consultation.auth
+    if auth is not None and not Path(auth).is_file():
+        raise ConfigError(f"proxy authentication file {auth} does not exist")
     options = ProxyOptions(
-        config=load_config(args.config),
+        config=config,
         data=checked_directory(args.data, "--data"),
         host=host,
         port=port,
-        allowed=parse_networks(args.allow or list(LOOPBACK)),
-        live_allowed=args.allow_live,
+        allowed=parse_networks(args.allow or list(consultation.allow)),
+        live_allowed=args.allow_live or consultation.live,
         log_requests=args.log_requests,
+        auth=None if auth is None else Path(auth),
     )
     asyncio.run(serve(options))
     return 0
@@ -47,12 +54,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow",
         action="append",
         metavar="CIDR",
-        help="a client network allowed to use the proxy (repeat; default loopback only)",
+        help="a client network allowed to use the proxy (repeat; default: consultation.allow"
+        " of the configuration, loopback only unless set)",
     )
     parser.add_argument(
         "--allow-live",
         action="store_true",
-        help="let clients turn on the live web for pages the archive lacks",
+        help="let clients turn on the live web for pages the archive lacks"
+        " (also consultation.live: true)",
+    )
+    parser.add_argument(
+        "--auth",
+        default=None,
+        metavar="HTPASSWD",
+        help="ask clients for a user name and password from this htpasswd file"
+        " (also consultation.auth)",
     )
     parser.add_argument(
         "--log-requests",

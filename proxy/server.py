@@ -33,6 +33,7 @@ class ProxyOptions:
     allowed: list[Network] = field(default_factory=list)
     live_allowed: bool = False
     log_requests: bool = False
+    auth: Path | None = None  # an htpasswd file
 
 
 class _Ready:
@@ -58,7 +59,10 @@ async def serve(opts: ProxyOptions) -> None:
     # Nothing is fetched from the web: no upstream connection before the addon answers, no
     # upstream certificate to copy; mitmproxy's own client filter gives way to ours.
     master.options.update(  # type: ignore[no-untyped-call]
-        connection_strategy="lazy", upstream_cert=False, block_global=False
+        connection_strategy="lazy",
+        upstream_cert=False,
+        block_global=False,
+        proxyauth=None if opts.auth is None else f"@{opts.auth}",
     )
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -76,6 +76,15 @@ def test_full_file(tmp_path: Path) -> None:
     )
 
 
+def test_consultation_settings(tmp_path: Path) -> None:
+    text = f"{MINIMAL}consultation:\n  allow: [10.1.0.0/16, '::1/128']\n  live: true\n"
+    consultation = load_config(write(tmp_path, text)).consultation
+    assert consultation.allow == ("10.1.0.0/16", "::1/128") and consultation.live
+    assert consultation.auth is None
+    default = load_config(write(tmp_path, MINIMAL)).consultation
+    assert default.allow == ("127.0.0.0/8", "::1/128") and not default.live
+
+
 def test_minimal_file_takes_the_defaults(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL)
     config = load_config(path)
@@ -110,6 +119,13 @@ def test_integer_wait_and_float_wait_are_both_read(tmp_path: Path) -> None:
         (f"{MINIMAL}multicast:\n  wait_ms: fast\n", ["multicast.wait_ms: must be float, not str"]),
         (f"{MINIMAL}multicast:\n  wait_ms: yes\n", ["multicast.wait_ms: must be float, not bool"]),
         (f"{MINIMAL}master: 5\n", ["master: must be str, not int"]),
+        (f"{MINIMAL}proxy: ftp://x\n", ["proxy: must be an http:// or https:// URL"]),
+        (
+            f"{MINIMAL}consultation:\n  allow: [10.0.0.0/8, the office]\n",
+            ["consultation.allow[1]: 'the office' is not a network"],
+        ),
+        (f"{MINIMAL}consultation:\n  live: maybe\n", ["consultation.live: must be bool"]),
+        (f"{MINIMAL}consultation:\n  open: true\n", ["consultation.open: unknown key"]),
         (f"{MINIMAL}nodes:\n  n1: http://x\n", ["nodes: must be list, not dict"]),
         (
             f"{MINIMAL}lookup: gossip\n",

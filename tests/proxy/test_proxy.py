@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import pytest
+from passlib.apache import HtpasswdFile
 
 from archive.timestamps import format_http_date, parse_time
 from tests.archive.warc.site import PAGES, TestSite
@@ -308,3 +309,29 @@ async def test_live_mode_where_the_operator_allows_it(cluster_factory, proxy_fac
         status, headers, body = await fetch(live, proxy, PAGE)  # archived: still the archive's
         assert body == NEW.body and "X-Dlweb-Live" not in headers
         assert (await fetch(archived_only, proxy, page))[0] == 404  # another client's setting
+
+
+async def test_proxy_authentication(cluster_factory, proxy_factory, sessions, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [NEW])
+    users = HtpasswdFile(str(tmp_path / "users.htpasswd"), new=True)
+    users.set_password("researcher", "long enough secret")
+    users.save()
+    proxy = proxy_factory(cluster, "--auth", str(tmp_path / "users.htpasswd"))
+    session = sessions()
+    assert (await fetch(session, proxy, PAGE))[0] == 407
+    wrong = aiohttp.BasicAuth("researcher", "guess")
+    async with session.get(PAGE, proxy=proxy.url, proxy_auth=wrong) as r:
+        assert r.status == 407
+    right = aiohttp.BasicAuth("researcher", "long enough secret")
+    async with session.get(PAGE, proxy=proxy.url, proxy_auth=right) as r:
+        assert r.status == 200 and await r.read() == NEW.body
+
+
+async def test_session_ids_do_not_hide_a_capture(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [NEW])
+    proxy = proxy_factory(cluster)
+    with_session = PAGE + ";jsessionid=0123456789ABCDEF?sid=" + "ab" * 16
+    status, _, body = await fetch(sessions(), proxy, with_session)
+    assert (status, body) == (200, NEW.body)

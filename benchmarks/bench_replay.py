@@ -1,0 +1,654 @@
+"""Replay through a proxy: dlweb's consultation proxy beside pywb's proxy mode and a bare mitmproxy.
+
+Writes two WARCs (seeded): 200 pages (HTML of 5-30 KB, some images) of bench.example, each over
+http and https and at two dates; and N captures (100,000; fewer with --quick) of one URL, an hour
+apart, with one tiny payload. Both are imported into dlweb (`dlweb up`: 1 storage node, replica 1,
+and its proxy) and into pywb (`wb-manager add`). Then, in the same run:
+
+1. throughput: 16 keep-alive clients fetch the pages' latest captures in a loop through each
+   proxy, over HTTP then HTTPS (through each proxy's CA): dlweb's proxy, pywb in proxy mode
+   without content rewriting, and a bare mitmproxy answering from a dict in memory (the ceiling
+   of any mitmproxy-based proxy); req/s, p50 and p99 latency, and every wrong answer counted;
+2. closest-capture lookup among the N captures of one URL: single requests with Accept-Datetime,
+   one at a time, through dlweb's proxy and pywb's; median latency.
+
+Usage: python benchmarks/bench_replay.py [--quick] [--seconds S] [--captures N] [--json FILE]
+"""
+
+import argparse
+import asyncio
+import io
+import json
+import random
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import aiohttp
+import uvloop
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from archive.config import load_config  # noqa: E402
+from deploy.launcher import CONFIG_FILE  # noqa: E402
+from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
+
+MB = 2**20
+HOST = "bench.example"
+PAGES = 200
+SCHEMES = ("http", "https")
+IMAGES = 0.2
+TEXT_SIZES = (5_000, 30_000)
+IMAGE_SIZES = (5_000, 60_000)
+DATES = (datetime(2023, 3, 1, tzinfo=UTC), datetime(2024, 3, 1, tzinfo=UTC))
+CONCURRENCY = 16
+MANY_URL = f"http://{HOST}/many.html"
+MANY_START = datetime(2000, 1, 1, tzinfo=UTC)
+MANY_STEP = timedelta(hours=1)
+MANY_BODY = b"<!doctype html><html><body>one of many captures</body></html>\n"
+# Asked dates fall 20 minutes after a capture, so the closest one is never in doubt.
+LOOKUP_SPOTS = (0.1, 0.3, 0.5, 0.7, 0.9)
+LOOKUP_OFFSET = timedelta(minutes=20)
+LOOKUP_REPEATS = 3
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+REQUEST_TIMEOUT = 120.0
+TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8}
+VOCABULARY = (
+    "the of and to in is for on with as by at from archive web page link news story "
+    "image video search home about contact privacy terms login help data report "
+    "update world local sport science culture review opinion event market city"
+)
+WORDS = VOCABULARY.split()
+
+# The ceiling: mitmproxy set up as proxy/server.py sets it up, with an addon answering from the
+# latest response of each URL in the WARC, held in a dict; no archive, no cluster.
+CEILING = """
+import asyncio
+import signal
+import sys
+
+from mitmproxy import http, options
+from mitmproxy.tools.dump import DumpMaster
+from warcio.archiveiterator import ArchiveIterator
+
+NOT_REPLAYED = {"transfer-encoding", "connection", "keep-alive", "content-length"}
+
+
+def latest(path):
+    pages = {}
+    with open(path, "rb") as stream:
+        for record in ArchiveIterator(stream):
+            if record.rec_type != "response":
+                continue
+            url = record.rec_headers.get_header("WARC-Target-URI")
+            date = record.rec_headers.get_header("WARC-Date")
+            if url in pages and pages[url][0] >= date:
+                continue
+            fields = [
+                (k.encode("latin-1"), v.encode("latin-1"))
+                for k, v in record.http_headers.headers
+                if k.lower() not in NOT_REPLAYED
+            ]
+            pages[url] = (date, fields, record.content_stream().read())
+    return {url: (fields, body) for url, (_, fields, body) in pages.items()}
+
+
+class Answer:
+    def __init__(self, pages):
+        self.pages = pages
+
+    def request(self, flow):
+        page = self.pages.get(flow.request.pretty_url)
+        if page is None:
+            flow.response = http.Response.make(404, b"not archived\\n")
+            return
+        fields, body = page
+        response = http.Response.make(200, b"", http.Headers(fields))
+        response.raw_content = body
+        response.headers["Content-Length"] = str(len(body))
+        flow.response = response
+
+
+async def main(port, confdir, warc):
+    mitm = options.Options(listen_host="127.0.0.1", listen_port=port, confdir=confdir)
+    master = DumpMaster(mitm, with_termlog=False, with_dumper=False)
+    master.options.update(connection_strategy="lazy", upstream_cert=False, block_global=False)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, master.shutdown)
+    master.addons.add(Answer(latest(warc)))
+    await master.run()
+
+
+asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3]))
+"""
+
+
+class BenchError(Exception):
+    """Something the benchmark needs did not work: the figures would be meaningless."""
+
+
+def checked(command: list[str], what: str, cwd: Path | None = None) -> str:
+    """Run a command, return its output; raise naming `what` with its error output on failure."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()
+        raise BenchError(f"{what} exited with {done.returncode}:\n{output[-4000:]}")
+    return done.stdout
+
+
+def timed(command: list[str], what: str, cwd: Path | None = None) -> float:
+    started = time.monotonic()
+    checked(command, what, cwd)
+    return time.monotonic() - started
+
+
+def dlweb(*args: str) -> list[str]:
+    return [sys.executable, "-m", "archive", *args]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# -- the WARCs -----------------------------------------------------------------------------------
+
+
+def warc_date(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_response(
+    writer: WARCWriter, url: str, when: datetime, content_type: str, body: bytes
+) -> None:
+    headers = StatusAndHeaders(
+        "200 OK",
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "max-age=3600"),
+        ],
+        protocol="HTTP/1.1",
+    )
+    record = writer.create_warc_record(
+        url,
+        "response",
+        payload=io.BytesIO(body),
+        http_headers=headers,
+        warc_headers_dict={"WARC-Date": warc_date(when)},
+    )
+    writer.write_record(record)
+
+
+def payload(rng: random.Random, kind: str, title: str) -> tuple[str, bytes]:
+    """An image, or a page of HTML-like text; with its content type."""
+    if kind == "jpg":
+        return "image/jpeg", rng.randbytes(rng.randint(*IMAGE_SIZES))
+    size = rng.randint(*TEXT_SIZES)
+    parts = [f"<!doctype html><html><head><title>{title}</title></head><body>\n"]
+    length = len(parts[0])
+    while length < size:
+        words = " ".join(rng.choices(WORDS, k=rng.randint(20, 120)))
+        parts.append(f'<p>{words} <a href="/html/{rng.randrange(PAGES)}.html">more</a></p>\n')
+        length += len(parts[-1])
+    return "text/html; charset=utf-8", ("".join(parts) + "</body></html>\n").encode()
+
+
+def make_pages_warc(path: Path, rng: random.Random) -> list[tuple[str, int]]:
+    """Write every page at both dates over both schemes; return each URL with the length of
+    its latest payload, what a proxy serves when no date is asked."""
+    latest: list[tuple[str, int]] = []
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        for i in range(PAGES):
+            kind = "jpg" if rng.random() < IMAGES else "html"
+            urls = [f"{scheme}://{HOST}/{kind}/{i}.{kind}" for scheme in SCHEMES]
+            for date in DATES:
+                content_type, body = payload(rng, kind, f"page {i} of {date.year}")
+                for url in urls:
+                    write_response(writer, url, date + timedelta(seconds=i), content_type, body)
+            latest.extend((url, len(body)) for url in urls)
+    return latest
+
+
+def make_many_warc(path: Path, captures: int) -> None:
+    """Write `captures` responses of one URL, an hour apart, all with the same payload."""
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        for i in range(captures):
+            write_response(writer, MANY_URL, MANY_START + i * MANY_STEP, "text/html", MANY_BODY)
+
+
+def lookup_dates(captures: int) -> list[tuple[str, str]]:
+    """(Accept-Datetime, the Memento-Datetime of the closest capture) at spots along the run."""
+    dates = []
+    for spot in LOOKUP_SPOTS:
+        capture = MANY_START + int(spot * captures) * MANY_STEP
+        dates.append(
+            (format_datetime(capture + LOOKUP_OFFSET, usegmt=True), format_datetime(capture, True))
+        )
+    return dates
+
+
+# -- the proxies ---------------------------------------------------------------------------------
+
+
+def answers(proxy: str, url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
+    try:
+        with opener.open(url, timeout=5) as answer:
+            return bool(answer.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+@contextmanager
+def running(command: list[str], log: Path, proxy: str, probe: str, cwd: Path) -> Iterator[None]:
+    """A proxy process, ready once it serves `probe`; stopped (SIGTERM, then wait) on exit."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not answers(proxy, probe):
+            if process.poll() is not None or time.monotonic() > deadline:
+                output = log.read_text(errors="replace")[-4000:]
+                raise BenchError(f"{command[0]} did not serve {probe} via {proxy}:\n{output}")
+            time.sleep(0.2)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def dlweb_cluster(data: Path) -> Iterator[Path]:
+    """A local cluster with its proxy (`dlweb up`); yields its configuration file."""
+    try:
+        checked(
+            dlweb(
+                "up", "--data", str(data), "--nodes", "1", "--replicas", "1", "--proxy-port", "0"
+            ),
+            "dlweb up",
+        )
+        yield data / CONFIG_FILE
+    finally:
+        subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
+
+
+def pywb_config(workdir: Path) -> Path:
+    """Proxy mode on the collection, archived bytes as they are (no rewriting, no banner),
+    Memento headers on so that the capture served can be checked; returns the CA's file."""
+    ca = workdir / "proxy-certs" / "pywb-ca.pem"
+    (workdir / "config.yaml").write_text(
+        "enable_memento: true\n"
+        "proxy:\n"
+        "  coll: coll\n"
+        "  ca_name: pywb bench CA\n"
+        f"  ca_file_cache: {ca}\n"
+        "  enable_content_rewrite: false\n"
+    )
+    return ca
+
+
+# -- the load ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    latencies: list[float]
+    errors: int = 0
+    first_error: str = ""
+
+    def fail(self, problem: str) -> None:
+        self.errors += 1
+        self.first_error = self.first_error or problem
+
+
+def quantile(ordered: Sequence[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def fetch(
+    session: aiohttp.ClientSession, proxy: str, url: str, headers: dict[str, str] | None = None
+) -> tuple[int, bytes, str]:
+    """Status, raw body and Memento-Datetime of one request through `proxy`."""
+    async with session.get(url, proxy=proxy, headers=headers, allow_redirects=False) as r:
+        return r.status, await r.read(), r.headers.get("Memento-Datetime", "")
+
+
+def client_session(cafile: Path | None, limit: int) -> aiohttp.ClientSession:
+    """Keep-alive connections trusting the proxy's CA; bodies as sent, not decoded."""
+    context = ssl.create_default_context(cafile=str(cafile) if cafile else None)
+    connector = aiohttp.TCPConnector(limit=limit, ssl=context)
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False)
+
+
+async def load(
+    proxy: str, pages: list[tuple[str, int]], seconds: float, warmup: float, cafile: Path | None
+) -> dict[str, Any]:
+    """Req/s and latency of CONCURRENCY clients fetching `pages` in a loop for `seconds`, after
+    `warmup` seconds on the same connections (handshakes, certificates, caches)."""
+    async with client_session(cafile, CONCURRENCY) as session:
+
+        async def client(start: int, until: float, tally: Tally) -> None:
+            i = start
+            while time.monotonic() < until:
+                url, length = pages[i % len(pages)]
+                i += 1
+                began = time.perf_counter()
+                try:
+                    status, body, _ = await fetch(session, proxy, url)
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    tally.fail(f"{url}: {exc!r}")
+                    continue
+                tally.latencies.append(time.perf_counter() - began)
+                if status != 200 or len(body) != length:
+                    tally.fail(f"{url}: {status}, {len(body)} bytes where {length} are archived")
+
+        async def phase(duration: float) -> tuple[Tally, float]:
+            tally = Tally([])
+            began = time.monotonic()
+            stride = len(pages) // CONCURRENCY
+            await asyncio.gather(
+                *(client(n * stride, began + duration, tally) for n in range(CONCURRENCY))
+            )
+            return tally, time.monotonic() - began
+
+        await phase(warmup)
+        tally, elapsed = await phase(seconds)
+    ordered = sorted(tally.latencies)
+    return {
+        "requests": len(ordered),
+        "seconds": elapsed,
+        "req_per_s": len(ordered) / elapsed,
+        "p50_ms": quantile(ordered, 0.5) * 1000,
+        "p99_ms": quantile(ordered, 0.99) * 1000,
+        "errors": tally.errors,
+        "first_error": tally.first_error,
+    }
+
+
+async def lookups(proxy: str, dates: list[tuple[str, str]]) -> dict[str, Any]:
+    """Median latency of single Accept-Datetime requests for the URL of many captures, one at a
+    time, each checked to be the closest capture; after one untimed request."""
+    tally = Tally([])
+    async with client_session(None, 1) as session:
+        await fetch(session, proxy, MANY_URL, {"Accept-Datetime": dates[0][0]})
+        for _ in range(LOOKUP_REPEATS):
+            for asked, expected in dates:
+                began = time.perf_counter()
+                try:
+                    status, body, memento = await fetch(
+                        session, proxy, MANY_URL, {"Accept-Datetime": asked}
+                    )
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    tally.fail(f"{asked}: {exc!r}")
+                    continue
+                tally.latencies.append(time.perf_counter() - began)
+                if status != 200 or body != MANY_BODY or memento != expected:
+                    tally.fail(f"{asked}: {status}, capture of {memento!r} where {expected} is")
+    return {
+        "requests": len(tally.latencies),
+        "median_ms": statistics.median(tally.latencies) * 1000,
+        "max_ms": max(tally.latencies) * 1000,
+        "errors": tally.errors,
+        "first_error": tally.first_error,
+    }
+
+
+def measure(
+    name: str,
+    proxy: str,
+    cafile: Path,
+    pages: list[tuple[str, int]],
+    args: argparse.Namespace,
+    dates: list[tuple[str, str]] | None,
+) -> dict[str, Any]:
+    """Every measure through one proxy: HTTP and HTTPS load, then lookups if `dates`."""
+    result: dict[str, Any] = {}
+    for scheme in SCHEMES:
+        wanted = [(url, length) for url, length in pages if url.startswith(f"{scheme}://")]
+        trusted = cafile if scheme == "https" else None
+        figures = uvloop.run(load(proxy, wanted, args.seconds, args.warmup, trusted))
+        result[scheme] = figures
+        errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
+        print(f"  {name} {scheme}: {figures['req_per_s']:,.0f} req/s{errors}")
+    if dates is not None:
+        result["lookup"] = figures = uvloop.run(lookups(proxy, dates))
+        errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
+        print(f"  {name} closest capture: median {figures['median_ms']:,.1f} ms{errors}")
+    return result
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-replay-", dir=args.dir))
+    try:
+        with ExitStack() as stack:
+            return run_in(work, args, stack)
+    finally:
+        if not args.keep:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+
+
+def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
+    pages_warc, many_warc = work / "pages.warc.gz", work / "many.warc.gz"
+    print(f"writing {PAGES} pages x {len(SCHEMES)} schemes x {len(DATES)} dates ...")
+    pages = make_pages_warc(pages_warc, random.Random(args.seed))
+    print(f"writing {args.captures:,} captures of {MANY_URL} ...")
+    make_many_warc(many_warc, args.captures)
+    warcs = {
+        "pages_mb": pages_warc.stat().st_size / MB,
+        "latest_payload_mb": sum(length for _, length in pages) / MB,
+        "captures": args.captures,
+        "many_mb": many_warc.stat().st_size / MB,
+    }
+    print(f"  {warcs['pages_mb']:.1f} MB and {warcs['many_mb']:.1f} MB gzipped")
+
+    imports: dict[str, dict[str, float]] = {"pywb": {}, "dlweb": {}}
+    pywb_dir = work / "pywb"
+    pywb_dir.mkdir()
+    manager = str(pywb_bin() / "wb-manager")
+    checked([manager, "init", "coll"], "wb-manager init", pywb_dir)
+    cluster = work / "cluster"
+    config = stack.enter_context(dlweb_cluster(cluster))
+    for key, warc in (("pages", pages_warc), ("many", many_warc)):
+        add = [manager, "add", "coll", str(warc)]
+        imports["pywb"][key] = timed(add, "wb-manager add", pywb_dir)
+        command = dlweb("import", "-c", str(config), str(warc))
+        imports["dlweb"][key] = timed(command, "dlweb import")
+        print(
+            f"  imported {warc.name}: pywb {imports['pywb'][key]:.1f} s,"
+            f" dlweb {imports['dlweb'][key]:.1f} s"
+        )
+
+    probe = pages[0][0]
+    dates = lookup_dates(args.captures)
+    report: dict[str, Any] = {"warcs": warcs, "imports": imports, "seconds": args.seconds}
+
+    print(f"pywb {PYWB_VERSION} in proxy mode, no rewriting ...")
+    pywb_ca = pywb_config(pywb_dir)
+    port = free_port()
+    pywb_proxy = f"http://127.0.0.1:{port}"
+    wayback = [str(pywb_bin() / "wayback"), "--bind", "127.0.0.1", "--port", str(port)]
+    with running(wayback, pywb_dir / "wayback.log", pywb_proxy, probe, pywb_dir):
+        report["pywb"] = measure("pywb", pywb_proxy, pywb_ca, pages, args, dates)
+
+    print("dlweb proxy (dlweb up: 1 storage node, replica 1) ...")
+    dlweb_proxy = load_config(config).proxy
+    if dlweb_proxy is None or not answers(dlweb_proxy, probe):
+        raise BenchError(f"the dlweb proxy ({dlweb_proxy}) does not serve {probe}")
+    dlweb_ca = cluster / "proxy" / "ca" / "mitmproxy-ca-cert.pem"
+    report["dlweb"] = measure("dlweb", dlweb_proxy, dlweb_ca, pages, args, dates)
+
+    print("bare mitmproxy answering from memory ...")
+    script, confdir = work / "ceiling.py", work / "ceiling"
+    script.write_text(CEILING)
+    port = free_port()
+    ceiling = [sys.executable, str(script), str(port), str(confdir), str(pages_warc)]
+    bare = f"http://127.0.0.1:{port}"
+    with running(ceiling, work / "ceiling.log", bare, probe, work):
+        cafile = confdir / "mitmproxy-ca-cert.pem"
+        report["ceiling"] = measure("bare mitmproxy", bare, cafile, pages, args, None)
+    return report
+
+
+def ratios(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each target's ratio, and whether the figures behind it came without a wrong answer."""
+    ours, pywb, bare = report["dlweb"], report["pywb"], report["ceiling"]
+
+    def rate(side: dict[str, Any], scheme: str) -> float:
+        return float(side[scheme]["req_per_s"])
+
+    def clean(*figures: dict[str, Any]) -> bool:
+        return all(f["errors"] == 0 for f in figures)
+
+    result = {
+        scheme: {
+            "ratio": rate(ours, scheme) / rate(pywb, scheme),
+            "clean": clean(ours[scheme], pywb[scheme]),
+        }
+        for scheme in SCHEMES
+    }
+    result["lookup"] = {
+        "ratio": pywb["lookup"]["median_ms"] / ours["lookup"]["median_ms"],
+        "clean": clean(ours["lookup"], pywb["lookup"]),
+    }
+    result["ceiling"] = {
+        "ratio": min(rate(ours, scheme) / rate(bare, scheme) for scheme in SCHEMES),
+        "clean": clean(*(ours[s] for s in SCHEMES), *(bare[s] for s in SCHEMES)),
+    }
+    for key, entry in result.items():
+        entry["target"] = TARGETS[key]
+        entry["met"] = entry["clean"] and entry["ratio"] >= TARGETS[key]
+    return result
+
+
+def show(report: dict[str, Any]) -> None:
+    warcs, imports = report["warcs"], report["imports"]
+    print()
+    print(
+        f"Replay of {PAGES} pages' latest captures ({warcs['latest_payload_mb']:.1f} MB per"
+        f" scheme), {CONCURRENCY} keep-alive clients, {report['seconds']:g} s each"
+    )
+    print(f"  {'':<28}{'scheme':<8}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    rows = [
+        (f"pywb {PYWB_VERSION} proxy mode", report["pywb"]),
+        ("dlweb proxy", report["dlweb"]),
+        ("bare mitmproxy (ceiling)", report["ceiling"]),
+    ]
+    for scheme in SCHEMES:
+        for label, side in rows:
+            row = side[scheme]
+            print(
+                f"  {label:<28}{scheme:<8}{row['req_per_s']:>9,.0f}{row['p50_ms']:>9.1f}"
+                f"{row['p99_ms']:>9.1f}{row['errors']:>8,}"
+            )
+    print()
+    print(
+        f"Closest capture among {warcs['captures']:,} of one URL, Accept-Datetime, one request"
+        f" at a time"
+    )
+    print(f"  {'':<28}{'median ms':>10}{'max ms':>10}{'errors':>8}")
+    for label, side in rows[:2]:
+        row = side["lookup"]
+        print(f"  {label:<28}{row['median_ms']:>10.2f}{row['max_ms']:>10.2f}{row['errors']:>8,}")
+    print()
+    print("Imports, seconds (pages WARC, WARC of one URL)")
+    for name in ("pywb", "dlweb"):
+        print(f"  {name:<28}{imports[name]['pages']:>10.1f}{imports[name]['many']:>10.1f}")
+    print()
+    checks = report["ratios"]
+    print(f"  ratio (dlweb / pywb, HTTP req/s)          {checks['http']['ratio']:>8.2f}")
+    print(f"  ratio (dlweb / pywb, HTTPS req/s)         {checks['https']['ratio']:>8.2f}")
+    print(f"  ratio (pywb / dlweb, lookup latency)      {checks['lookup']['ratio']:>8.0f}")
+    print(f"  ratio (dlweb / bare mitmproxy, the lower) {checks['ceiling']['ratio']:>8.2f}")
+    errors = [
+        f"{label} {part}: {side[part]['errors']:,} ({side[part]['first_error']})"
+        for label, side in rows
+        for part in (*SCHEMES, "lookup")
+        if part in side and side[part]["errors"]
+    ]
+    if errors:
+        print("\nWRONG ANSWERS (a target resting on them is a MISS):")
+        for line in errors:
+            print(f"  {line}")
+    print()
+    names = {
+        "http": "dlweb >= 2.5x pywb req/s over HTTP",
+        "https": "dlweb >= 4x pywb req/s over HTTPS",
+        "lookup": f"closest capture among {warcs['captures']:,} >= 1000x faster than pywb",
+        "ceiling": "dlweb >= 0.8x bare mitmproxy req/s, HTTP and HTTPS",
+    }
+    for key, name in names.items():
+        print(f"target: {name}: {'PASS' if checks[key]['met'] else 'MISS'}")
+    if warcs["captures"] < 100_000:
+        print(f"  (the lookup target is for 100,000 captures; this run had {warcs['captures']:,})")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM takes the same way out as Ctrl-C, through every cleanup."""
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter loads, fewer captures")
+    parser.add_argument("--seconds", type=float, default=None, help="of each load (default 10)")
+    parser.add_argument("--captures", type=int, default=None, help="of the one URL (100,000)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the pages' contents")
+    parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    args.seconds = args.seconds or (3.0 if args.quick else 10.0)
+    args.warmup = 1.0 if args.quick else 2.0
+    args.captures = args.captures or (20_000 if args.quick else 100_000)
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.monotonic()
+    try:
+        report = run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; proxies and cluster stopped, files removed", file=sys.stderr)
+        return 130
+    except (BenchError, OSError, RuntimeError) as exc:
+        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
+        return 1
+    report["ratios"] = ratios(report)
+    show(report)
+    print(f"\nfull run took {time.monotonic() - started:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
