@@ -1,16 +1,22 @@
 """Each client's harbor settings (browsing date, live mode), kept per client address on disk.
 
-Settings are read on every proxied request, so they live in memory; every change is written to
-a JSON file under a temporary name, flushed and renamed, so a proxy restart finds them again.
+Settings are read on every proxied request, so they live in memory. Several proxy processes may
+serve the same archive from one settings file: a change is made under a lock on the file (read
+it, change it, write it under a temporary name, flush, rename), and each process reads the file
+again when it has changed, looking at most once a second.
 """
 
+import fcntl
 import ipaddress
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from archive.errors import ConfigError
+
+RECHECK_EVERY = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,25 +28,44 @@ class ClientSetting:
 class ClientSettings:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._settings: dict[str, ClientSetting] = {}
-        if self.path.exists():
-            self._settings = _load(self.path)
+        self._seen: float | None = None  # modification time of the file last read
+        self._checked = 0.0
+        self._reload()
 
     def get(self, client: str) -> ClientSetting:
+        now = time.monotonic()
+        if now - self._checked >= RECHECK_EVERY:
+            self._checked = now
+            self._reload()
         return self._settings.get(client, ClientSetting())
 
     def set(self, client: str, setting: ClientSetting) -> None:
-        self._settings[client] = setting
-        data = {
-            address: {"at": value.at, "live": value.live}
-            for address, value in sorted(self._settings.items())
-        }
-        temp = self.path.with_name(f".{self.path.name}.part")
-        with open(temp, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, self.path)
+        with open(self._lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._reload()
+            self._settings[client] = setting
+            data = {
+                address: {"at": value.at, "live": value.live}
+                for address, value in sorted(self._settings.items())
+            }
+            temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+            with open(temp, "w", encoding="utf-8") as out:
+                json.dump(data, out, indent=1)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, self.path)
+            self._seen = self.path.stat().st_mtime
+
+    def _reload(self) -> None:
+        try:
+            changed = self.path.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if changed != self._seen:
+            self._settings = _load(self.path)
+            self._seen = changed
 
 
 def _load(path: Path) -> dict[str, ClientSetting]:

@@ -1,5 +1,6 @@
 """The consultation proxy, a real mitmproxy in its own process, used by real HTTP clients."""
 
+import asyncio
 import hashlib
 import json
 import re
@@ -335,3 +336,21 @@ async def test_session_ids_do_not_hide_a_capture(cluster_factory, proxy_factory,
     with_session = PAGE + ";jsessionid=0123456789ABCDEF?sid=" + "ab" * 16
     status, _, body = await fetch(sessions(), proxy, with_session)
     assert (status, body) == (200, NEW.body)
+
+
+async def test_two_proxies_share_the_clients_settings(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [OLD, NEW])
+    first = proxy_factory(cluster)
+    second = proxy_factory(cluster, data=first.data)
+    client = sessions("127.0.0.9")
+    async with client.put("http://api.dlweb/date", proxy=first.url, json={"date": "2020"}) as r:
+        assert r.status == 200
+
+    async def second_sees_it() -> bool:
+        return (await fetch(client, second, PAGE))[2] == OLD.body
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while not await second_sees_it():
+        assert asyncio.get_running_loop().time() < deadline, "the second proxy kept the old date"
+        await asyncio.sleep(0.2)
