@@ -2,15 +2,20 @@
 
 - `GET /date`: `{"date": ISO or null, "live": bool}`, the asking client's setting;
 - `PUT /date` with `{"date": ISO, 14 digits or null, "live": bool}`: change it;
-- `GET /captures?url=URL`: every capture of a URL.
+- `GET /captures?url=URL`: every capture of a URL;
+- `GET /capture?url=URL[&at=DATE]`: the capture the client would see (its date, or `at`), with
+  its archived headers and its first, last, previous and next captures' dates;
+- `GET /links?url=URL[&at=DATE]` and `GET /text?url=URL[&at=DATE]`: the links and the text of
+  that capture, when it is an HTML document.
 """
 
 import json
 from typing import Any
 
 from archive.errors import DlwebError, NotFound
-from archive.timestamps import BadTime, format_iso, parse_time
+from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_time
 
+from . import document
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 from .settings import ClientSetting
@@ -45,7 +50,36 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
             return _json(500, {"error": str(exc)})
         listed = [{**c.to_json(), "date": format_iso(c.time)} for c in captures]
         return _json(200, {"url": url, "captures": listed})
+    if request.path in ("/capture", "/links", "/text") and request.method == "GET":
+        return await _document(context, request)
     return _json(404, {"error": f"no {request.method} {request.path} here; see GET /date"})
+
+
+async def _document(context: HarborContext, request: HarborRequest) -> Answer:
+    url = request.query.get("url")
+    if not url:
+        return _json(400, {"error": f"give the URL: {request.path}?url=..."})
+    try:
+        if "at" in request.query:
+            at = parse_time(request.query["at"])
+        else:
+            chosen = context.settings.get(request.client).at
+            at = chosen if chosen is not None else MAX_TIME
+        found, header, body = await document.read(context.client, url, at)
+        if request.path == "/capture":
+            return _json(200, {"url": url, **document.metadata(found, header)})
+        parsed = document.parse(url, header, body)
+        if request.path == "/links":
+            return _json(200, {"url": url, "links": document.links(parsed)})
+        return _json(200, {"url": url, "text": document.text(parsed)})
+    except BadTime as exc:
+        return _json(400, {"error": str(exc)})
+    except NotFound as exc:
+        return _json(404, {"error": str(exc)})
+    except document.NotADocument as exc:
+        return _json(422, {"error": str(exc)})
+    except DlwebError as exc:
+        return _json(500, {"error": str(exc)})
 
 
 def _put_date(context: HarborContext, request: HarborRequest) -> Answer:

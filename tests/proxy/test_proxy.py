@@ -1,6 +1,7 @@
 """The consultation proxy, a real mitmproxy in its own process, used by real HTTP clients."""
 
 import asyncio
+import gzip
 import hashlib
 import json
 import re
@@ -354,3 +355,46 @@ async def test_two_proxies_share_the_clients_settings(cluster_factory, proxy_fac
     while not await second_sees_it():
         assert asyncio.get_running_loop().time() < deadline, "the second proxy kept the old date"
         await asyncio.sleep(0.2)
+
+
+ARTICLE = Version(
+    "http://news.example/story.html",
+    "2021-03-04T05:06:07Z",
+    200,
+    header_block(
+        200, "OK", ("Content-Type", "text/html; charset=utf-8"), ("Content-Encoding", "gzip")
+    ),
+    gzip.compress(
+        b"<html><head><style>p {color: red}</style><script>var hidden = 1;</script></head>"
+        b'<body><h1>Big news</h1><p>Read <a href="/more.html">more</a> and see '
+        b'<img src="pic.png">.</p></body></html>',
+        mtime=0,
+    ),
+)
+
+
+async def test_the_api_reads_an_archived_document(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [ARTICLE, NEW])
+    proxy = proxy_factory(cluster)
+    session = sessions()
+
+    async def api(path: str) -> tuple[int, dict[str, object]]:
+        async with session.get(f"http://api.dlweb{path}", proxy=proxy.url) as r:
+            return r.status, await r.json()
+
+    status, capture = await api(f"/capture?url={ARTICLE.url}")
+    assert status == 200 and capture["date"] == "2021-03-04T05:06:07Z"
+    assert ["Content-Encoding", "gzip"] in capture["headers"]
+    status, found = await api(f"/links?url={ARTICLE.url}")
+    assert status == 200
+    assert {(link["element"], link["url"]) for link in found["links"]} == {
+        ("a", "http://news.example/more.html"),
+        ("img", "http://news.example/pic.png"),
+    }
+    status, read = await api(f"/text?url={ARTICLE.url}")
+    assert (status, read["text"]) == (200, "Big news Read more and see .")
+    status, old = await api(f"/capture?url={PAGE}&at=2000")
+    assert status == 200 and old["date"] == "2022-01-01T00:00:00Z" and old["prev"] is None
+    assert (await api("/links?url=http://never.example/"))[0] == 404
+    assert (await api(f"/text?url={ARTICLE.url}&at=yesterday"))[0] == 400

@@ -1,0 +1,110 @@
+"""What a program asks of one archived document through `api.dlweb`: its capture's metadata,
+its links and its text, read from the archived HTML with lxml."""
+
+import gzip
+import zlib
+from typing import Any
+
+import lxml.html
+from lxml.etree import ParserError
+
+from archive.cluster import ClusterClient, Found
+from archive.errors import DlwebError
+from archive.header_block import HeaderBlock, parse_header_block
+from archive.timestamps import format_iso
+
+MAX_DOCUMENT = 32 * 1024 * 1024
+BLOCKS = (
+    "p",
+    "div",
+    "br",
+    "li",
+    "tr",
+    "td",
+    "th",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "nav",
+    "blockquote",
+    "pre",
+    "table",
+    "title",
+)
+
+
+class NotADocument(DlwebError):
+    """An archived payload that cannot be read as an HTML document."""
+
+
+def metadata(found: Found, header: HeaderBlock) -> dict[str, Any]:
+    capture = found.capture
+    return {
+        **capture.to_json(),
+        "date": format_iso(capture.time),
+        "headers": header.headers,
+        **{
+            key: None if other is None else format_iso(other.time)
+            for key, other in found.neighbours.items()
+        },
+    }
+
+
+async def read(client: ClusterClient, url: str, at: int) -> tuple[Found, HeaderBlock, bytes]:
+    found = await client.closest(url, at, "closest")
+    block = await client.get_header_block(found.capture.header)
+    header = parse_header_block(block, f"header block of {url}")
+    body = await client.get_content(found.capture.content)
+    return found, header, body
+
+
+def _decoded(header: HeaderBlock, body: bytes) -> bytes:
+    encoding = (header.get("Content-Encoding") or "identity").strip().lower()
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return gzip.decompress(body)
+        if encoding == "deflate":
+            return zlib.decompress(body, -zlib.MAX_WBITS)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise NotADocument(f"the archived payload is not valid {encoding}: {exc}") from None
+    if encoding not in ("identity", ""):
+        raise NotADocument(f"the archived payload is {encoding}-encoded, which is not read here")
+    return body
+
+
+def parse(url: str, header: HeaderBlock, body: bytes) -> lxml.html.HtmlElement:
+    content_type = (header.get("Content-Type") or "").lower()
+    if "html" not in content_type:
+        raise NotADocument(f"the archived resource is {content_type or 'untyped'}, not HTML")
+    if len(body) > MAX_DOCUMENT:
+        raise NotADocument(f"the archived document is larger than {MAX_DOCUMENT} bytes")
+    try:
+        document = lxml.html.document_fromstring(_decoded(header, body))
+    except (ParserError, ValueError) as exc:
+        raise NotADocument(f"the archived document cannot be parsed: {exc}") from None
+    document.make_links_absolute(url, resolve_base_href=True)
+    return document
+
+
+def links(document: lxml.html.HtmlElement) -> list[dict[str, str]]:
+    """Every link of the document: its target, the element and attribute that hold it."""
+    return [
+        {"url": link, "element": element.tag, "attribute": attribute or "style"}
+        for element, attribute, link, _ in document.iterlinks()
+    ]
+
+
+def text(document: lxml.html.HtmlElement) -> str:
+    """The text a reader sees: without scripts and style sheets, blank runs folded."""
+    for hidden in document.xpath("//script|//style|//noscript"):
+        hidden.drop_tree()
+    for block in document.iter(*BLOCKS):
+        block.tail = "\n" + (block.tail or "")  # a block ends a word, as on the screen
+    return " ".join(document.text_content().split())
