@@ -19,7 +19,9 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import random
+import shutil
 import signal
 import socket
 import ssl
@@ -48,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from archive.config import load_config  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
-from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
+from tests.pywb_peer import COMPLETE, PYWB_VERSION, REQUIREMENTS  # noqa: E402
 
 MB = 2**20
 HOST = "bench.example"
@@ -71,6 +73,9 @@ READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 REQUEST_TIMEOUT = 120.0
 TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8}
+# pyOpenSSL 26.2 removed X509Extension, with which certauth (the CA of pywb's proxy mode) makes
+# its certificates: proxy mode needs an environment of its own, with an older pyOpenSSL.
+PYWB_PROXY_REQUIREMENTS = (*REQUIREMENTS, "pyOpenSSL<26.2")
 VOCABULARY = (
     "the of and to in is for on with as by at from archive web page link news story "
     "image video search home about contact privacy terms login help data report "
@@ -300,6 +305,32 @@ def dlweb_cluster(data: Path) -> Iterator[Path]:
         subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
 
 
+def pywb_proxy_bin() -> Path:
+    """The `bin` directory of a virtual environment for pywb's proxy mode, built on first use
+    beside the one of tests/pywb_peer.py and published as it is (by replacing a symbolic link)."""
+    cache = Path(os.environ.get("DLWEB_PEER_CACHE") or Path.home() / ".cache" / "dlweb-peers")
+    venv = cache / f"pywb-{PYWB_VERSION}-proxy"
+    if (venv / COMPLETE).exists():
+        return venv / "bin"
+    cache.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f"{venv.name}-", dir=cache))
+    try:
+        checked([sys.executable, "-m", "venv", str(build)], "python -m venv")
+        pip = [str(build / "bin" / "python"), "-m", "pip", "install", "-q"]
+        checked([*pip, *PYWB_PROXY_REQUIREMENTS], "pip install (pywb)")
+        (build / COMPLETE).write_text(" ".join(PYWB_PROXY_REQUIREMENTS) + "\n")
+        if (venv / COMPLETE).exists():  # another process finished first
+            shutil.rmtree(build)
+        else:
+            link = cache / f".{build.name}.link"
+            link.symlink_to(build.name)
+            os.replace(link, venv)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    return venv / "bin"
+
+
 def pywb_config(workdir: Path) -> Path:
     """Proxy mode on the collection, archived bytes as they are (no rewriting, no banner),
     Memento headers on so that the capture served can be checked; returns the CA's file."""
@@ -476,7 +507,8 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
     imports: dict[str, dict[str, float]] = {"pywb": {}, "dlweb": {}}
     pywb_dir = work / "pywb"
     pywb_dir.mkdir()
-    manager = str(pywb_bin() / "wb-manager")
+    pywb_bin = pywb_proxy_bin()
+    manager = str(pywb_bin / "wb-manager")
     checked([manager, "init", "coll"], "wb-manager init", pywb_dir)
     cluster = work / "cluster"
     config = stack.enter_context(dlweb_cluster(cluster))
@@ -498,7 +530,7 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
     pywb_ca = pywb_config(pywb_dir)
     port = free_port()
     pywb_proxy = f"http://127.0.0.1:{port}"
-    wayback = [str(pywb_bin() / "wayback"), "--bind", "127.0.0.1", "--port", str(port)]
+    wayback = [str(pywb_bin / "wayback"), "--bind", "127.0.0.1", "--port", str(port)]
     with running(wayback, pywb_dir / "wayback.log", pywb_proxy, probe, pywb_dir):
         report["pywb"] = measure("pywb", pywb_proxy, pywb_ca, pages, args, dates)
 

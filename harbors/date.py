@@ -1,6 +1,7 @@
 """`http://date.dlweb/`: the researcher picks the date to browse at, per client address."""
 
 import html
+import time
 from urllib.parse import quote, urlsplit
 
 from archive.timestamps import BadTime, format_iso, parse_time
@@ -15,6 +16,8 @@ HTML = "text/html; charset=utf-8"
 def _page(context: HarborContext, request: HarborRequest, note: str = "") -> Answer:
     setting = context.settings.get(request.client)
     shown = "the latest capture" if setting.at is None else format_iso(setting.at)
+    current = format_iso(setting.at if setting.at is not None else time.time_ns() // 1000)
+    day, clock = current[:10], current[11:19]
     back = request.query.get("back") or request.headers.get("referer", "")
     live = ""
     if context.live_allowed:
@@ -31,9 +34,13 @@ def _page(context: HarborContext, request: HarborRequest, note: str = "") -> Ans
 <p>You ({html.escape(request.client)}) see every page as it was at <b>{html.escape(shown)}</b>
 (the closest capture to that date).</p>
 <form action="/set" method="get">
-<label>Date and time (UTC): <input name="at" placeholder="2024-05-01T12:00:00" required></label>
+<label>Day: <input type="date" name="day" value="{day}" required></label>
+<label>time (UTC): <input type="time" name="time" value="{clock}" step="1"></label>
 <input type="hidden" name="back" value="{html.escape(back)}">
 <button>Browse at this date</button></form>
+<p>Or type any date: <form action="/set" method="get" style="display:inline">
+<input name="at" placeholder="2024, 202405, 2024-05-01T12:00:00Z">
+<input type="hidden" name="back" value="{html.escape(back)}"><button>Go</button></form></p>
 <p><a href="/set?at=latest&amp;back={quote(back)}">Browse the latest captures</a></p>
 {live}
 {f'<p><a href="{html.escape(back)}">Back to {html.escape(back)}</a></p>' if back else ""}
@@ -47,6 +54,8 @@ def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return _page(context, request)
     setting = context.settings.get(request.client)
     at_text = request.query.get("at")
+    if at_text is None and "day" in request.query:  # the calendar's day, and time if given
+        at_text = f"{request.query['day']}T{request.query.get('time') or '00:00:00'}"
     at = setting.at
     if at_text is not None:
         try:

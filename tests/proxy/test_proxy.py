@@ -398,3 +398,21 @@ async def test_the_api_reads_an_archived_document(cluster_factory, proxy_factory
     assert status == 200 and old["date"] == "2022-01-01T00:00:00Z" and old["prev"] is None
     assert (await api("/links?url=http://never.example/"))[0] == 404
     assert (await api(f"/text?url={ARTICLE.url}&at=yesterday"))[0] == 400
+
+
+async def test_the_date_harbor_calendar(cluster_factory, proxy_factory, sessions):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [OLD, NEW])
+    proxy = proxy_factory(cluster)
+    session = sessions()
+    async with session.get("http://date.dlweb/", proxy=proxy.url) as r:
+        page = await r.text()
+    assert 'type="date"' in page and "the latest capture" in page
+    picked = "http://date.dlweb/set?day=2020-02-03&time=04:05"
+    async with session.get(picked, proxy=proxy.url, allow_redirects=False) as r:
+        assert r.status == 303 and r.headers["Location"] == "http://date.dlweb/"
+    async with session.get("http://api.dlweb/date", proxy=proxy.url) as r:
+        assert (await r.json())["date"] == "2020-02-03T04:05:00Z"
+    assert (await fetch(session, proxy, PAGE))[2] == OLD.body
+    async with session.get("http://date.dlweb/set?at=someday", proxy=proxy.url) as r:
+        assert r.status == 400 and "someday" in await r.text()
