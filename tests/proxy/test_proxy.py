@@ -322,11 +322,11 @@ async def test_proxy_authentication(cluster_factory, proxy_factory, sessions, tm
     proxy = proxy_factory(cluster, "--auth", str(tmp_path / "users.htpasswd"))
     session = sessions()
     assert (await fetch(session, proxy, PAGE))[0] == 407
-    wrong = aiohttp.BasicAuth("researcher", "guess")
-    async with session.get(PAGE, proxy=proxy.url, proxy_auth=wrong) as r:
+    wrong = {"Proxy-Authorization": aiohttp.encode_basic_auth("researcher", "guess")}
+    async with session.get(PAGE, proxy=proxy.url, proxy_headers=wrong) as r:
         assert r.status == 407
-    right = aiohttp.BasicAuth("researcher", "long enough secret")
-    async with session.get(PAGE, proxy=proxy.url, proxy_auth=right) as r:
+    right = {"Proxy-Authorization": aiohttp.encode_basic_auth("researcher", "long enough secret")}
+    async with session.get(PAGE, proxy=proxy.url, proxy_headers=right) as r:
         assert r.status == 200 and await r.read() == NEW.body
 
 
