@@ -323,10 +323,10 @@ async def test_proxy_authentication(cluster_factory, proxy_factory, sessions, tm
     session = sessions()
     assert (await fetch(session, proxy, PAGE))[0] == 407
     wrong = {"Proxy-Authorization": aiohttp.encode_basic_auth("researcher", "guess")}
-    async with session.get(PAGE, proxy=proxy.url, proxy_headers=wrong) as r:
+    async with session.get(PAGE, proxy=proxy.url, headers=wrong) as r:
         assert r.status == 407
     right = {"Proxy-Authorization": aiohttp.encode_basic_auth("researcher", "long enough secret")}
-    async with session.get(PAGE, proxy=proxy.url, proxy_headers=right) as r:
+    async with session.get(PAGE, proxy=proxy.url, headers=right) as r:
         assert r.status == 200 and await r.read() == NEW.body
 
 
