@@ -1,16 +1,19 @@
 """Replay through a proxy: dlweb's consultation proxy beside pywb's proxy mode and a bare mitmproxy.
 
-Writes two WARCs (seeded): 200 pages (HTML of 5-30 KB, some images) of bench.example, each over
-http and https and at two dates; and N captures (100,000; fewer with --quick) of one URL, an hour
-apart, with one tiny payload. Both are imported into dlweb (`dlweb up`: 1 storage node, replica 1,
-and its proxy) and into pywb (`wb-manager add`). Then, in the same run:
+Writes two WARCs (seeded): 200 pages (HTML of 5-30 KB, about 20% images) of bench.example, each
+over http and https and at two dates; and N captures (100,000; 20,000 with --quick) of one URL,
+an hour apart, with one tiny payload. Both are imported into dlweb (`dlweb up`: 1 storage node,
+replica 1, and its proxy) and into pywb (`wb-manager add`). Then, in the same run, with the three
+proxies up side by side:
 
 1. throughput: 16 keep-alive clients fetch the pages' latest captures in a loop through each
-   proxy, over HTTP then HTTPS (through each proxy's CA): dlweb's proxy, pywb in proxy mode
-   without content rewriting, and a bare mitmproxy answering from a dict in memory (the ceiling
-   of any mitmproxy-based proxy); req/s, p50 and p99 latency, and every wrong answer counted;
+   proxy in turn, over HTTP then HTTPS (trusting each proxy's CA), after a warm-up; best of 2
+   rounds: dlweb's proxy, pywb in proxy mode without content rewriting, and a bare mitmproxy
+   answering from a dict in memory (the ceiling of any mitmproxy-based proxy); req/s, p50 and
+   p99 latency, and every wrong answer (status, body length) counted;
 2. closest-capture lookup among the N captures of one URL: single requests with Accept-Datetime,
-   one at a time, through dlweb's proxy and pywb's; median latency.
+   one at a time, each at another date, through dlweb's proxy and pywb's; median latency, and
+   the capture served checked by its Memento-Datetime.
 
 Usage: python benchmarks/bench_replay.py [--quick] [--seconds S] [--captures N] [--json FILE]
 """
@@ -30,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -53,6 +55,7 @@ from deploy.launcher import CONFIG_FILE  # noqa: E402
 from tests.pywb_peer import COMPLETE, PYWB_VERSION, REQUIREMENTS  # noqa: E402
 
 MB = 2**20
+NAN = float("nan")
 HOST = "bench.example"
 PAGES = 200
 SCHEMES = ("http", "https")
@@ -61,17 +64,20 @@ TEXT_SIZES = (5_000, 30_000)
 IMAGE_SIZES = (5_000, 60_000)
 DATES = (datetime(2023, 3, 1, tzinfo=UTC), datetime(2024, 3, 1, tzinfo=UTC))
 CONCURRENCY = 16
+CA_FILE = "mitmproxy-ca-cert.pem"
 MANY_URL = f"http://{HOST}/many.html"
 MANY_START = datetime(2000, 1, 1, tzinfo=UTC)
 MANY_STEP = timedelta(hours=1)
 MANY_BODY = b"<!doctype html><html><body>one of many captures</body></html>\n"
-# Asked dates fall 20 minutes after a capture, so the closest one is never in doubt.
-LOOKUP_SPOTS = (0.1, 0.3, 0.5, 0.7, 0.9)
+# Each asked date is another (dlweb's proxy keeps an answer a few seconds), 20 minutes after a
+# capture, so that the closest one is never in doubt.
+LOOKUPS = 15
 LOOKUP_OFFSET = timedelta(minutes=20)
-LOOKUP_REPEATS = 3
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 REQUEST_TIMEOUT = 120.0
+# As browsers send it: pywb keeps a CONNECT tunnel open for another request only when asked so.
+KEEP_ALIVE = {"Connection": "keep-alive"}
 TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8}
 # pyOpenSSL 26.2 removed X509Extension, with which certauth (the CA of pywb's proxy mode) makes
 # its certificates: proxy mode needs an environment of its own, with an older pyOpenSSL.
@@ -246,13 +252,13 @@ def make_many_warc(path: Path, captures: int) -> None:
 
 
 def lookup_dates(captures: int) -> list[tuple[str, str]]:
-    """(Accept-Datetime, the Memento-Datetime of the closest capture) at spots along the run."""
+    """(Accept-Datetime, the Memento-Datetime of the closest capture) at LOOKUPS + 1 spots
+    spread over the captures, the first for an untimed request."""
     dates = []
-    for spot in LOOKUP_SPOTS:
-        capture = MANY_START + int(spot * captures) * MANY_STEP
-        dates.append(
-            (format_datetime(capture + LOOKUP_OFFSET, usegmt=True), format_datetime(capture, True))
-        )
+    for spot in range(LOOKUPS + 1):
+        capture = MANY_START + (captures * spot // (LOOKUPS + 1)) * MANY_STEP
+        asked = capture + LOOKUP_OFFSET
+        dates.append((format_datetime(asked, usegmt=True), format_datetime(capture, usegmt=True)))
     return dates
 
 
@@ -260,11 +266,12 @@ def lookup_dates(captures: int) -> list[tuple[str, str]]:
 
 
 def answers(proxy: str, url: str) -> bool:
+    """Whether `proxy` serves `url` (over HTTP): ready, and holding the pages."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
     try:
         with opener.open(url, timeout=5) as answer:
             return bool(answer.status == 200)
-    except (OSError, urllib.error.HTTPError):
+    except OSError:  # refused, or an HTTP error status
         return False
 
 
@@ -361,14 +368,15 @@ class Tally:
 
 
 def quantile(ordered: Sequence[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else NAN
 
 
 async def fetch(
     session: aiohttp.ClientSession, proxy: str, url: str, headers: dict[str, str] | None = None
 ) -> tuple[int, bytes, str]:
     """Status, raw body and Memento-Datetime of one request through `proxy`."""
-    async with session.get(url, proxy=proxy, headers=headers, allow_redirects=False) as r:
+    sent = {**KEEP_ALIVE, **(headers or {})}
+    async with session.get(url, proxy=proxy, headers=sent, allow_redirects=False) as r:
         return r.status, await r.read(), r.headers.get("Memento-Datetime", "")
 
 
@@ -427,54 +435,65 @@ async def load(
 
 async def lookups(proxy: str, dates: list[tuple[str, str]]) -> dict[str, Any]:
     """Median latency of single Accept-Datetime requests for the URL of many captures, one at a
-    time, each checked to be the closest capture; after one untimed request."""
+    time, each checked to be the closest capture; after one untimed request (the connection)."""
     tally = Tally([])
     async with client_session(None, 1) as session:
         await fetch(session, proxy, MANY_URL, {"Accept-Datetime": dates[0][0]})
-        for _ in range(LOOKUP_REPEATS):
-            for asked, expected in dates:
-                began = time.perf_counter()
-                try:
-                    status, body, memento = await fetch(
-                        session, proxy, MANY_URL, {"Accept-Datetime": asked}
-                    )
-                except (aiohttp.ClientError, TimeoutError) as exc:
-                    tally.fail(f"{asked}: {exc!r}")
-                    continue
-                tally.latencies.append(time.perf_counter() - began)
-                if status != 200 or body != MANY_BODY or memento != expected:
-                    tally.fail(f"{asked}: {status}, capture of {memento!r} where {expected} is")
+        for asked, expected in dates[1:]:
+            began = time.perf_counter()
+            try:
+                status, body, memento = await fetch(
+                    session, proxy, MANY_URL, {"Accept-Datetime": asked}
+                )
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                tally.fail(f"{asked}: {exc!r}")
+                continue
+            tally.latencies.append(time.perf_counter() - began)
+            if status != 200 or body != MANY_BODY or memento != expected:
+                tally.fail(f"{asked}: {status}, capture of {memento!r} where {expected} is")
     return {
         "requests": len(tally.latencies),
-        "median_ms": statistics.median(tally.latencies) * 1000,
-        "max_ms": max(tally.latencies) * 1000,
+        "median_ms": statistics.median(tally.latencies or [NAN]) * 1000,
+        "max_ms": max(tally.latencies, default=NAN) * 1000,
         "errors": tally.errors,
         "first_error": tally.first_error,
     }
 
 
-def measure(
-    name: str,
-    proxy: str,
-    cafile: Path,
-    pages: list[tuple[str, int]],
-    args: argparse.Namespace,
-    dates: list[tuple[str, str]] | None,
-) -> dict[str, Any]:
-    """Every measure through one proxy: HTTP and HTTPS load, then lookups if `dates`."""
-    result: dict[str, Any] = {}
-    for scheme in SCHEMES:
-        wanted = [(url, length) for url, length in pages if url.startswith(f"{scheme}://")]
-        trusted = cafile if scheme == "https" else None
-        figures = uvloop.run(load(proxy, wanted, args.seconds, args.warmup, trusted))
-        result[scheme] = figures
-        errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
-        print(f"  {name} {scheme}: {figures['req_per_s']:,.0f} req/s{errors}")
-    if dates is not None:
-        result["lookup"] = figures = uvloop.run(lookups(proxy, dates))
-        errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
-        print(f"  {name} closest capture: median {figures['median_ms']:,.1f} ms{errors}")
-    return result
+@dataclass(frozen=True)
+class Proxy:
+    label: str
+    url: str
+    ca: Path
+
+
+def throughput(
+    proxies: dict[str, Proxy], pages: list[tuple[str, int]], args: argparse.Namespace
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Load through each proxy in turn, HTTP then HTTPS, for `args.rounds` rounds; keeps each
+    proxy's best round per scheme (a machine's other work hits all alike), and every error."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for round_ in range(args.rounds):
+        for scheme in SCHEMES:
+            wanted = [(url, length) for url, length in pages if url.startswith(f"{scheme}://")]
+            for name, proxy in proxies.items():
+                cafile = proxy.ca if scheme == "https" else None
+                figures = uvloop.run(load(proxy.url, wanted, args.seconds, args.warmup, cafile))
+                errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
+                print(
+                    f"  round {round_ + 1}, {scheme:<5} {proxy.label:<26}"
+                    f" {figures['req_per_s']:>7,.0f} req/s{errors}"
+                )
+                runs.setdefault((name, scheme), []).append(figures)
+    best: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in proxies}
+    for (name, scheme), tried in runs.items():
+        best[name][scheme] = {
+            **max(tried, key=lambda figures: float(figures["req_per_s"])),
+            "rounds": [figures["req_per_s"] for figures in tried],
+            "errors": sum(figures["errors"] for figures in tried),
+            "first_error": next((f["first_error"] for f in tried if f["first_error"]), ""),
+        }
+    return best
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -498,12 +517,13 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
     make_many_warc(many_warc, args.captures)
     warcs = {
         "pages_mb": pages_warc.stat().st_size / MB,
-        "latest_payload_mb": sum(length for _, length in pages) / MB,
+        "latest_payload_mb": sum(length for _, length in pages) / MB / len(SCHEMES),
         "captures": args.captures,
         "many_mb": many_warc.stat().st_size / MB,
     }
     print(f"  {warcs['pages_mb']:.1f} MB and {warcs['many_mb']:.1f} MB gzipped")
 
+    print(f"importing into pywb {PYWB_VERSION} (wb-manager add) and dlweb (dlweb import) ...")
     imports: dict[str, dict[str, float]] = {"pywb": {}, "dlweb": {}}
     pywb_dir = work / "pywb"
     pywb_dir.mkdir()
@@ -518,39 +538,54 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
         command = dlweb("import", "-c", str(config), str(warc))
         imports["dlweb"][key] = timed(command, "dlweb import")
         print(
-            f"  imported {warc.name}: pywb {imports['pywb'][key]:.1f} s,"
-            f" dlweb {imports['dlweb'][key]:.1f} s"
+            f"  {warc.name}: pywb {imports['pywb'][key]:.1f} s, dlweb {imports['dlweb'][key]:.1f} s"
         )
 
+    print("starting pywb in proxy mode and a bare mitmproxy (dlweb up started dlweb's) ...")
     probe = pages[0][0]
-    dates = lookup_dates(args.captures)
-    report: dict[str, Any] = {"warcs": warcs, "imports": imports, "seconds": args.seconds}
-
-    print(f"pywb {PYWB_VERSION} in proxy mode, no rewriting ...")
     pywb_ca = pywb_config(pywb_dir)
     port = free_port()
-    pywb_proxy = f"http://127.0.0.1:{port}"
     wayback = [str(pywb_bin / "wayback"), "--bind", "127.0.0.1", "--port", str(port)]
-    with running(wayback, pywb_dir / "wayback.log", pywb_proxy, probe, pywb_dir):
-        report["pywb"] = measure("pywb", pywb_proxy, pywb_ca, pages, args, dates)
-
-    print("dlweb proxy (dlweb up: 1 storage node, replica 1) ...")
-    dlweb_proxy = load_config(config).proxy
-    if dlweb_proxy is None or not answers(dlweb_proxy, probe):
-        raise BenchError(f"the dlweb proxy ({dlweb_proxy}) does not serve {probe}")
-    dlweb_ca = cluster / "proxy" / "ca" / "mitmproxy-ca-cert.pem"
-    report["dlweb"] = measure("dlweb", dlweb_proxy, dlweb_ca, pages, args, dates)
-
-    print("bare mitmproxy answering from memory ...")
+    pywb_url = f"http://127.0.0.1:{port}"
+    stack.enter_context(running(wayback, pywb_dir / "wayback.log", pywb_url, probe, pywb_dir))
+    dlweb_url = load_config(config).proxy
+    if dlweb_url is None or not answers(dlweb_url, probe):
+        raise BenchError(f"the dlweb proxy ({dlweb_url}) does not serve {probe}")
     script, confdir = work / "ceiling.py", work / "ceiling"
     script.write_text(CEILING)
     port = free_port()
     ceiling = [sys.executable, str(script), str(port), str(confdir), str(pages_warc)]
-    bare = f"http://127.0.0.1:{port}"
-    with running(ceiling, work / "ceiling.log", bare, probe, work):
-        cafile = confdir / "mitmproxy-ca-cert.pem"
-        report["ceiling"] = measure("bare mitmproxy", bare, cafile, pages, args, None)
+    bare_url = f"http://127.0.0.1:{port}"
+    stack.enter_context(running(ceiling, work / "ceiling.log", bare_url, probe, work))
+    proxies = {
+        "pywb": Proxy(f"pywb {PYWB_VERSION} proxy mode", pywb_url, pywb_ca),
+        "dlweb": Proxy("dlweb proxy", dlweb_url, cluster / "proxy" / "ca" / CA_FILE),
+        "ceiling": Proxy("bare mitmproxy (ceiling)", bare_url, confdir / CA_FILE),
+    }
+
+    print(
+        f"throughput: {CONCURRENCY} clients, {args.warmup:g} s of warm-up then {args.seconds:g} s"
+        f" through each proxy, {args.rounds} round(s) ..."
+    )
+    report: dict[str, Any] = {
+        "warcs": warcs,
+        "imports": imports,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+    }
+    report.update(throughput(proxies, pages, args))
+    print(f"closest capture among {args.captures:,}, {LOOKUPS} dates, one request at a time ...")
+    dates = lookup_dates(args.captures)
+    for name in ("pywb", "dlweb"):
+        report[name]["lookup"] = figures = uvloop.run(lookups(proxies[name].url, dates))
+        errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
+        print(f"  {proxies[name].label:<26} median {figures['median_ms']:,.1f} ms{errors}")
     return report
+
+
+def quotient(top: float, bottom: float) -> float:
+    """top / bottom; a peer that served nothing (all errors) makes no division error."""
+    return top / bottom if bottom else float("inf")
 
 
 def ratios(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -565,17 +600,17 @@ def ratios(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
     result = {
         scheme: {
-            "ratio": rate(ours, scheme) / rate(pywb, scheme),
+            "ratio": quotient(rate(ours, scheme), rate(pywb, scheme)),
             "clean": clean(ours[scheme], pywb[scheme]),
         }
         for scheme in SCHEMES
     }
     result["lookup"] = {
-        "ratio": pywb["lookup"]["median_ms"] / ours["lookup"]["median_ms"],
+        "ratio": quotient(pywb["lookup"]["median_ms"], ours["lookup"]["median_ms"]),
         "clean": clean(ours["lookup"], pywb["lookup"]),
     }
     result["ceiling"] = {
-        "ratio": min(rate(ours, scheme) / rate(bare, scheme) for scheme in SCHEMES),
+        "ratio": min(quotient(rate(ours, scheme), rate(bare, scheme)) for scheme in SCHEMES),
         "clean": clean(*(ours[s] for s in SCHEMES), *(bare[s] for s in SCHEMES)),
     }
     for key, entry in result.items():
@@ -589,7 +624,8 @@ def show(report: dict[str, Any]) -> None:
     print()
     print(
         f"Replay of {PAGES} pages' latest captures ({warcs['latest_payload_mb']:.1f} MB per"
-        f" scheme), {CONCURRENCY} keep-alive clients, {report['seconds']:g} s each"
+        f" scheme), {CONCURRENCY} keep-alive clients, {report['seconds']:g} s a run,"
+        f" best of {report['rounds']}"
     )
     print(f"  {'':<28}{'scheme':<8}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     rows = [
@@ -614,7 +650,7 @@ def show(report: dict[str, Any]) -> None:
         row = side["lookup"]
         print(f"  {label:<28}{row['median_ms']:>10.2f}{row['max_ms']:>10.2f}{row['errors']:>8,}")
     print()
-    print("Imports, seconds (pages WARC, WARC of one URL)")
+    print(f"Imports, seconds{'pages':>23}{'one URL':>10}")
     for name in ("pywb", "dlweb"):
         print(f"  {name:<28}{imports[name]['pages']:>10.1f}{imports[name]['many']:>10.1f}")
     print()
@@ -647,22 +683,25 @@ def show(report: dict[str, Any]) -> None:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM takes the same way out as Ctrl-C, through every cleanup."""
-    raise KeyboardInterrupt
+    """SIGTERM takes the same way out as Ctrl-C, through every cleanup: as SIGINT, which a
+    running event loop turns into a cancellation of its task, not an exception in a callback."""
+    signal.raise_signal(signal.SIGINT)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter loads, fewer captures")
-    parser.add_argument("--seconds", type=float, default=None, help="of each load (default 10)")
+    parser.add_argument("--seconds", type=float, default=None, help="of each load (default 8)")
+    parser.add_argument("--rounds", type=int, default=None, help="of loads, best kept (2)")
     parser.add_argument("--captures", type=int, default=None, help="of the one URL (100,000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the pages' contents")
     parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
-    args.seconds = args.seconds or (3.0 if args.quick else 10.0)
-    args.warmup = 1.0 if args.quick else 2.0
+    args.seconds = args.seconds or (3.0 if args.quick else 8.0)
+    args.rounds = args.rounds or (1 if args.quick else 2)
+    args.warmup = 3.0
     args.captures = args.captures or (20_000 if args.quick else 100_000)
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
