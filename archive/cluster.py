@@ -265,21 +265,38 @@ class ClusterClient:
 
     # -- reading -------------------------------------------------------------------------------
 
-    async def locate(self, kind: str, name: str) -> list[str]:
-        """HTTP addresses of the nodes holding a file, by multicast and/or the master."""
+    async def locate(
+        self, kind: str, name: str, *, first: bool = False, cached: bool = True
+    ) -> list[str]:
+        """HTTP addresses of the nodes holding a file, by multicast and/or the master; with
+        `first`, as soon as one answers (a read needs one holder, not the lookup window)."""
         if kind not in KINDS:
             raise ClusterError(f"kind must be content or structure, not {kind!r}")
         check_name(name)
-        if self.cache is not None and (known := self.cache.locations.get((kind, name))):
+        if cached and self.cache is not None and (known := self.cache.locations.get((kind, name))):
             return known
         found: list[str] = []
         if self._lookup is not None:
-            found = [a.address for a in await self._lookup.locate(kind, name)]
+            found = [a.address for a in await self._lookup.locate(kind, name, first=first)]
         if not found and self.config.lookup in ("master", "both"):
             found = await self._ask_master(kind, name)
         if found and self.cache is not None:
             self.cache.locations.put((kind, name), found)
         return found
+
+    async def _holders(self, kind: str, name: str) -> AsyncIterator[str]:
+        """The holders of a file to read it from: the first to answer at once, the others, after
+        a full lookup, only if the reader moves past it."""
+        quick = await self.locate(kind, name, first=True)
+        if not quick:  # nobody answered within the whole lookup window
+            return
+        for address in quick:
+            yield address
+        if self.cache is not None:
+            self.cache.locations.drop((kind, name))
+        for address in await self.locate(kind, name, cached=False):
+            if address not in quick:
+                yield address
 
     async def _ask_master(self, kind: str, name: str) -> list[str]:
         url = f"{self._master()}/locate/{kind}/{name}"
@@ -302,11 +319,8 @@ class ClusterClient:
         """A content's bytes, verified against its name, from the first holder that serves them."""
         if self.cache is not None and (kept := self.cache.contents.get(name)) is not None:
             return kept
-        holders = await self.locate("content", name)
-        if not holders:
-            raise NotFound(f"content {name} is on no node of the cluster")
         problems = []
-        for address in holders:
+        async for address in self._holders("content", name):
             try:
                 async with self.session.get(f"{address}/content/{name}") as r:
                     data = await r.read()
@@ -321,8 +335,8 @@ class ClusterClient:
                     self.cache.contents.put(name, data, len(data))
                 return data
             problems.append(f"{address} served bytes of another hash")
-        if self.cache is not None:
-            self.cache.locations.drop(("content", name))
+        if not problems:
+            raise NotFound(f"content {name} is on no node of the cluster")
         raise ClusterError(f"no holder of content {name} served it: {'; '.join(problems)}")
 
     get_header_block = get_content
@@ -414,13 +428,12 @@ class ClusterClient:
         A 404 with records means the file has no capture matching (NotFound(none)); a 404
         without them, that this holder lost its copy, so the next one is asked.
         """
-        if holders is None:
-            holders = await self.locate("structure", name)
-        if not holders:
-            raise NotFound(f"{what} is not in the archive")
-        problems = []
-        missing = 0
-        for address in holders:
+        problems: list[str] = []
+        asked = missing = 0
+        async for address in (
+            self._listed(holders) if holders is not None else self._holders("structure", name)
+        ):
+            asked += 1
             try:
                 async with self.session.get(f"{address}/structure/{name}?{query}") as r:
                     answer = await r.json(content_type=None)
@@ -435,9 +448,16 @@ class ClusterClient:
                 return answer, address
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                 problems.append(f"{address}: {exc or type(exc).__name__}")
-        if missing == len(holders):
+        if not asked:
+            raise NotFound(f"{what} is not in the archive")
+        if missing == asked:
             raise NotFound(f"{what} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {what}'s structure file answered: {'; '.join(problems)}")
+
+    @staticmethod
+    async def _listed(holders: list[str]) -> AsyncIterator[str]:
+        for address in holders:
+            yield address
 
 
 def _pack_parts(items: list[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
