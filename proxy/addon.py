@@ -15,12 +15,12 @@ from mitmproxy import http
 
 import harbors
 from archive.cluster import ClusterClient
-from archive.errors import NotFound
+from archive.errors import DlwebError, NotFound
 from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_http_date
 
 from .access import Access
 from .faults import fault
-from .replay import ArchiveFault, replay
+from .replay import replay
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class ArchiveAddon:
                 return
             flow.response = _fault(404, url, accept, "it was never captured")
             return
-        except ArchiveFault as exc:
+        except DlwebError as exc:  # ArchiveFault, or no lookup answered (ClusterError)
             log.warning("cannot replay %s: %s", url, exc)
             flow.response = _fault(500, url, accept, "the archive cannot read it now")
             return

@@ -1,5 +1,6 @@
 """Replaying a capture: the archived status, headers and payload, with Memento headers."""
 
+import asyncio
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -45,8 +46,9 @@ async def replay(client: ClusterClient, url: str, at: int) -> Replayed:
     found = await client.closest(url, at, "closest")
     capture = found.capture
     try:
-        block = await client.get_header_block(capture.header)
-        body = await client.get_content(capture.content)
+        block, body = await asyncio.gather(
+            client.get_header_block(capture.header), client.get_content(capture.content)
+        )
         archived = parse_header_block(block, f"header block {capture.header}")
     except NotFound as exc:
         raise ArchiveFault(str(exc)) from None

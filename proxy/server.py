@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mitmproxy import options
-from mitmproxy.tools.dump import DumpMaster
+from mitmproxy.addons import (
+    core,
+    disable_h2c,
+    errorcheck,
+    next_layer,
+    proxyauth,
+    proxyserver,
+    tlsconfig,
+)
+from mitmproxy.master import Master
 
 import harbors
 from archive.cache import ReadCache
@@ -55,13 +64,23 @@ async def serve(opts: ProxyOptions) -> None:
         listen_port=opts.port,
         confdir=str(opts.data / CA_FOLDER),
     )
-    master = DumpMaster(mitm, with_termlog=False, with_dumper=False)
+    master = Master(mitm, with_termlog=False)
+    # Only the parts of mitmproxy a proxy needs: every hook of every addon loaded costs time on
+    # every request, and mitmdump's many features (scripts, saving flows...) are not used here.
+    master.addons.add(  # type: ignore[no-untyped-call]
+        core.Core(),
+        proxyauth.ProxyAuth(),
+        proxyserver.Proxyserver(),  # type: ignore[no-untyped-call]
+        next_layer.NextLayer(),
+        tlsconfig.TlsConfig(),
+        disable_h2c.DisableH2C(),
+        errorcheck.ErrorCheck(),
+    )
     # Nothing is fetched from the web: no upstream connection before the addon answers, no
-    # upstream certificate to copy; mitmproxy's own client filter gives way to ours.
+    # upstream certificate to copy.
     master.options.update(  # type: ignore[no-untyped-call]
         connection_strategy="lazy",
         upstream_cert=False,
-        block_global=False,
         proxyauth=None if opts.auth is None else f"@{opts.auth}",
     )
     loop = asyncio.get_running_loop()
