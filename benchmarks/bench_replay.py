@@ -97,7 +97,9 @@ import signal
 import sys
 
 from mitmproxy import http, options
-from mitmproxy.tools.dump import DumpMaster
+from mitmproxy.addons import core, disable_h2c, errorcheck, next_layer, proxyauth, proxyserver
+from mitmproxy.addons import tlsconfig
+from mitmproxy.master import Master
 from warcio.archiveiterator import ArchiveIterator
 
 NOT_REPLAYED = {"transfer-encoding", "connection", "keep-alive", "content-length"}
@@ -140,8 +142,17 @@ class Answer:
 
 async def main(port, confdir, warc):
     mitm = options.Options(listen_host="127.0.0.1", listen_port=port, confdir=confdir)
-    master = DumpMaster(mitm, with_termlog=False, with_dumper=False)
-    master.options.update(connection_strategy="lazy", upstream_cert=False, block_global=False)
+    master = Master(mitm, with_termlog=False)
+    master.addons.add(
+        core.Core(),
+        proxyauth.ProxyAuth(),
+        proxyserver.Proxyserver(),
+        next_layer.NextLayer(),
+        tlsconfig.TlsConfig(),
+        disable_h2c.DisableH2C(),
+        errorcheck.ErrorCheck(),
+    )
+    master.options.update(connection_strategy="lazy", upstream_cert=False)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)

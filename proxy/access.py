@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from archive.errors import ConfigError
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+KNOWN_ADDRESSES = 65_536
 
 
 def parse_networks(texts: Sequence[str]) -> list[Network]:
@@ -21,8 +22,17 @@ def parse_networks(texts: Sequence[str]) -> list[Network]:
 class Access:
     def __init__(self, networks: Sequence[Network]) -> None:
         self.networks = list(networks)
+        self._known: dict[str, bool] = {}  # the answer for each address seen: asked per request
 
     def allows(self, address: str) -> bool:
+        allowed = self._known.get(address)
+        if allowed is None:
+            if len(self._known) >= KNOWN_ADDRESSES:
+                self._known.clear()
+            allowed = self._known[address] = self._check(address)
+        return allowed
+
+    def _check(self, address: str) -> bool:
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:

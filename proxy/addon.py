@@ -20,7 +20,7 @@ from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_http_date
 
 from .access import Access
 from .faults import fault
-from .replay import replay
+from .replay import Replayer, encoded
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ class ArchiveAddon:
         log_requests: bool = False,
     ) -> None:
         self.client = client
+        self.replayer = Replayer(client)
         self.settings = settings
         self.access = access
         self.ca_folder = ca_folder
@@ -76,7 +77,7 @@ class ArchiveAddon:
             )
             return
         try:
-            replayed = await replay(self.client, url, at)
+            replayed = await self.replayer.replay(url, at)
         except NotFound as exc:
             log.debug("not archived: %s", exc)
             if self.live_allowed and self.settings.get(client).live:
@@ -90,7 +91,7 @@ class ArchiveAddon:
             flow.response = _fault(500, url, accept, "the archive cannot read it now")
             return
         body = b"" if request.method == "HEAD" else replayed.body
-        flow.response = _response(replayed.status, replayed.headers, body, len(replayed.body))
+        flow.response = _response(replayed.status, replayed.fields, body, len(replayed.body))
         if self.log_requests:
             log.info(
                 "replayed %s %s %s: %d, capture of %s",
@@ -124,13 +125,16 @@ class ArchiveAddon:
             body=request.raw_content or b"",
         )
         answer = await harbors.answer(self, asked)
-        return _response(answer.status, answer.all_headers(), answer.body, len(answer.body))
+        return _response(
+            answer.status, encoded(answer.all_headers()), answer.body, len(answer.body)
+        )
 
 
-def _response(status: int, pairs: list[tuple[str, str]], body: bytes, length: int) -> http.Response:
+def _response(
+    status: int, fields: list[tuple[bytes, bytes]], body: bytes, length: int
+) -> http.Response:
     """A response with headers in the order given, repeated names kept (as archived), and the
     body sent raw: as archived, a gzip body stays gzip (its header says so)."""
-    fields = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs]
     response = http.Response.make(status, b"", http.Headers(fields))
     response.raw_content = body
     response.headers["Content-Length"] = str(length)

@@ -4,6 +4,7 @@ import asyncio
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from archive.cache import Lru
 from archive.cluster import ClusterClient, Found
 from archive.errors import DlwebError, NotFound
 from archive.header_block import parse_header_block
@@ -26,6 +27,7 @@ NOT_REPLAYED = frozenset(
     }
 )
 TIMEMAP = "http://captures.dlweb/?format=link&url="
+MADE_OVERHEAD = 1024  # what a kept response weighs beside its body
 
 
 class ArchiveFault(DlwebError):
@@ -35,9 +37,26 @@ class ArchiveFault(DlwebError):
 @dataclass
 class Replayed:
     status: int
-    headers: list[tuple[str, str]]
+    fields: list[tuple[bytes, bytes]]  # the headers to send, encoded once
     body: bytes
     capture: Capture
+
+
+class Replayer:
+    """Replays captures, keeping the responses it made for as long as the cluster client keeps
+    structure answers, so that a hot page is sent without being made again."""
+
+    def __init__(self, client: ClusterClient, cache_bytes: int = 64 * 1024 * 1024) -> None:
+        self.client = client
+        ttl = client.cache.answers.ttl if client.cache is not None else None
+        self._made: Lru[tuple[str, int], Replayed] = Lru(cache_bytes if ttl else 0, ttl)
+
+    async def replay(self, url: str, at: int) -> Replayed:
+        made = self._made.get((url, at))
+        if made is None:
+            made = await replay(self.client, url, at)
+            self._made.put((url, at), made, len(made.body) + MADE_OVERHEAD)
+        return made
 
 
 async def replay(client: ClusterClient, url: str, at: int) -> Replayed:
@@ -56,7 +75,11 @@ async def replay(client: ClusterClient, url: str, at: int) -> Replayed:
         raise ArchiveFault(str(exc)) from None
     headers = [(k, v) for k, v in archived.headers if k.lower() not in NOT_REPLAYED]
     headers.extend(memento_headers(url, found))
-    return Replayed(archived.status, headers, body, capture)
+    return Replayed(archived.status, encoded(headers), body, capture)
+
+
+def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
 
 
 def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
