@@ -37,8 +37,19 @@ def is_ours(pid: int, data: Path) -> bool:
         return True
     except OSError:
         return False
-    # A zombie has an empty command line; every process we start names the resolved directory.
+    if not cmdline:
+        # Empty: a zombie, or a process we just started, between fork and exec.
+        return not _is_zombie(pid)
+    # Every process we start names the resolved directory.
     return str(data.resolve()).encode() in cmdline
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def read_pid(data: Path, name: str) -> int | None:
