@@ -28,7 +28,6 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
@@ -37,12 +36,13 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_tools import MB, WORDS, BenchError, checked, dlweb, interrupt  # noqa: E402
+
 from archive.config import load_config  # noqa: E402
 from archive.store import sync_filesystem  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
 
-MB = 2**20
 DUPLICATES = 0.2
 BINARIES = 0.1
 TEXT_SIZES = (2_000, 50_000)
@@ -53,17 +53,7 @@ RECENT = 500
 SITES = 50
 STARTED = datetime(2024, 5, 1, tzinfo=UTC)
 USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
-VOCABULARY = (
-    "the of and to in is for on with as by at from archive web page link news story "
-    "image video search home about contact privacy terms login help data report "
-    "update world local sport science culture review opinion event market city"
-)
-WORDS = VOCABULARY.split()
 PYWB_TRIES = 2
-
-
-class BenchError(Exception):
-    """Something the benchmark needs did not work: the figures would be meaningless."""
 
 
 def settle_disk() -> None:
@@ -71,23 +61,10 @@ def settle_disk() -> None:
     os.sync()
 
 
-def checked(command: list[str], what: str, cwd: Path | None = None) -> str:
-    """Run a command, return its output; raise naming `what` with its error output on failure."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        output = (done.stderr or done.stdout).strip()
-        raise BenchError(f"{what} exited with {done.returncode}:\n{output[-4000:]}")
-    return done.stdout
-
-
 def last_line(output: str) -> str:
     """The summary a command ends its output with."""
     lines = output.strip().splitlines()
     return lines[-1].strip() if lines else "(no output)"
-
-
-def dlweb(*args: str) -> list[str]:
-    return [sys.executable, "-m", "archive", *args]
 
 
 def text_corpus(rng: random.Random, size: int) -> str:
@@ -354,11 +331,6 @@ def show(report: dict[str, Any]) -> None:
     print(f"target: dlweb >= pywb at replica 1: {'PASS' if report['target_met'] else 'MISS'}")
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM takes the same way out as Ctrl-C, through every cleanup."""
-    raise KeyboardInterrupt
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 responses instead of 5,000")
@@ -369,7 +341,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     args.records = args.records or (1_000 if args.quick else 5_000)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     started = time.monotonic()
     try:
         report = run(args)

@@ -22,9 +22,7 @@ import argparse
 import asyncio
 import io
 import json
-import os
 import random
-import shutil
 import signal
 import socket
 import ssl
@@ -40,7 +38,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import aiohttp
@@ -50,11 +47,12 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_tools import MB, WORDS, BenchError, checked, dlweb, interrupt  # noqa: E402
+
 from archive.config import load_config  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
-from tests.pywb_peer import COMPLETE, PYWB_VERSION, REQUIREMENTS  # noqa: E402
+from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
 
-MB = 2**20
 NAN = float("nan")
 HOST = "bench.example"
 PAGES = 200
@@ -79,17 +77,8 @@ REQUEST_TIMEOUT = 120.0
 # As browsers send it: pywb keeps a CONNECT tunnel open for another request only when asked so.
 KEEP_ALIVE = {"Connection": "keep-alive"}
 TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8}
-# pyOpenSSL 26.2 removed X509Extension, with which certauth (the CA of pywb's proxy mode) makes
-# its certificates: proxy mode needs an environment of its own, with an older pyOpenSSL.
-PYWB_PROXY_REQUIREMENTS = (*REQUIREMENTS, "pyOpenSSL<26.2")
-VOCABULARY = (
-    "the of and to in is for on with as by at from archive web page link news story "
-    "image video search home about contact privacy terms login help data report "
-    "update world local sport science culture review opinion event market city"
-)
-WORDS = VOCABULARY.split()
 
-# The ceiling: mitmproxy set up as proxy/server.py sets it up, with an addon answering from the
+# The ceiling: mitmproxy set up by proxy/server.py's own lean_master, with an addon answering from the
 # latest response of each URL in the WARC, held in a dict; no archive, no cluster.
 CEILING = """
 import asyncio
@@ -97,10 +86,9 @@ import signal
 import sys
 
 from mitmproxy import http, options
-from mitmproxy.addons import core, disable_h2c, errorcheck, next_layer, proxyauth, proxyserver
-from mitmproxy.addons import tlsconfig
-from mitmproxy.master import Master
 from warcio.archiveiterator import ArchiveIterator
+
+from proxy.server import lean_master
 
 NOT_REPLAYED = {"transfer-encoding", "connection", "keep-alive", "content-length"}
 
@@ -142,17 +130,7 @@ class Answer:
 
 async def main(port, confdir, warc):
     mitm = options.Options(listen_host="127.0.0.1", listen_port=port, confdir=confdir)
-    master = Master(mitm, with_termlog=False)
-    master.addons.add(
-        core.Core(),
-        proxyauth.ProxyAuth(),
-        proxyserver.Proxyserver(),
-        next_layer.NextLayer(),
-        tlsconfig.TlsConfig(),
-        disable_h2c.DisableH2C(),
-        errorcheck.ErrorCheck(),
-    )
-    master.options.update(connection_strategy="lazy", upstream_cert=False)
+    master = lean_master(mitm)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
@@ -164,27 +142,10 @@ asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3]))
 """
 
 
-class BenchError(Exception):
-    """Something the benchmark needs did not work: the figures would be meaningless."""
-
-
-def checked(command: list[str], what: str, cwd: Path | None = None) -> str:
-    """Run a command, return its output; raise naming `what` with its error output on failure."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        output = (done.stderr or done.stdout).strip()
-        raise BenchError(f"{what} exited with {done.returncode}:\n{output[-4000:]}")
-    return done.stdout
-
-
 def timed(command: list[str], what: str, cwd: Path | None = None) -> float:
     started = time.monotonic()
     checked(command, what, cwd)
     return time.monotonic() - started
-
-
-def dlweb(*args: str) -> list[str]:
-    return [sys.executable, "-m", "archive", *args]
 
 
 def free_port() -> int:
@@ -321,32 +282,6 @@ def dlweb_cluster(data: Path) -> Iterator[Path]:
         yield data / CONFIG_FILE
     finally:
         subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
-
-
-def pywb_proxy_bin() -> Path:
-    """The `bin` directory of a virtual environment for pywb's proxy mode, built on first use
-    beside the one of tests/pywb_peer.py and published as it is (by replacing a symbolic link)."""
-    cache = Path(os.environ.get("DLWEB_PEER_CACHE") or Path.home() / ".cache" / "dlweb-peers")
-    venv = cache / f"pywb-{PYWB_VERSION}-proxy"
-    if (venv / COMPLETE).exists():
-        return venv / "bin"
-    cache.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f"{venv.name}-", dir=cache))
-    try:
-        checked([sys.executable, "-m", "venv", str(build)], "python -m venv")
-        pip = [str(build / "bin" / "python"), "-m", "pip", "install", "-q"]
-        checked([*pip, *PYWB_PROXY_REQUIREMENTS], "pip install (pywb)")
-        (build / COMPLETE).write_text(" ".join(PYWB_PROXY_REQUIREMENTS) + "\n")
-        if (venv / COMPLETE).exists():  # another process finished first
-            shutil.rmtree(build)
-        else:
-            link = cache / f".{build.name}.link"
-            link.symlink_to(build.name)
-            os.replace(link, venv)
-    except BaseException:
-        shutil.rmtree(build, ignore_errors=True)
-        raise
-    return venv / "bin"
 
 
 def pywb_config(workdir: Path) -> Path:
@@ -538,8 +473,8 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
     imports: dict[str, dict[str, float]] = {"pywb": {}, "dlweb": {}}
     pywb_dir = work / "pywb"
     pywb_dir.mkdir()
-    pywb_bin = pywb_proxy_bin()
-    manager = str(pywb_bin / "wb-manager")
+    pywb = pywb_bin()
+    manager = str(pywb / "wb-manager")
     checked([manager, "init", "coll"], "wb-manager init", pywb_dir)
     cluster = work / "cluster"
     config = stack.enter_context(dlweb_cluster(cluster))
@@ -556,7 +491,7 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
     probe = pages[0][0]
     pywb_ca = pywb_config(pywb_dir)
     port = free_port()
-    wayback = [str(pywb_bin / "wayback"), "--bind", "127.0.0.1", "--port", str(port)]
+    wayback = [str(pywb / "wayback"), "--bind", "127.0.0.1", "--port", str(port)]
     pywb_url = f"http://127.0.0.1:{port}"
     stack.enter_context(running(wayback, pywb_dir / "wayback.log", pywb_url, probe, pywb_dir))
     dlweb_url = load_config(config).proxy
@@ -693,12 +628,6 @@ def show(report: dict[str, Any]) -> None:
         print(f"  (the lookup target is for 100,000 captures; this run had {warcs['captures']:,})")
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM takes the same way out as Ctrl-C, through every cleanup: as SIGINT, which a
-    running event loop turns into a cancellation of its task, not an exception in a callback."""
-    signal.raise_signal(signal.SIGINT)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter loads, fewer captures")
@@ -714,7 +643,7 @@ def main() -> int:
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.warmup = 3.0
     args.captures = args.captures or (20_000 if args.quick else 100_000)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     started = time.monotonic()
     try:
         report = run(args)

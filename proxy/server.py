@@ -55,18 +55,14 @@ class _Ready:
         log.info("dlweb proxy listening on %s", self.where)
 
 
-async def serve(opts: ProxyOptions) -> None:
-    logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
-    opts.data.mkdir(parents=True, exist_ok=True)
-    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE)
-    mitm = options.Options(
-        listen_host=opts.host,
-        listen_port=opts.port,
-        confdir=str(opts.data / CA_FOLDER),
-    )
+def lean_master(mitm: options.Options) -> Master:
+    """mitmproxy with only the parts a proxy needs, answering without any upstream connection.
+
+    Every hook of every addon loaded costs time on every request, and mitmdump's many features
+    (scripts, saving flows...) are not used here. Nothing is fetched from the web before the
+    addon answers, and no upstream certificate is copied.
+    """
     master = Master(mitm, with_termlog=False)
-    # Only the parts of mitmproxy a proxy needs: every hook of every addon loaded costs time on
-    # every request, and mitmdump's many features (scripts, saving flows...) are not used here.
     master.addons.add(  # type: ignore[no-untyped-call]
         core.Core(),
         proxyauth.ProxyAuth(),
@@ -76,12 +72,24 @@ async def serve(opts: ProxyOptions) -> None:
         disable_h2c.DisableH2C(),
         errorcheck.ErrorCheck(),
     )
-    # Nothing is fetched from the web: no upstream connection before the addon answers, no
-    # upstream certificate to copy.
     master.options.update(  # type: ignore[no-untyped-call]
-        connection_strategy="lazy",
-        upstream_cert=False,
-        proxyauth=None if opts.auth is None else f"@{opts.auth}",
+        connection_strategy="lazy", upstream_cert=False
+    )
+    return master
+
+
+async def serve(opts: ProxyOptions) -> None:
+    logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
+    opts.data.mkdir(parents=True, exist_ok=True)
+    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE)
+    mitm = options.Options(
+        listen_host=opts.host,
+        listen_port=opts.port,
+        confdir=str(opts.data / CA_FOLDER),
+    )
+    master = lean_master(mitm)
+    master.options.update(  # type: ignore[no-untyped-call]
+        proxyauth=None if opts.auth is None else f"@{opts.auth}"
     )
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

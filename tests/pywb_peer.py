@@ -5,6 +5,7 @@ dependency, needs werkzeug 3), so it lives in a virtual environment of its own, 
 cached.
 """
 
+import hashlib
 import http.client
 import os
 import shutil
@@ -22,7 +23,16 @@ PYWB_VERSION = "2.8.3"
 # gevent 22.10 (pinned by pywb) loads its plugins through pkg_resources, which cannot find the
 # zope packages under the normalized names (zope_interface-*.dist-info) that their newer releases
 # install: the last releases installed under the dotted names.
-REQUIREMENTS = (f"pywb=={PYWB_VERSION}", "zope.interface==6.4.post2", "zope.event==5.0")
+# pywb's certificate authority (certauth, used in proxy mode) needs pyOpenSSL's X509Extension,
+# which pyOpenSSL 26.2 removed; nothing in pywb's own requirements caps it.
+REQUIREMENTS = (
+    f"pywb=={PYWB_VERSION}",
+    "zope.interface==6.4.post2",
+    "zope.event==5.0",
+    "pyOpenSSL<26.2",
+)
+# The environment's name says what it holds, so one built from other requirements is not reused.
+VENV_NAME = f"pywb-{PYWB_VERSION}-{hashlib.sha256(' '.join(REQUIREMENTS).encode()).hexdigest()[:8]}"
 COMPLETE = "dlweb-peer-complete"
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
@@ -50,14 +60,14 @@ def pywb_bin() -> Path:
 
     A virtual environment cannot be moved (its scripts name their interpreter by absolute path),
     so it is built in a directory of its own and published by atomically replacing a symbolic
-    link: the name `pywb-<version>` only ever points to a complete environment.
+    link: the name VENV_NAME only ever points to a complete environment.
     """
     cache = _cache_dir()
-    venv = cache / f"pywb-{PYWB_VERSION}"
+    venv = cache / VENV_NAME
     if (venv / COMPLETE).exists():
         return venv / "bin"
     cache.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f"pywb-{PYWB_VERSION}-", dir=cache))
+    build = Path(tempfile.mkdtemp(prefix=f"{VENV_NAME}-", dir=cache))
     try:
         _run([sys.executable, "-m", "venv", str(build)])
         _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS])

@@ -1,0 +1,39 @@
+"""What the benchmarks share: running dlweb and peer commands, and words for made-up pages."""
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
+
+MB = 2**20
+VOCABULARY = (
+    "the of and to in is for on with as by at from archive web page link news story "
+    "image video search home about contact privacy terms login help data report "
+    "update world local sport science culture review opinion event market city"
+)
+WORDS = VOCABULARY.split()
+
+
+class BenchError(Exception):
+    """Something the benchmark needs did not work: the figures would be meaningless."""
+
+
+def checked(command: list[str], what: str, cwd: Path | None = None) -> str:
+    """Run a command, return its output; raise naming `what` with its error output on failure."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()
+        raise BenchError(f"{what} exited with {done.returncode}:\n{output[-4000:]}")
+    return done.stdout
+
+
+def dlweb(*args: str) -> list[str]:
+    """The command line of `dlweb ARGS`, with this interpreter."""
+    return [sys.executable, "-m", "archive", *args]
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM takes the same way out as Ctrl-C, through every cleanup: as SIGINT, which a
+    running event loop turns into a cancellation of its task, not an exception in a callback."""
+    signal.raise_signal(signal.SIGINT)
