@@ -284,9 +284,16 @@ class ClusterClient:
             self.cache.locations.put((kind, name), found)
         return found
 
-    async def _holders(self, kind: str, name: str) -> AsyncIterator[str]:
-        """The holders of a file to read it from: the first to answer at once, the others, after
-        a full lookup, only if the reader moves past it."""
+    async def _holders(
+        self, kind: str, name: str, given: list[str] | None = None
+    ) -> AsyncIterator[str]:
+        """The holders of a file to read it from (those `given`, when the caller knows them):
+        the first to answer at once, the others, after a full lookup, only if the reader moves
+        past it."""
+        if given is not None:
+            for address in given:
+                yield address
+            return
         quick = await self.locate(kind, name, first=True)
         if not quick:  # nobody answered within the whole lookup window
             return
@@ -430,9 +437,7 @@ class ClusterClient:
         """
         problems: list[str] = []
         asked = missing = 0
-        async for address in (
-            self._listed(holders) if holders is not None else self._holders("structure", name)
-        ):
+        async for address in self._holders("structure", name, holders):
             asked += 1
             try:
                 async with self.session.get(f"{address}/structure/{name}?{query}") as r:
@@ -453,11 +458,6 @@ class ClusterClient:
         if missing == asked:
             raise NotFound(f"{what} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {what}'s structure file answered: {'; '.join(problems)}")
-
-    @staticmethod
-    async def _listed(holders: list[str]) -> AsyncIterator[str]:
-        for address in holders:
-            yield address
 
 
 def _pack_parts(items: list[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:

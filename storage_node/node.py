@@ -475,11 +475,10 @@ class StorageNode:
     ) -> dict[str, int]:
         """Create the structure files of a batch that do not exist yet, together: one staging
         call, one inventory write, one group commit. Returns how many records each created
-        file got; a file that exists is left out, for `append_captures`."""
+        file got; a file that exists is left out, for `append_captures`. The caller has checked
+        that each URL belongs to its file name (the HTTP handler does, file by file)."""
         wanted: dict[str, tuple[str, list[Capture]]] = {}
         for name, url, captures in files:
-            if not belongs_to(name, url):
-                raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
             if name not in wanted:
                 wanted[name] = (url, [])
             wanted[name][1].extend(captures)
