@@ -1,0 +1,453 @@
+"""Site crawling: `dlweb crawl` (site-crawler agents storing into a cluster) beside Scrapy.
+
+A farm of N local sites of M pages each (benchmarks/crawl_farm.py: one process, each site on a
+loopback address of its own, an allow-all robots.txt, pages 3 links deep at most, one link per
+page to another site) is crawled in the same run, with no politeness delay and never two requests
+at once to one site, by:
+
+1. Scrapy (latest, in its own virtual environment, see benchmarks/scrapy_peer.py), 100 requests
+   at once over the sites, writing each page to a file;
+2. dlweb: `dlweb crawl` of the N sites with site-crawler agents (--agents, 8 by default), storing
+   into a local cluster started with `dlweb up` (1 storage node, replica 1).
+
+Each time runs from the command's start to its exit. The farm counts what each crawler fetched:
+every page of every site and nothing outside a site, or the run fails. Memory is sampled every
+0.1 s: Scrapy's process, and dlweb's command process and each of its agents (PSS, which divides
+the pages forked agents share among them, and RSS).
+
+Usage: python benchmarks/bench_crawl.py [--sites N] [--pages M] [--agents N] [--skip-scrapy]
+       [--skip-dlweb] [--dir DIR] [--keep] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_tools import MB, BenchError, checked, dlweb, interrupt  # noqa: E402
+from crawl_farm import address, host  # noqa: E402
+from scrapy_peer import scrapy_command, scrapy_version  # noqa: E402
+
+from deploy.launcher import CONFIG_FILE  # noqa: E402
+from deploy.processes import RUN_DIR  # noqa: E402
+
+FARM = Path(__file__).resolve().parent / "crawl_farm.py"
+SAMPLE_INTERVAL = 0.1
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+TICKS = os.sysconf("SC_CLK_TCK")
+KB = 1024
+TARGET_SPEED = 2.0  # dlweb pages/s over Scrapy's
+TARGET_AGENT_MB = 20.0  # peak PSS of one site agent
+
+
+@dataclass
+class Farm:
+    sites: int
+    pages: int
+    port: int
+    control: int
+    pid: int
+
+    def urls(self) -> list[str]:
+        return [f"http://{host(n)}:{self.port}/" for n in range(1, self.sites + 1)]
+
+    def hosts(self) -> dict[str, str]:
+        return {host(n): address(n) for n in range(1, self.sites + 1)}
+
+    def _call(self, method: str, path: str) -> dict[str, Any]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.control}{path}", method=method)
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            result: dict[str, Any] = json.load(answer)
+            return result
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = self._call("GET", "/__count")["sites"]
+        return counts
+
+    def reset(self) -> None:
+        self._call("POST", "/__reset")
+
+
+@contextmanager
+def running_farm(work: Path, sites: int, pages: int) -> Iterator[Farm]:
+    port_file = work / "farm.json"
+    log_path = work / "farm.log"
+    command = [sys.executable, str(FARM), "--sites", str(sites), "--pages", str(pages)]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [*command, "--port-file", str(port_file)], stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not port_file.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(f"the farm did not start:\n{log_path.read_text()[-4000:]}")
+            time.sleep(0.05)
+        ports = json.loads(port_file.read_text())
+        yield Farm(sites, pages, ports["port"], ports["control"], process.pid)
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user and system) the running processes `pids` used so far."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / TICKS
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(child) for child in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return found
+
+
+def memory_kb(pid: int) -> tuple[int, int] | None:
+    """RSS and PSS of a process in KiB (smaps_rollup), None once it has exited."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return None
+    fields = {}
+    for line in text.splitlines()[1:]:
+        name, _, value = line.partition(":")
+        fields[name] = int(value.split()[0])
+    if "Rss" not in fields:
+        return None  # a zombie
+    return fields["Rss"], fields["Pss"]
+
+
+@dataclass
+class Peak:
+    rss_mb: float = 0.0
+    pss_mb: float = 0.0
+
+
+@dataclass
+class Memory:
+    """Peaks of a process tree: its root, each process below it, and the sum of all PSS."""
+
+    root: int
+    root_peak: Peak = field(default_factory=Peak)
+    below: dict[int, Peak] = field(default_factory=dict)
+    total_pss_mb: float = 0.0
+
+    def sample(self) -> None:
+        pids = [self.root]
+        for pid in pids:
+            pids += children(pid)
+        total = 0.0
+        for pid in pids:
+            usage = memory_kb(pid)
+            if usage is None:
+                continue
+            rss, pss = usage[0] * KB / MB, usage[1] * KB / MB
+            peak = self.root_peak if pid == self.root else self.below.setdefault(pid, Peak())
+            peak.rss_mb = max(peak.rss_mb, rss)
+            peak.pss_mb = max(peak.pss_mb, pss)
+            total += pss
+        self.total_pss_mb = max(self.total_pss_mb, total)
+
+    def summary(self) -> dict[str, Any]:
+        below = list(self.below.values())
+        return {
+            "command": asdict(self.root_peak),
+            "children": len(below),
+            "child_max": {
+                "rss_mb": max((peak.rss_mb for peak in below), default=0.0),
+                "pss_mb": max((peak.pss_mb for peak in below), default=0.0),
+            },
+            "total_pss_mb": self.total_pss_mb,
+        }
+
+
+def measured(command: list[str], log_path: Path, what: str) -> dict[str, Any]:
+    """Run `command` to its exit, sampling the memory of its process tree: seconds, the CPU it
+    and the children it waited for used, memory peaks."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    memory = Memory(process.pid)
+    try:
+        while process.poll() is None:
+            memory.sample()
+            time.sleep(SAMPLE_INTERVAL)
+    finally:
+        if process.poll() is None:
+            for pid in children(process.pid):
+                os.kill(pid, signal.SIGTERM)
+            stop(process)
+    seconds = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if process.returncode != 0:
+        output = log_path.read_text(errors="replace").strip()
+        raise BenchError(f"{what} exited with {process.returncode}:\n{output[-4000:]}")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"seconds": seconds, "cpu_s": cpu, "memory": memory.summary()}
+
+
+def check_farm(farm: Farm, who: str) -> dict[str, int]:
+    """What the farm served to `who`; raises unless it fetched every page and none elsewhere."""
+    counts = farm.counts()
+    short = {name: c["pages"] for name, c in counts.items() if c["pages"] < farm.pages}
+    outside = {name: c["outside"] for name, c in counts.items() if c["outside"]}
+    if short:
+        listed = ", ".join(f"{name}: {pages}" for name, pages in list(short.items())[:5])
+        raise BenchError(
+            f"{who} fetched fewer than {farm.pages} pages on {len(short)} sites ({listed} ...)"
+        )
+    if outside:
+        raise BenchError(f"{who} followed links to other sites: {outside}")
+    return {
+        "pages": sum(c["pages"] for c in counts.values()),
+        "requests": sum(c["requests"] for c in counts.values()),
+        "robots": sum(c["robots"] for c in counts.values()),
+        "unknown": sum(c["unknown"] for c in counts.values()),
+    }
+
+
+def crawl_figures(run: dict[str, Any], served: dict[str, int], farm_cpu: float) -> dict[str, Any]:
+    return {
+        **run,
+        **served,
+        "pages_per_s": served["pages"] / run["seconds"],
+        "farm_cpu_s": farm_cpu,
+    }
+
+
+def bench_scrapy(work: Path, farm: Farm) -> dict[str, Any]:
+    workdir = work / "scrapy"
+    out = workdir / "pages"
+    out.mkdir(parents=True)
+    command = scrapy_command(workdir, farm.urls(), farm.hosts(), out)
+    farm_cpu = cpu_seconds([farm.pid])
+    run = measured(command, workdir / "scrapy.log", "scrapy runspider")
+    farm_cpu = cpu_seconds([farm.pid]) - farm_cpu
+    served = check_farm(farm, "Scrapy")
+    files = sum(1 for path in out.rglob("*") if path.is_file())
+    if files != farm.sites * farm.pages:
+        raise BenchError(f"Scrapy wrote {files:,} pages, not {farm.sites * farm.pages:,}")
+    print(f"  {run['seconds']:.2f} s, {served['requests']:,} requests, {files:,} files written")
+    return {"version": scrapy_version(), **crawl_figures(run, served, farm_cpu)}
+
+
+def check_report(path: Path, farm: Farm) -> dict[str, int]:
+    """Totals of the crawl's report; raises unless it has every site, all pages, no errors."""
+    try:
+        sites = json.loads(path.read_text())["sites"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise BenchError(f"no usable crawl report in {path}: {exc}") from exc
+    expected = set(farm.urls())
+    if {site["start_url"] for site in sites} != expected:
+        raise BenchError(f"the crawl report has {len(sites)} sites, not the {len(expected)} asked")
+    totals = {"pages": 0, "components": 0, "bytes": 0}
+    for site in sites:
+        if "failed" in site:
+            raise BenchError(f"the crawl of {site['start_url']} failed: {site['failed']}")
+        errors = sum(site["errors"].values())
+        if site["pages"] != farm.pages or errors:
+            raise BenchError(
+                f"the crawl report says {site['start_url']}: {site['pages']} pages,"
+                f" {errors} errors (expected {farm.pages} pages, no errors)"
+            )
+        for key in totals:
+            totals[key] += site[key]
+    return totals
+
+
+def cluster_pids(data: Path) -> list[int]:
+    return [int(path.read_text()) for path in (data / RUN_DIR).glob("*.pid")]
+
+
+def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
+    data = work / "cluster"
+    config = data / CONFIG_FILE
+    report = work / "crawl-report.json"
+    try:
+        checked(
+            dlweb(
+                "up", "--data", str(data), "--proxy-port", "0", "--nodes", "1", "--replicas", "1"
+            ),
+            "dlweb up",
+        )
+        command = dlweb("crawl", *farm.urls(), "-c", str(config), "--delay", "0")
+        for name, ip in farm.hosts().items():
+            command += ["--resolve", f"{name}:{ip}"]
+        command += ["--agents", str(agents), "--report", str(report)]
+        cluster = cluster_pids(data)
+        cpu = cpu_seconds([farm.pid]), cpu_seconds(cluster)
+        try:
+            run = measured(command, work / "crawl.log", "dlweb crawl")
+        except BenchError as exc:
+            if "invalid choice: 'crawl'" in str(exc):
+                raise BenchError("this dlweb has no `crawl` command (invalid choice)") from exc
+            raise
+        farm_cpu, cluster_cpu = cpu_seconds([farm.pid]) - cpu[0], cpu_seconds(cluster) - cpu[1]
+        served = check_farm(farm, "dlweb crawl")
+        stored = check_report(report, farm)
+        print(
+            f"  {run['seconds']:.2f} s, {served['requests']:,} requests; report:"
+            f" {stored['pages']:,} pages, {stored['components']:,} components,"
+            f" {stored['bytes'] / MB:.1f} MB"
+        )
+        figures = crawl_figures(run, served, farm_cpu)
+        return {**figures, "agents": agents, "report": stored, "cluster_cpu_s": cluster_cpu}
+    finally:
+        subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
+    report: dict[str, Any] = {"sites": args.sites, "pages": args.pages}
+    try:
+        with running_farm(work, args.sites, args.pages) as farm:
+            print(f"farm: {args.sites} sites of {args.pages} pages on port {farm.port}")
+            if not args.skip_scrapy:
+                print("Scrapy: 100 requests at once, one per site, pages written to files ...")
+                report["scrapy"] = bench_scrapy(work, farm)
+                farm.reset()
+            if not args.skip_dlweb:
+                print(f"dlweb crawl: {args.agents} agents into a cluster (1 node, replica 1) ...")
+                try:
+                    report["dlweb"] = bench_dlweb(work, farm, args.agents)
+                except BenchError as exc:
+                    report["dlweb_failed"] = str(exc)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+    targets: dict[str, bool | None] = {"speed": None, "agent_memory": None}
+    if "dlweb" in report:
+        agent_pss = report["dlweb"]["memory"]["child_max"]["pss_mb"]
+        targets["agent_memory"] = 0 < agent_pss <= TARGET_AGENT_MB
+    if "scrapy" in report and "dlweb" in report:
+        ours, peer = report["dlweb"], report["scrapy"]
+        report["ratios"] = {
+            "pages_per_s": ours["pages_per_s"] / peer["pages_per_s"],
+            "pss": ours["memory"]["total_pss_mb"] / peer["memory"]["command"]["pss_mb"],
+        }
+        targets["speed"] = report["ratios"]["pages_per_s"] >= TARGET_SPEED
+    report["targets"] = targets
+    return report
+
+
+def memory_line(label: str, rss: str, pss: float) -> str:
+    return f"    {label:<26}{rss:>9}{pss:>9.1f}"
+
+
+def show(report: dict[str, Any]) -> None:
+    total = report["sites"] * report["pages"]
+    print()
+    print(
+        f"Crawl of {report['sites']} sites x {report['pages']} pages ({total:,} pages),"
+        " no delay, one request at a time per site"
+    )
+    rows = []
+    if "scrapy" in report:
+        rows.append((f"Scrapy {report['scrapy']['version']}", report["scrapy"]))
+    if "dlweb" in report:
+        rows.append((f"dlweb, {report['dlweb']['agents']} agents", report["dlweb"]))
+    if rows:
+        print(f"  {'':<22}{'pages':>8}{'seconds':>9}{'pages/s':>9}{'CPU s':>7}{'farm CPU s':>11}")
+    for label, row in rows:
+        print(
+            f"  {label:<22}{row['pages']:>8,}{row['seconds']:>9.2f}{row['pages_per_s']:>9,.0f}"
+            f"{row['cpu_s']:>7.1f}{row['farm_cpu_s']:>11.1f}"
+        )
+    if rows:
+        print(f"  {'peak memory (MB = 2^20 bytes)':<28}{'RSS':>9}{'PSS':>9}")
+    if "scrapy" in report:
+        process = report["scrapy"]["memory"]["command"]
+        print(memory_line("Scrapy process", f"{process['rss_mb']:.1f}", process["pss_mb"]))
+    if "dlweb" in report:
+        memory = report["dlweb"]["memory"]
+        command, agent = memory["command"], memory["child_max"]
+        print(memory_line("dlweb command process", f"{command['rss_mb']:.1f}", command["pss_mb"]))
+        label = f"dlweb agent (max of {memory['children']})"
+        print(memory_line(label, f"{agent['rss_mb']:.1f}", agent["pss_mb"]))
+        print(memory_line("dlweb, all processes", "", memory["total_pss_mb"]))
+        print(f"  cluster CPU during the crawl: {report['dlweb']['cluster_cpu_s']:.1f} s")
+    if "dlweb_failed" in report:
+        print(f"  dlweb: FAILED: {report['dlweb_failed']}")
+    if "ratios" in report:
+        print(f"  ratio (dlweb / Scrapy, pages/s)         {report['ratios']['pages_per_s']:>7.2f}")
+        print(f"  ratio (dlweb / Scrapy, total peak PSS)  {report['ratios']['pss']:>7.2f}")
+    print()
+    speed, memory_met = report["targets"]["speed"], report["targets"]["agent_memory"]
+    print(
+        f"target: dlweb pages/s >= {TARGET_SPEED:g}x Scrapy's, storage included: {verdict(speed)}"
+    )
+    print(f"target: <= {TARGET_AGENT_MB:g} MB (peak PSS) per site agent: {verdict(memory_met)}")
+
+
+def verdict(met: bool | None) -> str:
+    return "n/a" if met is None else "PASS" if met else "MISS"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sites", type=int, default=100, help="sites in the farm (2 or more)")
+    parser.add_argument("--pages", type=int, default=100, help="pages per site (up to 400)")
+    parser.add_argument("--agents", type=int, default=8, help="dlweb's site-crawler agents")
+    parser.add_argument("--skip-scrapy", action="store_true", help="run dlweb only")
+    parser.add_argument("--skip-dlweb", action="store_true", help="run Scrapy only")
+    parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    if args.skip_scrapy and args.skip_dlweb:
+        parser.error("--skip-scrapy and --skip-dlweb leave nothing to run")
+    signal.signal(signal.SIGTERM, interrupt)
+    started = time.monotonic()
+    try:
+        report = run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted; crawlers, farm and cluster stopped, files removed", file=sys.stderr)
+        return 130
+    except (BenchError, OSError, RuntimeError) as exc:
+        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
+        return 1
+    show(report)
+    print(f"\nfull run took {time.monotonic() - started:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 1 if "dlweb_failed" in report else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
