@@ -79,7 +79,10 @@ class ArchiveAddon:
         try:
             replayed = await self.replayer.replay(url, at)
         except NotFound as exc:
-            log.debug("not archived: %s", exc)
+            if self.log_requests:
+                log.info("not archived %s %s %s", client, request.method, url)
+            else:
+                log.debug("not archived: %s", exc)
             if self.live_allowed and self.settings.get(client).live:
                 # Left to mitmproxy, which fetches it from the web; marked in `response`.
                 flow.metadata[LIVE] = True

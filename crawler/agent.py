@@ -1,0 +1,124 @@
+"""`dlweb crawler-agent`: a site crawler serving a scheduler, as a HIP slave of it.
+
+The scheduler calls `crawl` with an order (the agent answers at once and crawls in the
+background), `status` for the monitoring figures, `clone` to start one more agent like this one,
+and `stop`. When a site is done, the agent calls the scheduler's `site_done` with the report,
+again until it is acknowledged, so a report is never lost to a dropped connection.
+"""
+
+import argparse
+import asyncio
+import logging
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from archive.cli import standalone
+from archive.cluster import ClusterClient
+from archive.config import load_config
+from archive.errors import DlwebError
+from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
+
+from .order import Order
+from .pool import Agent
+
+__all__ = ["AgentService", "run"]
+
+log = logging.getLogger(__name__)
+
+RETRY_REPORT = 2.0
+
+
+class AgentService:
+    def __init__(self, agent: Agent, client: ClusterClient, argv: list[str]) -> None:
+        self.agent = agent
+        self.client = client
+        self.argv = argv
+        self.slave: HipSlave | None = None
+        self.stopped = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def handlers(self) -> dict[str, Any]:
+        return {
+            "crawl": self._crawl,
+            "status": self._status,
+            "clone": self._clone,
+            "stop": self._stop,
+        }
+
+    async def _crawl(self, _: Peer, params: Any) -> dict[str, Any]:
+        if self._task is not None and not self._task.done():
+            raise RemoteError("busy", f"{self.agent.name} is crawling {self.agent.progress.site}")
+        try:
+            order = Order.from_json(params)
+        except DlwebError as exc:
+            raise RemoteError("bad_params", str(exc)) from None
+        self._task = asyncio.create_task(self._run(order))
+        return {"accepted": order.delimitation.start_url}
+
+    async def _run(self, order: Order) -> None:
+        try:
+            report = await self.agent.crawl(self.client, order)
+        except DlwebError as exc:
+            report = {"start_url": order.delimitation.start_url, "failed": str(exc)}
+        assert self.slave is not None
+        while True:
+            try:
+                await self.slave.call("site_done", {"agent": self.agent.name, "report": report})
+                return
+            except (HipError, RemoteError) as exc:
+                log.warning("report of %s not delivered yet: %s", order.delimitation.start_url, exc)
+                await asyncio.sleep(RETRY_REPORT)
+
+    async def _status(self, _: Peer, params: Any) -> dict[str, Any]:
+        return self.agent.status()
+
+    async def _clone(self, _: Peer, params: Any) -> dict[str, Any]:
+        """Start one more agent with this one's arguments; it joins the scheduler by itself."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "crawler.agent", *self.argv], start_new_session=True
+        )
+        return {"pid": process.pid}
+
+    async def _stop(self, _: Peer, params: Any) -> dict[str, Any]:
+        self.stopped.set()
+        return {"stopping": self.agent.name}
+
+
+async def _serve(args: argparse.Namespace, argv: list[str]) -> None:
+    config = load_config(args.config)
+    agent = Agent(config, args.work, name=args.name or "", monitor=args.monitor)
+    await agent.serve_monitor()
+    async with ClusterClient(config, agent.name) as client:
+        service = AgentService(agent, client, argv)
+        slave = HipSlave(
+            hip_url(args.scheduler), config.secret, agent.name, service.handlers(), role="crawler"
+        )
+        service.slave = slave
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, service.stopped.set)
+        await slave.start()
+        try:
+            await service.stopped.wait()
+        finally:
+            await slave.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    args.work.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_serve(args, _own_argv()))
+    return 0
+
+
+def _own_argv() -> list[str]:
+    """This agent's arguments, for a clone (the subcommand name dropped)."""
+    argv = sys.argv[1:]
+    return argv[1:] if argv[:1] == ["crawler-agent"] else argv
+
+
+if __name__ == "__main__":
+    from .cli import add_agent_arguments
+
+    sys.exit(standalone("python -m crawler.agent", "dlweb site crawler agent", add_agent_arguments))

@@ -1,0 +1,243 @@
+"""`dlweb crawl`: crawl whole websites into the cluster, one site per agent at a time."""
+
+import argparse
+import ipaddress
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from archive.cli import add_config_option, checked_directory, parse_listen, standalone
+from archive.config import load_config
+from archive.errors import DlwebError
+
+from .order import BadOrder, Order
+
+__all__ = ["add_agent_arguments", "add_arguments", "register", "register_agent"]
+
+
+def parse_resolve(text: str) -> tuple[str, str]:
+    """An argparse type for HOST:IP (IPv6 addresses in brackets or bare after the first colon)."""
+    host, sep, address = text.partition(":")
+    address = address.strip("[]")
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:IP") from None
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:IP")
+    return host.lower(), address
+
+
+def non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def _orders(args: argparse.Namespace) -> list[Order]:
+    resolve: dict[str, list[str]] = {}
+    for host, address in args.resolve or []:
+        resolve.setdefault(host, []).append(address)
+    if args.previous is not None and len(args.urls) > 1:
+        raise BadOrder("--previous names one site's signature file: give one start URL with it")
+    politeness = {
+        "delay": args.delay,
+        "burst": args.burst,
+        "read_timeout": args.timeout,
+        "connect_timeout": args.timeout,
+        "max_size": args.max_size,
+        "max_pages": args.max_pages,
+        "max_bytes": args.max_bytes,
+        "period": args.period,
+    }
+    orders = []
+    for url in args.urls:
+        order: dict[str, Any] = {
+            "start_url": url,
+            "accept": args.accept or "",
+            "reject": args.reject or "",
+            "keywords": [k.strip() for k in (args.keywords or "").split(",") if k.strip()],
+            "politeness": politeness,
+            "resolve": resolve,
+        }
+        if args.depth is not None:
+            order["max_depth"] = args.depth
+        if args.dynamic_depth is not None:
+            order["max_dynamic_depth"] = args.dynamic_depth
+        if args.previous is not None:
+            order["previous"] = str(args.previous)
+        orders.append(Order.from_json(order))
+    return orders
+
+
+def _summary(report: dict[str, Any]) -> str:
+    if "failed" in report:
+        return f"{report['start_url']}: FAILED: {report['failed']}"
+    errors = ", ".join(f"{k} {n}" for k, n in sorted(report["errors"].items())) or "none"
+    return (
+        f"{report['start_url']}: {report['pages']} pages, {report['components']} components,"
+        f" {report['bytes'] / 1e6:.1f} MB, {report['new_contents']} new contents,"
+        f" {report['not_modified']} not modified, {report['uploaded']} uploaded,"
+        f" {len(report['external_links'])} external links, robots-excluded"
+        f" {report['robots_excluded']}, traps {report['traps']}; errors: {errors};"
+        f" {report['seconds']:.1f} s"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .pool import crawl_sites
+
+    config = load_config(args.config)
+    orders = _orders(args)
+    if args.previous is not None and not args.previous.is_file():
+        raise DlwebError(f"--previous {args.previous}: no such file")
+    work = checked_directory(args.work, "--work") if args.work else None
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="dlweb-crawl-") as scratch:
+        reports = crawl_sites(
+            config, orders, work or Path(scratch), agents=args.agents, monitor=args.monitor
+        )
+    seconds = time.monotonic() - started
+    for report in reports:
+        print(_summary(report))
+    pages = sum(r.get("pages", 0) + r.get("components", 0) for r in reports)
+    print(f"{len(reports)} sites, {pages} documents in {seconds:.1f} s ({pages / seconds:.1f}/s)")
+    if args.report is not None:
+        temporary = args.report.with_name(args.report.name + ".part")
+        temporary.write_text(json.dumps({"sites": reports}, indent=1), encoding="utf-8")
+        os.replace(temporary, args.report)
+    return 1 if any("failed" in r for r in reports) else 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("urls", nargs="+", metavar="URL", help="start URL of a site (one per site)")
+    parser.add_argument(
+        "--accept",
+        help="what belongs to the site, e.g. '//example.org OR .example.org' (default: the start URL's host and its subdomains)",
+    )
+    parser.add_argument("--reject", help="what does not, even if accepted")
+    parser.add_argument("--depth", type=int, help="levels of page links to follow (default 150)")
+    parser.add_argument(
+        "--dynamic-depth", type=int, help="levels for dynamic-looking URLs (default 5)"
+    )
+    parser.add_argument(
+        "--resolve",
+        type=parse_resolve,
+        action="append",
+        metavar="HOST:IP",
+        help="use this address for this host name (repeat; several for one host are used in turn)",
+    )
+    parser.add_argument(
+        "--delay",
+        type=non_negative,
+        default=1.0,
+        help="seconds owed to a server after each request (default 1; robots.txt Crawl-delay may ask for more)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=non_negative,
+        default=10.0,
+        help="owed seconds are paid as one pause once this large (default 10)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=non_negative,
+        default=30.0,
+        help="seconds to wait for a connection or for data (default 30)",
+    )
+    parser.add_argument(
+        "--max-size",
+        type=positive_int,
+        default=100 * 1024 * 1024,
+        help="bytes kept of one response (default 100 MiB)",
+    )
+    parser.add_argument(
+        "--max-pages",
+        type=int,
+        default=0,
+        help="at most this many requests per period and site (default: no limit)",
+    )
+    parser.add_argument(
+        "--max-bytes", type=int, default=0, help="at most this many bytes per period and site"
+    )
+    parser.add_argument(
+        "--period",
+        type=non_negative,
+        default=60.0,
+        help="the period of --max-pages and --max-bytes, in seconds (default 60)",
+    )
+    parser.add_argument("--keywords", help="comma-separated words counted in the sites' text")
+    parser.add_argument(
+        "--previous",
+        type=Path,
+        help="the signature file of this site's previous crawl: conditional requests, known contents",
+    )
+    parser.add_argument(
+        "--work", type=Path, help="folder for queues and signature files (default: a temporary one)"
+    )
+    parser.add_argument(
+        "--agents",
+        type=positive_int,
+        default=1,
+        help="site crawler agents, each crawling one site at a time (default 1)",
+    )
+    parser.add_argument(
+        "--monitor",
+        type=parse_listen,
+        metavar="HOST:PORT",
+        help="serve each agent's monitoring page (agent N on PORT+N; port 0: any free port)",
+    )
+    parser.add_argument(
+        "--report", type=Path, help="write every site's report as JSON to this file"
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_run)
+
+
+def _run_agent(args: argparse.Namespace) -> int:
+    from .agent import run
+
+    return run(args)
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scheduler", required=True, help="the scheduler's URL (http://host:port)")
+    parser.add_argument("--name", help="this agent's name (default: crawler-PID)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("dlweb-crawler"),
+        help="folder for queues and signature files (default ./dlweb-crawler)",
+    )
+    parser.add_argument(
+        "--monitor", type=parse_listen, metavar="HOST:PORT", help="serve the monitoring page"
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_run_agent)
+
+
+def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_agent_arguments(
+        subparsers.add_parser("crawler-agent", help="run a site crawler agent for a scheduler")
+    )
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_arguments(subparsers.add_parser("crawl", help="crawl websites into the cluster"))
+
+
+def main() -> int:
+    return standalone("python -m crawler", "dlweb site crawler", add_arguments)

@@ -1,0 +1,172 @@
+"""Running site crawls: one agent crawls one site at a time; several agents are forked clones.
+
+Clones are forked after everything is imported, so the interpreter, the libraries and the parsers
+are shared copy-on-write: each clone's own memory is its event loop, its connections and the
+compact structures of the site it is crawling.
+"""
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import queue
+import re
+import resource
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archive.cluster import ClusterClient
+from archive.config import ClusterConfig
+from archive.errors import DlwebError
+
+from .monitor import start_monitor
+from .order import Order
+from .site import Progress, SiteCrawler
+
+__all__ = ["Agent", "crawl_sites"]
+
+log = logging.getLogger(__name__)
+
+
+def signature_path(work: Path, start_url: str) -> Path:
+    """Where a crawl of this site leaves its signature file: host and time in the name."""
+    host = re.sub(r"[^a-z0-9.-]+", "_", start_url.split("//", 1)[-1].split("/", 1)[0].lower())
+    stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    return work / f"{host}-{stamp}-{os.getpid()}.signatures"
+
+
+@dataclass
+class Agent:
+    """One site crawler agent: its cluster connection, its monitoring page, its state."""
+
+    config: ClusterConfig
+    work: Path
+    name: str = ""
+    monitor: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"crawler-{os.getpid()}"
+        self.progress = Progress()
+        self.state = "idle"
+        self.errors: dict[str, int] = {}
+        self.monitor_url = ""
+
+    def status(self) -> dict[str, Any]:
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return {
+            "name": self.name,
+            "state": self.state,
+            "pid": os.getpid(),
+            "crawl": self.progress.to_json(),
+            "errors": self.errors,
+            "rss_mb": round(rss, 1),
+        }
+
+    async def crawl(self, client: ClusterClient, order: Order) -> dict[str, Any]:
+        self.state = "crawling"
+        self.progress.pages = self.progress.fetched = self.progress.errors = 0
+        work = self.work / f"site-{os.getpid()}"
+        try:
+            report = await SiteCrawler(order, client, work, self.progress).run(
+                signature_path(self.work, order.delimitation.start_url)
+            )
+        finally:
+            self.state = "idle"
+        for kind, n in report.errors.items():
+            self.errors[kind] = self.errors.get(kind, 0) + n
+        return report.to_json()
+
+    async def serve_monitor(self) -> None:
+        if self.monitor is None:
+            return
+        host, port = self.monitor
+        runner = await start_monitor(host, port, self.status)
+        address = runner.addresses[0]
+        self.monitor_url = f"http://{address[0]}:{address[1]}/"
+        log.info("%s: monitoring page at %s", self.name, self.monitor_url)
+
+
+async def _crawl_in_turn(agent: Agent, orders: Sequence[Order]) -> list[dict[str, Any]]:
+    await agent.serve_monitor()
+    reports = []
+    async with ClusterClient(agent.config, agent.name) as client:
+        for order in orders:
+            reports.append(await _one(agent, client, order))
+    return reports
+
+
+async def _one(agent: Agent, client: ClusterClient, order: Order) -> dict[str, Any]:
+    try:
+        return await agent.crawl(client, order)
+    except DlwebError as exc:
+        log.error("%s: site not crawled: %s", order.delimitation.start_url, exc)
+        return {"start_url": order.delimitation.start_url, "failed": str(exc)}
+
+
+def _clone(
+    config: ClusterConfig,
+    work: Path,
+    monitor: tuple[str, int] | None,
+    sites: "multiprocessing.SimpleQueue[Order | None]",
+    results: "multiprocessing.Queue[dict[str, Any]]",
+) -> None:
+    """A forked agent: takes sites from the shared queue until it is empty."""
+    agent = Agent(config, work, monitor=monitor)
+
+    async def loop() -> None:
+        await agent.serve_monitor()
+        async with ClusterClient(config, agent.name) as client:
+            while (order := sites.get()) is not None:
+                results.put(await _one(agent, client, order))
+
+    try:
+        asyncio.run(loop())
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        log.error("%s stopped: %s", agent.name, traceback.format_exc())
+        os._exit(1)
+
+
+def crawl_sites(
+    config: ClusterConfig,
+    orders: Sequence[Order],
+    work: Path,
+    agents: int = 1,
+    monitor: tuple[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """Crawl every site with `agents` agents; one report per site, in the orders' order."""
+    work.mkdir(parents=True, exist_ok=True)
+    if agents <= 1 or len(orders) <= 1:
+        return asyncio.run(_crawl_in_turn(Agent(config, work, monitor=monitor), orders))
+    context = multiprocessing.get_context("fork")
+    sites: multiprocessing.SimpleQueue[Order | None] = context.SimpleQueue()
+    results: multiprocessing.Queue[dict[str, Any]] = context.Queue()
+    for order in orders:
+        sites.put(order)
+    clones = []
+    for number in range(min(agents, len(orders))):
+        sites.put(None)
+        port = None if monitor is None else (monitor[0], monitor[1] + number if monitor[1] else 0)
+        clone = context.Process(target=_clone, args=(config, work, port, sites, results))
+        clone.start()
+        clones.append(clone)
+    reports: dict[str, dict[str, Any]] = {}
+    while len(reports) < len(orders):
+        try:
+            report = results.get(timeout=0.5)
+        except queue.Empty:
+            if any(clone.is_alive() for clone in clones):
+                continue
+            break
+        reports[report["start_url"]] = report
+    for clone in clones:
+        clone.join()
+    missing = [o.delimitation.start_url for o in orders if o.delimitation.start_url not in reports]
+    for url in missing:
+        reports[url] = {"start_url": url, "failed": "its agent stopped"}
+    return [reports[o.delimitation.start_url] for o in orders]

@@ -1,0 +1,421 @@
+"""One site's crawl: breadth-first over page links, each page's components fetched at once.
+
+Page links (a click away) go to the next level's queue when they are inside the delimitation;
+component links (what the browser loads with the page: images, scripts, style sheets, frames,
+redirect targets) are fetched right after their page, depth-first, so a page is archived with
+everything needed to see it. Requisite components are fetched even outside the site.
+"""
+
+import hashlib
+import logging
+import time
+import zlib
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin
+
+from archive.cluster import ClusterClient, NewCapture
+from archive.errors import DlwebError
+from archive.structure import RecordFlag, RecordKind
+from archive.urlkey import BadUrl, canonical_url
+
+from . import parsers
+from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
+from .frontier import Frontier, SeenSet
+from .links import Link, LinkKind
+from .order import Order, Signature, SignatureLog, read_signatures
+from .report import SiteReport
+from .robots import Robots, origin_of
+from .storage import CaptureSink
+from .traps import TrapGuard
+
+__all__ = ["Progress", "SiteCrawler"]
+
+log = logging.getLogger(__name__)
+
+ROBOTS_AGENT = "dlweb-crawler"
+MAX_REDIRECTS = 10
+MAX_PARSED = 16 * 1024 * 1024  # a decoded document is parsed up to this size
+LAST_URLS = 20
+
+
+@dataclass
+class Progress:
+    """What the agent's monitoring page shows, updated as the crawl goes."""
+
+    site: str = ""
+    started: float = 0.0
+    fetched: int = 0
+    pages: int = 0
+    errors: int = 0
+    queues: dict[int, int] = field(default_factory=dict)
+    last: deque[str] = field(default_factory=lambda: deque(maxlen=LAST_URLS))
+    sites_done: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        elapsed = time.time() - self.started if self.started else 0.0
+        return {
+            "site": self.site,
+            "fetched": self.fetched,
+            "pages": self.pages,
+            "errors": self.errors,
+            "pages_per_second": round(self.pages / elapsed, 2) if elapsed > 0 else 0.0,
+            "queues": {str(level): n for level, n in sorted(self.queues.items())},
+            "last_urls": list(self.last),
+            "sites_done": self.sites_done,
+        }
+
+
+class SiteCrawler:
+    def __init__(
+        self,
+        order: Order,
+        client: ClusterClient,
+        work: Path,
+        progress: Progress | None = None,
+    ) -> None:
+        self.order = order
+        self.delimitation = order.delimitation
+        self.client = client
+        self.work = work
+        self.progress = progress or Progress()
+        self.report = SiteReport(order.delimitation.start_url)
+        self.seen = SeenSet()
+        self.traps = TrapGuard()
+        self.previous: dict[str, Signature] = {}
+        self.known: set[str] = set()
+        self._sink = CaptureSink(client)
+        self._fetcher: Fetcher | None = None
+        self._robots = Robots(ROBOTS_AGENT, self._fetch_robots)
+
+    async def run(self, signature_path: Path) -> SiteReport:
+        """Crawl the site; the report is returned once every capture is stored."""
+        if self.order.previous is not None:
+            self.previous = read_signatures(self.order.previous)
+            self.known = {s.content for s in self.previous.values()}
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.progress.site = self.delimitation.start_url
+        self.progress.started = time.time()
+        signatures = SignatureLog(signature_path)
+        frontier = Frontier(self.work / "queues")
+        try:
+            async with Fetcher(
+                self.order.politeness, Resolver(self.order.resolve), self.work
+            ) as self._fetcher:
+                await self._crawl(frontier, signatures)
+            stored = await self._sink.flush()
+        except BaseException:
+            self._sink.abandon()
+            signatures.abandon()
+            raise
+        finally:
+            frontier.close()
+        signatures.commit()
+        self.report.uploaded = stored.uploaded
+        self.report.uploaded_bytes = stored.bytes
+        self.report.signature_file = str(signature_path)
+        self.report.finished = time.time()
+        self.progress.sites_done += 1
+        return self.report
+
+    async def _crawl(self, frontier: Frontier, signatures: SignatureLog) -> None:
+        self._signatures = signatures
+        start = self._canonical(self.delimitation.start_url)
+        if start is None:
+            raise DlwebError(f"start URL {self.delimitation.start_url!r} is not a valid URL")
+        self.seen.add(start)
+        frontier.push(start, 0, "")
+        sitemaps_done = False
+        while (item := frontier.next()) is not None:
+            url, level, via = item
+            self.progress.queues = frontier.sizes()
+            await self._page(url, level, frontier, requisite=level == 0)
+            if not sitemaps_done:
+                sitemaps_done = True
+                for sitemap in self._robots.sitemaps.get(origin_of(start), []):
+                    if (canonical := self._canonical(sitemap)) is not None:
+                        self._queue_page(canonical, "", 1, frontier)
+
+    # -- one page and its components -------------------------------------------------------
+
+    async def _page(self, url: str, level: int, frontier: Frontier, requisite: bool) -> None:
+        self.report.levels[level] += 1
+        self.report.pages += 1
+        self.progress.pages += 1
+        components: list[tuple[Link, bool]] = []
+        for link in await self._visit(url, requisite):
+            self._route(link, level, frontier, components, requisite)
+        # Depth-first among the page's components: a style sheet's images come with it.
+        stack = list(reversed(components))
+        while stack:
+            link, inherited = stack.pop()
+            self.report.components += 1
+            found = await self._visit(link.url, link.requisite or inherited)
+            nested: list[tuple[Link, bool]] = []
+            for child in found:
+                self._route(child, level, frontier, nested, link.requisite or inherited)
+            stack.extend(reversed(nested))
+
+    def _route(
+        self,
+        link: Link,
+        level: int,
+        frontier: Frontier,
+        components: list[tuple[Link, bool]],
+        requisite: bool,
+    ) -> None:
+        """Send a link where it belongs: fetched now, queued for the next level, or reported."""
+        if link.kind is LinkKind.STREAM:
+            self.report.listed(self.report.streams, link.url)
+            return
+        if link.kind is LinkKind.FEED:
+            self.report.listed(self.report.feeds, link.url)
+        url = self._canonical(link.url)
+        if url is None:
+            return
+        if link.kind is LinkKind.COMPONENT:
+            # A redirect target is needed as much as what redirected to it.
+            needed = link.requisite or (requisite and link.text == _REDIRECT)
+            if not needed and not self.delimitation.inside(url):
+                self.report.external_link(url, link.text)
+            elif self._new(url):
+                components.append((Link(url, link.kind, needed, link.text), requisite))
+            return
+        self._queue_page(url, link.text, level + 1, frontier)
+
+    def _queue_page(self, url: str, text: str, level: int, frontier: Frontier) -> None:
+        if not self.delimitation.inside(url):
+            self.report.external_link(url, text)
+        elif self.delimitation.allows_depth(url, level) and self._new(url):
+            frontier.push(url, level, "")
+
+    def _new(self, url: str) -> bool:
+        """True for a canonical URL never met before that is not a trap."""
+        if not self.seen.add(url):
+            return False
+        trap = self.traps.check(url)
+        if trap is not None:
+            self.report.traps += 1
+            log.info("%s: not followed: %s", url, trap)
+            return False
+        return True
+
+    def _canonical(self, url: str) -> str | None:
+        try:
+            return canonical_url(url)
+        except BadUrl as exc:
+            self.report.error("invalid-url")
+            log.info("invalid URL skipped: %s", exc)
+            return None
+
+    async def _visit(self, url: str, requisite: bool) -> list[Link]:
+        """Fetch and store one URL; the links found in it (a redirect's target among them)."""
+        if not await self._robots.allowed(url):
+            self.report.robots_excluded += 1
+            return []
+        fetched = await self._download(url)
+        if fetched is None:
+            return []
+        try:
+            return await self._keep(fetched)
+        finally:
+            fetched.body.discard()
+
+    async def _download(self, url: str, conditional: bool = True) -> Fetched | None:
+        assert self._fetcher is not None
+        previous = self.previous.get(url) if conditional else None
+        conditions = []
+        if previous is not None and previous.etag:
+            conditions.append(("If-None-Match", previous.etag))
+        if previous is not None and previous.last_modified:
+            conditions.append(("If-Modified-Since", previous.last_modified))
+        self.progress.last.append(url)
+        self.progress.fetched += 1
+        try:
+            fetched = await self._fetcher.fetch(url, conditions)
+        except FetchError as exc:
+            self.report.error(exc.kind)
+            self.progress.errors += 1
+            log.info("%s", exc)
+            return None
+        if self.order.politeness.delay and (delay := self._robots.delays.get(origin_of(url))):
+            self._fetcher.set_delay(delay)
+        return fetched
+
+    async def _fetch_robots(self, url: str) -> Fetched | None:
+        # Always in full: the rules must be read, and the file is small.
+        fetched = await self._download(url, conditional=False)
+        if fetched is None:
+            return None
+        try:
+            await self._keep(fetched, parse=False)
+        except BaseException:
+            fetched.body.discard()
+            raise
+        return fetched
+
+    async def _keep(self, fetched: Fetched, parse: bool = True) -> list[Link]:
+        """Store the capture; parse it for links when it is a document."""
+        previous = self.previous.get(fetched.url)
+        if fetched.status == 304 and previous is not None:
+            return await self._not_modified(fetched, previous, parse)
+        header = hashlib.sha256(fetched.header_block).hexdigest()
+        self.report.bytes += fetched.size
+        self.report.content_types[_media_type(fetched.content_type)] += 1
+        if fetched.sha256 in self.known:
+            self.report.known_contents += 1
+        else:
+            self.report.new_contents += 1
+        if fetched.truncated:
+            self.report.error("too-large")
+        if fetched.status >= 400:
+            self.report.error(f"http-{fetched.status // 100}xx")
+        await self._sink.add(
+            NewCapture(
+                url=fetched.url,
+                time=fetched.time,
+                content=fetched.sha256,
+                header=header,
+                status=fetched.status,
+                size=fetched.size,
+                header_size=len(fetched.header_block),
+                flags=int(RecordFlag.TRUNCATED if fetched.truncated else RecordFlag.NONE),
+            ),
+            [(fetched.sha256, _kept(fetched.body)), (header, fetched.header_block)],
+        )
+        self._signatures.add(
+            Signature(
+                url=fetched.url,
+                content=fetched.sha256,
+                header=header,
+                status=fetched.status,
+                size=fetched.size,
+                header_size=len(fetched.header_block),
+                content_type=fetched.content_type or "",
+                etag=fetched.header("etag") or "",
+                last_modified=fetched.header("last-modified") or "",
+            )
+        )
+        if 300 <= fetched.status < 400:
+            return self._redirect(fetched)
+        if not parse or fetched.truncated:
+            return []
+        return self._parse(fetched.url, fetched.content_type, _decoded(fetched))
+
+    async def _not_modified(self, fetched: Fetched, previous: Signature, parse: bool) -> list[Link]:
+        """Record the unchanged capture; its links come from the archived copy."""
+        self.report.not_modified += 1
+        self.report.known_contents += 1
+        await self._sink.add(
+            NewCapture(
+                url=fetched.url,
+                time=fetched.time,
+                content=previous.content,
+                header=previous.header,
+                status=previous.status,
+                size=previous.size,
+                header_size=previous.header_size,
+                kind=RecordKind.NOT_MODIFIED.name.lower(),
+            ),
+            [],
+        )
+        self._signatures.add(previous)
+        if not parse or parsers.parser_for(previous.url, previous.content_type, b"") is None:
+            return []
+        try:
+            body = await self.client.get_content(previous.content)
+        except DlwebError as exc:
+            self.report.error("archive-read")
+            log.info(
+                "%s: archived copy unreadable, its links are not followed: %s", fetched.url, exc
+            )
+            return []
+        try:
+            block = await self.client.get_content(previous.header)
+        except DlwebError:
+            block = b""
+        encoding = _header_value(block, b"content-encoding")
+        return self._parse(previous.url, previous.content_type, _decode(body, encoding))
+
+    def _redirect(self, fetched: Fetched) -> list[Link]:
+        location = fetched.header("location")
+        if not location or not location.strip():
+            self.report.error("broken-redirect")
+            log.info("%s: redirect status %d without a Location", fetched.url, fetched.status)
+            return []
+        target = urljoin(fetched.url, location.strip())
+        canonical = self._canonical(target)
+        if canonical is None:
+            self.report.error("broken-redirect")
+            return []
+        if canonical in self.seen:
+            if canonical == fetched.url:
+                self.report.error("redirect-loop")
+            return []
+        return [Link(canonical, LinkKind.COMPONENT, False, _REDIRECT)]
+
+    def _parse(self, url: str, content_type: str | None, chunks: Iterator[bytes]) -> list[Link]:
+        first = next(chunks, b"")
+        parser = parsers.parser_for(url, content_type, first[:512])
+        if parser is None:
+            return []
+        parser.feed(first)
+        for chunk in chunks:
+            parser.feed(chunk)
+        result = parser.close()
+        if result.problems:
+            self.report.error("malformed")
+            log.info("%s: %s", url, "; ".join(result.problems[:3]))
+        self.report.text.add(result.text, self.order.keywords)
+        return result.links
+
+
+# Marks the link a redirect produced, so it inherits its source's need to be fetched.
+_REDIRECT = "\x00redirect"
+
+
+def _kept(body: Body) -> Body:
+    """The body handed to the sink, which now owns its spill file."""
+    kept = Body(body.data, body.path)
+    body.path = None
+    return kept
+
+
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "").partition(";")[0].strip().lower() or "unknown"
+
+
+def _header_value(block: bytes, name: bytes) -> str | None:
+    for line in block.split(b"\r\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == name:
+            return value.strip().decode("latin-1")
+    return None
+
+
+def _decoded(fetched: Fetched) -> Iterator[bytes]:
+    encoding = fetched.header("content-encoding")
+    if not encoding or encoding.strip().lower() in ("identity", ""):
+        yield from fetched.body.chunks()
+        return
+    yield from _decode(b"".join(fetched.body.chunks()), encoding)
+
+
+def _decode(body: bytes, encoding: str | None) -> Iterator[bytes]:
+    """The bytes a parser reads: the content coding undone, within MAX_PARSED."""
+    coding = (encoding or "").strip().lower()
+    if coding in ("gzip", "x-gzip", "deflate"):
+        wbits = 47 if coding != "deflate" else 15
+        try:
+            yield zlib.decompressobj(wbits).decompress(body, MAX_PARSED)
+        except zlib.error:
+            try:
+                yield zlib.decompressobj(-15).decompress(body, MAX_PARSED)
+            except zlib.error:
+                return
+        return
+    if coding and coding != "identity":
+        return
+    yield body

@@ -1,0 +1,178 @@
+"""`dlweb crawl` against the local test web, into a real cluster: exhaustive, polite, bounded."""
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from archive.cluster import ClusterClient
+from archive.config import ClusterConfig
+from archive.structure import RecordKind
+from tests.crawler.sites import ALPHA, BETA, EXPECTED_ALPHA, GAMMA, TRAPS, Sites, expected_urls
+
+# Short limits so the slow and endless resources of the test web cost seconds, not minutes.
+QUICK = ("--delay", "0", "--timeout", "2", "--max-size", "200000")
+
+
+def requested(sites: Sites) -> Counter[tuple[str, str]]:
+    return Counter((entry["host"].split(":")[0], entry["path"]) for entry in sites.log())
+
+
+def start(sites: Sites) -> str:
+    return sites.url(ALPHA, "/")
+
+
+async def capture_kinds(config: ClusterConfig, urls: set[str]) -> dict[str, list[str]]:
+    """Every capture of each URL, by kind, as the archive answers."""
+    async with ClusterClient(config) as client:
+        found = {}
+        for url in sorted(urls):
+            found[url] = [RecordKind(c.kind).name for c in await client.captures(url)]
+        return found
+
+
+@pytest.fixture
+def alpha_crawl(cluster_factory: Any, crawl: Any, sites: Sites) -> tuple[Any, Any]:
+    cluster = cluster_factory(nodes=2, replicas=1)
+    return cluster, crawl(cluster, *QUICK, start(sites))
+
+
+def test_every_page_and_requisite_is_fetched_and_stored(alpha_crawl, sites):
+    cluster, done = alpha_crawl
+    asked = requested(sites)
+    missing = EXPECTED_ALPHA["fetched"] - set(asked)
+    assert not missing, f"never requested: {sorted(missing)}\n{done.output}"
+    # Every URL answered with a response is in the archive (bad ones: at least asked for).
+    stored = expected_urls("fetched", sites.port) - expected_urls("bad", sites.port)
+    kinds = asyncio.run(capture_kinds(cluster.config, stored))
+    assert all(kinds[url] == ["RESPONSE"] for url in stored), {
+        url: k for url, k in kinds.items() if k != ["RESPONSE"]
+    }
+    report = done.report
+    assert report["pages"] >= len(EXPECTED_ALPHA["pages"])
+    assert report["new_contents"] > 0 and report["uploaded"] > 0
+
+
+def test_requisite_on_another_host_fetched_and_external_page_reported_not_followed(
+    alpha_crawl, sites
+):
+    _, done = alpha_crawl
+    hosts = {host for host, _ in requested(sites)}
+    assert BETA in hosts
+    assert GAMMA not in hosts
+    external = {link["url"] for link in done.report["external_links"]}
+    assert expected_urls("external", sites.port) <= external
+
+
+def test_robots_exclusions_honoured(alpha_crawl, sites):
+    _, done = alpha_crawl
+    asked = requested(sites)
+    assert not EXPECTED_ALPHA["never"] & set(asked)
+    assert done.report["robots_excluded"] >= 1
+    assert asked[(ALPHA, "/robots.txt")] == 1
+
+
+def test_traps_stay_bounded(alpha_crawl, sites):
+    _, done = alpha_crawl
+    asked = requested(sites)
+    for prefix in TRAPS:
+        count = sum(
+            n for (host, path), n in asked.items() if host == ALPHA and path.startswith(prefix)
+        )
+        assert 1 <= count <= 40, (prefix, count)
+    assert done.report["traps"] >= 1
+
+
+def test_one_request_at_a_time_per_server_and_each_url_once(alpha_crawl, sites):
+    _, _ = alpha_crawl
+    stats = sites.stats()
+    assert all(address["max_in_flight"] <= 1 for address in stats.values()), stats
+    assert max(requested(sites).values()) == 1
+    # Connections are kept alive: far fewer connections than requests to alpha.
+    alpha = stats[sites.hosts[ALPHA]]
+    assert alpha["connections"] * 4 < alpha["requests"], alpha
+
+
+def test_bad_resources_are_logged_with_their_reason_and_the_crawl_goes_on(alpha_crawl):
+    _, done = alpha_crawl
+    errors = done.report["errors"]
+    for kind in ("timeout", "too-large", "broken-redirect", "redirect-loop", "malformed"):
+        assert errors.get(kind, 0) >= 1, (kind, errors, done.output)
+    assert done.report["feeds"], done.report
+
+
+def test_text_statistics_keywords_and_chunk_signatures(cluster_factory, crawl, sites):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    done = crawl(cluster, *QUICK, "--depth", "1", "--keywords", "alpha,level", start(sites))
+    text = done.report["text"]
+    assert text["words"] > 0 and text["documents"] > 0
+    assert text["keywords"].get("alpha", 0) > 0
+    assert len(text["chunk_signatures"]) > 0
+    assert all(len(s) == 16 for s in text["chunk_signatures"])
+
+
+def test_recrawl_with_signatures_uploads_only_what_changed(cluster_factory, crawl, sites, tmp_path):
+    cluster = cluster_factory(nodes=2, replicas=1)
+    work = tmp_path / "work"
+    first = crawl(cluster, *QUICK, "--work", str(work), start(sites)).report
+    sites.change(ALPHA)
+    sites.reset()
+    second = crawl(
+        cluster, *QUICK, "--work", str(work), "--previous", first["signature_file"], start(sites)
+    ).report
+    log = sites.log()
+    conditional = [e for e in log if e["if_none_match"] or e["if_modified_since"]]
+    assert len(conditional) >= len(EXPECTED_ALPHA["pages"])
+    answered_304 = sum(1 for e in log if e["status"] == 304)
+    assert second["not_modified"] == answered_304 > 0
+    changed = {
+        (ALPHA, p) for p in ("/level1/a.html", "/level1/level2/level3/c.html", "/img/level2.png")
+    }
+    changed_fetched = sum(
+        1 for e in log if (e["host"].split(":")[0], e["path"]) in changed and e["status"] == 200
+    )
+    assert changed_fetched == 3
+    # Only the changed contents are new; besides them, only the header blocks of the answers
+    # that were not 304 (each has its own Date) are uploaded.
+    assert second["new_contents"] == len(changed)
+    not_304 = sum(1 for e in log if e["status"] != 304)
+    assert second["uploaded"] <= len(changed) + not_304
+    assert second["uploaded"] < first["uploaded"] / 2
+    kinds = asyncio.run(
+        capture_kinds(
+            cluster.config,
+            {sites.url(ALPHA, "/level1/level2/b.html"), sites.url(ALPHA, "/level1/a.html")},
+        )
+    )
+    assert kinds[sites.url(ALPHA, "/level1/level2/b.html")] == ["RESPONSE", "NOT_MODIFIED"]
+    assert kinds[sites.url(ALPHA, "/level1/a.html")] == ["RESPONSE", "RESPONSE"]
+
+
+def test_temporisation_is_spent_as_pauses_between_bursts(cluster_factory, crawl, sites):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    crawl(
+        cluster, "--delay", "0.1", "--burst", "0.5", "--timeout", "2", "--depth", "1", start(sites)
+    )
+    times = sorted(e["time"] for e in sites.log() if e["address"] == sites.hosts[ALPHA])
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    pauses = [gap for gap in gaps if gap >= 0.4]
+    quick = [gap for gap in gaps if gap < 0.1]
+    # Owed 0.1 s a request, paid 0.5 s at a time: about one pause every 5 requests.
+    assert pauses and len(pauses) <= len(gaps) // 4 + 1, gaps
+    assert len(quick) >= len(gaps) // 2, gaps
+    assert sum(gaps) >= 0.1 * len(gaps) * 0.8
+
+
+def test_bad_command_line_input_is_refused_clearly(cluster_factory, crawl, sites, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1, start=False)
+    for args, message in (
+        (("--resolve", "www.alpha.test", start(sites)), "is not HOST:IP"),
+        (("--accept", "re:(", start(sites)), "invalid regular expression"),
+        (("--previous", str(tmp_path / "none"), start(sites)), "no such file"),
+        (("ftp://example.org/",), "start"),
+    ):
+        done = crawl(cluster, *args, check=False)
+        assert done.returncode != 0
+        assert message in done.output, done.output
+        assert "Traceback" not in done.output
