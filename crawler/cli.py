@@ -47,7 +47,8 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-def _orders(args: argparse.Namespace) -> list[Order]:
+def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One order per start URL, each checked here so a mistake is told before anything starts."""
     resolve: dict[str, list[str]] = {}
     for host, address in args.resolve or []:
         resolve.setdefault(host, []).append(address)
@@ -79,7 +80,8 @@ def _orders(args: argparse.Namespace) -> list[Order]:
             order["max_dynamic_depth"] = args.dynamic_depth
         if args.previous is not None:
             order["previous"] = str(args.previous)
-        orders.append(Order.from_json(order))
+        Order.from_json(order)
+        orders.append(order)
     return orders
 
 

@@ -6,6 +6,7 @@ compact structures of the site it is crawling.
 """
 
 import asyncio
+import gc
 import logging
 import multiprocessing
 import os
@@ -90,7 +91,7 @@ class Agent:
         log.info("%s: monitoring page at %s", self.name, self.monitor_url)
 
 
-async def _crawl_in_turn(agent: Agent, orders: Sequence[Order]) -> list[dict[str, Any]]:
+async def _crawl_in_turn(agent: Agent, orders: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     await agent.serve_monitor()
     reports = []
     async with ClusterClient(agent.config, agent.name) as client:
@@ -99,19 +100,20 @@ async def _crawl_in_turn(agent: Agent, orders: Sequence[Order]) -> list[dict[str
     return reports
 
 
-async def _one(agent: Agent, client: ClusterClient, order: Order) -> dict[str, Any]:
+async def _one(agent: Agent, client: ClusterClient, order: dict[str, Any]) -> dict[str, Any]:
+    """Crawl one site of a checked order (a JSON object: compiled expressions do not travel)."""
     try:
-        return await agent.crawl(client, order)
+        return await agent.crawl(client, Order.from_json(order))
     except DlwebError as exc:
-        log.error("%s: site not crawled: %s", order.delimitation.start_url, exc)
-        return {"start_url": order.delimitation.start_url, "failed": str(exc)}
+        log.error("%s: site not crawled: %s", order["start_url"], exc)
+        return {"start_url": order["start_url"], "failed": str(exc)}
 
 
 def _clone(
     config: ClusterConfig,
     work: Path,
     monitor: tuple[str, int] | None,
-    sites: "multiprocessing.SimpleQueue[Order | None]",
+    sites: "multiprocessing.SimpleQueue[dict[str, Any] | None]",
     results: "multiprocessing.Queue[dict[str, Any]]",
 ) -> None:
     """A forked agent: takes sites from the shared queue until it is empty."""
@@ -134,7 +136,7 @@ def _clone(
 
 def crawl_sites(
     config: ClusterConfig,
-    orders: Sequence[Order],
+    orders: Sequence[dict[str, Any]],
     work: Path,
     agents: int = 1,
     monitor: tuple[str, int] | None = None,
@@ -144,10 +146,13 @@ def crawl_sites(
     if agents <= 1 or len(orders) <= 1:
         return asyncio.run(_crawl_in_turn(Agent(config, work, monitor=monitor), orders))
     context = multiprocessing.get_context("fork")
-    sites: multiprocessing.SimpleQueue[Order | None] = context.SimpleQueue()
+    sites: multiprocessing.SimpleQueue[dict[str, Any] | None] = context.SimpleQueue()
     results: multiprocessing.Queue[dict[str, Any]] = context.Queue()
     for order in orders:
         sites.put(order)
+    # Objects the clones inherit stay out of the collector's reach, so its passes do not write
+    # to (and so copy) the pages the clones share with this process.
+    gc.freeze()
     clones = []
     for number in range(min(agents, len(orders))):
         sites.put(None)
@@ -166,7 +171,8 @@ def crawl_sites(
         reports[report["start_url"]] = report
     for clone in clones:
         clone.join()
-    missing = [o.delimitation.start_url for o in orders if o.delimitation.start_url not in reports]
-    for url in missing:
-        reports[url] = {"start_url": url, "failed": "its agent stopped"}
-    return [reports[o.delimitation.start_url] for o in orders]
+    for order in orders:
+        reports.setdefault(
+            order["start_url"], {"start_url": order["start_url"], "failed": "its agent stopped"}
+        )
+    return [reports[order["start_url"]] for order in orders]

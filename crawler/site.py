@@ -11,7 +11,7 @@ import logging
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
@@ -50,7 +50,7 @@ class Progress:
     fetched: int = 0
     pages: int = 0
     errors: int = 0
-    queues: dict[int, int] = field(default_factory=dict)
+    queues: Callable[[], dict[int, int]] = dict
     last: deque[str] = field(default_factory=lambda: deque(maxlen=LAST_URLS))
     sites_done: int = 0
 
@@ -62,7 +62,7 @@ class Progress:
             "pages": self.pages,
             "errors": self.errors,
             "pages_per_second": round(self.pages / elapsed, 2) if elapsed > 0 else 0.0,
-            "queues": {str(level): n for level, n in sorted(self.queues.items())},
+            "queues": {str(level): n for level, n in sorted(self.queues().items())},
             "last_urls": list(self.last),
             "sites_done": self.sites_done,
         }
@@ -100,6 +100,7 @@ class SiteCrawler:
         self.progress.started = time.time()
         signatures = SignatureLog(signature_path)
         frontier = Frontier(self.work / "queues")
+        self.progress.queues = frontier.sizes
         try:
             async with Fetcher(
                 self.order.politeness, Resolver(self.order.resolve), self.work
@@ -112,6 +113,7 @@ class SiteCrawler:
             raise
         finally:
             frontier.close()
+            self.progress.queues = dict
         signatures.commit()
         self.report.uploaded = stored.uploaded
         self.report.uploaded_bytes = stored.bytes
@@ -130,7 +132,6 @@ class SiteCrawler:
         sitemaps_done = False
         while (item := frontier.next()) is not None:
             url, level, via = item
-            self.progress.queues = frontier.sizes()
             await self._page(url, level, frontier, requisite=level == 0)
             if not sitemaps_done:
                 sitemaps_done = True

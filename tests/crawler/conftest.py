@@ -12,6 +12,7 @@ import pytest
 
 from tests.crawler.sites import Sites, serve_sites
 from tests.master.conftest import Cluster, cluster_factory  # noqa: F401  (a fixture used here)
+from tests.proxy.conftest import proxy_factory  # noqa: F401  (a fixture used here)
 
 CRAWL_TIMEOUT = 300
 

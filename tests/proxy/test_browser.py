@@ -3,9 +3,7 @@ image and script at two dates, and every resource comes from the archive at that
 
 import io
 import json
-import shutil
 import struct
-import subprocess
 import urllib.request
 import zlib
 from pathlib import Path
@@ -14,6 +12,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.archive.warc.conftest import dlweb
+from tests.browser import chromium
 
 from .conftest import Proxy
 
@@ -69,35 +68,6 @@ def write_site(path: Path) -> None:
                     warc_headers_dict={"WARC-Date": date},
                 )
                 writer.write_record(record)
-
-
-def chromium(proxy: Proxy, profile: Path, *mode: str) -> str:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert browser is not None, "Chromium is not installed (apt-get install chromium)"
-    done = subprocess.run(
-        [
-            browser,
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            f"--proxy-server={proxy.url}",
-            "--window-size=800,600",
-            "--virtual-time-budget=5000",
-            *mode,
-            SITE + "/",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=BROWSER_TIMEOUT,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
 
 
 def pixel(png: bytes, x: int, y: int) -> tuple[int, ...]:
@@ -158,10 +128,10 @@ def test_chromium_browses_the_page_at_two_dates(cluster_factory, proxy_factory, 
     for number, (date, (page, logo, title)) in enumerate(VERSIONS.items()):
         set_date(proxy, date)
         seen_before = proxy.log.read_text().count("replayed ")
-        dom = chromium(proxy, tmp_path / f"profile-{number}", "--dump-dom")
+        dom = chromium(proxy.url, tmp_path / f"profile-{number}", SITE + "/", "--dump-dom")
         assert f"<title>{title}</title>" in dom  # the archived script of that date ran
         shot = tmp_path / f"museum-{date[:4]}.png"
-        chromium(proxy, tmp_path / f"profile-{number}", f"--screenshot={shot}")
+        chromium(proxy.url, tmp_path / f"profile-{number}", SITE + "/", f"--screenshot={shot}")
         # The style sheet and the image of that date were applied.
         assert pixel(shot.read_bytes(), 700, 500) == page
         assert pixel(shot.read_bytes(), *LOGO_AT) == logo
