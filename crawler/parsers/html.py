@@ -1,0 +1,583 @@
+"""HTML: the links of every element a browser loads or a user follows, and the visible text.
+
+lxml reads the document as it arrives and calls a target for each tag and run of text, so no tree
+is kept and memory stays flat. The charset is found before anything is parsed (a BOM, the one
+given, a <meta> in the first KiB, else utf-8) and the text is handed to lxml as utf-8, so that a
+page in any encoding is read the same way.
+"""
+
+import codecs
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from lxml import etree
+
+from ..links import LinkKind
+from .common import (
+    COMMENT,
+    MAX_BUFFER,
+    MAX_LINK_TEXT,
+    SNIFF_SIZE,
+    Blocks,
+    Decoder,
+    LinkSink,
+    ParseResult,
+    TextBuffer,
+    codec_name,
+    collapse,
+    decoder,
+    shorten,
+)
+from .css import css_links
+from .javascript import script_links
+
+CONTENT_TYPES = ("text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml")
+SUFFIXES = (".html", ".htm", ".xhtml", ".shtml", ".php", ".asp", ".aspx", ".jsp")
+PRESCAN_SIZE = 1024
+
+_HTML_START = re.compile(
+    rb"\s*+(?:<\?xml[^>]*+>\s*+)?(?:"
+    + COMMENT.encode()
+    + rb"\s*+)*+<(?:!doctype\s+html|html[\s>])",
+    re.I,
+)
+_META_CHARSET = re.compile(rb"<meta\s[^>]*?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:\-]+)", re.I)
+_REFRESH = re.compile(r"\s*[0-9.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)", re.I | re.S)
+_TAIL_SIZE = 200
+
+_HIDDEN = frozenset({"script", "style", "template"})
+# Elements around which a browser breaks the text, so that their words do not run together.
+_BLOCKS = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "caption",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "option",
+        "p",
+        "pre",
+        "section",
+        "select",
+        "table",
+        "td",
+        "textarea",
+        "th",
+        "title",
+        "tr",
+        "ul",
+    }
+)
+_SCRIPT_TYPES = frozenset(
+    {
+        "",
+        "module",
+        "text/javascript",
+        "application/javascript",
+        "application/x-javascript",
+        "text/ecmascript",
+        "application/ecmascript",
+        "text/jscript",
+        "text/x-javascript",
+    }
+)
+_REQUISITE_RELS = frozenset(
+    {
+        "stylesheet",
+        "icon",
+        "apple-touch-icon",
+        "apple-touch-icon-precomposed",
+        "mask-icon",
+        "preload",
+        "modulepreload",
+    }
+)
+_FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml"})
+_BACKGROUNDS = frozenset({"body", "table", "td", "th", "tr"})
+_PARAM_NAMES = frozenset({"movie", "src", "url", "filename"})
+_UNSUBMITTED_INPUTS = frozenset({"submit", "button", "image", "reset", "file"})
+
+
+def sniff(head: bytes) -> bool:
+    """Whether a document starts as HTML does: a doctype or an <html> tag."""
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8) :]
+    return _HTML_START.match(head[:SNIFF_SIZE]) is not None
+
+
+def refresh_target(content: str) -> str:
+    """The URL of a meta refresh's content ("5; url=x", "0;URL='x'"), '' when it has none."""
+    target = _REFRESH.match(content)
+    value = target.group(1).strip() if target else ""
+    if value[:1] in ("'", '"'):
+        value = value[1:].partition(value[0])[0]
+    return value
+
+
+def srcset_urls(srcset: str) -> list[str]:
+    """The URLs of a srcset's candidates ("a.png 1x, b.png 2x"), descriptors left out."""
+    urls = []
+    position = 0
+    while position < len(srcset):
+        while position < len(srcset) and (srcset[position].isspace() or srcset[position] == ","):
+            position += 1
+        start = position
+        while position < len(srcset) and not srcset[position].isspace():
+            position += 1
+        url = srcset[start:position]
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            depth = 0
+            while position < len(srcset) and (depth or srcset[position] != ","):
+                depth += {"(": 1, ")": -1}.get(srcset[position], 0)
+                depth = max(depth, 0)
+                position += 1
+        if url:
+            urls.append(url)
+    return urls
+
+
+def fragment_links(markup: str, sink: LinkSink) -> None:
+    """Reports the links of a piece of HTML written by a script, as they would be in the page."""
+    read_fragment(markup, sink, None)
+
+
+def read_fragment(markup: str, sink: LinkSink, text: TextBuffer | None) -> None:
+    """Reports the links of a piece of HTML (a feed's description...), and its text when asked."""
+    collector = _Collector(sink, text, in_fragment=True)
+    parser = etree.HTMLParser(target=collector, encoding="utf-8", no_network=True)
+    try:
+        parser.feed(markup.encode("utf-8", "replace"))
+        parser.close()
+    except Exception as error:  # a parser must never fail: note it and keep what was found
+        sink.problem(f"HTML fragment not parsed: {error}")
+    collector.finish()
+
+
+class HtmlParser:
+    """An HTML document, read as it arrives."""
+
+    def __init__(self, url: str, charset: str | None) -> None:
+        self._sink = LinkSink(url)
+        self._charset = charset
+        self._head = bytearray()  # held until the charset is known
+        self._decoder: Decoder | None = None
+        self._blocks = Blocks()
+        self._text = TextBuffer()
+        self._collector = _Collector(self._sink, self._text, in_fragment=False)
+        self._lxml = etree.HTMLParser(target=self._collector, encoding="utf-8", no_network=True)
+        self._failed = False
+        self._tail = ""  # the last characters, to tell where a cut document ends
+        self._nul = False
+        self._replaced = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if self._decoder is None:
+            self._head += chunk
+            if len(self._head) >= PRESCAN_SIZE:
+                self._start()
+        else:
+            self._push(self._decoder.decode(chunk))
+
+    def close(self) -> ParseResult:
+        if self._decoder is None:
+            self._start()
+        assert self._decoder is not None
+        self._push(self._decoder.decode(b"", final=True))
+        self._parse(self._blocks.rest())
+        if not self._failed:
+            try:
+                self._lxml.close()
+            except Exception as error:  # a parser must never fail: note it and keep what was found
+                self._sink.problem(f"HTML parsing stopped: {error}")
+        self._collector.finish()
+        self._note_problems()
+        return self._sink.result(collapse(self._text.text()))
+
+    def _start(self) -> None:
+        head = bytes(self._head)
+        self._head.clear()
+        charset = self._charset if codec_name(self._charset) else None
+        if self._charset and charset is None:
+            self._sink.problem(
+                f"unknown charset {shorten(self._charset)}, looked for a <meta> charset"
+            )
+        if charset is None:
+            found = _META_CHARSET.search(head[:PRESCAN_SIZE])
+            charset = found.group(1).decode("ascii") if found else None
+            if codec_name(charset) in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
+                charset = "utf-8"  # a <meta> that could be read as ASCII is not in UTF-16
+        self._decoder = decoder(charset, self._sink)
+        self._push(self._decoder.decode(head))
+
+    def _push(self, text: str) -> None:
+        if not text:
+            return
+        self._tail = (self._tail + text)[-_TAIL_SIZE:]
+        self._nul = self._nul or "\x00" in text
+        self._replaced += text.count("\ufffd")
+        for block in self._blocks.add(text.encode("utf-8", "replace")):
+            self._parse(block)
+
+    def _parse(self, block: bytes) -> None:
+        if self._failed or not block:
+            return
+        try:
+            self._lxml.feed(block)
+        except Exception as error:  # a parser must never fail: note it and keep what was found
+            self._failed = True
+            self._sink.problem(f"HTML parsing stopped: {error}")
+
+    def _note_problems(self) -> None:
+        if self._nul:
+            self._sink.problem("binary data (NUL bytes) in the document")
+        if self._replaced:
+            self._sink.problem(f"{self._replaced} characters could not be decoded")
+        tail = self._tail
+        if tail.rfind("<!--") > tail.rfind("-->"):
+            self._sink.problem(
+                f"malformed HTML near {shorten(tail[tail.rfind('<!--') :])}: comment not closed"
+            )
+        elif tail.rfind("<") > tail.rfind(">"):
+            self._sink.problem(
+                f"malformed HTML near {shorten(tail[tail.rfind('<') :])}: document cut inside a tag"
+            )
+        if self._text.cut:
+            self._sink.problem("text cut at 2 MB")
+
+
+@dataclass
+class _Anchor:
+    index: int
+    title: str
+    text: TextBuffer = field(default_factory=lambda: TextBuffer(4 * MAX_LINK_TEXT))
+
+
+@dataclass
+class _Form:
+    index: int
+    action: str
+    fields: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class _Select:
+    name: str
+    multiple: bool
+    chosen: list[str] = field(default_factory=list)
+    first: str | None = None
+
+
+@dataclass
+class _Capture:
+    """The text of an element being read: an option, a textarea, a script or a style."""
+
+    attributes: dict[str, str]
+    pieces: list[str] = field(default_factory=list)
+    size: int = 0
+    cut: bool = False
+
+    def add(self, text: str) -> None:
+        if self.size + len(text) > MAX_BUFFER:
+            self.cut = True
+            return
+        self.pieces.append(text)
+        self.size += len(text)
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+class _Collector:
+    """The lxml target: sees each tag and run of text as it is parsed."""
+
+    def __init__(self, sink: LinkSink, text: TextBuffer | None, in_fragment: bool) -> None:
+        self._sink = sink
+        self._text = text
+        self._base_seen = in_fragment  # a script's markup does not change the page's base
+        self._hidden = 0
+        self._anchor: _Anchor | None = None
+        self._form: _Form | None = None
+        self._select: _Select | None = None
+        self._captures: dict[str, _Capture] = {}
+        self._starts: dict[str, Callable[[dict[str, str]], None]] = {
+            "a": self._start_a,
+            "area": self._start_area,
+            "base": self._start_base,
+            "link": self._start_link,
+            "meta": self._start_meta,
+            "img": self._start_img,
+            "image": self._start_svg_image,
+            "source": self._start_source,
+            "script": self._start_script,
+            "style": self._start_style,
+            "frame": self._start_frame,
+            "iframe": self._start_frame,
+            "embed": self._start_embed,
+            "object": self._start_object,
+            "param": self._start_param,
+            "video": self._start_media,
+            "audio": self._start_media,
+            "track": self._start_track,
+            "input": self._start_input,
+            "form": self._start_form,
+            "select": self._start_select,
+            "option": self._start_option,
+            "textarea": self._start_textarea,
+        }
+
+    # The lxml target interface.
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        attributes = {name.lower(): value for name, value in attrib.items()}
+        if tag in _HIDDEN:
+            self._hidden += 1
+        if tag in _BLOCKS:
+            self._add_text(" ")
+        if "style" in attributes:
+            css_links(attributes["style"], self._sink)
+        if tag in _BACKGROUNDS and "background" in attributes:
+            self._component(attributes["background"])
+        handler = self._starts.get(tag)
+        if handler is not None:
+            handler(attributes)
+
+    def end(self, tag: str) -> None:
+        capture = self._captures.pop(tag, None)
+        if tag == "a":
+            self._end_a()
+        elif tag == "form":
+            self._end_form()
+        elif tag == "select":
+            self._end_select()
+        elif capture is not None:
+            self._end_capture(tag, capture)
+        if tag in _HIDDEN:
+            self._hidden = max(self._hidden - 1, 0)
+        if tag in _BLOCKS:
+            self._add_text(" ")
+
+    def data(self, text: str) -> None:
+        for capture in self._captures.values():
+            capture.add(text)
+        if self._hidden:
+            return
+        self._add_text(text)
+        if self._anchor is not None:
+            self._anchor.text.add(text)
+
+    def close(self) -> None:
+        self.finish()
+
+    def finish(self) -> None:
+        """Completes the links whose element the document never closed (lxml calls close() at the
+        end of a document, but not after a failure)."""
+        self._end_a()
+        self._end_select()
+        self._end_form()
+        self._captures.clear()
+
+    # Elements.
+
+    def _start_a(self, attributes: dict[str, str]) -> None:
+        self._end_a()
+        index = self._page(attributes.get("href"))
+        if index is not None:
+            self._anchor = _Anchor(index, attributes.get("title", ""))
+
+    def _end_a(self) -> None:
+        if self._anchor is not None:
+            text = collapse(self._anchor.text.text())
+            self._sink.retext(self._anchor.index, text or self._anchor.title)
+            self._anchor = None
+
+    def _start_area(self, attributes: dict[str, str]) -> None:
+        self._page(attributes.get("href"), attributes.get("alt") or attributes.get("title", ""))
+
+    def _start_base(self, attributes: dict[str, str]) -> None:
+        href = attributes.get("href")
+        if self._base_seen or href is None:
+            return
+        self._base_seen = True
+        base = self._sink.resolve(href, self._sink.url)
+        if base is not None:
+            self._sink.base = base
+
+    def _start_link(self, attributes: dict[str, str]) -> None:
+        rels = set(attributes.get("rel", "").lower().split())
+        kind = attributes.get("type", "").lower().partition(";")[0].strip()
+        href = attributes.get("href")
+        if href is None:
+            return
+        if "alternate" in rels and kind in _FEED_TYPES:
+            self._sink.add(href, LinkKind.FEED, False, attributes.get("title", ""))
+        elif rels & _REQUISITE_RELS:
+            self._component(href)
+
+    def _start_meta(self, attributes: dict[str, str]) -> None:
+        if attributes.get("http-equiv", "").strip().lower() == "refresh":
+            target = refresh_target(attributes.get("content", ""))
+            if target:
+                self._sink.add(target, LinkKind.COMPONENT, False)
+
+    def _start_img(self, attributes: dict[str, str]) -> None:
+        alt = attributes.get("alt", "")
+        for name in ("src", "data-src", "lowsrc"):
+            self._component(attributes.get(name), alt)
+        for name in ("srcset", "data-srcset"):
+            for url in srcset_urls(attributes.get(name, "")):
+                self._component(url, alt)
+        if self._anchor is not None and alt:
+            self._anchor.text.add(f" {alt} ")
+
+    def _start_svg_image(self, attributes: dict[str, str]) -> None:
+        self._component(attributes.get("href") or attributes.get("xlink:href"))
+
+    def _start_source(self, attributes: dict[str, str]) -> None:
+        self._component(attributes.get("src"))
+        for url in srcset_urls(attributes.get("srcset", "")):
+            self._component(url)
+
+    def _start_script(self, attributes: dict[str, str]) -> None:
+        if "src" in attributes:
+            self._component(attributes["src"])
+        elif attributes.get("type", "").strip().lower() in _SCRIPT_TYPES:
+            self._captures["script"] = _Capture(attributes)
+
+    def _start_style(self, attributes: dict[str, str]) -> None:
+        self._captures["style"] = _Capture(attributes)
+
+    def _start_frame(self, attributes: dict[str, str]) -> None:
+        source = attributes.get("src")
+        if source is not None:
+            self._sink.add(source, LinkKind.COMPONENT, False, attributes.get("title", ""))
+
+    def _start_embed(self, attributes: dict[str, str]) -> None:
+        self._component(attributes.get("src"))
+
+    def _start_object(self, attributes: dict[str, str]) -> None:
+        self._component(attributes.get("data"))
+
+    def _start_param(self, attributes: dict[str, str]) -> None:
+        if attributes.get("name", "").strip().lower() in _PARAM_NAMES:
+            self._component(attributes.get("value"))
+
+    def _start_media(self, attributes: dict[str, str]) -> None:
+        self._component(attributes.get("src"))
+        self._component(attributes.get("poster"))
+
+    def _start_track(self, attributes: dict[str, str]) -> None:
+        self._component(attributes.get("src"))
+
+    def _start_input(self, attributes: dict[str, str]) -> None:
+        kind = attributes.get("type", "text").strip().lower()
+        if kind == "image":
+            self._component(attributes.get("src"), attributes.get("alt", ""))
+        name = attributes.get("name")
+        if (
+            self._form is None
+            or not name
+            or "disabled" in attributes
+            or kind in _UNSUBMITTED_INPUTS
+        ):
+            return
+        if kind in ("checkbox", "radio"):
+            if "checked" in attributes:
+                self._form.fields.append((name, attributes.get("value", "on")))
+        else:
+            self._form.fields.append((name, attributes.get("value", "")))
+
+    def _start_form(self, attributes: dict[str, str]) -> None:
+        self._end_form()
+        if attributes.get("method", "get").strip().lower() != "get":
+            return
+        # An empty action submits to the document itself, whatever the base.
+        index = self._page(attributes.get("action", "").strip() or self._sink.url)
+        if index is not None:
+            self._form = _Form(index, self._sink.links[index].url)
+
+    def _end_form(self) -> None:
+        if self._form is not None:
+            form, self._form = self._form, None
+            query = urlencode(form.fields)
+            if query:
+                self._sink.reurl(
+                    form.index, urlunsplit(urlsplit(form.action)._replace(query=query))
+                )
+
+    def _start_select(self, attributes: dict[str, str]) -> None:
+        self._end_select()
+        name = attributes.get("name")
+        if self._form is not None and name and "disabled" not in attributes:
+            self._select = _Select(name, "multiple" in attributes)
+
+    def _end_select(self) -> None:
+        if self._select is not None:
+            select, self._select = self._select, None
+            values = select.chosen or (
+                [select.first] if select.first is not None and not select.multiple else []
+            )
+            if self._form is not None:
+                self._form.fields.extend((select.name, value) for value in values)
+
+    def _start_option(self, attributes: dict[str, str]) -> None:
+        if self._select is not None:
+            self._captures["option"] = _Capture(attributes)
+
+    def _start_textarea(self, attributes: dict[str, str]) -> None:
+        if self._form is not None and attributes.get("name") and "disabled" not in attributes:
+            self._captures["textarea"] = _Capture(attributes)
+
+    def _end_capture(self, tag: str, capture: _Capture) -> None:
+        if capture.cut:
+            self._sink.problem(f"<{tag}> cut at 2 MB")
+        if tag == "script":
+            script_links(capture.text(), self._sink, fragment_links)
+        elif tag == "style":
+            css_links(capture.text(), self._sink)
+        elif tag == "option" and self._select is not None:
+            value = capture.attributes.get("value", collapse(capture.text()))
+            if self._select.first is None:
+                self._select.first = value
+            if "selected" in capture.attributes:
+                self._select.chosen.append(value)
+        elif tag == "textarea" and self._form is not None:
+            self._form.fields.append((capture.attributes["name"], capture.text()))
+
+    # Helpers.
+
+    def _page(self, ref: str | None, text: str = "") -> int | None:
+        return None if ref is None else self._sink.add(ref, LinkKind.PAGE, False, text)
+
+    def _component(self, ref: str | None, text: str = "") -> None:
+        if ref is not None:
+            self._sink.add(ref, LinkKind.COMPONENT, True, text)
+
+    def _add_text(self, text: str) -> None:
+        if self._text is not None:
+            self._text.add(text)
