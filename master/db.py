@@ -53,12 +53,35 @@ CREATE TABLE IF NOT EXISTS moves (
     size INTEGER NOT NULL,
     done INTEGER NOT NULL DEFAULT 0
 );
+-- Files whose locations or target changed since the repair pass last looked at them.
+CREATE TABLE IF NOT EXISTS to_check (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+-- Nodes whose every file is to be looked at (their copies started or stopped counting), with
+-- the last file looked at so far.
+CREATE TABLE IF NOT EXISTS nodes_to_check (
+    node TEXT PRIMARY KEY,
+    kind TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+-- Files seen with more counting replicas than their target, waiting for the trim step.
+CREATE TABLE IF NOT EXISTS over_target (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending_refs (name TEXT PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 # The replica target of a file from its kind, size and reference count.
 TargetFn = Callable[[str, int, int], int]
+
+# Replicas on counting nodes fewer than the target (more when none is on a reliable node), which
+# never exceeds the number of nodes that may receive files.
+SHORT = "have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)"
 
 
 @dataclass
@@ -106,6 +129,17 @@ class Needy:
     size: int
     have: int
     want: int
+    holders: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Replicas:
+    """A file as the repair pass looks at it: its size, its target and every node holding it."""
+
+    kind: str
+    name: str
+    size: int
+    target: int
     holders: tuple[str, ...]
 
 
@@ -187,6 +221,11 @@ class MasterDB:
     def forget_locations(self, node: str) -> int:
         """Drop every location of a node (dead, or its disk was replaced) and reset its position."""
         with self._transaction():
+            self.db.execute(
+                "INSERT OR IGNORE INTO to_check (kind, name)"
+                " SELECT kind, name FROM locations WHERE node = ?",
+                (node,),
+            )
             count = self.db.execute("DELETE FROM locations WHERE node = ?", (node,)).rowcount
             self.db.execute("UPDATE nodes SET seq = 0 WHERE id = ?", (node,))
             self.db.execute("DELETE FROM active WHERE node = ?", (node,))
@@ -216,6 +255,7 @@ class MasterDB:
                         "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
                         (kind, name, node),
                     )
+            self._mark((entry["kind"], entry["name"]) for entry in entries)
             self._settle_pending_refs(targets)
             self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
 
@@ -233,11 +273,13 @@ class MasterDB:
                 (refs, targets("content", size, refs), name),
             )
         self.db.executemany("DELETE FROM pending_refs WHERE name = ?", [(r[0],) for r in rows])
+        self._mark(("content", row[0]) for row in rows)
 
     def add_locations(self, node: str, files: Iterable[FileRef], targets: TargetFn) -> None:
         """Record copies the master made itself, before the node's inventory confirms them."""
+        added = list(files)
         with self._transaction():
-            for ref in files:
+            for ref in added:
                 self.db.execute(
                     "INSERT OR IGNORE INTO files (kind, name, size, target) VALUES (?,?,?,?)",
                     (ref.kind, ref.name, ref.size, targets(ref.kind, ref.size, 0)),
@@ -246,13 +288,16 @@ class MasterDB:
                     "INSERT OR IGNORE INTO locations (kind, name, node) VALUES (?,?,?)",
                     (ref.kind, ref.name, node),
                 )
+            self._mark((ref.kind, ref.name) for ref in added)
 
     def remove_locations(self, node: str, files: Iterable[tuple[str, str]]) -> None:
+        removed = list(files)
         with self._transaction():
             self.db.executemany(
                 "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
-                [(kind, name, node) for kind, name in files],
+                [(kind, name, node) for kind, name in removed],
             )
+            self._mark(removed)
 
     def set_refs(self, refs: dict[str, int], targets: TargetFn) -> None:
         with self._transaction():
@@ -265,6 +310,7 @@ class MasterDB:
                         "UPDATE files SET refs = ?, target = ? WHERE kind = 'content' AND name = ?",
                         (count, targets("content", row[0], count), name),
                     )
+                    self._mark([("content", name)])
                 else:
                     # Not heard of yet (its upload is still on the way): kept until it arrives.
                     self.db.execute(
@@ -284,6 +330,7 @@ class MasterDB:
                         "UPDATE files SET target = ? WHERE kind = ? AND name = ?",
                         (wanted, kind, name),
                     )
+                    self._mark([(kind, name)])
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -313,6 +360,10 @@ class MasterDB:
 
     def _short_query(self, counting: Sequence[str]) -> str:
         """Files whose replicas on counting nodes fall short of their target (see below_target)."""
+        return self._replica_query(counting, SHORT)
+
+    def _replica_query(self, counting: Sequence[str], having: str) -> str:
+        """Every file with its replicas on counting nodes, those for which `having` holds."""
         marks = ",".join("?" * len(counting)) or "''"
         return f"""
             SELECT f.kind, f.name, f.size, f.target,
@@ -324,7 +375,7 @@ class MasterDB:
             LEFT JOIN (SELECT id AS node, reliability != 'low' AS reliable FROM nodes
                        WHERE id IN ({marks})) c ON c.node = l.node
             GROUP BY f.kind, f.name
-            HAVING have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)
+            HAVING {having}
         """
 
     def below_target(
@@ -388,6 +439,126 @@ class MasterDB:
         return [
             Needy(kind, name, size, have, min(target, usable), tuple(holders.split(",")))
             for kind, name, size, target, have, holders in rows
+        ]
+
+    # -- files to check -------------------------------------------------------------------------
+
+    def _mark(self, files: Iterable[tuple[str, str]]) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO to_check (kind, name) VALUES (?, ?)", files)
+
+    def mark(self, files: Iterable[tuple[str, str]]) -> None:
+        """Have the repair pass look at these files again."""
+        with self._transaction():
+            self._mark(files)
+
+    def mark_node(self, node: str) -> None:
+        """Have the repair pass look at every file of a node again, from its first one."""
+        self.db.execute(
+            "INSERT INTO nodes_to_check (node) VALUES (?)"
+            " ON CONFLICT (node) DO UPDATE SET kind = '', name = ''",
+            (node,),
+        )
+
+    def mark_all(self, counting: Sequence[str], usable: int, unreliable_extra: int) -> int:
+        """The full scan: mark every file below or above its target; returns how many were not
+        marked yet."""
+        query = self._replica_query(counting, f"{SHORT} OR have > f.target")
+        return self.db.execute(
+            f"INSERT OR IGNORE INTO to_check (kind, name) SELECT kind, name FROM ({query})",
+            (*counting, unreliable_extra, usable),
+        ).rowcount
+
+    def take_marked(self, limit: int) -> list[Replicas]:
+        """Up to `limit` marked files, unmarked as they are returned: half for marked files,
+        the rest for the files of marked nodes, and what those leave for marked files again."""
+        with self._transaction():
+            files = self._take("to_check", limit // 2)
+            files += self._take_node_files(limit - len(files))
+            files += self._take("to_check", limit - len(files))
+        return list({(f.kind, f.name): f for f in files}.values())
+
+    def any_marked(self) -> bool:
+        row = self.db.execute(
+            "SELECT EXISTS (SELECT 1 FROM to_check) OR EXISTS (SELECT 1 FROM nodes_to_check)"
+        ).fetchone()
+        return bool(row[0])
+
+    def count_marked(self) -> tuple[int, int]:
+        """How many files, and how many nodes, are marked for the repair pass to look at."""
+        row = self.db.execute(
+            "SELECT (SELECT COUNT(*) FROM to_check), (SELECT COUNT(*) FROM nodes_to_check)"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def set_over_target(
+        self, over: Iterable[tuple[str, str]], not_over: Iterable[tuple[str, str]]
+    ) -> None:
+        """Record which of the files just looked at have copies above target, and which not."""
+        with self._transaction():
+            if self.db.execute("SELECT 1 FROM over_target LIMIT 1").fetchone() is not None:
+                self.db.executemany("DELETE FROM over_target WHERE kind = ? AND name = ?", not_over)
+            self.db.executemany(
+                "INSERT OR IGNORE INTO over_target (kind, name) VALUES (?, ?)", over
+            )
+
+    def take_over_target(self, limit: int) -> list[Replicas]:
+        """Up to `limit` files recorded above target, as they are now, no longer recorded."""
+        with self._transaction():
+            return self._take("over_target", limit)
+
+    def _take(self, table: str, limit: int) -> list[Replicas]:
+        """The first `limit` files of a table of (kind, name), deleted from it."""
+        if limit <= 0:
+            return []
+        bound = self.db.execute(
+            f"SELECT kind, name FROM {table} ORDER BY kind, name LIMIT 1 OFFSET ?", (limit - 1,)
+        ).fetchone()
+        where, params = ("WHERE (kind, name) <= (?, ?)", tuple(bound)) if bound else ("", ())
+        files = self._replicas(f"SELECT kind, name FROM {table} {where}", params)
+        self.db.execute(f"DELETE FROM {table} {where}", params)
+        return files
+
+    def _take_node_files(self, limit: int) -> list[Replicas]:
+        """Up to `limit` files of marked nodes, moving each node's position on (a node whose
+        last file was reached is no longer marked)."""
+        files: list[Replicas] = []
+        marked = self.db.execute("SELECT node, kind, name FROM nodes_to_check").fetchall()
+        for node, kind, name in marked:
+            if len(files) >= limit:
+                break
+            after = "node = ? AND (kind, name) > (?, ?)"
+            bound = self.db.execute(
+                f"SELECT kind, name FROM locations WHERE {after} ORDER BY kind, name"
+                " LIMIT 1 OFFSET ?",
+                (node, kind, name, limit - len(files) - 1),
+            ).fetchone()
+            if bound is None:
+                files += self._replicas(
+                    f"SELECT kind, name FROM locations WHERE {after}", (node, kind, name)
+                )
+                self.db.execute("DELETE FROM nodes_to_check WHERE node = ?", (node,))
+            else:
+                files += self._replicas(
+                    f"SELECT kind, name FROM locations WHERE {after} AND (kind, name) <= (?, ?)",
+                    (node, kind, name, *bound),
+                )
+                self.db.execute(
+                    "UPDATE nodes_to_check SET kind = ?, name = ? WHERE node = ?", (*bound, node)
+                )
+        return files
+
+    def _replicas(self, chosen: str, params: Sequence[Any]) -> list[Replicas]:
+        """The files a query chooses (kind, name), each with its target and holders."""
+        rows = self.db.execute(
+            "SELECT f.kind, f.name, f.size, f.target, GROUP_CONCAT(l.node)"
+            f" FROM ({chosen}) m CROSS JOIN files f ON f.kind = m.kind AND f.name = m.name"
+            " LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name"
+            " GROUP BY m.kind, m.name",
+            params,
+        ).fetchall()
+        return [
+            Replicas(kind, name, size, target, tuple(holders.split(",")) if holders else ())
+            for kind, name, size, target, holders in rows
         ]
 
     # -- structure files ------------------------------------------------------------------------

@@ -96,3 +96,66 @@ def test_reference_counts_sent_before_the_content_are_kept(tmp_path: Path) -> No
     assert db.targets_of([("content", name(1))]) == {("content", name(1)): 3}
     assert db.db.execute("SELECT COUNT(*) FROM pending_refs").fetchone()[0] == 0
     db.close()
+
+
+def adds(names: list[str], size: int = 10) -> list[dict[str, object]]:
+    return [{"op": "add", "kind": "content", "name": n, "size": size} for n in names]
+
+
+def taken(db: MasterDB, limit: int = 100) -> set[str]:
+    return {f.name for f in db.take_marked(limit)}
+
+
+def test_changes_mark_their_files_for_the_repair_pass(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication(default=2, small_bytes=0, popular_refs=5))
+    for node in "ab":
+        db.save_node(NodeRow(node, f"http://{node}"))
+    db.apply_inventory("a", adds([name(i) for i in range(5)]), 5, target)
+    files = db.take_marked(100)
+    assert {f.name for f in files} == {name(i) for i in range(5)}
+    assert {(f.target, f.holders) for f in files} == {(2, ("a",))}
+    assert taken(db) == set() and not db.any_marked()
+
+    db.add_locations("b", [FileRef("content", name(0), 10)], target)
+    db.remove_locations("a", [("content", name(1))])
+    db.set_refs({name(2): 9}, target)
+    assert taken(db) == {name(0), name(1), name(2)}
+    db.forget_locations("a")
+    assert taken(db) == {name(0), name(2), name(3), name(4)}
+    db.close()
+
+
+def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication())
+    db.save_node(NodeRow("a", "http://a"))
+    everything = {name(i) for i in range(25)}
+    db.apply_inventory("a", adds(sorted(everything)), 25, target)
+    assert taken(db) == everything
+    db.mark_node("a")
+    first = taken(db, 10)
+    assert len(first) == 10 and db.any_marked()
+    db.close()
+    db = MasterDB(tmp_path / "m.db")
+    second, third = taken(db, 10), taken(db, 10)
+    assert (len(second), len(third)) == (10, 5) and not db.any_marked()
+    assert first | second | third == everything
+    db.close()
+
+
+def test_the_full_scan_marks_files_below_or_above_target(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication(default=2, small_bytes=0))
+    for node in "abc":
+        db.save_node(NodeRow(node, f"http://{node}"))
+    db.apply_inventory("a", adds([name(0), name(1), name(2)]), 3, target)
+    db.apply_inventory("b", adds([name(1), name(2)]), 2, target)
+    db.apply_inventory("c", adds([name(2)]), 1, target)
+    db.take_marked(100)
+    assert db.mark_all(["a", "b", "c"], usable=3, unreliable_extra=0) == 2
+    assert taken(db) == {name(0), name(2)}
+    db.set_over_target([("content", name(2))], [("content", name(0))])
+    assert [f.holders for f in db.take_over_target(10)] == [("a", "b", "c")]
+    assert db.take_over_target(10) == []
+    db.close()
