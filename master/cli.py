@@ -30,6 +30,7 @@ def _run(args: argparse.Namespace) -> int:
         dead_after=args.dead_after,
         repair_rate=args.repair_rate,
         scrub_every=args.scrub_every * 3600,
+        full_scan_every=args.full_scan_every,
     )
     uvloop.run(serve(options))
     return 0
@@ -68,6 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=168.0,
         help="hours between scrubs of each node; 0 scrubs only on demand (168)",
+    )
+    parser.add_argument(
+        "--full-scan-every",
+        type=positive_seconds,
+        default=300.0,
+        help="seconds between full scans for files below or above target, a safety net for the"
+        " repair pass that otherwise looks only at files that changed (300)",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)

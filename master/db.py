@@ -426,21 +426,6 @@ class MasterDB:
                 result[(kind, name)] = int(row[0])
         return result
 
-    def over_target(self, counting: Sequence[str], usable: int, limit: int) -> list[Needy]:
-        """Files with more counting replicas than their target (after a node came back)."""
-        marks = ",".join("?" * len(counting)) or "''"
-        rows = self.db.execute(
-            f"""SELECT f.kind, f.name, f.size, f.target, COUNT(l.node), GROUP_CONCAT(l.node)
-                FROM files f JOIN locations l ON l.kind = f.kind AND l.name = f.name
-                WHERE l.node IN ({marks})
-                GROUP BY f.kind, f.name HAVING COUNT(l.node) > MIN(f.target, ?) LIMIT ?""",
-            (*counting, usable, limit),
-        ).fetchall()
-        return [
-            Needy(kind, name, size, have, min(target, usable), tuple(holders.split(",")))
-            for kind, name, size, target, have, holders in rows
-        ]
-
     # -- files to check -------------------------------------------------------------------------
 
     def _mark(self, files: Iterable[tuple[str, str]]) -> None:

@@ -11,6 +11,7 @@ from .db import MasterDB, NodeRow
 log = logging.getLogger(__name__)
 
 ADMIN_STATES = ("alive", "read-only", "draining")
+COUNTING = ("alive", "read-only")
 
 
 class Membership:
@@ -28,6 +29,10 @@ class Membership:
         started = time.monotonic()
         # A restarted master gives every node a fresh grace period to reconnect.
         self.lost_at: dict[str, float] = {node: started for node in self.rows}
+        # Set for the repair pass: more nodes may hold a replica, so every file is to be checked.
+        self.rescan = False
+        # Set for the repair pass: a node can now serve or take copies it could not before.
+        self.widened = False
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -45,7 +50,7 @@ class Membership:
 
     def counting(self) -> list[str]:
         """Nodes whose copies count toward targets: alive or read-only, lost for less than grace."""
-        return [row.id for row in self.rows.values() if row.state in ("alive", "read-only")]
+        return [row.id for row in self.rows.values() if row.state in COUNTING]
 
     def receivers(self) -> list[NodeRow]:
         """Connected nodes that may receive new files."""
@@ -76,6 +81,7 @@ class Membership:
     def join(self, peer: Peer, row: NodeRow) -> NodeRow:
         """A node connected: keep its admin state, take its new address and sizes."""
         old = self.rows.get(row.id)
+        before = (old.state, old.reliability) if old is not None else (None, None)
         if old is not None:
             row.admin_state = old.admin_state
             row.seq = old.seq
@@ -88,6 +94,8 @@ class Membership:
         self.links[row.id] = peer
         self.lost_at.pop(row.id, None)
         self.db.save_node(row)
+        self._moved(row, *before)
+        self.widened = True
         log.info("node %s joined from %s (%s, %s)", row.id, row.address, row.domain, row.state)
         self.on_change()
         return row
@@ -101,10 +109,13 @@ class Membership:
 
     def set_admin_state(self, node: str, state: str) -> NodeRow:
         row = self.rows[node]
+        before = row.state
         row.admin_state = state
         if row.state in ADMIN_STATES:
             row.state = state
         self.db.save_node(row)
+        self._moved(row, before, row.reliability)
+        self.widened = True
         log.info("node %s set to %s", node, state)
         self.on_change()
         return row
@@ -119,8 +130,10 @@ class Membership:
                 continue
             lost_for = now - since
             if row.state in ADMIN_STATES and lost_for >= self.grace:
+                before = row.state
                 row.state = "down"
                 self.db.save_node(row)
+                self._moved(row, before, row.reliability)
                 log.warning("node %s is down: its files are being re-replicated", node)
                 self.on_change()
             elif row.state == "down" and lost_for >= self.dead_after:
@@ -130,3 +143,12 @@ class Membership:
                 self.lost_at.pop(node, None)
                 log.warning("node %s is dead; forgot its %d locations", node, forgotten)
                 self.on_change()
+
+    def _moved(self, row: NodeRow, state: str | None, reliability: str | None) -> None:
+        """Mark for the repair pass what a node's change from `state` and `reliability` means:
+        its files when its copies start or stop counting, or count for another class."""
+        counts = row.state in COUNTING
+        if (state in COUNTING) != counts or (counts and reliability != row.reliability):
+            self.db.mark_node(row.id)
+        if row.state == "alive" and state != "alive":
+            self.rescan = True

@@ -229,4 +229,4 @@ class Rebalancer:
                     await self.copier.delete(src, [(m.kind, m.name) for m in done])
                     self.db.finish_moves([m.id for m in done])
             finally:
-                self.copier.busy.difference_update(keys)
+                self.copier.release(keys)

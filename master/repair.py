@@ -1,27 +1,35 @@
 """Keeping every file at its replica target: copies after a loss, drains, trims, refreshes.
 
-Each pass reads what is short from the database, plans copies in batches per destination node,
-and asks the destinations to fetch from a node that holds the file (`fetch`, docs/cluster.md).
-Copies are throttled to a rate in files per second; the most endangered files go first.
+Each pass looks only at the files marked in the database since the last one (their locations or
+target changed, or a node holding them started or stopped counting), plans copies of those below
+target in batches per destination node, and asks the destinations to fetch from a node that
+holds the file (`fetch`, docs/cluster.md). Copies are throttled to a rate in files per second;
+the most endangered files of a batch go first. A full scan marks every file below or above
+target at start-up, now and then as a safety net, and when more nodes may hold replicas.
 """
 
 import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from archive.hip import HipError, RemoteError
 
-from .db import FileRef, MasterDB, TargetFn
-from .membership import Membership
+from .db import FileRef, MasterDB, Needy, Replicas, TargetFn
+from .membership import ADMIN_STATES, Membership
 from .policy import choose_node
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
+EXAMINE = BATCH * 4
 CALL_TIMEOUT = 600.0
+# Files below target kept in memory to look at again when a node joins; beyond this many, the
+# next join brings a full scan instead.
+UNPLACED_MAX = 100_000
 
 
 @dataclass
@@ -31,7 +39,9 @@ class RepairStats:
     deleted: int = 0
     refreshed: int = 0
     running: int = 0
-    lost: int = 0
+    examined: int = 0
+    examined_last_pass: int = 0
+    full_scans: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,6 +76,12 @@ class Copier:
         self.members = members
         self.targets = targets
         self.busy: set[tuple[str, str]] = set()
+
+    def release(self, files: Iterable[tuple[str, str]]) -> None:
+        """End work on files: no longer busy, and looked at again by the next repair pass."""
+        keys = list(files)
+        self.busy.difference_update(keys)
+        self.db.mark(keys)
 
     def source_for(
         self, kind: str, name: str, holders: tuple[str, ...], readable: set[str]
@@ -107,17 +123,20 @@ class Copier:
         return len(done), len(files) - len(done)
 
     async def delete(self, node: str, files: list[tuple[str, str]]) -> list[str]:
+        """Have a node delete files; those it did not delete are looked at again."""
         peer = self.members.links.get(node)
-        if peer is None or not files:
+        if not files:
             return []
-        params = {"files": [{"kind": kind, "name": name} for kind, name in files]}
-        try:
-            result = await peer.call("delete", params, timeout=CALL_TIMEOUT)
-        except (HipError, RemoteError) as exc:
-            log.warning("node %s could not delete %d files: %s", node, len(files), exc)
-            return []
-        deleted = set(result.get("deleted", []))
+        deleted: set[str] = set()
+        if peer is not None:
+            params = {"files": [{"kind": kind, "name": name} for kind, name in files]}
+            try:
+                result = await peer.call("delete", params, timeout=CALL_TIMEOUT)
+                deleted = set(result.get("deleted", []))
+            except (HipError, RemoteError) as exc:
+                log.warning("node %s could not delete %d files: %s", node, len(files), exc)
         self.db.remove_locations(node, [(k, n) for k, n in files if n in deleted])
+        self.db.mark((k, n) for k, n in files if n not in deleted)
         return list(deleted)
 
 
@@ -131,6 +150,7 @@ class Repairer:
         copier: Copier,
         unreliable_extra: int,
         rate: float,
+        full_scan_every: float,
     ) -> None:
         self.db = db
         self.members = members
@@ -138,46 +158,107 @@ class Repairer:
         self.unreliable_extra = unreliable_extra
         self.throttle = Throttle(rate)
         self.stats = RepairStats()
+        self.full_scan_every = full_scan_every
+        self.next_full_scan = 0.0
+        # Files below target that found no readable source (a holder may come back within its
+        # grace period) or no node to take a copy; None when there were too many to keep.
+        self.unplaced: set[tuple[str, str]] | None = set()
 
     async def run_pass(self) -> bool:
-        """One round of every kind of work; True when it did something (run again soon)."""
-        worked = await self.copy_short()
+        """One round of every kind of work; True when it did something or left marked files
+        (run again soon)."""
+        self.mark_again()
+        needy, more = self.review()
+        worked = await self.copy_short(needy)
         worked = await self.drain() or worked
         worked = await self.refresh_structures() or worked
         if not worked and not self.members.in_grace():
             worked = await self.trim()
-        return worked
+        return worked or more
 
-    async def copy_short(self) -> bool:
+    def mark_again(self) -> None:
+        """A full scan at start-up, every `full_scan_every` seconds and when more nodes may hold
+        replicas; the files that could not be placed when a node joined or changed state."""
+        now = time.monotonic()
+        widened = self.members.widened
+        self.members.widened = False
+        if self.members.rescan or now >= self.next_full_scan or (widened and self.unplaced is None):
+            self.members.rescan = False
+            self.next_full_scan = now + self.full_scan_every
+            self.unplaced = set()
+            marked = self.db.mark_all(
+                self.members.counting(), self.members.usable(), self.unreliable_extra
+            )
+            self.stats.full_scans += 1
+            if marked:
+                log.info("full scan: %d more files below or above target to look at", marked)
+        elif widened and self.unplaced:
+            self.db.mark(self.unplaced)
+            self.unplaced = set()
+
+    def review(self) -> tuple[list[Needy], bool]:
+        """The marked files below target, most endangered first, and whether more are marked;
+        those above target are recorded for the trim step."""
+        files = self.db.take_marked(EXAMINE)
+        more = self.db.any_marked()
+        self.stats.examined += len(files)
+        self.stats.examined_last_pass = len(files)
+        counting = set(self.members.counting())
+        usable = self.members.usable()
+        needy: list[Needy] = []
+        over: list[tuple[str, str]] = []
+        not_over: list[tuple[str, str]] = []
+        for ref in files:
+            counted = [h for h in ref.holders if h in counting]
+            have = len(counted)
+            (over if have > ref.target else not_over).append((ref.kind, ref.name))
+            want = self._want(ref, counted, usable)
+            if have < want:
+                needy.append(Needy(ref.kind, ref.name, ref.size, have, want, ref.holders))
+        self.db.set_over_target(over, not_over)
+        needy.sort(key=lambda n: (n.have, n.kind != "structure", n.size))
+        return needy, more
+
+    def _want(self, ref: Replicas, counted: list[str], usable: int) -> int:
+        """Its target, `unreliable_extra` more when none of its counted replicas is on a reliable
+        node, never more than `usable`, the nodes that may receive files."""
+        reliable = any(self.members.rows[h].reliability != "low" for h in counted)
+        return min(ref.target + (0 if reliable else self.unreliable_extra), usable)
+
+    def _unplaced(self, key: tuple[str, str]) -> None:
+        if self.unplaced is not None:
+            self.unplaced.add(key)
+            if len(self.unplaced) > UNPLACED_MAX:
+                self.unplaced = None
+
+    async def copy_short(self, needy: list[Needy]) -> bool:
         counting = self.members.counting()
-        needy = self.db.below_target(
-            counting, self.members.usable(), self.unreliable_extra, BATCH * 4
-        )
         receivers = self.members.receivers()
         readable = set(self.members.readable())
         plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
         planned: dict[str, int] = Counter()
-        lost = 0
         for item in needy:
             key = (item.kind, item.name)
             if key in self.copier.busy:
-                continue
+                continue  # marked again when that work ends
             source = self.copier.source_for(item.kind, item.name, item.holders, readable)
             if source is None:
-                lost += item.have == 0
+                # A down holder marks its files when it returns; one within grace does not.
+                if any(self._in_grace(h) for h in item.holders):
+                    self._unplaced(key)
                 continue
             holders = set(item.holders)
             domains = {self.members.rows[h].domain for h in holders if h in counting}
             for _ in range(item.want - item.have):
                 dst = choose_node(receivers, item.name, holders, domains, planned)
                 if dst is None:
+                    self._unplaced(key)
                     break
                 holders.add(dst.id)
                 domains.add(dst.domain)
                 plans[dst.id].append((FileRef(item.kind, item.name, item.size), source))
                 planned[dst.id] += item.size
                 self.copier.busy.add(key)
-        self.stats.lost = lost
         if not plans:
             return False
         await asyncio.gather(*(self._copy(dst, batch) for dst, batch in plans.items()))
@@ -196,8 +277,12 @@ class Repairer:
                 self.stats.copied += copied
                 self.stats.failed += failed
         finally:
-            for ref, _ in batch:
-                self.copier.busy.discard((ref.kind, ref.name))
+            self.copier.release((ref.kind, ref.name) for ref, _ in batch)
+
+    def _in_grace(self, node: str) -> bool:
+        """Whether a holder that serves no reads is lost for less than its grace period."""
+        row = self.members.rows.get(node)
+        return row is not None and row.state in ADMIN_STATES
 
     async def drain(self) -> bool:
         """Delete from draining nodes the files that now have their target elsewhere."""
@@ -226,18 +311,18 @@ class Repairer:
 
     async def trim(self) -> bool:
         """Remove copies above target, from the fullest holders, never the active structure copy."""
-        counting = self.members.counting()
+        counting = set(self.members.counting())
         readable = set(self.members.readable())
-        extra = self.db.over_target(counting, self.members.usable(), BATCH)
         deletions: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for item in extra:
-            if (item.kind, item.name) in self.copier.busy:
+        for ref in self.db.take_over_target(BATCH):
+            extra = sum(1 for h in ref.holders if h in counting) - ref.target
+            if extra <= 0 or (ref.kind, ref.name) in self.copier.busy:
                 continue
-            active = self.db.active_node(item.name) if item.kind == "structure" else None
-            candidates = [h for h in item.holders if h in readable and h != active]
+            active = self.db.active_node(ref.name) if ref.kind == "structure" else None
+            candidates = [h for h in ref.holders if h in readable and h != active]
             candidates.sort(key=lambda h: self.members.rows[h].free)
-            for node in candidates[: item.have - item.want]:
-                deletions[node].append((item.kind, item.name))
+            for node in candidates[:extra]:
+                deletions[node].append((ref.kind, ref.name))
         if not deletions:
             return False
         results = await asyncio.gather(

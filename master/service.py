@@ -38,6 +38,7 @@ class MasterOptions:
     dead_after: float = 7 * 86400.0
     repair_rate: float = 20_000.0
     scrub_every: float = 7 * 86400.0
+    full_scan_every: float = 300.0
 
 
 def _bad(message: str) -> RemoteError:
@@ -101,6 +102,7 @@ class Master:
             self.copier,
             config.replication.unreliable_extra,
             options.repair_rate,
+            options.full_scan_every,
         )
         self.rebalancer = Rebalancer(self.db, self.members, self.copier)
         self.index_nodes: dict[str, str] = {}
@@ -136,6 +138,7 @@ class Master:
             asyncio.create_task(self._repair_loop(), name="repair"),
             asyncio.create_task(self._clock(), name="clock"),
         ]
+        self.wake.set()
         if self.rebalancer.state.get("state") == "running":
             log.info("resuming the rebalance that was running")
             self.rebalancer.start()
@@ -160,7 +163,7 @@ class Master:
 
     async def _repair_loop(self) -> None:
         """A pass whenever something changed, at most every PASS_GAP seconds while idle, so a
-        stream of inventory entries does not turn into a stream of full scans."""
+        stream of inventory entries is looked at in batches rather than a few files a pass."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), IDLE_PASS_EVERY)
@@ -230,6 +233,7 @@ class Master:
             self.members.usable(),
             self.options.config.replication.unreliable_extra,
         )
+        files_to_check, nodes_to_check = self.db.count_marked()
         rebalance = self.rebalancer.state
         if rebalance.get("state") in ("running", "stopped", "done"):
             rebalance = {**rebalance, "progress": self.db.move_progress()}
@@ -242,7 +246,11 @@ class Master:
             "below_target": below,
             "lost": lost,
             "structures_dirty": self.db.count_dirty(),
-            "repairs": self.repairer.stats.to_json(),
+            "repairs": {
+                **self.repairer.stats.to_json(),
+                "to_check": files_to_check,
+                "nodes_to_check": nodes_to_check,
+            },
             "rebalance": rebalance,
             "replication": self.options.config.replication.to_json(),
         }

@@ -52,8 +52,9 @@ async def test_a_killed_node_is_replaced_and_nothing_is_lost(cluster_factory) ->
     cluster = cluster_factory(nodes=3, replicas=2, grace=1.0)
     corpus = make_corpus(2000, urls=500)
     await insert(cluster, corpus)
-    cluster.wait_settled(len(corpus.bodies))
+    before = cluster.wait_settled(len(corpus.bodies))
     assert min(replica_counts(cluster, corpus)) >= 2
+    on_victim = next(n["files"] for n in before["nodes"] if n["id"] == "node2")
 
     victim = cluster.nodes["node2"]
     assert victim.process is not None
@@ -64,6 +65,9 @@ async def test_a_killed_node_is_replaced_and_nothing_is_lost(cluster_factory) ->
     status = cluster.wait_settled()
     assert alive(status) == 2
     assert status["lost"] == 0
+    # The node going down marked its files: no full scan was needed to find them.
+    assert status["repairs"]["full_scans"] == before["repairs"]["full_scans"]
+    assert status["repairs"]["examined"] - before["repairs"]["examined"] >= on_victim
 
     counts = replica_counts(cluster, corpus)
     assert set(counts) == {2}, f"contents by replica count: {counts}"
