@@ -13,7 +13,8 @@ at once to one site, by:
 Each time runs from the command's start to its exit. The farm counts what each crawler fetched:
 every page of every site and nothing outside a site, or the run fails. Memory is sampled every
 0.1 s: Scrapy's process, and dlweb's command process and each of its agents (PSS, which divides
-the pages forked agents share among them, and RSS).
+the pages forked agents share among them, taken while every agent runs, since the last agents
+alive share their pages among fewer processes; RSS; and the agent's private pages).
 
 Usage: python benchmarks/bench_crawl.py [--sites N] [--pages M] [--agents N] [--skip-scrapy]
        [--skip-dlweb] [--dir DIR] [--keep] [--json FILE]
@@ -135,8 +136,9 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def memory_kb(pid: int) -> tuple[int, int] | None:
-    """RSS and PSS of a process in KiB (smaps_rollup), None once it has exited."""
+def memory_kb(pid: int) -> tuple[int, int, int] | None:
+    """RSS, PSS and USS (private pages) of a process in KiB (smaps_rollup), None once it has
+    exited."""
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
@@ -147,20 +149,26 @@ def memory_kb(pid: int) -> tuple[int, int] | None:
         fields[name] = int(value.split()[0])
     if "Rss" not in fields:
         return None  # a zombie
-    return fields["Rss"], fields["Pss"]
+    return fields["Rss"], fields["Pss"], fields["Private_Clean"] + fields["Private_Dirty"]
 
 
 @dataclass
 class Peak:
     rss_mb: float = 0.0
     pss_mb: float = 0.0
+    uss_mb: float = 0.0
 
 
 @dataclass
 class Memory:
-    """Peaks of a process tree: its root, each process below it, and the sum of all PSS."""
+    """Peaks of a process tree: its root, each process below it, and the sum of all PSS.
+
+    The pages forked agents share are divided among the processes alive, so an agent's PSS
+    grows as the others end: the children's PSS peaks are taken while `full` of them run.
+    """
 
     root: int
+    full: int = 1
     root_peak: Peak = field(default_factory=Peak)
     below: dict[int, Peak] = field(default_factory=dict)
     total_pss_mb: float = 0.0
@@ -170,14 +178,15 @@ class Memory:
         for pid in pids:
             pids += children(pid)
         total = 0.0
-        for pid in pids:
-            usage = memory_kb(pid)
-            if usage is None:
-                continue
-            rss, pss = usage[0] * KB / MB, usage[1] * KB / MB
+        usages = {pid: usage for pid in pids if (usage := memory_kb(pid)) is not None}
+        all_running = len(usages) - (self.root in usages) >= self.full
+        for pid, usage in usages.items():
+            rss, pss, uss = (kb * KB / MB for kb in usage)
             peak = self.root_peak if pid == self.root else self.below.setdefault(pid, Peak())
             peak.rss_mb = max(peak.rss_mb, rss)
-            peak.pss_mb = max(peak.pss_mb, pss)
+            peak.uss_mb = max(peak.uss_mb, uss)
+            if pid == self.root or all_running:
+                peak.pss_mb = max(peak.pss_mb, pss)
             total += pss
         self.total_pss_mb = max(self.total_pss_mb, total)
 
@@ -189,19 +198,20 @@ class Memory:
             "child_max": {
                 "rss_mb": max((peak.rss_mb for peak in below), default=0.0),
                 "pss_mb": max((peak.pss_mb for peak in below), default=0.0),
+                "uss_mb": max((peak.uss_mb for peak in below), default=0.0),
             },
             "total_pss_mb": self.total_pss_mb,
         }
 
 
-def measured(command: list[str], log_path: Path, what: str) -> dict[str, Any]:
+def measured(command: list[str], log_path: Path, what: str, processes: int = 1) -> dict[str, Any]:
     """Run `command` to its exit, sampling the memory of its process tree: seconds, the CPU it
     and the children it waited for used, memory peaks."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    memory = Memory(process.pid)
+    memory = Memory(process.pid, full=processes)
     try:
         while process.poll() is None:
             memory.sample()
@@ -307,15 +317,17 @@ def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
         command = dlweb("crawl", *farm.urls(), "-c", str(config), "--delay", "0")
         for name, ip in farm.hosts().items():
             command += ["--resolve", f"{name}:{ip}"]
-        command += ["--agents", str(agents), "--report", str(report)]
+        command += [
+            "--agents",
+            str(agents),
+            "--report",
+            str(report),
+            "--work",
+            str(work / "crawler"),
+        ]
         cluster = cluster_pids(data)
         cpu = cpu_seconds([farm.pid]), cpu_seconds(cluster)
-        try:
-            run = measured(command, work / "crawl.log", "dlweb crawl")
-        except BenchError as exc:
-            if "invalid choice: 'crawl'" in str(exc):
-                raise BenchError("this dlweb has no `crawl` command (invalid choice)") from exc
-            raise
+        run = measured(command, work / "crawl.log", "dlweb crawl", processes=agents)
         farm_cpu, cluster_cpu = cpu_seconds([farm.pid]) - cpu[0], cpu_seconds(cluster) - cpu[1]
         served = check_farm(farm, "dlweb crawl")
         stored = check_report(report, farm)
@@ -366,8 +378,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def memory_line(label: str, rss: str, pss: float) -> str:
-    return f"    {label:<26}{rss:>9}{pss:>9.1f}"
+def memory_line(label: str, rss: str, pss: float, uss: str = "") -> str:
+    return f"    {label:<26}{rss:>9}{pss:>9.1f}{uss:>9}"
 
 
 def show(report: dict[str, Any]) -> None:
@@ -390,7 +402,7 @@ def show(report: dict[str, Any]) -> None:
             f"{row['cpu_s']:>7.1f}{row['farm_cpu_s']:>11.1f}"
         )
     if rows:
-        print(f"  {'peak memory (MB = 2^20 bytes)':<28}{'RSS':>9}{'PSS':>9}")
+        print(f"  {'peak memory (MB = 2^20 bytes)':<28}{'RSS':>9}{'PSS':>9}{'private':>9}")
     if "scrapy" in report:
         process = report["scrapy"]["memory"]["command"]
         print(memory_line("Scrapy process", f"{process['rss_mb']:.1f}", process["pss_mb"]))
@@ -399,7 +411,9 @@ def show(report: dict[str, Any]) -> None:
         command, agent = memory["command"], memory["child_max"]
         print(memory_line("dlweb command process", f"{command['rss_mb']:.1f}", command["pss_mb"]))
         label = f"dlweb agent (max of {memory['children']})"
-        print(memory_line(label, f"{agent['rss_mb']:.1f}", agent["pss_mb"]))
+        print(
+            memory_line(label, f"{agent['rss_mb']:.1f}", agent["pss_mb"], f"{agent['uss_mb']:.1f}")
+        )
         print(memory_line("dlweb, all processes", "", memory["total_pss_mb"]))
         print(f"  cluster CPU during the crawl: {report['dlweb']['cluster_cpu_s']:.1f} s")
     if "dlweb_failed" in report:

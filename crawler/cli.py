@@ -4,7 +4,6 @@ import argparse
 import ipaddress
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ from archive.config import load_config
 from archive.errors import DlwebError
 
 from .order import BadOrder, Order
+
+DEFAULT_WORK = Path("dlweb-crawler")
 
 __all__ = ["add_agent_arguments", "add_arguments", "register", "register_agent"]
 
@@ -106,12 +107,9 @@ def _run(args: argparse.Namespace) -> int:
     orders = _orders(args)
     if args.previous is not None and not args.previous.is_file():
         raise DlwebError(f"--previous {args.previous}: no such file")
-    work = checked_directory(args.work, "--work") if args.work else None
+    work = checked_directory(args.work, "--work")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="dlweb-crawl-") as scratch:
-        reports = crawl_sites(
-            config, orders, work or Path(scratch), agents=args.agents, monitor=args.monitor
-        )
+    reports = crawl_sites(config, orders, work, agents=args.agents, monitor=args.monitor)
     seconds = time.monotonic() - started
     for report in reports:
         print(_summary(report))
@@ -188,7 +186,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the signature file of this site's previous crawl: conditional requests, known contents",
     )
     parser.add_argument(
-        "--work", type=Path, help="folder for queues and signature files (default: a temporary one)"
+        "--work",
+        type=Path,
+        default=DEFAULT_WORK,
+        help=f"folder for the queues while a site is crawled, and for the signature and text-chunk"
+        f" files each crawl leaves (default ./{DEFAULT_WORK})",
     )
     parser.add_argument(
         "--agents",
@@ -221,8 +223,8 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--work",
         type=Path,
-        default=Path("dlweb-crawler"),
-        help="folder for queues and signature files (default ./dlweb-crawler)",
+        default=DEFAULT_WORK,
+        help=f"folder for queues and signature files (default ./{DEFAULT_WORK})",
     )
     parser.add_argument(
         "--monitor", type=parse_listen, metavar="HOST:PORT", help="serve the monitoring page"

@@ -8,6 +8,7 @@ The response's status line and header fields are kept as they arrived, the body 
 """
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import logging
@@ -169,10 +170,6 @@ class Fetcher:
         self._servers: dict[tuple[str, int, str], _Server] = {}
         self._addresses: dict[tuple[str, int, str], str] = {}
         self._reaper: asyncio.Task[None] | None = None
-        self._tls = ssl.create_default_context()
-        # An archive keeps what the server sent, whatever its certificate says.
-        self._tls.check_hostname = False
-        self._tls.verify_mode = ssl.CERT_NONE
         self.connections_opened = 0
         self._window = (time.monotonic(), 0, 0)  # start, requests, bytes
 
@@ -271,7 +268,7 @@ class Fetcher:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(
-                    address, port, ssl=self._tls if sni else None, server_hostname=sni or None
+                    address, port, ssl=_tls() if sni else None, server_hostname=sni or None
                 ),
                 timeout,
             )
@@ -310,8 +307,8 @@ class Fetcher:
                 server.connection = await self._connect(address, port, sni)
             connection = server.connection
             try:
-                connection.writer.write(connection.http.send(request) or b"")
-                connection.writer.write(connection.http.send(h11.EndOfMessage()) or b"")
+                head = connection.http.send(request) or b""
+                connection.writer.write(head + (connection.http.send(h11.EndOfMessage()) or b""))
                 await connection.writer.drain()
                 return await self._receive(server, connection, url)
             except _StaleConnection:
@@ -439,6 +436,16 @@ class Fetcher:
         spill.write(b"".join(parts))
         spill.close()
         return Body(path=Path(spill.name))
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for all; no certificate store, as none is checked."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    # An archive keeps what the server sent, whatever its certificate says.
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 class _StaleConnection(Exception):

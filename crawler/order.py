@@ -15,7 +15,7 @@ from typing import Any
 from .delimitation import BadOrder, Delimitation
 from .fetch import Politeness
 
-__all__ = ["BadOrder", "Order", "Signature", "SignatureLog", "read_signatures"]
+__all__ = ["BadOrder", "Order", "Signature", "PendingFile", "SignatureLog", "read_signatures"]
 
 _POLITENESS_KEYS = {
     "delay": float,
@@ -112,17 +112,17 @@ def read_signatures(path: Path) -> dict[str, Signature]:
     return found
 
 
-class SignatureLog:
-    """This crawl's signature file, written line by line as the crawl goes (memory stays flat)
-    under a temporary name, flushed and renamed when the site is done."""
+class PendingFile:
+    """A file written as the crawl goes (memory stays flat) under a temporary name, flushed and
+    renamed when the site is done, removed if it is not."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._temporary = path.with_name(path.name + ".part")
-        self._out = self._temporary.open("w", encoding="utf-8")
+        self._out = self._temporary.open("wb")
 
-    def add(self, signature: Signature) -> None:
-        self._out.write(json.dumps(signature.to_json(), separators=(",", ":")) + "\n")
+    def write(self, data: bytes) -> None:
+        self._out.write(data)
 
     def commit(self) -> None:
         self._out.flush()
@@ -133,3 +133,10 @@ class SignatureLog:
     def abandon(self) -> None:
         self._out.close()
         self._temporary.unlink(missing_ok=True)
+
+
+class SignatureLog(PendingFile):
+    """This crawl's signature file: one JSON line per URL fetched."""
+
+    def add(self, signature: Signature) -> None:
+        self.write(json.dumps(signature.to_json(), separators=(",", ":")).encode() + b"\n")

@@ -113,7 +113,7 @@ def _clone(
     config: ClusterConfig,
     work: Path,
     monitor: tuple[str, int] | None,
-    sites: "multiprocessing.SimpleQueue[dict[str, Any] | None]",
+    sites: "multiprocessing.Queue[dict[str, Any] | None]",
     results: "multiprocessing.Queue[dict[str, Any]]",
 ) -> None:
     """A forked agent: takes sites from the shared queue until it is empty."""
@@ -146,7 +146,8 @@ def crawl_sites(
     if agents <= 1 or len(orders) <= 1:
         return asyncio.run(_crawl_in_turn(Agent(config, work, monitor=monitor), orders))
     context = multiprocessing.get_context("fork")
-    sites: multiprocessing.SimpleQueue[dict[str, Any] | None] = context.SimpleQueue()
+    # Queues with a feeder thread: a pipe alone would block this process once full.
+    sites: multiprocessing.Queue[dict[str, Any] | None] = context.Queue()
     results: multiprocessing.Queue[dict[str, Any]] = context.Queue()
     for order in orders:
         sites.put(order)

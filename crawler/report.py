@@ -2,36 +2,41 @@
 
 import re
 import time
+from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import xxhash
 
-__all__ = ["SiteReport", "TextStats", "chunk_signatures"]
+__all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
 MAX_LISTED = 10_000  # external links, feeds, streams kept per site
 MAX_TEXTS = 5  # anchor texts kept per external link
 _WORD = re.compile(r"\w+", re.UNICODE)
-# A chunk ends after a word whose hash has these low bits clear: about 16 words per chunk, with
-# boundaries that depend on the text only, so an edit moves the signatures of its chunk alone.
-_BOUNDARY_MASK = 0xF
+# A chunk ends after a word whose last letter and length fall on one value in 16: about 16 words
+# per chunk, with boundaries set by the text alone, so an edit changes its own chunk's signature
+# and leaves the others be. (Cheap on purpose: it runs on every word of every page.)
+_BOUNDARY = 0
 _MIN_CHUNK_WORDS = 4
 
 
-def chunk_signatures(text: str) -> list[int]:
+def chunk_signatures(words: list[str]) -> list[int]:
     """64-bit signatures of content-defined chunks of a text's words (for change detection)."""
     signatures: list[int] = []
-    chunk: list[str] = []
-    for match in _WORD.finditer(text.lower()):
-        word = match.group()
-        chunk.append(word)
-        if len(chunk) >= _MIN_CHUNK_WORDS and xxhash.xxh64_intdigest(word.encode()) & _BOUNDARY_MASK == 0:
-            signatures.append(xxhash.xxh64_intdigest(" ".join(chunk).encode()))
-            chunk = []
-    if chunk:
-        signatures.append(xxhash.xxh64_intdigest(" ".join(chunk).encode()))
+    start = 0
+    for end, word in enumerate(words, 1):
+        if end - start >= _MIN_CHUNK_WORDS and (ord(word[-1]) + len(word)) & 0xF == _BOUNDARY:
+            signatures.append(xxhash.xxh64_intdigest(" ".join(words[start:end]).encode()))
+            start = end
+    if start < len(words):
+        signatures.append(xxhash.xxh64_intdigest(" ".join(words[start:]).encode()))
     return signatures
+
+
+def words_of(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
 
 
 @dataclass
@@ -39,21 +44,27 @@ class TextStats:
     documents: int = 0
     characters: int = 0
     words: int = 0
+    chunks: int = 0
     keywords: Counter[str] = field(default_factory=Counter)
-    signatures: set[int] = field(default_factory=set)
+    # Where the chunk signatures go, 8 bytes each (little-endian), as they are found.
+    out: Callable[[bytes], None] | None = None
 
     def add(self, text: str, keywords: tuple[str, ...]) -> None:
         if not text:
             return
         self.documents += 1
         self.characters += len(text)
-        self.words += sum(1 for _ in _WORD.finditer(text))
+        words = words_of(text)
+        self.words += len(words)
         if keywords:
             lowered = text.lower()
             for keyword in keywords:
                 if found := lowered.count(keyword):
                     self.keywords[keyword] += found
-        self.signatures.update(chunk_signatures(text))
+        signatures = chunk_signatures(words)
+        self.chunks += len(signatures)
+        if self.out is not None:
+            self.out(array("Q", signatures).tobytes())
 
 
 @dataclass
@@ -79,6 +90,7 @@ class SiteReport:
     content_types: Counter[str] = field(default_factory=Counter)
     text: TextStats = field(default_factory=TextStats)
     signature_file: str = ""
+    chunk_file: str = ""
 
     def error(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -125,7 +137,8 @@ class SiteReport:
                 "characters": self.text.characters,
                 "words": self.text.words,
                 "keywords": dict(self.text.keywords),
-                "chunk_signatures": [f"{s:016x}" for s in sorted(self.text.signatures)],
+                "chunks": self.text.chunks,
             },
             "signature_file": self.signature_file,
+            "chunk_file": self.chunk_file,
         }

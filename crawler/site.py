@@ -25,7 +25,7 @@ from . import parsers
 from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
 from .links import Link, LinkKind
-from .order import Order, Signature, SignatureLog, read_signatures
+from .order import Order, PendingFile, Signature, SignatureLog, read_signatures
 from .report import SiteReport
 from .robots import Robots, origin_of
 from .storage import CaptureSink
@@ -99,6 +99,8 @@ class SiteCrawler:
         self.progress.site = self.delimitation.start_url
         self.progress.started = time.time()
         signatures = SignatureLog(signature_path)
+        chunks = PendingFile(signature_path.with_suffix(".chunks"))
+        self.report.text.out = chunks.write
         frontier = Frontier(self.work / "queues")
         self.progress.queues = frontier.sizes
         try:
@@ -110,11 +112,14 @@ class SiteCrawler:
         except BaseException:
             self._sink.abandon()
             signatures.abandon()
+            chunks.abandon()
             raise
         finally:
             frontier.close()
             self.progress.queues = dict
         signatures.commit()
+        chunks.commit()
+        self.report.chunk_file = str(chunks.path)
         self.report.uploaded = stored.uploaded
         self.report.uploaded_bytes = stored.bytes
         self.report.signature_file = str(signature_path)

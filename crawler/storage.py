@@ -15,8 +15,8 @@ from .fetch import Body
 
 __all__ = ["CaptureSink"]
 
-BATCH = 200
-BATCH_BYTES = 16 * 1024 * 1024
+BATCH = 100
+BATCH_BYTES = 8 * 1024 * 1024
 IN_FLIGHT = 2
 
 

@@ -41,7 +41,6 @@ STREAM_SCHEMES = frozenset(
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
 _C0_OR_SPACE = "".join(chr(c) for c in range(0x21))
-_SPACES = re.compile(r"\s+")
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -249,7 +248,7 @@ def _cut(line: str) -> Iterator[str]:
 
 def collapse(text: str) -> str:
     """Text with runs of whitespace made one space, as a browser shows it."""
-    return _SPACES.sub(" ", text).strip()
+    return " ".join(text.split())
 
 
 def code_point(number: int) -> str:

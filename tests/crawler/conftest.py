@@ -56,6 +56,8 @@ def crawl(tmp_path: Path, sites: Sites) -> Callable[..., Crawl]:
                 str(cluster.config_path),
                 "--report",
                 str(report),
+                "--work",
+                str(tmp_path / "crawl-work"),
                 *resolve,
                 *args,
             ],
