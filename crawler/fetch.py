@@ -212,10 +212,12 @@ class Fetcher:
             raise FetchError("invalid-url", f"cannot fetch {url!r}: bad port") from None
         sni = host if scheme == "https" else ""
         name = (host.lower(), port, scheme)
-        address = self._addresses.get(name)
-        if address is None:
+        address = self._addresses.get(name, "")
+        server = self._servers.get((address, port, sni))
+        if server is None or (server.connection is None and not server.lock.locked()):
+            # A new connection is needed: it goes to the host's next address, in turn.
             address = self._addresses[name] = await self.resolver.next_address(host, port)
-        server = self._servers.setdefault((address, port, sni), _Server())
+            server = self._servers.setdefault((address, port, sni), _Server())
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         netloc = parts.netloc.rpartition("@")[2]
         async with server.lock:
