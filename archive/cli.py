@@ -95,7 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     """Parse arguments and run the chosen command, turning dlweb errors into one clear line."""
     parser.set_defaults(log_level=logging.INFO)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # A command whose positionals may come after its options (`set_defaults(intermixed=NAME)`)
+    # gets the words argparse left over; anything else left over is an error, as usual.
+    intermixed = getattr(args, "intermixed", None)
+    if extra and intermixed is not None and not any(word.startswith("-") for word in extra):
+        getattr(args, intermixed).extend(extra)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if getattr(args, "verbose", False) else args.log_level,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",

@@ -208,7 +208,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report", type=Path, help="write every site's report as JSON to this file"
     )
     add_config_option(parser)
-    parser.set_defaults(run=_run)
+    parser.set_defaults(run=_run, intermixed="urls")
 
 
 def _run_agent(args: argparse.Namespace) -> int:
