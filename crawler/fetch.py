@@ -348,7 +348,7 @@ class Fetcher:
             if event is not h11.NEED_DATA:
                 return event
             data = await self._read(connection, url)
-            if not data and not started:
+            if not data and not started and not connection.http.trailing_data[0]:
                 raise _StaleConnection
             connection.http.receive_data(data)
 
@@ -373,6 +373,7 @@ class Fetcher:
         connection.last_used = time.monotonic()
         if (
             truncated
+            or connection.reader.at_eof()  # the body ended with the connection
             or connection.http.our_state is not h11.DONE
             or connection.http.their_state is not h11.DONE
         ):

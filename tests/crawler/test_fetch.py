@@ -353,11 +353,6 @@ async def test_body_ended_by_the_connection_close_is_read_whole(
     assert fetched.header_block == OLD_STYLE_HEAD
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Fetcher._receive keeps a connection whose body ended with the server's close (h11 "
-    "says DONE/DONE), so the next request on it fails with a 'protocol' FetchError",
-)
 async def test_after_a_body_ended_by_the_close_the_next_fetch_opens_a_new_connection(
     serve: Serve, tmp_path: Path
 ) -> None:
@@ -568,11 +563,6 @@ async def test_garbage_instead_of_a_status_line_is_a_protocol_error(
     assert caught.value.kind == "protocol"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Fetcher._next_event takes an end of connection before a whole status line for a "
-    "stale kept-alive connection even when bytes did arrive: kind 'connection', not 'protocol'",
-)
 async def test_garbage_then_close_is_a_protocol_error(serve: Serve, tmp_path: Path) -> None:
     site = await serve(lambda r: Reply(raw=b"<html>not HTTP, then hung up</html>\n", close=True))
     async with fetcher(tmp_path, {HOST_A: [A]}) as client:
