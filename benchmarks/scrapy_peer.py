@@ -9,14 +9,10 @@ to a file of its own, as a Scrapy user would in the callback. Host names come fr
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from tests.pywb_peer import COMPLETE, _cache_dir
+from tests.pywb_peer import peer_venv
 
 REQUIREMENTS = ("scrapy",)
 # The environment's name says what it holds, so one built from other requirements is not reused.
@@ -93,40 +89,9 @@ class FarmSpider(scrapy.Spider):
 """
 
 
-def _install(venv: Path) -> None:
-    for command in (
-        [sys.executable, "-m", "venv", str(venv)],
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS],
-    ):
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"{' '.join(command)} exited with {done.returncode}:\n{done.stderr or done.stdout}"
-            )
-
-
 def scrapy_bin() -> Path:
-    """The `bin` directory of a virtual environment with Scrapy, built on first use in a
-    directory of its own and published by atomically replacing a symbolic link, as pywb's is."""
-    cache = _cache_dir()
-    venv = cache / VENV_NAME
-    if (venv / COMPLETE).exists():
-        return venv / "bin"
-    cache.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f"{VENV_NAME}-", dir=cache))
-    try:
-        _install(build)
-        (build / COMPLETE).write_text(" ".join(REQUIREMENTS) + "\n")
-        if (venv / COMPLETE).exists():  # another process finished first
-            shutil.rmtree(build)
-        else:
-            link = cache / f".{build.name}.link"
-            link.symlink_to(build.name)
-            os.replace(link, venv)
-    except BaseException:
-        shutil.rmtree(build, ignore_errors=True)
-        raise
-    return venv / "bin"
+    """The `bin` directory of a virtual environment with Scrapy, built on first use (as pywb's)."""
+    return peer_venv(VENV_NAME, REQUIREMENTS)
 
 
 def scrapy_version() -> str:

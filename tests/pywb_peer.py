@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,23 +55,24 @@ def _run(command: list[str], cwd: Path | None = None) -> None:
         )
 
 
-def pywb_bin() -> Path:
-    """The `bin` directory of a virtual environment with pywb, built on first use.
+def peer_venv(name: str, requirements: Sequence[str]) -> Path:
+    """The `bin` directory of a cached virtual environment holding `requirements`, built on
+    first use.
 
     A virtual environment cannot be moved (its scripts name their interpreter by absolute path),
     so it is built in a directory of its own and published by atomically replacing a symbolic
-    link: the name VENV_NAME only ever points to a complete environment.
+    link: the name only ever points to a complete environment.
     """
     cache = _cache_dir()
-    venv = cache / VENV_NAME
+    venv = cache / name
     if (venv / COMPLETE).exists():
         return venv / "bin"
     cache.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f"{VENV_NAME}-", dir=cache))
+    build = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
     try:
         _run([sys.executable, "-m", "venv", str(build)])
-        _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *REQUIREMENTS])
-        (build / COMPLETE).write_text(" ".join(REQUIREMENTS) + "\n")
+        _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
+        (build / COMPLETE).write_text(" ".join(requirements) + "\n")
         if (venv / COMPLETE).exists():  # another process finished first
             shutil.rmtree(build)
         else:
@@ -82,6 +83,11 @@ def pywb_bin() -> Path:
         shutil.rmtree(build, ignore_errors=True)
         raise
     return venv / "bin"
+
+
+def pywb_bin() -> Path:
+    """The `bin` directory of a virtual environment with pywb, built on first use."""
+    return peer_venv(VENV_NAME, REQUIREMENTS)
 
 
 def _free_port() -> int:
