@@ -1,64 +1,28 @@
 """The master's HTTP interface: status (JSON and a page), location queries and admin actions."""
 
-import hmac
 import html
-import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from archive.hashing import is_valid_name
+from archive.serving import json_body, json_error, token_guard
 
 from .service import KINDS, Master
 
 log = logging.getLogger(__name__)
 
 MASTER = web.AppKey("master", Master)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_BODY = 64 * 1024
 STRUCTURE_PAGE = 10_000
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
-
-
-@web.middleware
-async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Writes need the cluster token; every failure becomes a JSON error, never a traceback."""
-    if request.method == "POST":
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        expected = request.app[MASTER].options.config.write_token
-        if scheme.lower() != "bearer" or not token:
-            return _error(401, "admin actions need the cluster token (Authorization: Bearer)")
-        if not hmac.compare_digest(token.encode(), expected.encode()):
-            return _error(403, "wrong cluster token")
-    try:
-        return await handler(request)
-    except web.HTTPException as exc:
-        if exc.status >= 400:
-            return _error(exc.status, exc.reason)
-        raise
-    except Exception:
-        log.exception("internal error on %s %s", request.method, request.path)
-        return _error(500, "internal error on the master")
+_guard = token_guard(lambda request: request.app[MASTER].options.config.write_token, "master")
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
-    raw = await request.read()
-    if not raw:
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise web.HTTPBadRequest(reason="request body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise web.HTTPBadRequest(reason="request body must be a JSON object")
-    return data
+    return await json_body(request, MAX_BODY)
 
 
 def _rate(body: dict[str, Any], key: str, default: float) -> float:
@@ -101,9 +65,9 @@ copy; repairs running: {repairs["running"]}, copied {repairs["copied"]}, failed
 async def locate(request: web.Request) -> web.Response:
     kind, name = request.match_info["kind"], request.match_info["name"]
     if kind not in KINDS:
-        return _error(400, f"kind must be content or structure, not {kind[:20]!r}")
+        return json_error(400, f"kind must be content or structure, not {kind[:20]!r}")
     if not is_valid_name(name):
-        return _error(400, "a file name is 64 lowercase hex digits")
+        return json_error(400, "a file name is 64 lowercase hex digits")
     nodes = request.app[MASTER].locate(kind, name)
     return web.json_response({"kind": kind, "name": name, "nodes": nodes})
 
@@ -113,9 +77,9 @@ async def structures(request: web.Request) -> web.Response:
     after = request.query.get("after", "")
     limit_text = request.query.get("limit", str(STRUCTURE_PAGE))
     if after and not is_valid_name(after):
-        return _error(400, "after must be a file name, 64 lowercase hex digits")
+        return json_error(400, "after must be a file name, 64 lowercase hex digits")
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= STRUCTURE_PAGE:
-        return _error(400, f"limit must be a whole number from 1 to {STRUCTURE_PAGE}")
+        return json_error(400, f"limit must be a whole number from 1 to {STRUCTURE_PAGE}")
     page = request.app[MASTER].structures(after, int(limit_text))
     return web.json_response({"structures": page})
 
@@ -123,7 +87,7 @@ async def structures(request: web.Request) -> web.Response:
 async def fsck(request: web.Request) -> web.Response:
     deep = request.query.get("deep", "0")
     if deep not in ("0", "1"):
-        return _error(400, "deep must be 0 or 1")
+        return json_error(400, "deep must be 0 or 1")
     return web.json_response(await request.app[MASTER].fsck(deep == "1"))
 
 
@@ -133,9 +97,9 @@ async def set_state(request: web.Request) -> web.Response:
     try:
         row = request.app[MASTER].set_node_state(node, str(body.get("state")))
     except KeyError:
-        return _error(404, f"no node {node[:100]!r} in this cluster")
+        return json_error(404, f"no node {node[:100]!r} in this cluster")
     except ValueError as exc:
-        return _error(400, str(exc))
+        return json_error(400, str(exc))
     return web.json_response(row)
 
 
@@ -149,7 +113,7 @@ async def post_rebalance(request: web.Request) -> web.Response:
     if body.get("stop"):
         return web.json_response(rebalancer.stop())
     if body.get("apply") is not True:
-        return _error(400, 'give {"apply": true} to start the plan or {"stop": true} to stop')
+        return json_error(400, 'give {"apply": true} to start the plan or {"stop": true} to stop')
     files_per_s = _rate(body, "files_per_s", 200.0)
     bytes_per_s = _rate(body, "bytes_per_s", 64.0 * 1024 * 1024)
     return web.json_response(rebalancer.apply(files_per_s, bytes_per_s))
@@ -164,7 +128,7 @@ async def post_scrub(request: web.Request) -> web.Response:
     elif isinstance(node, str) and node in master.members.rows:
         nodes = [node]
     else:
-        return _error(404, f"no node {str(node)[:100]!r} in this cluster")
+        return json_error(404, f"no node {str(node)[:100]!r} in this cluster")
     return web.json_response(await master.scrub(nodes))
 
 
