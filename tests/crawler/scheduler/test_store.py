@@ -1,0 +1,435 @@
+"""The scheduler's store: sites and their delimitations, the schedule, crawls, the graph and
+settings; what survives a reopen and a kill, and clear errors for files it cannot use."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from archive.errors import NotFound
+from crawler.delimitation import BadOrder
+from crawler.scheduler.store import DEFAULT_INTERVAL, DuplicateSite, SqliteStore, StoreError
+
+REPORT = {
+    "start_url": "http://a.example/",
+    "started": 100.0,
+    "pages": 12,
+    "new_contents": 3,
+    "known_contents": 9,
+    "external_links": [{"url": f"http://x{n}.example/", "texts": ["x"]} for n in range(5)],
+    "text": {"words": 1000, "keywords": {"museum": 4}},
+}
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "scheduler.db"
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(path) as opened:
+        yield opened
+
+
+# -- sites --------------------------------------------------------------------------------------
+
+
+def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: SqliteStore) -> None:
+    site = store.add_site(
+        "HTTP://WWW.Example.org", "", "//shop.example.org", max_depth=7, priority=2.5, seed=True
+    )
+    assert site.start_url == "http://www.example.org/"
+    assert site.accept == "//example.org OR .example.org"  # derived from the start URL
+    assert (site.reject, site.max_depth, site.priority, site.seed) == (
+        "//shop.example.org",
+        7,
+        2.5,
+        True,
+    )
+    assert (site.state, site.next_crawl, site.interval, site.crawls) == (
+        "queued",
+        0.0,
+        DEFAULT_INTERVAL,
+        0,
+    )
+    assert site.source == "operator" and site.agent == "" and site.created > 0
+    assert store.site(site.id) == site
+    assert store.site(site.id + 1) is None
+    assert site.to_json()["start_url"] == "http://www.example.org/"
+
+
+def test_a_bad_delimitation_is_refused(store: SqliteStore) -> None:
+    with pytest.raises(BadOrder, match="term 1"):
+        store.add_site("http://a.example/", "//a.example:80")
+    with pytest.raises(BadOrder, match="outside its own delimitation"):
+        store.add_site("http://a.example/", "//b.example")
+    assert store.counts()["sites"] == 0
+
+
+def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: SqliteStore) -> None:
+    first = store.add_site("http://www.example.org/", "", "//shop.example.org")
+    with pytest.raises(DuplicateSite, match=f"belongs to site {first.id}"):
+        store.add_site("http://news.example.org/today", "//news.example.org")
+    with pytest.raises(DuplicateSite):
+        store.add_site("http://www.example.org/", "")
+    # What a site rejects may be another site.
+    shop = store.add_site("http://shop.example.org/", "//shop.example.org")
+    assert store.find_site_for("http://shop.example.org/cart") == shop
+
+
+def test_find_site_for_follows_disjoint_delimitations(store: SqliteStore) -> None:
+    domain = store.add_site("http://www.uni.edu/", "//uni.edu OR .uni.edu", "re:^https?://[^/]+/~")
+    ann = store.add_site("http://www.uni.edu/~ann/", "//www.uni.edu/~ann/")
+    bob = store.add_site("http://www.uni.edu/~bob/", "//www.uni.edu/~bob/")
+    shop = store.add_site("http://shop.example/", "//shop.example", "/private/")
+    anywhere = store.add_site("http://wiki.test/", "re:^https?://wiki\\.")
+
+    def owner(url: str) -> int | None:
+        found = store.find_site_for(url)
+        return None if found is None else found.id
+
+    assert owner("http://www.uni.edu/") == domain.id
+    assert owner("https://maths.uni.edu:8443/x?y=1") == domain.id
+    assert owner("http://www.uni.edu/~ann/cv.html") == ann.id
+    assert owner("http://www.uni.edu/~ann/") == ann.id
+    assert owner("http://www.uni.edu/~bob/a/b") == bob.id
+    assert owner("http://www.uni.edu/~carl/") is None  # rejected by the domain, no site of its own
+    assert owner("http://uni.edu.evil.example/") is None
+    assert owner("http://shop.example/a") == shop.id
+    assert owner("http://shop.example/private/a") is None
+    assert owner("http://sub.shop.example/") is None
+    assert owner("http://wiki.anything.example/") == anywhere.id
+    assert owner("http://unknown.example/") is None
+
+
+def test_find_site_for_among_many_sites_of_one_host(store: SqliteStore) -> None:
+    users = [
+        store.add_site(f"http://perso.host.fr/u{n}/", f"//perso.host.fr/u{n}/") for n in range(300)
+    ]
+    for user in users[::37]:
+        found = store.find_site_for(user.start_url + "page.html")
+        assert found is not None and found.id == user.id
+    assert store.find_site_for("http://perso.host.fr/nobody/") is None
+    assert store.find_site_for("http://perso.host.fr/u1") is None  # the prefix needs its slash
+
+
+def test_a_removed_site_matches_nothing_and_may_come_back(store: SqliteStore) -> None:
+    site = store.add_site("http://a.example/", "")
+    other = store.add_site("http://b.example/", "")
+    store.add_edges(other.id, {site.id: 3}, 1.0)
+    store.set_state(site.id, "removed")
+    assert store.find_site_for("http://a.example/x") is None
+    assert list(store.edges()) == []  # its links went with it
+    assert [s.id for s in store.next_sites(10.0, 10)] == [other.id]
+    store.set_state(site.id, "queued")
+    found = store.find_site_for("http://a.example/x")
+    assert found is not None and found.id == site.id
+    store.set_state(site.id, "removed")
+    again = store.add_site("http://a.example/", "")
+    with pytest.raises(DuplicateSite, match="cannot come back"):
+        store.set_state(site.id, "idle")
+    assert store.find_site_for("http://a.example/") == store.site(again.id)
+
+
+def test_set_state_checks_its_fields(store: SqliteStore) -> None:
+    site = store.add_site("http://a.example/", "")
+    store.set_state(
+        site.id,
+        "idle",
+        next_crawl=50,
+        interval=3600.0,
+        relevance=1.5,
+        change_rate=0.25,
+        max_depth=3,
+        agent="",
+    )
+    changed = store.site(site.id)
+    assert changed is not None
+    assert (changed.state, changed.next_crawl, changed.interval) == ("idle", 50.0, 3600.0)
+    assert (changed.relevance, changed.change_rate, changed.max_depth) == (1.5, 0.25, 3)
+    with pytest.raises(StoreError, match="'asleep' is not one of"):
+        store.set_state(site.id, "asleep")
+    with pytest.raises(StoreError, match="'start_url' cannot be set"):
+        store.set_state(site.id, "idle", start_url="http://b.example/")
+    with pytest.raises(StoreError, match="finite number"):
+        store.set_state(site.id, "idle", next_crawl=float("nan"))
+    with pytest.raises(StoreError, match="finite number"):
+        store.set_state(site.id, "idle", priority="high")
+    with pytest.raises(StoreError, match="not be negative"):
+        store.set_state(site.id, "idle", max_depth=-1)
+    with pytest.raises(StoreError, match="agent"):
+        store.set_state(site.id, "crawling")
+    with pytest.raises(StoreError, match="agent"):
+        store.set_state(site.id, "idle", agent="a1")
+    with pytest.raises(NotFound):
+        store.set_state(site.id + 1, "idle")
+    assert store.site(site.id) == changed
+
+
+def test_sites_lists_by_state_in_registration_order(store: SqliteStore) -> None:
+    ids = [store.add_site(f"http://s{n}.example/", "").id for n in range(5)]
+    store.set_state(ids[1], "blacklisted")
+    store.set_state(ids[3], "blacklisted")
+    assert [s.id for s in store.sites()] == ids
+    assert [s.id for s in store.sites(limit=2, offset=1)] == ids[1:3]
+    assert [s.id for s in store.sites(state="blacklisted")] == [ids[1], ids[3]]
+    assert [s.id for s in store.sites(state="queued")] == [ids[0], ids[2], ids[4]]
+    with pytest.raises(StoreError):
+        store.sites(state="nope")
+
+
+# -- the schedule -------------------------------------------------------------------------------
+
+
+def test_next_sites_highest_priority_first_then_longest_due(store: SqliteStore) -> None:
+    low = store.add_site("http://low.example/", "", priority=1.0)
+    high = store.add_site("http://high.example/", "", priority=5.0)
+    late = store.add_site("http://late.example/", "", priority=5.0, next_crawl=30.0)
+    early = store.add_site("http://early.example/", "", priority=5.0, next_crawl=20.0)
+    future = store.add_site("http://future.example/", "", priority=9.0, next_crawl=1000.0)
+    paused = store.add_site("http://paused.example/", "", priority=9.0)
+    store.set_state(paused.id, "paused")
+
+    def order(now: float, limit: int = 10) -> list[int]:
+        return [site.id for site in store.next_sites(now, limit)]
+
+    assert order(10.0) == [high.id, low.id]
+    assert order(25.0) == [high.id, early.id, low.id]
+    assert order(40.0) == [high.id, early.id, late.id, low.id]
+    assert order(40.0, 2) == [high.id, early.id]
+    assert order(40.0) == order(40.0)  # asking does not take
+    store.set_priority(low.id, 7.0)
+    assert order(40.0, 1) == [low.id]
+    store.set_priorities({high.id: 8.0, late.id: 7.5})
+    assert order(40.0, 3) == [high.id, late.id, low.id]
+    assert order(2000.0, 1) == [future.id]
+    assert order(10.0) == [high.id, low.id]  # an earlier time again
+    store.set_state(high.id, "idle", next_crawl=500.0)
+    assert order(40.0, 1) == [late.id]
+    assert order(600.0, 2) == [high.id, late.id]
+    with pytest.raises(NotFound):
+        store.set_priority(paused.id + 100, 1.0)
+
+
+def test_claim_gives_a_site_to_one_agent_only(store: SqliteStore) -> None:
+    site = store.add_site("http://a.example/", "")
+    other = store.add_site("http://b.example/", "")
+    store.set_state(other.id, "blacklisted")
+    assert store.claim(site.id, "agent-1", 10.0)
+    assert not store.claim(site.id, "agent-2", 11.0)
+    assert not store.claim(other.id, "agent-2", 11.0)
+    assert not store.claim(site.id + 100, "agent-2", 11.0)
+    claimed = store.site(site.id)
+    assert claimed is not None
+    assert (claimed.state, claimed.agent, claimed.claimed) == ("crawling", "agent-1", 10.0)
+    assert store.next_sites(20.0, 10) == []
+    assert store.agent_site("agent-1") == claimed
+    assert store.agent_site("agent-2") is None
+    with pytest.raises(StoreError):
+        store.claim(site.id, "", 12.0)
+
+
+def test_release_agent_puts_its_sites_back_in_the_queue(store: SqliteStore) -> None:
+    a = store.add_site("http://a.example/", "", priority=1.0)
+    b = store.add_site("http://b.example/", "", priority=2.0, next_crawl=50.0)
+    c = store.add_site("http://c.example/", "")
+    assert store.claim(a.id, "agent-1", 10.0)
+    assert store.claim(b.id, "agent-1", 20.0)  # before it was due
+    assert store.claim(c.id, "agent-2", 20.0)
+    assert sorted(store.release_agent("agent-1")) == [a.id, b.id]
+    assert store.release_agent("agent-1") == []
+    assert [s.id for s in store.next_sites(30.0, 10)] == [b.id, a.id]  # due at once
+    released = store.site(b.id)
+    assert released is not None
+    assert (released.state, released.agent, released.next_crawl) == ("queued", "", 20.0)
+    assert store.agent_site("agent-2") == store.site(c.id)
+
+
+def test_finish_records_the_crawl_and_schedules_the_next(store: SqliteStore) -> None:
+    site = store.add_site("http://a.example/", "")
+    assert store.claim(site.id, "agent-1", 100.0)
+    store.finish(site.id, REPORT, "/w/a.signatures", "/w/a.chunks", 160.0, new_chunk_share=0.2)
+    done = store.site(site.id)
+    assert done is not None
+    assert (done.state, done.agent, done.last_crawl, done.crawls) == ("idle", "", 160.0, 1)
+    assert done.next_crawl == 160.0 + DEFAULT_INTERVAL
+    assert (done.signature_file, done.chunk_file) == ("/w/a.signatures", "/w/a.chunks")
+    [crawl] = store.crawls(site.id)
+    assert (crawl.site, crawl.agent, crawl.started, crawl.finished) == (
+        site.id,
+        "agent-1",
+        100.0,
+        160.0,
+    )
+    assert (crawl.pages, crawl.new_contents, crawl.known_contents, crawl.new_chunk_share) == (
+        12,
+        3,
+        9,
+        0.2,
+    )
+    assert "external_links" not in crawl.report and crawl.report["external_link_count"] == 5
+    assert crawl.report["text"] == REPORT["text"]
+    assert store.next_sites(161.0, 10) == []
+    assert [s.id for s in store.next_sites(160.0 + DEFAULT_INTERVAL, 10)] == [site.id]
+
+    store.set_state(site.id, "idle", interval=60.0)
+    assert store.claim(site.id, "agent-2", 200.0)
+    store.set_state(site.id, "paused")  # while it is crawled
+    store.finish(site.id, {"pages": "many"}, "/w/b.signatures", "/w/b.chunks", 300.0)
+    paused = store.site(site.id)
+    assert paused is not None and paused.state == "paused" and paused.crawls == 2
+    newest, oldest = store.crawls(site.id)
+    assert (newest.pages, newest.new_chunk_share, newest.started) == (0, None, 300.0)
+    assert oldest == crawl
+    assert store.crawls(site.id, limit=1) == [newest]
+    with pytest.raises(NotFound):
+        store.finish(site.id + 1, REPORT, "", "", 1.0)
+
+
+# -- the graph ----------------------------------------------------------------------------------
+
+
+def test_edges_referrers_and_ranks(store: SqliteStore) -> None:
+    a, b, c = (store.add_site(f"http://{n}.example/", "") for n in "abc")
+    store.add_edges(a.id, {b.id: 2, c.id: 1, a.id: 9}, 10.0)  # the self-link is left out
+    store.add_edges(b.id, {c.id: 4}, 10.0)
+    store.add_edges(a.id, {b.id: 5}, 20.0)  # a later crawl's count replaces the earlier
+    store.add_edges(c.id, {}, 20.0)
+    assert sorted(store.edges()) == [(a.id, b.id, 5), (a.id, c.id, 1), (b.id, c.id, 4)]
+    referrers = store.referrers(c.id)
+    assert [(site.id, count) for site, count in referrers] == [(b.id, 4), (a.id, 1)]
+    assert store.referrers(a.id) == []
+    store.set_ranks({a.id: 0.9, b.id: 0.4}, {b.id: 0.3, c.id: 0.95})
+    ranked = {s.id: (s.hub, s.authority) for s in store.sites()}
+    assert ranked == {a.id: (0.9, 0.0), b.id: (0.4, 0.3), c.id: (0.0, 0.95)}
+    store.set_ranks({c.id: 0.5}, {})
+    ranked = {s.id: (s.hub, s.authority) for s in store.sites()}
+    assert ranked == {a.id: (0.0, 0.0), b.id: (0.0, 0.0), c.id: (0.5, 0.0)}
+
+
+# -- the campaign -------------------------------------------------------------------------------
+
+
+def test_settings_and_counts(store: SqliteStore) -> None:
+    assert store.get_setting("campaign") == ""
+    assert store.get_setting("campaign", "running") == "running"
+    store.set_setting("campaign", "paused")
+    store.set_setting("campaign", "running")
+    assert store.get_setting("campaign") == "running"
+    a = store.add_site("http://a.example/", "")
+    b = store.add_site("http://b.example/", "")
+    store.set_state(b.id, "blacklisted")
+    store.add_edges(a.id, {b.id: 1}, 1.0)
+    assert store.claim(a.id, "agent-1", 1.0)
+    store.finish(a.id, REPORT, "", "", 2.0)
+    counts = store.counts()
+    assert counts == {
+        "queued": 0,
+        "crawling": 0,
+        "idle": 1,
+        "blacklisted": 1,
+        "paused": 0,
+        "removed": 0,
+        "sites": 2,
+        "edges": 1,
+        "crawls": 1,
+    }
+
+
+# -- on disk ------------------------------------------------------------------------------------
+
+
+def test_everything_survives_a_reopen(path: Path) -> None:
+    with SqliteStore(path) as store:
+        domain = store.add_site("http://www.uni.edu/", "//uni.edu OR .uni.edu", "re:/~")
+        ann = store.add_site("http://www.uni.edu/~ann/", "//www.uni.edu/~ann/", priority=3.0)
+        gone = store.add_site("http://gone.example/", "")
+        store.set_state(gone.id, "removed")
+        assert store.claim(domain.id, "agent-1", 5.0)
+        store.finish(domain.id, REPORT, "/w/s", "/w/c", 6.0)
+        store.add_edges(domain.id, {ann.id: 2}, 6.0)
+        store.set_ranks({domain.id: 1.0}, {ann.id: 1.0})
+        store.set_setting("keywords", "museum")
+        assert [s.id for s in store.next_sites(7.0, 10)] == [ann.id]
+        before = store.sites()
+    with SqliteStore(path) as store:
+        assert store.sites() == before
+        assert [s.id for s in store.next_sites(7.0, 10)] == [ann.id]
+        found = store.find_site_for("http://www.uni.edu/~ann/x")
+        assert found is not None and found.id == ann.id
+        assert store.find_site_for("http://gone.example/") is None
+        assert len(store.crawls(domain.id)) == 1
+        assert list(store.edges()) == [(domain.id, ann.id, 2)]
+        assert store.get_setting("keywords") == "museum"
+
+
+def test_sites_added_survive_a_kill(path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from crawler.scheduler.store import SqliteStore\n"
+        "store = SqliteStore(Path(sys.argv[1]))\n"
+        "for n in range(100000):\n"
+        "    print(store.add_site(f'http://s{n}.example/', '').id, flush=True)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    acknowledged = [int(child.stdout.readline()) for _ in range(25)]
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    with SqliteStore(path) as store:
+        for site_id in acknowledged:
+            site = store.site(site_id)
+            assert site is not None and site.start_url == f"http://s{site_id - 1}.example/"
+        assert store.find_site_for("http://s3.example/a") is not None
+
+
+def test_a_newer_schema_is_refused(path: Path) -> None:
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer dlweb.*schema version 99"):
+        SqliteStore(path)
+
+
+def test_a_file_that_is_no_scheduler_database_is_refused(path: Path) -> None:
+    path.write_bytes(b"this is not a database, just some text " * 100)
+    with pytest.raises(StoreError, match="not a scheduler's database"):
+        SqliteStore(path)
+    path.unlink()
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE other (x)")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="not a scheduler's"):
+        SqliteStore(path)
+
+
+def test_a_damaged_database_is_refused(path: Path) -> None:
+    with SqliteStore(path) as store:
+        for n in range(200):
+            store.add_site(f"http://s{n}.example/", "")
+    data = bytearray(path.read_bytes())
+    data[4096 : 4096 * 3] = b"\xff" * 8192
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="damaged"):
+        SqliteStore(path)
+
+
+def test_a_second_store_on_the_same_file_is_refused(store: SqliteStore, path: Path) -> None:
+    store.add_site("http://a.example/", "")
+    with pytest.raises(StoreError, match="in use by another process"):
+        SqliteStore(path)
+    assert store.counts()["sites"] == 1
