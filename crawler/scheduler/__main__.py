@@ -1,0 +1,9 @@
+import sys
+
+from archive.cli import standalone
+
+from .cli import add_scheduler_arguments
+
+sys.exit(
+    standalone("python -m crawler.scheduler", "dlweb crawl scheduler", add_scheduler_arguments)
+)

@@ -1,0 +1,251 @@
+"""`dlweb scheduler` runs the scheduler; `dlweb sites` and `dlweb campaign` talk to it."""
+
+import argparse
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from archive.cli import add_config_option, checked_directory, parse_listen, positive_seconds
+from archive.config import load_config
+from archive.errors import DlwebError
+
+from ..cli import parse_resolve
+
+__all__ = ["register_campaign", "register_scheduler", "register_sites"]
+
+DEFAULT_DATA = Path("dlweb-data") / "scheduler"
+DEFAULT_URL = "http://127.0.0.1:8300"
+
+
+def _words(text: str | None) -> tuple[str, ...]:
+    return tuple(word.strip().lower() for word in (text or "").split(",") if word.strip())
+
+
+def _run_scheduler(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .server import ServerOptions, serve
+
+    resolve: dict[str, list[str]] = {}
+    for host, address in args.resolve or []:
+        resolve.setdefault(host, []).append(address)
+    options = ServerOptions(
+        config=load_config(args.config),
+        data=checked_directory(args.data, "--data"),
+        host=args.listen[0],
+        port=args.listen[1],
+        keywords=_words(args.keywords),
+        languages=_words(args.languages),
+        expand=not args.no_expand,
+        delay=args.delay,
+        resolve=resolve,
+        first_interval=args.first_interval,
+        shortest=args.shortest,
+        longest=args.longest,
+        feed_interval=args.feed_interval,
+        agent_grace=args.agent_grace,
+        paused=args.paused,
+    )
+    asyncio.run(serve(options))
+    return 0
+
+
+def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"the campaign's database and files (default {DEFAULT_DATA})",
+    )
+    parser.add_argument(
+        "--listen",
+        type=parse_listen,
+        default=("127.0.0.1", 8300),
+        help="HOST:PORT (default 127.0.0.1:8300)",
+    )
+    parser.add_argument(
+        "--keywords",
+        help="comma-separated words a site's text must hold to be kept (expansion filter)",
+    )
+    parser.add_argument(
+        "--languages",
+        help="comma-separated ISO 639-1 codes a site's text must be in (default: any)",
+    )
+    parser.add_argument(
+        "--no-expand",
+        action="store_true",
+        help="crawl the registered sites only; do not register the sites they link to",
+    )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=1.0,
+        help="politeness delay the agents keep per server (default 1 s)",
+    )
+    parser.add_argument(
+        "--resolve",
+        type=parse_resolve,
+        action="append",
+        metavar="HOST:IP",
+        help="pin a host to an address for the agents and the feed poller (repeat)",
+    )
+    parser.add_argument(
+        "--first-interval",
+        type=positive_seconds,
+        default=86_400.0,
+        help="seconds between a site's first and second crawls (default a day)",
+    )
+    parser.add_argument(
+        "--shortest",
+        type=positive_seconds,
+        default=3_600.0,
+        help="shortest re-crawl interval (default an hour)",
+    )
+    parser.add_argument(
+        "--longest",
+        type=positive_seconds,
+        default=30 * 86_400.0,
+        help="longest re-crawl interval (default 30 days)",
+    )
+    parser.add_argument(
+        "--feed-interval",
+        type=positive_seconds,
+        default=900.0,
+        help="seconds between polls of the sites' feeds (default 900)",
+    )
+    parser.add_argument(
+        "--agent-grace",
+        type=positive_seconds,
+        default=10.0,
+        help="seconds a vanished agent's site waits before going to another agent (default 10)",
+    )
+    parser.add_argument("--paused", action="store_true", help="start with the campaign paused")
+    add_config_option(parser)
+    parser.set_defaults(run=_run_scheduler)
+
+
+def register_scheduler(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_scheduler_arguments(subparsers.add_parser("scheduler", help="run the crawl scheduler"))
+
+
+# -- the operator's commands ------------------------------------------------------------------
+
+
+def _call(
+    args: argparse.Namespace, method: str, path: str, body: dict[str, Any] | None = None
+) -> Any:
+    """One request to the scheduler's API; its error message as a DlwebError."""
+    headers = {"Content-Type": "application/json"}
+    if method != "GET":
+        headers["Authorization"] = f"Bearer {load_config(args.config).write_token}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        args.scheduler.rstrip("/") + path, data=data, method=method, headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read()).get("error", exc.reason)
+        except ValueError:
+            message = exc.reason
+        raise DlwebError(f"the scheduler refused: {message}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise DlwebError(f"cannot reach the scheduler at {args.scheduler}: {exc}") from None
+
+
+def _print_sites(sites: list[dict[str, Any]]) -> None:
+    print(f"{'id':>6}  {'state':<12}{'priority':>9}{'relev.':>8}{'crawls':>7}  start URL")
+    for site in sites:
+        print(
+            f"{site['id']:>6}  {site['state']:<12}{site['priority']:>9.3f}{site['relevance']:>8.2f}"
+            f"{site['crawls']:>7}  {site['start_url']}"
+        )
+
+
+def _sites(args: argparse.Namespace) -> int:
+    action = args.action
+    if action == "add":
+        body: dict[str, Any] = {"start_url": args.url, "seed": args.seed, "priority": args.priority}
+        for key, value in (
+            ("accept", args.accept),
+            ("reject", args.reject),
+            ("max_depth", args.depth),
+        ):
+            if value is not None:
+                body[key] = value
+        answer = _call(args, "POST", "/api/sites", body)
+    elif action == "list":
+        query = f"?state={args.state}" if args.state else ""
+        answer = _call(args, "GET", f"/api/sites{query}")
+        if not args.json:
+            _print_sites(answer["sites"])
+            return 0
+    elif action == "show":
+        answer = _call(args, "GET", f"/api/sites/{args.id}")
+    elif action == "inject":
+        answer = _call(args, "POST", f"/api/sites/{args.id}/inject", {"priority": args.priority})
+    elif action == "blacklist":
+        answer = _call(args, "POST", f"/api/sites/{args.id}/blacklist", {})
+    else:
+        answer = _call(args, "DELETE", f"/api/sites/{args.id}")
+    print(json.dumps(answer, indent=1))
+    return 0
+
+
+def _scheduler_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scheduler", default=DEFAULT_URL, help=f"the scheduler's URL (default {DEFAULT_URL})"
+    )
+    add_config_option(parser)
+
+
+def register_sites(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = subparsers.add_parser(
+        "sites", help="the scheduler's sites: add, list, show, blacklist, inject, remove"
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="register a site and queue it")
+    add.add_argument("url", help="start URL")
+    add.add_argument("--accept")
+    add.add_argument("--reject")
+    add.add_argument("--depth", type=int)
+    add.add_argument(
+        "--seed", action="store_true", help="a seed of the campaign: never blacklisted"
+    )
+    add.add_argument("--priority", type=float, default=1.0)
+    listing = actions.add_parser("list", help="the sites, highest priority first")
+    listing.add_argument(
+        "--state", choices=("queued", "crawling", "idle", "blacklisted", "removed", "paused")
+    )
+    listing.add_argument("--json", action="store_true")
+    for name, text in (
+        ("show", "one site, its crawls and referrers"),
+        ("blacklist", "never crawl it again"),
+        ("remove", "forget it"),
+    ):
+        one = actions.add_parser(name, help=text)
+        one.add_argument("id", type=int)
+        _scheduler_option(one)
+    inject = actions.add_parser("inject", help="crawl a site next, with a priority")
+    inject.add_argument("id", type=int)
+    inject.add_argument("--priority", type=float, required=True)
+    for sub in (add, listing, inject):
+        _scheduler_option(sub)
+    parser.set_defaults(run=_sites)
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    state = "paused" if args.action == "pause" else "running"
+    print(json.dumps(_call(args, "POST", "/api/campaign", {"state": state}), indent=1))
+    return 0
+
+
+def register_campaign(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = subparsers.add_parser("campaign", help="start, pause or resume the crawl campaign")
+    parser.add_argument("action", choices=("start", "pause", "resume"))
+    _scheduler_option(parser)
+    parser.set_defaults(run=_campaign)

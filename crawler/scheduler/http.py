@@ -1,0 +1,236 @@
+"""The scheduler's HTTP side: HIP for the agents, the operator's JSON API and a status page."""
+
+import dataclasses
+import html
+import time
+from typing import Any
+
+from aiohttp import web
+
+from archive.errors import DlwebError
+from archive.serving import json_body, token_guard
+from archive.urlkey import BadUrl, canonical_url
+
+from ..delimitation import BadOrder, Delimitation
+from .service import Scheduler
+from .store import Site
+
+__all__ = ["build_app"]
+
+SCHEDULER = web.AppKey("scheduler", Scheduler)
+TOKEN = web.AppKey("token", str)
+MAX_BODY = 64 * 1024
+PAGE_SITES = 50
+
+
+def site_json(site: Site) -> dict[str, Any]:
+    return dataclasses.asdict(site)
+
+
+def _scheduler(request: web.Request) -> Scheduler:
+    return request.app[SCHEDULER]
+
+
+def _site_of(request: web.Request) -> Site:
+    raw = request.match_info["id"]
+    site = _scheduler(request).store.site(int(raw)) if raw.isdigit() else None
+    if site is None:
+        raise web.HTTPNotFound(reason=f"no site {raw[:40]!r}")
+    return site
+
+
+async def status(request: web.Request) -> web.Response:
+    return web.json_response(_scheduler(request).status())
+
+
+async def list_sites(request: web.Request) -> web.Response:
+    state = request.query.get("state") or None
+    try:
+        limit = min(int(request.query.get("limit", "1000")), 100_000)
+        offset = int(request.query.get("offset", "0"))
+    except ValueError:
+        raise web.HTTPBadRequest(reason="limit and offset must be whole numbers") from None
+    sites = _scheduler(request).store.sites(state=state, limit=limit, offset=offset)
+    return web.json_response({"sites": [site_json(s) for s in sites]})
+
+
+async def show_site(request: web.Request) -> web.Response:
+    site = _site_of(request)
+    store = _scheduler(request).store
+    crawls = [dataclasses.asdict(c) for c in store.crawls(site.id)]
+    referrers = [
+        {"site": r.id, "start_url": r.start_url, "links": n} for r, n in store.referrers(site.id)
+    ]
+    return web.json_response({"site": site_json(site), "crawls": crawls, "referrers": referrers})
+
+
+async def add_site(request: web.Request) -> web.Response:
+    body = await json_body(request, MAX_BODY)
+    try:
+        delimitation = Delimitation.from_order(body)
+        canonical_url(delimitation.start_url)
+    except (BadOrder, BadUrl) as exc:
+        raise web.HTTPBadRequest(reason=str(exc)) from None
+    seed = body.get("seed", False)
+    priority = body.get("priority", 0.0)
+    if (
+        not isinstance(seed, bool)
+        or isinstance(priority, bool)
+        or not isinstance(priority, int | float)
+    ):
+        raise web.HTTPBadRequest(reason="seed must be true or false, priority a number")
+    try:
+        site = _scheduler(request).register(
+            delimitation.start_url,
+            delimitation.accept,
+            delimitation.reject,
+            max_depth=delimitation.max_depth,
+            priority=float(priority),
+            source="operator",
+            seed=seed,
+        )
+    except DlwebError as exc:
+        raise web.HTTPConflict(reason=str(exc)) from None
+    return web.json_response(site_json(site), status=201)
+
+
+def _site_of_id(request: web.Request, site_id: int) -> Site:
+    site = _scheduler(request).store.site(site_id)
+    assert site is not None
+    return site
+
+
+async def blacklist(request: web.Request) -> web.Response:
+    site = _site_of(request)
+    _scheduler(request).store.set_state(site.id, "blacklisted", agent="")
+    return web.json_response(site_json(_site_of_id(request, site.id)))
+
+
+async def inject(request: web.Request) -> web.Response:
+    """Crawl this site next, with this priority (also takes a site off the blacklist)."""
+    site = _site_of(request)
+    body = await json_body(request, MAX_BODY)
+    priority = body.get("priority", site.priority)
+    if isinstance(priority, bool) or not isinstance(priority, int | float):
+        raise web.HTTPBadRequest(reason="priority must be a number")
+    store = _scheduler(request).store
+    store.set_priority(site.id, float(priority))
+    if site.state != "crawling":
+        store.set_state(site.id, "queued", next_crawl=time.time())
+    _scheduler(request).wake()
+    return web.json_response(site_json(_site_of_id(request, site.id)))
+
+
+async def remove(request: web.Request) -> web.Response:
+    site = _site_of(request)
+    _scheduler(request).store.set_state(site.id, "removed", agent="")
+    return web.json_response(site_json(_site_of_id(request, site.id)))
+
+
+async def campaign(request: web.Request) -> web.Response:
+    body = await json_body(request, MAX_BODY)
+    try:
+        _scheduler(request).set_campaign(str(body.get("state", "")))
+    except DlwebError as exc:
+        raise web.HTTPBadRequest(reason=str(exc)) from None
+    return web.json_response(_scheduler(request).status())
+
+
+async def clone(request: web.Request) -> web.Response:
+    try:
+        return web.json_response(await _scheduler(request).clone(request.match_info["name"]))
+    except DlwebError as exc:
+        raise web.HTTPNotFound(reason=str(exc)) from None
+
+
+def _table(headings: list[str], rows: list[list[object]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headings)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+async def page(request: web.Request) -> web.Response:
+    scheduler = _scheduler(request)
+    store = scheduler.store
+    state = scheduler.status()
+    now = time.time()
+    agents = _table(
+        ["agent", "connected", "site"],
+        [[a["name"], "yes" if a["connected"] else "no", a["site"] or ""] for a in state["agents"]],
+    )
+    queued = store.next_sites(float("inf"), PAGE_SITES)
+    queue = _table(
+        ["site", "start URL", "priority", "due in"],
+        [[s.id, s.start_url, f"{s.priority:.3f}", _due(s.next_crawl - now)] for s in queued],
+    )
+    ranked = sorted(store.sites(state="idle", limit=100_000), key=lambda s: -s.authority)
+    ranks = _table(
+        [
+            "site",
+            "start URL",
+            "relevance",
+            "hub",
+            "authority",
+            "crawls",
+            "interval",
+            "next crawl in",
+        ],
+        [
+            [
+                s.id,
+                s.start_url,
+                f"{s.relevance:.2f}",
+                f"{s.hub:.3f}",
+                f"{s.authority:.3f}",
+                s.crawls,
+                _due(s.interval),
+                _due(s.next_crawl - now),
+            ]
+            for s in ranked[:PAGE_SITES]
+        ],
+    )
+    counts = _table(["", "sites"], [[k, v] for k, v in sorted(state["counts"].items())])
+    text = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
+        "<title>dlweb scheduler</title><style>body{font-family:sans-serif;margin:2em}"
+        "td,th{padding:2px 10px;text-align:left}</style></head><body>"
+        f"<h1>Scheduler: campaign {html.escape(state['campaign'])}</h1>{counts}"
+        f"<h2>Agents</h2>{agents}<h2>Queue</h2>{queue}"
+        f"<h2>Sites by authority, and their next crawls</h2>{ranks}"
+        "<p><a href='/api/status'>status as JSON</a> · <a href='/api/sites'>sites as JSON</a></p>"
+        "</body></html>"
+    )
+    return web.Response(text=text, content_type="text/html")
+
+
+def _due(seconds: float) -> str:
+    if seconds <= 0:
+        return "now"
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def build_app(scheduler: Scheduler, token: str) -> web.Application:
+    app = web.Application(
+        middlewares=[token_guard(lambda request: request.app[TOKEN], "scheduler")],
+        client_max_size=MAX_BODY,
+    )
+    app[SCHEDULER] = scheduler
+    app[TOKEN] = token
+    scheduler.hip.add_routes(app)
+    app.router.add_get("/", page)
+    app.router.add_get("/api/status", status)
+    app.router.add_get("/api/sites", list_sites)
+    app.router.add_post("/api/sites", add_site)
+    app.router.add_get("/api/sites/{id}", show_site)
+    app.router.add_delete("/api/sites/{id}", remove)
+    app.router.add_post("/api/sites/{id}/blacklist", blacklist)
+    app.router.add_post("/api/sites/{id}/inject", inject)
+    app.router.add_post("/api/campaign", campaign)
+    app.router.add_post("/api/agents/{name}/clone", clone)
+    return app

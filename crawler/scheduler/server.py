@@ -1,0 +1,77 @@
+"""Running the scheduler: its store opened, its HTTP side served, until told to stop."""
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from archive.config import ClusterConfig
+from archive.serving import serving
+
+from .http import build_app
+from .policy import Filters
+from .service import Scheduler, SchedulerOptions
+from .store import SqliteStore
+
+__all__ = ["DATABASE", "ServerOptions", "serve"]
+
+log = logging.getLogger(__name__)
+
+DATABASE = "campaign.sqlite"
+
+
+@dataclass
+class ServerOptions:
+    config: ClusterConfig
+    data: Path
+    host: str
+    port: int
+    keywords: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()
+    expand: bool = True
+    delay: float = 1.0
+    resolve: dict[str, list[str]] = field(default_factory=dict)
+    first_interval: float = 86_400.0
+    shortest: float = 3_600.0
+    longest: float = 30 * 86_400.0
+    feed_interval: float = 900.0
+    agent_grace: float = 10.0
+    paused: bool = False
+
+
+async def serve(options: ServerOptions) -> None:
+    options.data.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(options.data / DATABASE)
+    try:
+        scheduler = Scheduler(
+            store,
+            options.config.secret,
+            SchedulerOptions(
+                work=options.data,
+                filters=Filters(keywords=options.keywords, languages=options.languages),
+                expand=options.expand,
+                politeness={"delay": options.delay},
+                resolve=options.resolve,
+                first_interval=options.first_interval,
+                shortest=options.shortest,
+                longest=options.longest,
+                feed_interval=options.feed_interval,
+                agent_grace=options.agent_grace,
+            ),
+        )
+        if options.paused:
+            scheduler.set_campaign("paused")
+        app = build_app(scheduler, options.config.write_token)
+        async with serving(app, options.host, options.port) as stop:
+            await scheduler.start()
+            log.info(
+                "scheduler on http://%s:%d/, campaign %s",
+                options.host,
+                options.port,
+                "running" if scheduler.running else "paused",
+            )
+            try:
+                await stop.wait()
+            finally:
+                await scheduler.stop()
+    finally:
+        store.close()

@@ -1,0 +1,252 @@
+"""Crawl campaigns with real processes: a cluster, the scheduler, crawler agents, the local web.
+
+Expansion from a seed finds the relevant sites and blacklists the others; hubs and authorities
+come out as the web was built; kill -9 of the scheduler or of an agent loses nothing; a site that
+changes is crawled more often than one that does not.
+"""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import free_port, wait_until
+from tests.crawler.scheduler.web import (
+    CHANGING,
+    IRRELEVANT,
+    NEVER_DISCOVERED,
+    PORTAL,
+    RELEVANT,
+    STABLE,
+    TOP_AUTHORITIES,
+    TOP_HUBS,
+    Web,
+    serve_web,
+    site_of,
+    site_url,
+)
+from tests.master.conftest import Cluster
+
+CAMPAIGN_TIMEOUT = 180
+
+
+@dataclass
+class Campaign:
+    cluster: Cluster
+    web: Web
+    root: Path
+    scheduler: subprocess.Popen[bytes] | None = None
+    port: int = 0
+    agents: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start_scheduler(self, *extra: str) -> None:
+        self.port = self.port or free_port()
+        resolve = [arg for host in self.web.resolve_args() for arg in ("--resolve", host)]
+        log = open(self.root / "scheduler.log", "ab")  # noqa: SIM115 (the process holds it)
+        self.scheduler = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "crawler.scheduler",
+                "--data",
+                str(self.root / "scheduler"),
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "-c",
+                str(self.cluster.config_path),
+                "--delay",
+                "0",
+                "--agent-grace",
+                "1",
+                *resolve,
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_until(self._answers, "the scheduler to answer")
+
+    def _answers(self) -> bool:
+        assert self.scheduler is not None
+        if self.scheduler.poll() is not None:
+            raise AssertionError((self.root / "scheduler.log").read_text())
+        try:
+            self.api("/api/status")
+            return True
+        except OSError:
+            return False
+
+    def start_agent(self, name: str) -> None:
+        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (the process holds it)
+        self.agents[name] = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "crawler.agent",
+                "--scheduler",
+                self.url,
+                "--name",
+                name,
+                "--work",
+                str(self.root / name),
+                "-c",
+                str(self.cluster.config_path),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def api(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(self.url + path)
+        if body is not None:
+            request = urllib.request.Request(
+                self.url + path,
+                data=json.dumps(body).encode(),
+                method="POST",
+                headers={"Authorization": f"Bearer {self.cluster.config.write_token}"},
+            )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())
+
+    def sites(self) -> dict[str, dict[str, Any]]:
+        """The registered sites by their name in the test web."""
+        found = {}
+        for site in self.api("/api/sites?limit=1000")["sites"]:
+            name = site_of(site["start_url"])
+            assert name is not None, site
+            found[name] = site
+        return found
+
+    def add(self, site: str, *, seed: bool = False) -> None:
+        self.api("/api/sites", {"start_url": site_url(site, self.web.port), "seed": seed})
+
+    def settled(self) -> bool:
+        """Nothing queued for now and nothing being crawled."""
+        counts = self.api("/api/status")["counts"]
+        due = self.api("/api/sites?state=queued")["sites"]
+        return counts.get("crawling", 0) == 0 and not [
+            s for s in due if s["next_crawl"] <= time.time()
+        ]
+
+    def stop(self) -> None:
+        for process in [*self.agents.values(), self.scheduler]:
+            if process is not None and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+@pytest.fixture
+def campaign(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> Iterator[Campaign]:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    with serve_web(tmp_path) as web:
+        running = Campaign(cluster, web, tmp_path)
+        try:
+            yield running
+        finally:
+            running.stop()
+
+
+def test_expansion_finds_the_relevant_sites_and_ranks_hubs_and_authorities(campaign):
+    campaign.start_scheduler("--keywords", "archive,heritage,museum,patrimoine")
+    for name in ("a1", "a2", "a3"):
+        campaign.start_agent(name)
+    campaign.add(PORTAL, seed=True)
+    wait_until(
+        lambda: len(campaign.sites()) > 1 and campaign.settled(),
+        "the campaign to settle",
+        timeout=CAMPAIGN_TIMEOUT,
+    )
+    sites = campaign.sites()
+    kept = {name for name, site in sites.items() if site["state"] == "idle"}
+    blacklisted = {name for name, site in sites.items() if site["state"] == "blacklisted"}
+    assert kept >= RELEVANT, sorted(RELEVANT - kept)
+    assert not kept & IRRELEVANT
+    assert blacklisted and blacklisted <= IRRELEVANT
+    assert not set(sites) & NEVER_DISCOVERED
+    assert all(site["crawls"] == 1 for site in sites.values())
+    wait_until(lambda: max(s["authority"] for s in campaign.sites().values()) > 0, "the ranks")
+    sites = campaign.sites()
+    by_hub = sorted(sites, key=lambda name: -sites[name]["hub"])
+    by_authority = sorted(sites, key=lambda name: -sites[name]["authority"])
+    assert set(by_hub[:2]) == TOP_HUBS, [(n, sites[n]["hub"]) for n in by_hub[:4]]
+    assert set(by_authority[:2]) == TOP_AUTHORITIES
+    page = urllib.request.urlopen(campaign.url + "/", timeout=10).read().decode()
+    assert "Agents" in page and "authority" in page
+
+
+def test_scheduler_killed_mid_campaign_resumes_without_recrawling_or_losing_sites(campaign):
+    campaign.start_scheduler("--keywords", "archive,heritage,museum,patrimoine")
+    for name in ("a1", "a2"):
+        campaign.start_agent(name)
+    campaign.add(PORTAL, seed=True)
+    wait_until(
+        lambda: sum(s["crawls"] for s in campaign.sites().values()) >= 4,
+        "a few crawls",
+        timeout=CAMPAIGN_TIMEOUT,
+    )
+    assert campaign.scheduler is not None
+    campaign.scheduler.send_signal(signal.SIGKILL)
+    campaign.scheduler.wait()
+    campaign.start_scheduler("--keywords", "archive,heritage,museum,patrimoine")
+    before = campaign.sites()
+    finished = {name for name, site in before.items() if site["crawls"] >= 1}
+    wait_until(campaign.settled, "the campaign to settle", timeout=CAMPAIGN_TIMEOUT)
+    after = campaign.sites()
+    assert set(before) <= set(after)
+    assert all(after[name]["crawls"] == 1 for name in finished), {
+        name: after[name]["crawls"] for name in finished
+    }
+    assert {name for name, site in after.items() if site["state"] == "idle"} >= RELEVANT
+
+
+def test_agent_killed_mid_site_hands_the_site_to_another_agent(campaign):
+    campaign.start_scheduler("--no-expand", "--delay", "0.5")
+    campaign.start_agent("first")
+    campaign.add(PORTAL, seed=True)
+    wait_until(
+        lambda: any(a["site"] for a in campaign.api("/api/status")["agents"]), "the crawl to start"
+    )
+    campaign.agents["first"].send_signal(signal.SIGKILL)
+    campaign.start_agent("second")
+    wait_until(
+        lambda: campaign.sites()[PORTAL]["crawls"] == 1,
+        "the site to be crawled",
+        timeout=CAMPAIGN_TIMEOUT,
+    )
+    site_id = campaign.sites()[PORTAL]["id"]
+    crawls = campaign.api(f"/api/sites/{site_id}")["crawls"]
+    assert [crawl["agent"] for crawl in crawls] == ["second"]
+
+
+def test_a_changing_site_is_crawled_more_often_than_a_stable_one(campaign):
+    campaign.start_scheduler(
+        "--no-expand", "--first-interval", "1", "--shortest", "0.5", "--longest", "60"
+    )
+    campaign.start_agent("a1")
+    campaign.add(CHANGING, seed=True)
+    campaign.add(STABLE, seed=True)
+    wait_until(
+        lambda: campaign.sites()[CHANGING]["crawls"] >= 6,
+        "six crawls of the changing site",
+        timeout=CAMPAIGN_TIMEOUT,
+    )
+    sites = campaign.sites()
+    assert sites[STABLE]["crawls"] < sites[CHANGING]["crawls"] - 1, sites
+    assert sites[CHANGING]["interval"] < sites[STABLE]["interval"]
+    assert sites[CHANGING]["change_rate"] > sites[STABLE]["change_rate"]
