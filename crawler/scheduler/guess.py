@@ -20,6 +20,10 @@ SHARED_HOST_LABELS = ("perso", "members", "users", "home", "homepages", "people"
 SITES_UNDER_DIRECTORY = {"sites.google.com": ("site", "view")}
 # Personal directories on any host (/~ann/), which a domain's site leaves to their own sites.
 TILDE_DIRECTORIES = "re:^https?://[^/]+/~[^/?]"
+# Their first directory (or dotless first segment) on shared hosts of three labels or more.
+SHARED_HOST_DIRECTORIES = (
+    rf"re:^https?://(?:{'|'.join(SHARED_HOST_LABELS)})\.[^/.]+\.[^/]+/(?:[^/?]+/|[^/?.]+(?:\?|$))"
+)
 
 
 class GuessedSite(NamedTuple):
@@ -37,10 +41,10 @@ def guess_site(url: str) -> GuessedSite:
     - a first path segment starting with `~`, on any host: `http://www.uni.edu/~ann/cv.html`
       gives `//www.uni.edu/~ann/`;
     - `sites.google.com/site/NAME/` and `sites.google.com/view/NAME/`;
-    - on a host whose first label is perso, members, users, home, homepages or people, below a
-      registered domain (perso.free.fr, not home.com), the first path segment when it is a
-      directory (a slash follows it) or has no dot (`/ann`, but not `/index.html`, which
-      belongs to the domain's site).
+    - on a host of three labels or more whose first is perso, members, users, home, homepages or
+      people (perso.free.fr, not home.com), the first path segment when it is a directory (a
+      slash follows it) or has no dot (`/ann`, but not `/index.html`, which belongs to the
+      domain's site).
 
     A directory named without its final slash (`/~ann`) is outside its own site (`//host/~ann/`
     would otherwise match `/~anna/` too), so a caller looks for the site of the guessed start URL
@@ -68,7 +72,12 @@ def guess_site(url: str) -> GuessedSite:
         return GuessedSite(origin + "/", f"//{host}", TILDE_DIRECTORIES)
     domain = _registered_domain(host)
     label = host.partition(".")[0]
-    if label in SHARED_HOST_LABELS and host != domain and first and (slash or "." not in first):
+    if (
+        label in SHARED_HOST_LABELS
+        and host.count(".") >= 2
+        and first
+        and (slash or "." not in first)
+    ):
         return _personal(origin, host, first)
     return GuessedSite(origin + "/", f"//{domain} OR .{domain}", _domain_reject(domain))
 
@@ -93,13 +102,9 @@ def _is_address(host: str) -> bool:
 
 
 def _domain_reject(domain: str) -> str:
-    """What of a domain's hosts `guess_site` gives to personal sites."""
-    labels = "|".join(SHARED_HOST_LABELS)
-    terms = [
-        TILDE_DIRECTORIES,
-        rf"re:^https?://(?:{labels})\.(?:[^/]*\.)?{re.escape(domain)}(?::\d+)?"
-        r"/(?:[^/?]+/|[^/?.]+(?:\?|$))",
-    ]
+    """What of a domain's hosts `guess_site` gives to personal sites (the same regular expressions
+    for every domain but Google's, which Python compiles once)."""
+    terms = [TILDE_DIRECTORIES, SHARED_HOST_DIRECTORIES]
     for host, directories in SITES_UNDER_DIRECTORY.items():
         if host == domain or host.endswith("." + domain):
             terms.append(
