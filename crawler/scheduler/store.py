@@ -200,7 +200,8 @@ class Store(Protocol):
 
     def set_state(self, site_id: int, state: str, **changes: float | str) -> None:
         """Moves a site to `state`, also setting any of next_crawl, interval, priority,
-        relevance, change_rate, max_depth, agent (cleared in every state but crawling)."""
+        relevance, change_rate, max_depth, agent. Only crawling has an agent, and needs one
+        (claim is the usual way there); the other states clear it."""
 
     def set_priority(self, site_id: int, priority: float) -> None: ...
 

@@ -4,6 +4,7 @@ settings; what survives a reopen and a kill, and clear errors for files it canno
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -172,6 +173,8 @@ def test_set_state_checks_its_fields(store: SqliteStore) -> None:
     with pytest.raises(NotFound):
         store.set_state(site.id + 1, "idle")
     assert store.site(site.id) == changed
+    store.set_state(site.id, "crawling", agent="a9")
+    assert store.agent_site("a9") == store.site(site.id)
 
 
 def test_sites_lists_by_state_in_registration_order(store: SqliteStore) -> None:
@@ -217,6 +220,21 @@ def test_next_sites_highest_priority_first_then_longest_due(store: SqliteStore) 
     assert order(600.0, 2) == [high.id, late.id]
     with pytest.raises(NotFound):
         store.set_priority(paused.id + 100, 1.0)
+
+
+def test_the_order_holds_through_many_changes(store: SqliteStore) -> None:
+    rng = random.Random(5)
+    ids = [store.add_site(f"http://s{n}.example/", "").id for n in range(40)]
+    priorities = dict.fromkeys(ids, 0.0)
+    for _ in range(3000):  # many more changes than sites: stale heap entries are dropped
+        changed = {site_id: float(rng.randrange(100)) for site_id in rng.sample(ids, 3)}
+        store.set_priorities(changed)
+        priorities.update(changed)
+        if rng.random() < 0.1:
+            [first] = store.next_sites(rng.uniform(0, 10), 1)
+            assert first.priority == max(priorities.values())
+    expected = sorted(ids, key=lambda site_id: (-priorities[site_id], site_id))
+    assert [s.id for s in store.next_sites(10.0, 40)] == expected
 
 
 def test_claim_gives_a_site_to_one_agent_only(store: SqliteStore) -> None:
