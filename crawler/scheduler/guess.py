@@ -52,8 +52,8 @@ def guess_site(url: str) -> GuessedSite:
 
     Any other URL belongs to its registered domain, found with the public suffix list (private
     suffixes included, so `ann.github.io` and `ann.blogspot.com` are domains; under a top-level
-    domain the list does not know, the last two labels): accept `//D OR .D` (the domain and every
-    subdomain), started at the root of the link's host. Its reject expression leaves out the
+    domain the list does not know, the host without www, as `dlweb crawl` does): accept
+    `//D OR .D` (the domain and every subdomain), started at the root of the link's host. Its reject expression leaves out the
     personal pages above, so that delimitations stay disjoint whichever is found first. An IP
     address is a site by itself (`//ADDRESS`).
 
@@ -87,10 +87,12 @@ def _personal(origin: str, host: str, directory: str) -> GuessedSite:
 
 
 def _registered_domain(host: str) -> str:
-    """The public suffix and one label before it; under a suffix the list does not know (a
-    private top-level domain), the last two labels."""
+    """The public suffix and one label before it; under a top-level domain the list does not know
+    (no registry: test, internal, local...), the host itself without a leading www."""
     domain = get_sld(host, strict=True)
-    return str(domain) if domain else ".".join(host.split(".")[-2:])
+    if domain:
+        return str(domain)
+    return host[4:] if host.startswith("www.") and "." in host[4:] else host
 
 
 def _is_address(host: str) -> bool:

@@ -18,7 +18,8 @@ DOMAIN_REJECT_PART = "re:^https?://[^/]+/~[^/?]"
 @pytest.mark.parametrize(
     ("url", "start_url", "accept"),
     [
-        # Registered domains, from the public suffix list.
+        # Registered domains, from the public suffix list, or hosts under unknown top-level
+        # domains.
         (
             "https://www.example.org/a/b?x=1",
             "https://www.example.org/",
@@ -33,7 +34,12 @@ DOMAIN_REJECT_PART = "re:^https?://[^/]+/~[^/?]"
         (
             "http://a.b.corp.internal:8080/x",
             "http://a.b.corp.internal:8080/",
-            "//corp.internal OR .corp.internal",
+            "//a.b.corp.internal OR .a.b.corp.internal",
+        ),
+        (
+            "http://www.site-01.web.test/a",
+            "http://www.site-01.web.test/",
+            "//site-01.web.test OR .site-01.web.test",
         ),
         (
             "http://www.Bücher.de/",
