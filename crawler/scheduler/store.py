@@ -357,7 +357,7 @@ class SqliteStore(Store):
         found = "meta" in tables and self._read(
             "SELECT value FROM meta WHERE key = 'schema_version'"
         )
-        if not found:
+        if not found or not str(found[0][0]).isdigit():
             raise StoreError(f"{self.path}: an SQLite database, but not a scheduler's")
         version = int(found[0][0])
         if version > SCHEMA_VERSION:

@@ -420,6 +420,12 @@ def test_a_newer_schema_is_refused(path: Path) -> None:
     db.close()
     with pytest.raises(StoreError, match="newer dlweb.*schema version 99"):
         SqliteStore(path)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = 'one' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="not a scheduler's"):
+        SqliteStore(path)
 
 
 def test_a_file_that_is_no_scheduler_database_is_refused(path: Path) -> None:
