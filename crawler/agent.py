@@ -62,6 +62,9 @@ class AgentService:
             report = await self.agent.crawl(self.client, order)
         except DlwebError as exc:
             report = {"start_url": order.delimitation.start_url, "failed": str(exc)}
+        except Exception as exc:
+            log.exception("crawl of %s stopped", order.delimitation.start_url)
+            report = {"start_url": order.delimitation.start_url, "failed": f"internal error: {exc}"}
         assert self.slave is not None
         while True:
             try:

@@ -40,6 +40,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         languages=_words(args.languages),
         expand=not args.no_expand,
         delay=args.delay,
+        burst=args.burst,
         resolve=resolve,
         first_interval=args.first_interval,
         shortest=args.shortest,
@@ -83,6 +84,12 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=1.0,
         help="politeness delay the agents keep per server (default 1 s)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=float,
+        default=10.0,
+        help="seconds of owed delay the agents pay as one pause (default 10)",
     )
     parser.add_argument(
         "--resolve",

@@ -161,7 +161,9 @@ async def page(request: web.Request) -> web.Response:
         ["agent", "connected", "site"],
         [[a["name"], "yes" if a["connected"] else "no", a["site"] or ""] for a in state["agents"]],
     )
-    queued = store.next_sites(float("inf"), PAGE_SITES)
+    queued = sorted(
+        store.sites(state="queued", limit=100_000), key=lambda s: (-s.priority, s.next_crawl)
+    )[:PAGE_SITES]
     queue = _table(
         ["site", "start URL", "priority", "due in"],
         [[s.id, s.start_url, f"{s.priority:.3f}", _due(s.next_crawl - now)] for s in queued],

@@ -29,6 +29,7 @@ class ServerOptions:
     languages: tuple[str, ...] = ()
     expand: bool = True
     delay: float = 1.0
+    burst: float = 10.0
     resolve: dict[str, list[str]] = field(default_factory=dict)
     first_interval: float = 86_400.0
     shortest: float = 3_600.0
@@ -49,7 +50,7 @@ async def serve(options: ServerOptions) -> None:
                 work=options.data,
                 filters=Filters(keywords=options.keywords, languages=options.languages),
                 expand=options.expand,
-                politeness={"delay": options.delay},
+                politeness={"delay": options.delay, "burst": options.burst},
                 resolve=options.resolve,
                 first_interval=options.first_interval,
                 shortest=options.shortest,

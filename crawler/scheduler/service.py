@@ -44,6 +44,7 @@ RANK_EVERY = 30.0  # seconds between HITS runs while the graph changes
 FEED_TIMEOUT = 10.0
 MAX_FEEDS = 5  # feeds polled per site
 BUSY_ELSEWHERE = -1  # an agent crawling a site it was given before the scheduler restarted
+BUSY_RETRY = 5.0  # seconds before such an agent is asked again (its report may have been lost)
 
 
 @dataclass
@@ -66,6 +67,7 @@ class AgentState:
     peer: Peer | None
     site: int | None = None
     gone_since: float = 0.0
+    busy_since: float = 0.0
 
 
 class Scheduler:
@@ -188,15 +190,20 @@ class Scheduler:
                     await self._dispatch()
             except DlwebError as exc:
                 log.error("dispatch: %s", exc)
+            except Exception:
+                log.exception("dispatch failed; trying again")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), TICK)
 
     async def _dispatch(self) -> None:
+        now = time.monotonic()
         free = [
             a
             for a in self.agents.values()
-            if a.peer is not None and not a.peer.closed and a.site is None
+            if a.peer is not None
+            and not a.peer.closed
+            and (a.site is None or (a.site == BUSY_ELSEWHERE and now - a.busy_since > BUSY_RETRY))
         ]
         if not free:
             return
@@ -205,6 +212,7 @@ class Scheduler:
                 continue
             agent.site = site.id
             self.decisions += 1
+            log.info("%s given to agent %s", site.start_url, agent.name)
             assert agent.peer is not None
             try:
                 await agent.peer.call("crawl", self._order(site), timeout=30)
@@ -214,6 +222,7 @@ class Scheduler:
                 # Still on a crawl from before a restart of ours: wait for its report.
                 busy = isinstance(exc, RemoteError) and exc.code == "busy"
                 agent.site = BUSY_ELSEWHERE if busy else None
+                agent.busy_since = time.monotonic()
 
     def _order(self, site: Site) -> dict[str, Any]:
         order: dict[str, Any] = {
@@ -236,17 +245,36 @@ class Scheduler:
             raise RemoteError("bad_params", "site_done needs {agent, report}")
         report = params["report"]
         agent = self.agents.get(peer.name)
-        site_id = agent.site if agent is not None else None
-        site = self.store.site(site_id) if site_id is not None else None
         if agent is not None:
             agent.site = None
-        if site is None or site.state != "crawling" or site.agent != peer.name:
-            log.info("report from %s for a site no longer given to it: kept out", peer.name)
-            self._wake.set()
-            return {"ok": True}
-        self._finish(site, report)
+        site = self._site_of_report(peer.name, report)
+        if site is None:
+            log.info("report from %s for a site not given to it: kept out", peer.name)
+        else:
+            self._finish(site, report)
         self._wake.set()
         return {"ok": True}
+
+    def _site_of_report(self, agent: str, report: Mapping[str, Any]) -> Site | None:
+        """The site a report is about: the one the agent crawls, or (for a crawl given before a
+        restart of ours) the site of its start URL, unless another agent has it now."""
+        start_url = report.get("start_url")
+        if not isinstance(start_url, str):
+            return None
+        site = self.store.agent_site(agent)
+        if site is not None and site.start_url == start_url:
+            return site
+        try:
+            site = self.store.find_site_for(canonical_url(start_url))
+        except BadUrl:
+            return None
+        if site is None or site.start_url != start_url:
+            return None
+        if site.state in ("blacklisted", "removed") or (
+            site.state == "crawling" and site.agent != agent
+        ):
+            return None
+        return site
 
     def _finish(self, site: Site, report: Mapping[str, Any]) -> None:
         now = time.time()
@@ -322,6 +350,10 @@ class Scheduler:
             start_url, accept, reject = guess_site(url)
         except (BadUrl, DlwebError):
             return None
+        # A link to a directory without its slash (/~ann) lies outside the site it guesses.
+        known = self.store.find_site_for(start_url)
+        if known is not None:
+            return known
         try:
             return self.register(
                 start_url,
@@ -348,18 +380,17 @@ class Scheduler:
         """HITS on the site graph, then the priorities of the sites waiting for a first crawl."""
         hubs, authorities = hits(self.store.edges())
         self.store.set_ranks(hubs, authorities)
+        waiting = {}
         for site in self.store.sites(state="queued", limit=1_000_000):
             if site.crawls:
                 continue
             referrers = self.store.referrers(site.id)
-            self.store.set_priority(
-                site.id,
-                priority(
-                    [r.relevance for r, _ in referrers],
-                    [hubs.get(r.id, 0.0) for r, _ in referrers],
-                    authorities.get(site.id, 0.0),
-                ),
+            waiting[site.id] = priority(
+                [r.relevance for r, _ in referrers],
+                [hubs.get(r.id, 0.0) for r, _ in referrers],
+                authorities.get(site.id, 0.0),
             )
+        self.store.set_priorities(waiting)
 
     # -- feeds --------------------------------------------------------------------------------
 

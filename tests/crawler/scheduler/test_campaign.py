@@ -216,7 +216,7 @@ def test_scheduler_killed_mid_campaign_resumes_without_recrawling_or_losing_site
 
 
 def test_agent_killed_mid_site_hands_the_site_to_another_agent(campaign):
-    campaign.start_scheduler("--no-expand", "--delay", "0.5")
+    campaign.start_scheduler("--no-expand", "--delay", "0.4", "--burst", "0.4")
     campaign.start_agent("first")
     campaign.add(PORTAL, seed=True)
     wait_until(
