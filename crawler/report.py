@@ -10,10 +10,13 @@ from typing import Any
 
 import xxhash
 
+from .language import guess_language
+
 __all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
 MAX_LISTED = 10_000  # external links, feeds, streams kept per site
 MAX_TEXTS = 5  # anchor texts kept per external link
+LANGUAGE_SAMPLE = 2_000  # words of a site's text its language is told from
 _WORD = re.compile(r"\w+", re.UNICODE)
 # A chunk ends after a word whose last letter and length fall on one value in 16: about 16 words
 # per chunk, with boundaries set by the text alone, so an edit changes its own chunk's signature
@@ -46,6 +49,7 @@ class TextStats:
     words: int = 0
     chunks: int = 0
     keywords: Counter[str] = field(default_factory=Counter)
+    sample: list[str] = field(default_factory=list)  # the first words of the site, for its language
     # Where the chunk signatures go, 8 bytes each (little-endian), as they are found.
     out: Callable[[bytes], None] | None = None
 
@@ -56,6 +60,8 @@ class TextStats:
         self.characters += len(text)
         words = words_of(text)
         self.words += len(words)
+        if len(self.sample) < LANGUAGE_SAMPLE:
+            self.sample.extend(words[: LANGUAGE_SAMPLE - len(self.sample)])
         if keywords:
             lowered = text.lower()
             for keyword in keywords:
@@ -138,6 +144,7 @@ class SiteReport:
                 "words": self.text.words,
                 "keywords": dict(self.text.keywords),
                 "chunks": self.text.chunks,
+                "language": guess_language(" ".join(self.text.sample)),
             },
             "signature_file": self.signature_file,
             "chunk_file": self.chunk_file,

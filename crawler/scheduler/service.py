@@ -30,6 +30,7 @@ from archive.errors import DlwebError
 from archive.hip import HipError, HipMaster, Peer, RemoteError
 from archive.urlkey import BadUrl, canonical_url
 
+from ..order import read_signatures
 from .guess import guess_site
 from .policy import Filters, change_rate, judge, next_interval, priority
 from .ranks import hits
@@ -297,7 +298,9 @@ class Scheduler:
             else 1.0
         )
         self.store.finish(site.id, dict(report), signature_file, chunk_file, now)
-        verdict = judge(report, self.options.filters)
+        text = report.get("text")
+        language = text.get("language") if isinstance(text, Mapping) else None
+        verdict = judge(report, self.options.filters, str(language) if language else None)
         if not verdict.passed and not site.seed:
             log.info("%s blacklisted: %s", site.start_url, "; ".join(verdict.reasons))
             self.store.set_state(site.id, "blacklisted", relevance=verdict.relevance, agent="")
@@ -395,12 +398,30 @@ class Scheduler:
     # -- feeds --------------------------------------------------------------------------------
 
     def _remember_feeds(self, site: Site, report: Mapping[str, Any]) -> None:
+        """The site's feeds, each with the SHA-256 of the copy the crawl archived: a poll that
+        finds other bytes means the site has news."""
         feeds = [f for f in report.get("feeds", []) if isinstance(f, str)][:MAX_FEEDS]
         self.store.set_setting(f"feeds:{site.id}", "\n".join(feeds))
+        signature_file = Path(str(report.get("signature_file", "")))
+        if not feeds or not signature_file.is_file():
+            return
+        try:
+            archived = read_signatures(signature_file)
+        except DlwebError as exc:
+            log.warning("%s: %s", site.start_url, exc)
+            return
+        for url in feeds:
+            try:
+                signature = archived.get(canonical_url(url))
+            except BadUrl:
+                continue
+            if signature is not None:
+                self.store.set_setting(f"feed:{url}", signature.content)
 
     async def _feed_loop(self) -> None:
         async with aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=FEED_TIMEOUT),
+            auto_decompress=False,  # the bytes as sent, as the crawler hashed them
             connector=aiohttp.TCPConnector(resolver=_PinnedResolver(self.options.resolve)),
         ) as session:
             while True:

@@ -20,7 +20,9 @@ import pytest
 
 from tests.conftest import free_port, wait_until
 from tests.crawler.scheduler.web import (
+    BOURGOGNE,
     CHANGING,
+    FEED_SITE,
     IRRELEVANT,
     NEVER_DISCOVERED,
     PORTAL,
@@ -250,3 +252,73 @@ def test_a_changing_site_is_crawled_more_often_than_a_stable_one(campaign):
     assert sites[STABLE]["crawls"] < sites[CHANGING]["crawls"] - 1, sites
     assert sites[CHANGING]["interval"] < sites[STABLE]["interval"]
     assert sites[CHANGING]["change_rate"] > sites[STABLE]["change_rate"]
+
+
+def test_sites_in_other_languages_are_blacklisted(campaign):
+    campaign.start_scheduler(
+        "--no-expand", "--keywords", "archive,heritage,patrimoine", "--languages", "en"
+    )
+    campaign.start_agent("a1")
+    campaign.add(STABLE)
+    campaign.add(BOURGOGNE)
+    wait_until(lambda: all(s["crawls"] for s in campaign.sites().values()), "both crawls")
+    sites = campaign.sites()
+    assert sites[STABLE]["state"] == "idle"
+    assert sites[BOURGOGNE]["state"] == "blacklisted"
+
+
+def test_a_changed_feed_brings_the_next_crawl_forward(campaign):
+    campaign.start_scheduler("--no-expand", "--feed-interval", "0.5")
+    campaign.start_agent("a1")
+    campaign.add(FEED_SITE, seed=True)
+    wait_until(lambda: campaign.sites()[FEED_SITE]["crawls"] == 1, "the first crawl")
+    assert campaign.sites()[FEED_SITE]["next_crawl"] > time.time() + 3_600
+    campaign.web.feed_bump(FEED_SITE)
+    wait_until(lambda: campaign.sites()[FEED_SITE]["crawls"] == 2, "a crawl for the new item")
+
+
+def dlweb(campaign: Campaign, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "archive",
+            *args,
+            "--scheduler",
+            campaign.url,
+            "-c",
+            str(campaign.cluster.config_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_operator_commands(campaign):
+    campaign.start_scheduler("--no-expand", "--paused")
+    added = dlweb(campaign, "sites", "add", site_url(STABLE, campaign.web.port), "--priority", "2")
+    assert added.returncode == 0, added.stderr
+    site_id = json.loads(added.stdout)["id"]
+    listed = dlweb(campaign, "sites", "list")
+    assert site_url(STABLE, campaign.web.port) in listed.stdout and "queued" in listed.stdout
+    again = dlweb(campaign, "sites", "add", site_url(STABLE, campaign.web.port))
+    assert again.returncode != 0 and "refused" in again.stderr and "Traceback" not in again.stderr
+    injected = dlweb(campaign, "sites", "inject", str(site_id), "--priority", "9")
+    assert json.loads(injected.stdout)["priority"] == 9
+    shown = json.loads(dlweb(campaign, "sites", "show", str(site_id)).stdout)
+    assert shown["site"]["start_url"] == site_url(STABLE, campaign.web.port)
+    campaign.start_agent("a1")
+    wait_until(lambda: campaign.api("/api/status")["agents"], "the agent to join")
+    assert campaign.sites()[STABLE]["crawls"] == 0  # paused: nothing is crawled
+    assert dlweb(campaign, "campaign", "resume").returncode == 0
+    wait_until(lambda: campaign.sites()[STABLE]["crawls"] == 1, "the crawl once resumed")
+    black = dlweb(campaign, "sites", "blacklist", str(site_id))
+    assert json.loads(black.stdout)["state"] == "blacklisted"
+    wrong = subprocess.run(
+        [sys.executable, "-m", "archive", "sites", "list", "--scheduler", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert wrong.returncode != 0 and "cannot reach the scheduler" in wrong.stderr
