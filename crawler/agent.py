@@ -31,10 +31,11 @@ RETRY_REPORT = 2.0
 
 
 class AgentService:
-    def __init__(self, agent: Agent, client: ClusterClient, argv: list[str]) -> None:
+    def __init__(self, agent: Agent, client: ClusterClient, args: argparse.Namespace) -> None:
         self.agent = agent
         self.client = client
-        self.argv = argv
+        self.args = args
+        self.clones = 0
         self.slave: HipSlave | None = None
         self.stopped = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -78,23 +79,40 @@ class AgentService:
         return self.agent.status()
 
     async def _clone(self, _: Peer, params: Any) -> dict[str, Any]:
-        """Start one more agent with this one's arguments; it joins the scheduler by itself."""
-        process = subprocess.Popen(
-            [sys.executable, "-m", "crawler.agent", *self.argv], start_new_session=True
-        )
-        return {"pid": process.pid}
+        """Start one more agent like this one, under a name of its own (and its monitoring page,
+        if any, on a free port); it joins the scheduler by itself."""
+        self.clones += 1
+        name = f"{self.agent.name}-{self.clones}"
+        args = self.args
+        command = [
+            sys.executable,
+            "-m",
+            "crawler.agent",
+            "--scheduler",
+            args.scheduler,
+            "--name",
+            name,
+            "--work",
+            str(args.work),
+            "-c",
+            str(args.config),
+        ]
+        if args.monitor is not None:
+            command += ["--monitor", f"{args.monitor[0]}:0"]
+        process = subprocess.Popen(command, start_new_session=True)
+        return {"pid": process.pid, "name": name}
 
     async def _stop(self, _: Peer, params: Any) -> dict[str, Any]:
         self.stopped.set()
         return {"stopping": self.agent.name}
 
 
-async def _serve(args: argparse.Namespace, argv: list[str]) -> None:
+async def _serve(args: argparse.Namespace) -> None:
     config = load_config(args.config)
     agent = Agent(config, args.work, name=args.name or "", monitor=args.monitor)
     await agent.serve_monitor()
     async with ClusterClient(config, agent.name) as client:
-        service = AgentService(agent, client, argv)
+        service = AgentService(agent, client, args)
         slave = HipSlave(
             hip_url(args.scheduler), config.secret, agent.name, service.handlers(), role="crawler"
         )
@@ -111,14 +129,8 @@ async def _serve(args: argparse.Namespace, argv: list[str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
-    asyncio.run(_serve(args, _own_argv()))
+    asyncio.run(_serve(args))
     return 0
-
-
-def _own_argv() -> list[str]:
-    """This agent's arguments, for a clone (the subcommand name dropped)."""
-    argv = sys.argv[1:]
-    return argv[1:] if argv[:1] == ["crawler-agent"] else argv
 
 
 if __name__ == "__main__":

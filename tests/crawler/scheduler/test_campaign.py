@@ -6,6 +6,7 @@ changes is crawled more often than one that does not.
 """
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -322,3 +323,21 @@ def test_operator_commands(campaign):
         timeout=60,
     )
     assert wrong.returncode != 0 and "cannot reach the scheduler" in wrong.stderr
+
+
+def test_an_agent_clones_itself_into_the_pool(campaign):
+    campaign.start_scheduler("--no-expand")
+    campaign.start_agent("a1")
+    wait_until(lambda: campaign.api("/api/status")["agents"], "the agent to join")
+    clone = campaign.api("/api/agents/a1/clone", {})
+    try:
+        assert clone["name"] == "a1-1"
+        wait_until(
+            lambda: {a["name"] for a in campaign.api("/api/status")["agents"]} == {"a1", "a1-1"},
+            "the clone to join",
+        )
+        campaign.add(STABLE)
+        campaign.add(CHANGING)
+        wait_until(lambda: all(s["crawls"] for s in campaign.sites().values()), "both crawls")
+    finally:
+        os.kill(clone["pid"], signal.SIGTERM)
