@@ -89,6 +89,9 @@ class SiteReport:
     robots_excluded: int = 0
     traps: int = 0
     levels: Counter[int] = field(default_factory=Counter)
+    # New and known contents by the level of the page they came with: where a site changes.
+    new_by_level: Counter[int] = field(default_factory=Counter)
+    known_by_level: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     external: dict[str, list[str]] = field(default_factory=dict)
     feeds: set[str] = field(default_factory=set)
@@ -130,7 +133,14 @@ class SiteReport:
             "uploaded_bytes": self.uploaded_bytes,
             "robots_excluded": self.robots_excluded,
             "traps": self.traps,
-            "levels": {str(level): n for level, n in sorted(self.levels.items())},
+            "levels": {
+                str(level): {
+                    "pages": n,
+                    "new_contents": self.new_by_level[level],
+                    "known_contents": self.known_by_level[level],
+                }
+                for level, n in sorted(self.levels.items())
+            },
             "errors": dict(self.errors),
             "external_links": [
                 {"url": url, "texts": texts} for url, texts in sorted(self.external.items())

@@ -88,6 +88,7 @@ class SiteCrawler:
         self.known: set[str] = set()
         self._sink = CaptureSink(client)
         self._fetcher: Fetcher | None = None
+        self._level = 0  # of the page being fetched, with its components
         self._robots = Robots(ROBOTS_AGENT, self._fetch_robots)
 
     async def run(self, signature_path: Path) -> SiteReport:
@@ -148,6 +149,7 @@ class SiteCrawler:
 
     async def _page(self, url: str, level: int, frontier: Frontier, requisite: bool) -> None:
         self.report.levels[level] += 1
+        self._level = level
         self.report.pages += 1
         self.progress.pages += 1
         components: list[tuple[Link, bool]] = []
@@ -272,8 +274,10 @@ class SiteCrawler:
         self.report.content_types[_media_type(fetched.content_type)] += 1
         if fetched.sha256 in self.known:
             self.report.known_contents += 1
+            self.report.known_by_level[self._level] += 1
         else:
             self.report.new_contents += 1
+            self.report.new_by_level[self._level] += 1
         if fetched.truncated:
             self.report.error("too-large")
         if fetched.status >= 400:
@@ -314,6 +318,7 @@ class SiteCrawler:
         """Record the unchanged capture; its links come from the archived copy."""
         self.report.not_modified += 1
         self.report.known_contents += 1
+        self.report.known_by_level[self._level] += 1
         await self._sink.add(
             NewCapture(
                 url=fetched.url,

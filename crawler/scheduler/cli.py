@@ -195,6 +195,8 @@ def _sites(args: argparse.Namespace) -> int:
         answer = _call(args, "GET", f"/api/sites/{args.id}")
     elif action == "inject":
         answer = _call(args, "POST", f"/api/sites/{args.id}/inject", {"priority": args.priority})
+    elif action == "second-agent":
+        answer = _call(args, "POST", f"/api/sites/{args.id}/second-agent", {})
     elif action == "blacklist":
         answer = _call(args, "POST", f"/api/sites/{args.id}/blacklist", {})
     else:
@@ -233,6 +235,7 @@ def register_sites(subparsers: "argparse._SubParsersAction[argparse.ArgumentPars
         ("show", "one site, its crawls and referrers"),
         ("blacklist", "never crawl it again"),
         ("remove", "forget it"),
+        ("second-agent", "send a free agent on a site being crawled, for a second copy"),
     ):
         one = actions.add_parser(name, help=text)
         one.add_argument("id", type=int)

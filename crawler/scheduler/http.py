@@ -127,6 +127,15 @@ async def remove(request: web.Request) -> web.Response:
     return web.json_response(site_json(_site_of_id(request, site.id)))
 
 
+async def second_agent(request: web.Request) -> web.Response:
+    site = _site_of(request)
+    try:
+        name = await _scheduler(request).send_second(site.id)
+    except DlwebError as exc:
+        raise web.HTTPConflict(reason=str(exc)) from None
+    return web.json_response({"site": site.id, "agent": name})
+
+
 async def campaign(request: web.Request) -> web.Response:
     body = await json_body(request, MAX_BODY)
     try:
@@ -233,6 +242,7 @@ def build_app(scheduler: Scheduler, token: str) -> web.Application:
     app.router.add_delete("/api/sites/{id}", remove)
     app.router.add_post("/api/sites/{id}/blacklist", blacklist)
     app.router.add_post("/api/sites/{id}/inject", inject)
+    app.router.add_post("/api/sites/{id}/second-agent", second_agent)
     app.router.add_post("/api/campaign", campaign)
     app.router.add_post("/api/agents/{name}/clone", clone)
     return app

@@ -83,6 +83,7 @@ class Scheduler:
             on_connect=self._joined,
             on_disconnect=self._left,
         )
+        self.seconds: dict[str, int] = {}  # agents sent on a site another agent crawls
         self._wake = asyncio.Event()
         self._graph_changed = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -170,6 +171,7 @@ class Scheduler:
         now = time.monotonic()
         for agent in list(self.agents.values()):
             if agent.peer is None and now - agent.gone_since >= self.options.agent_grace:
+                self.seconds.pop(agent.name, None)
                 for site_id in self.store.release_agent(agent.name):
                     log.info("site %d handed back: agent %s is gone", site_id, agent.name)
                 del self.agents[agent.name]
@@ -248,6 +250,11 @@ class Scheduler:
         agent = self.agents.get(peer.name)
         if agent is not None:
             agent.site = None
+        second = self.seconds.pop(peer.name, None)
+        if second is not None:
+            self._finish_second(peer.name, second, report)
+            self._wake.set()
+            return {"ok": True}
         site = self._site_of_report(peer.name, report)
         if site is None:
             log.info("report from %s for a site not given to it: kept out", peer.name)
@@ -255,6 +262,46 @@ class Scheduler:
             self._finish(site, report)
         self._wake.set()
         return {"ok": True}
+
+    def _finish_second(self, agent: str, site_id: int, report: Mapping[str, Any]) -> None:
+        site = self.store.site(site_id)
+        if site is None or report.get("start_url") != site.start_url or "failed" in report:
+            log.info("second crawl by %s of site %d: nothing recorded", agent, site_id)
+            return
+        self.store.finish(
+            site.id,
+            _with_change_by_level(report),
+            str(report.get("signature_file", "")),
+            str(report.get("chunk_file", "")),
+            time.time(),
+            second=agent,
+        )
+
+    async def send_second(self, site_id: int) -> str:
+        """Send a free agent on a site another agent is crawling: with the same order, breadth
+        first, it fetches the same pages a little later, a second copy of a long crawl."""
+        site = self.store.site(site_id)
+        if site is None or site.state != "crawling":
+            raise DlwebError(f"site {site_id} is not being crawled")
+        free = [
+            a
+            for a in self.agents.values()
+            if a.peer is not None and not a.peer.closed and a.site is None and a.name != site.agent
+        ]
+        if not free:
+            raise DlwebError("no free agent")
+        agent = free[0]
+        agent.site = site.id
+        self.seconds[agent.name] = site.id
+        assert agent.peer is not None
+        try:
+            await agent.peer.call("crawl", self._order(site), timeout=30)
+        except (HipError, RemoteError) as exc:
+            agent.site = None
+            self.seconds.pop(agent.name, None)
+            raise DlwebError(f"agent {agent.name} refused: {exc}") from None
+        log.info("%s: second agent %s sent", site.start_url, agent.name)
+        return agent.name
 
     def _site_of_report(self, agent: str, report: Mapping[str, Any]) -> Site | None:
         """The site a report is about: the one the agent crawls, or (for a crawl given before a
@@ -297,7 +344,7 @@ class Scheduler:
             if chunk_file and Path(chunk_file).is_file()
             else 1.0
         )
-        self.store.finish(site.id, dict(report), signature_file, chunk_file, now)
+        self.store.finish(site.id, _with_change_by_level(report), signature_file, chunk_file, now)
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)
@@ -465,6 +512,20 @@ class Scheduler:
             "counts": self.store.counts(),
             "decisions": self.decisions,
         }
+
+
+def _with_change_by_level(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report with the share of new contents at each level of the site, where it changes."""
+    kept = dict(report)
+    levels = report.get("levels")
+    if isinstance(levels, Mapping):
+        kept["change_by_level"] = {
+            level: round(counts["new_contents"] / seen, 4)
+            for level, counts in levels.items()
+            if isinstance(counts, Mapping)
+            and (seen := counts.get("new_contents", 0) + counts.get("known_contents", 0))
+        }
+    return kept
 
 
 class _PinnedResolver(AbstractResolver):

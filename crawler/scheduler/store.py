@@ -229,9 +229,11 @@ class Store(Protocol):
         now: float,
         *,
         new_chunk_share: float | None = None,
+        second: str = "",
     ) -> None:
         """Records a crawl, keeps its signature and chunk files on the site and makes a crawling,
-        queued or idle site idle, due again after its interval."""
+        queued or idle site idle, due again after its interval. The crawl of a `second` agent
+        sent while the first still crawls is recorded and leaves the site as it is."""
 
     def crawls(self, site_id: int, limit: int = 10) -> list[Crawl]:
         """A site's last crawls, newest first."""
@@ -583,16 +585,19 @@ class SqliteStore(Store):
         now: float,
         *,
         new_chunk_share: float | None = None,
+        second: str = "",
     ) -> None:
         site = self._existing(site_id)
         started = site.claimed if site.state == "crawling" else _number(report, "started") or now
+        if second:
+            started = _number(report, "started") or now
         with self._writing() as db:
             db.execute(
                 "INSERT INTO crawls (site, agent, started, finished, pages, new_contents,"
                 " known_contents, new_chunk_share, report) VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     site_id,
-                    site.agent,
+                    second or site.agent,
                     started,
                     now,
                     _count(report, "pages"),
@@ -602,6 +607,12 @@ class SqliteStore(Store):
                     _stored_report(report),
                 ),
             )
+            if second:
+                db.execute(
+                    "UPDATE sites SET crawls = crawls + 1, last_crawl = ? WHERE id = ?",
+                    (now, site_id),
+                )
+                return
             # SET expressions see the row as it was: a site paused, blacklisted or removed while
             # it was crawled stays so.
             db.execute(

@@ -137,6 +137,10 @@ def test_recrawl_with_signatures_uploads_only_what_changed(cluster_factory, craw
     # Only the changed contents are new; besides them, only the header blocks of the answers
     # that were not 304 (each has its own Date) are uploaded.
     assert second["new_contents"] == len(changed)
+    # Where it changed: a.html at level 1, c.html at level 3; nothing with the start page.
+    levels = second["levels"]
+    assert levels["0"]["new_contents"] == 0 and levels["0"]["known_contents"] > 0
+    assert levels["1"]["new_contents"] >= 1 and levels["3"]["new_contents"] >= 1
     not_304 = sum(1 for e in log if e["status"] != 304)
     assert second["uploaded"] <= len(changed) + not_304
     assert second["uploaded"] < first["uploaded"] / 2

@@ -253,6 +253,12 @@ def test_a_changing_site_is_crawled_more_often_than_a_stable_one(campaign):
     assert sites[STABLE]["crawls"] < sites[CHANGING]["crawls"] - 1, sites
     assert sites[CHANGING]["interval"] < sites[STABLE]["interval"]
     assert sites[CHANGING]["change_rate"] > sites[STABLE]["change_rate"]
+    latest = {
+        name: campaign.api(f"/api/sites/{sites[name]['id']}")["crawls"][0]["report"]
+        for name in (CHANGING, STABLE)
+    }
+    assert latest[CHANGING]["change_by_level"]["0"] > 0
+    assert set(latest[STABLE]["change_by_level"].values()) == {0}
 
 
 def test_sites_in_other_languages_are_blacklisted(campaign):
@@ -341,3 +347,19 @@ def test_an_agent_clones_itself_into_the_pool(campaign):
         wait_until(lambda: all(s["crawls"] for s in campaign.sites().values()), "both crawls")
     finally:
         os.kill(clone["pid"], signal.SIGTERM)
+
+
+def test_a_second_agent_is_sent_on_a_site_being_crawled(campaign):
+    campaign.start_scheduler("--no-expand", "--delay", "0.4", "--burst", "0.4")
+    campaign.start_agent("first")
+    campaign.add(PORTAL, seed=True)
+    wait_until(lambda: campaign.sites()[PORTAL]["state"] == "crawling", "the first crawl")
+    campaign.start_agent("second")
+    wait_until(lambda: len(campaign.api("/api/status")["agents"]) == 2, "the second agent")
+    site_id = campaign.sites()[PORTAL]["id"]
+    sent = campaign.api(f"/api/sites/{site_id}/second-agent", {})
+    assert sent["agent"] == "second"
+    wait_until(lambda: campaign.sites()[PORTAL]["crawls"] == 2, "both crawls")
+    crawls = campaign.api(f"/api/sites/{site_id}")["crawls"]
+    assert {crawl["agent"] for crawl in crawls} == {"first", "second"}
+    assert campaign.sites()[PORTAL]["state"] == "idle"
