@@ -203,13 +203,30 @@ async def page(request: web.Request) -> web.Response:
             for s in ranked[:PAGE_SITES]
         ],
     )
+    crawled = sorted(
+        (s for s in store.sites(limit=100_000) if s.last_crawl), key=lambda s: -s.last_crawl
+    )[:PAGE_SITES]
+    recent = _table(
+        ["site", "start URL", "state", "crawled", "change", "crawls"],
+        [
+            [
+                s.id,
+                s.start_url,
+                s.state,
+                f"{_due(now - s.last_crawl)} ago",
+                f"{s.change_rate:.2f}",
+                s.crawls,
+            ]
+            for s in crawled
+        ],
+    )
     counts = _table(["", "sites"], [[k, v] for k, v in sorted(state["counts"].items())])
     text = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
         "<title>dlweb scheduler</title><style>body{font-family:sans-serif;margin:2em}"
         "td,th{padding:2px 10px;text-align:left}</style></head><body>"
         f"<h1>Scheduler: campaign {html.escape(state['campaign'])}</h1>{counts}"
-        f"<h2>Agents</h2>{agents}<h2>Queue</h2>{queue}"
+        f"<h2>Agents</h2>{agents}<h2>Queue</h2>{queue}<h2>Recently crawled</h2>{recent}"
         f"<h2>Sites by authority, and their next crawls</h2>{ranks}"
         "<p><a href='/api/status'>status as JSON</a> · <a href='/api/sites'>sites as JSON</a></p>"
         "</body></html>"

@@ -190,7 +190,8 @@ def test_expansion_finds_the_relevant_sites_and_ranks_hubs_and_authorities(campa
     assert set(by_hub[:2]) == TOP_HUBS, [(n, sites[n]["hub"]) for n in by_hub[:4]]
     assert set(by_authority[:2]) == TOP_AUTHORITIES
     page = urllib.request.urlopen(campaign.url + "/", timeout=10).read().decode()
-    assert "Agents" in page and "authority" in page
+    assert "Agents" in page and "authority" in page and "Recently crawled" in page
+    assert site_url(PORTAL, campaign.web.port) in page
 
 
 def test_scheduler_killed_mid_campaign_resumes_without_recrawling_or_losing_sites(campaign):
