@@ -675,6 +675,26 @@ def not_modified(request: web.Request, tag: str, modified: datetime.datetime) ->
     return modified <= when
 
 
+async def send_resource(
+    request: web.Request, entry: dict[str, Any], resource: Resource
+) -> web.StreamResponse:
+    """Answer with a resource, 304 when the request's validators match it; noted in entry."""
+    status, body = resource.status, resource.body
+    headers = {"Content-Type": resource.content_type, **dict(resource.headers)}
+    if status == 200:
+        tag = etag(body)
+        headers["ETag"] = tag
+        headers["Last-Modified"] = email.utils.format_datetime(resource.modified, usegmt=True)
+        if not_modified(request, tag, resource.modified):
+            status, body = 304, b""
+            del headers["Content-Type"]
+    response = web.Response(status=status, body=body, headers=headers)
+    entry["status"] = status
+    await response.prepare(request)
+    await response.write_eof()
+    return response
+
+
 class TestWeb:
     """The sites, their versions and the instrumentation of every address."""
 
@@ -739,46 +759,30 @@ class TestWeb:
         host = request.host.rsplit(":", 1)[0].lower().rstrip(".")
         if HOSTS.get(host) != address or host not in self.resources:
             gone = Resource(b"This host is not served on this address.\n", "text/plain", 421)
-            return await self.send(request, entry, gone)
+            return await send_resource(request, entry, gone)
         await asyncio.sleep(SERVICE_TIME)
         if request.method not in ("GET", "HEAD"):
             refused = Resource(b"GET or HEAD only.\n", "text/plain", 405, (("Allow", "GET, HEAD"),))
-            return await self.send(request, entry, refused)
+            return await send_resource(request, entry, refused)
         path = request.path
         if host == ALPHA:
             if path == "/slow.html":
                 delay = min(float(request.query.get("delay", SLOW_DELAY)), SLOW_DELAY)
                 await asyncio.sleep(delay)
                 slow = Resource(page("Slow", f"<p>Answered after {delay:g} seconds.</p>\n"))
-                return await self.send(request, entry, slow)
+                return await send_resource(request, entry, slow)
             if path == "/endless.bin":
                 return await self.endless(request, entry)
             if path == "/calendar":
-                return await self.send(request, entry, month_page(request.query.get("month", "")))
+                return await send_resource(
+                    request, entry, month_page(request.query.get("month", ""))
+                )
             if path == "/calendar/day":
-                return await self.send(request, entry, day_page(request.query.get("date", "")))
+                return await send_resource(request, entry, day_page(request.query.get("date", "")))
             if LOOP.fullmatch(path):
-                return await self.send(request, entry, LOOP_PAGE)
+                return await send_resource(request, entry, LOOP_PAGE)
         resource = self.resources[host].get(path, NOT_FOUND)
-        return await self.send(request, entry, resource)
-
-    async def send(
-        self, request: web.Request, entry: dict[str, Any], resource: Resource
-    ) -> web.StreamResponse:
-        status, body = resource.status, resource.body
-        headers = {"Content-Type": resource.content_type, **dict(resource.headers)}
-        if status == 200:
-            tag = etag(body)
-            headers["ETag"] = tag
-            headers["Last-Modified"] = email.utils.format_datetime(resource.modified, usegmt=True)
-            if not_modified(request, tag, resource.modified):
-                status, body = 304, b""
-                del headers["Content-Type"]
-        response = web.Response(status=status, body=body, headers=headers)
-        entry["status"] = status
-        await response.prepare(request)
-        await response.write_eof()
-        return response
+        return await send_resource(request, entry, resource)
 
     async def endless(self, request: web.Request, entry: dict[str, Any]) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})

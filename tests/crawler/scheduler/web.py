@@ -82,11 +82,10 @@ from tests.crawler.sites import (
     _stop,
     _wait_ready,
     bind_shared_port,
-    etag,
     links,
-    not_modified,
     redirect,
     robots,
+    send_resource,
     url,
     watch_parent,
     write_atomically,
@@ -1007,7 +1006,7 @@ class SiteWeb:
         self.counts.paths[host][request.raw_path] += 1
         if site is not None:
             self.counts.sites[site] += 1
-        return await self.send(request, entry, self.route(request, address, host, site))
+        return await send_resource(request, entry, self.route(request, address, host, site))
 
     def route(self, request: web.Request, address: str, host: str, site: str | None) -> Resource:
         if HOSTS.get(host) != address:
@@ -1026,24 +1025,6 @@ class SiteWeb:
             self.round += 1
             self.resources[site] = build(site, self.port, self.round)
         return self.resources[site].get(path, NOT_FOUND)
-
-    async def send(
-        self, request: web.Request, entry: dict[str, Any], resource: Resource
-    ) -> web.StreamResponse:
-        status, body = resource.status, resource.body
-        headers = {"Content-Type": resource.content_type, **dict(resource.headers)}
-        if status == 200:
-            tag = etag(body)
-            headers["ETag"] = tag
-            headers["Last-Modified"] = email.utils.format_datetime(resource.modified, usegmt=True)
-            if not_modified(request, tag, resource.modified):
-                status, body = 304, b""
-                del headers["Content-Type"]
-        response = web.Response(status=status, body=body, headers=headers)
-        entry["status"] = status
-        await response.prepare(request)
-        await response.write_eof()
-        return response
 
     def bump(self, site: str) -> int:
         self.feed += 1
