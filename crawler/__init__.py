@@ -1,13 +1,37 @@
 """The site crawler: harvests one whole website at a time, politely and exhaustively, into the
 archive through the cluster client's insertion path."""
 
-from .delimitation import BadExpression, BadOrder, Delimitation
-from .fetch import Fetched, Fetcher, FetchError, Politeness, Resolver
-from .links import Link, LinkKind
-from .order import Order, Signature, read_signatures
-from .report import SiteReport
-from .site import Progress, SiteCrawler
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from .delimitation import BadExpression, BadOrder, Delimitation
+    from .fetch import Fetched, Fetcher, FetchError, Politeness, Resolver
+    from .links import Link, LinkKind
+    from .order import Order, Signature, read_signatures
+    from .report import SiteReport
+    from .site import Progress, SiteCrawler
+
+# Loaded on first use: every `dlweb` command imports this package for its subcommands' options,
+# and most never crawl.
+_EXPORTS = {
+    "BadExpression": "delimitation",
+    "BadOrder": "delimitation",
+    "Delimitation": "delimitation",
+    "FetchError": "fetch",
+    "Fetched": "fetch",
+    "Fetcher": "fetch",
+    "Link": "links",
+    "LinkKind": "links",
+    "Order": "order",
+    "Politeness": "fetch",
+    "Progress": "site",
+    "Resolver": "fetch",
+    "Signature": "order",
+    "SiteCrawler": "site",
+    "SiteReport": "report",
+    "read_signatures": "order",
+}
 __all__ = [
     "BadExpression",
     "BadOrder",
@@ -26,3 +50,10 @@ __all__ = [
     "SiteReport",
     "read_signatures",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -12,8 +12,6 @@ from archive.cli import add_config_option, checked_directory, parse_listen, stan
 from archive.config import load_config
 from archive.errors import DlwebError
 
-from .order import BadOrder, Order
-
 DEFAULT_WORK = Path("dlweb-crawler")
 
 __all__ = ["add_agent_arguments", "add_arguments", "register", "register_agent"]
@@ -50,6 +48,8 @@ def positive_int(text: str) -> int:
 
 def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One order per start URL, each checked here so a mistake is told before anything starts."""
+    from .order import BadOrder, Order
+
     resolve: dict[str, list[str]] = {}
     for host, address in args.resolve or []:
         resolve.setdefault(host, []).append(address)

@@ -6,11 +6,43 @@ blacklist, HITS ranks on the graph of links between sites, priorities for sites 
 and temporal (each site crawled again at a frequency adapted to how much it changes).
 """
 
-from .guess import GuessedSite, guess_site
-from .policy import Filters, Verdict, change_rate, guess_language, judge, next_interval, priority
-from .ranks import hits
-from .store import Crawl, DuplicateSite, Site, SqliteStore, Store, StoreError
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from .guess import GuessedSite, guess_site
+    from .policy import (
+        Filters,
+        Verdict,
+        change_rate,
+        guess_language,
+        judge,
+        next_interval,
+        priority,
+    )
+    from .ranks import hits
+    from .store import Crawl, DuplicateSite, Site, SqliteStore, Store, StoreError
+
+# Loaded on first use: every `dlweb` command imports this package for its subcommands' options,
+# and most never crawl.
+_EXPORTS = {
+    "Crawl": "store",
+    "DuplicateSite": "store",
+    "Filters": "policy",
+    "GuessedSite": "guess",
+    "Site": "store",
+    "SqliteStore": "store",
+    "Store": "store",
+    "StoreError": "store",
+    "Verdict": "policy",
+    "change_rate": "policy",
+    "guess_language": "policy",
+    "guess_site": "guess",
+    "hits": "ranks",
+    "judge": "policy",
+    "next_interval": "policy",
+    "priority": "policy",
+}
 __all__ = [
     "Crawl",
     "DuplicateSite",
@@ -29,3 +61,10 @@ __all__ = [
     "next_interval",
     "priority",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
