@@ -50,33 +50,29 @@ class SeenSet:
     def add(self, url: str) -> bool:
         """True when `url` was not seen before; it is seen from now on."""
         key = fingerprint(url)
-        table = self._table
-        mask = self._mask
-        slot = key & mask
-        while True:
-            held = table[slot]
-            if held == key:
-                return False
-            if not held:
-                break
-            slot = (slot + 1) & mask
-        table[slot] = key
+        slot, found = self._probe(key)
+        if found:
+            return False
+        self._table[slot] = key
         self._count += 1
         if self._count > self._limit:
             self._grow()
         return True
 
     def __contains__(self, url: str) -> bool:
-        key = fingerprint(url)
+        return self._probe(fingerprint(url))[1]
+
+    def _probe(self, key: int) -> tuple[int, bool]:
+        """The slot holding `key`, or the empty slot where it would go; and whether it is held."""
         table = self._table
         mask = self._mask
         slot = key & mask
         while True:
             held = table[slot]
             if held == key:
-                return True
+                return slot, True
             if not held:
-                return False
+                return slot, False
             slot = (slot + 1) & mask
 
     def __len__(self) -> int:

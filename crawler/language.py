@@ -3,9 +3,14 @@ keep a campaign to its languages)."""
 
 import re
 
-__all__ = ["guess_language"]
+__all__ = ["guess_language", "words_of"]
 
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words_of(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
 
 # Frequent function words of each language the guesser knows. A word several languages share
 # counts for each of them, divided among them, so the words only one has decide.
@@ -41,7 +46,7 @@ def guess_language(text: str) -> str:
     """The ISO 639-1 code of the language a text is in, among en, fr, de, es, it, nl and pt, from
     its frequent function words; "" when the text holds too few of them to tell."""
     scores = dict.fromkeys(_FUNCTION_WORDS, 0.0)
-    for word in _WORD.findall(text.lower()):
+    for word in words_of(text):
         for language, weight in _WORD_WEIGHTS.get(word, {}).items():
             scores[language] += weight
     ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archive.cluster import NewCapture
+
 from .delimitation import BadOrder, Delimitation
 from .fetch import Politeness
 
@@ -45,6 +47,20 @@ class Signature:
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    def capture(self, time: int, kind: str = "response", flags: int = 0) -> NewCapture:
+        """The capture to insert for this URL's content and header block at `time`."""
+        return NewCapture(
+            url=self.url,
+            time=time,
+            content=self.content,
+            header=self.header,
+            status=self.status,
+            size=self.size,
+            header_size=self.header_size,
+            kind=kind,
+            flags=flags,
+        )
 
 
 @dataclass

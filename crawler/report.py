@@ -1,6 +1,5 @@
 """What a site crawl tells the scheduler when it ends, and the text analysis behind it."""
 
-import re
 import time
 from array import array
 from collections import Counter
@@ -10,14 +9,13 @@ from typing import Any
 
 import xxhash
 
-from .language import guess_language
+from .language import guess_language, words_of
 
 __all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
 MAX_LISTED = 10_000  # external links, feeds, streams kept per site
 MAX_TEXTS = 5  # anchor texts kept per external link
 LANGUAGE_SAMPLE = 2_000  # words of a site's text its language is told from
-_WORD = re.compile(r"\w+", re.UNICODE)
 # A chunk ends after a word whose last letter and length fall on one value in 16: about 16 words
 # per chunk, with boundaries set by the text alone, so an edit changes its own chunk's signature
 # and leaves the others be. (Cheap on purpose: it runs on every word of every page.)
@@ -36,10 +34,6 @@ def chunk_signatures(words: list[str]) -> list[int]:
     if start < len(words):
         signatures.append(xxhash.xxh64_intdigest(" ".join(words[start:]).encode()))
     return signatures
-
-
-def words_of(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
 
 
 @dataclass

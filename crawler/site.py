@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
-from archive.cluster import ClusterClient, NewCapture
+from archive.cluster import ClusterClient
 from archive.errors import DlwebError
+from archive.header_block import parse_header_block
 from archive.structure import RecordFlag, RecordKind
 from archive.urlkey import BadUrl, canonical_url
 
@@ -282,32 +283,23 @@ class SiteCrawler:
             self.report.error("too-large")
         if fetched.status >= 400:
             self.report.error(f"http-{fetched.status // 100}xx")
+        signature = Signature(
+            url=fetched.url,
+            content=fetched.sha256,
+            header=header,
+            status=fetched.status,
+            size=fetched.size,
+            header_size=len(fetched.header_block),
+            content_type=fetched.content_type or "",
+            etag=fetched.header("etag") or "",
+            last_modified=fetched.header("last-modified") or "",
+        )
+        flags = RecordFlag.TRUNCATED if fetched.truncated else RecordFlag.NONE
         await self._sink.add(
-            NewCapture(
-                url=fetched.url,
-                time=fetched.time,
-                content=fetched.sha256,
-                header=header,
-                status=fetched.status,
-                size=fetched.size,
-                header_size=len(fetched.header_block),
-                flags=int(RecordFlag.TRUNCATED if fetched.truncated else RecordFlag.NONE),
-            ),
+            signature.capture(fetched.time, flags=int(flags)),
             [(fetched.sha256, _kept(fetched.body)), (header, fetched.header_block)],
         )
-        self._signatures.add(
-            Signature(
-                url=fetched.url,
-                content=fetched.sha256,
-                header=header,
-                status=fetched.status,
-                size=fetched.size,
-                header_size=len(fetched.header_block),
-                content_type=fetched.content_type or "",
-                etag=fetched.header("etag") or "",
-                last_modified=fetched.header("last-modified") or "",
-            )
-        )
+        self._signatures.add(signature)
         if 300 <= fetched.status < 400:
             return self._redirect(fetched)
         if not parse or fetched.truncated:
@@ -320,17 +312,7 @@ class SiteCrawler:
         self.report.known_contents += 1
         self.report.known_by_level[self._level] += 1
         await self._sink.add(
-            NewCapture(
-                url=fetched.url,
-                time=fetched.time,
-                content=previous.content,
-                header=previous.header,
-                status=previous.status,
-                size=previous.size,
-                header_size=previous.header_size,
-                kind=RecordKind.NOT_MODIFIED.name.lower(),
-            ),
-            [],
+            previous.capture(fetched.time, kind=RecordKind.NOT_MODIFIED.name.lower()), []
         )
         self._signatures.add(previous)
         if not parse or parsers.parser_for(previous.url, previous.content_type, b"") is None:
@@ -344,10 +326,11 @@ class SiteCrawler:
             )
             return []
         try:
-            block = await self.client.get_content(previous.header)
+            block = parse_header_block(await self.client.get_content(previous.header))
         except DlwebError:
-            block = b""
-        encoding = _header_value(block, b"content-encoding")
+            encoding = None
+        else:
+            encoding = block.get("content-encoding")
         return self._parse(previous.url, previous.content_type, _decode(body, encoding))
 
     def _redirect(self, fetched: Fetched) -> list[Link]:
@@ -396,14 +379,6 @@ def _kept(body: Body) -> Body:
 
 def _media_type(content_type: str | None) -> str:
     return (content_type or "").partition(";")[0].strip().lower() or "unknown"
-
-
-def _header_value(block: bytes, name: bytes) -> str | None:
-    for line in block.split(b"\r\n")[1:]:
-        key, sep, value = line.partition(b":")
-        if sep and key.strip().lower() == name:
-            return value.strip().decode("latin-1")
-    return None
 
 
 def _decoded(fetched: Fetched) -> Iterator[bytes]:
