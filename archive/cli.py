@@ -27,15 +27,34 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse type for a positive number (of seconds, or of anything per second)."""
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type for a positive number (of seconds, or of anything per second)."""
+    value = _number(text)
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
     return value
+
+
+def non_negative(text: str) -> float:
+    """An argparse type for a finite number >= 0 (a delay that may be none)."""
+    value = _number(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
 
 
 def checked_directory(path: Path, option: str) -> Path:

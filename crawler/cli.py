@@ -8,7 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from archive.cli import add_config_option, checked_directory, parse_listen, standalone
+from archive.cli import (
+    add_config_option,
+    checked_directory,
+    non_negative,
+    parse_listen,
+    positive_int,
+    standalone,
+)
 from archive.config import load_config
 from archive.errors import DlwebError
 
@@ -28,22 +35,6 @@ def parse_resolve(text: str) -> tuple[str, str]:
     if not sep or not host:
         raise argparse.ArgumentTypeError(f"{text!r} is not HOST:IP")
     return host.lower(), address
-
-
-def non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
-    return value
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return int(text)
 
 
 def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -7,7 +7,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from archive.cli import add_config_option, checked_directory, parse_listen, positive_seconds
+from archive.cli import (
+    add_config_option,
+    checked_directory,
+    non_negative,
+    parse_listen,
+    positive_seconds,
+)
 from archive.config import load_config
 from archive.errors import DlwebError
 
@@ -81,13 +87,13 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--delay",
-        type=float,
+        type=non_negative,
         default=1.0,
         help="politeness delay the agents keep per server (default 1 s)",
     )
     parser.add_argument(
         "--burst",
-        type=float,
+        type=non_negative,
         default=10.0,
         help="seconds of owed delay the agents pay as one pause (default 10)",
     )
