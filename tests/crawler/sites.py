@@ -877,11 +877,24 @@ async def serve(port_file: Path, addresses: Sequence[str], parent: int = 0) -> N
         await loop.create_server(state.counting(sites.server, address), sock=sock)
         for address, sock in zip(addresses, sockets, strict=True)
     ]
-    control = web.AppRunner(state.control_app(), access_log=None, shutdown_timeout=0.2)
+    control = await announce_and_wait(state.control_app(), port, addresses, port_file, parent)
+    for server in servers:
+        server.close()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(sites.cleanup(), control.cleanup()), 5)
+
+
+async def announce_and_wait(
+    control_app: web.Application, port: int, addresses: Sequence[str], port_file: Path, parent: int
+) -> web.AppRunner:
+    """Serve the control app on loopback, write the port file, and wait for SIGTERM, SIGINT or
+    the end of the parent process; the control runner is the caller's to clean up."""
+    control = web.AppRunner(control_app, access_log=None, shutdown_timeout=0.2)
     await control.setup()
     control_socket = socket.create_server(("127.0.0.1", 0))
     await web.SockSite(control, control_socket).start()
     stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     watch = asyncio.create_task(watch_parent(parent, stop)) if parent else None
@@ -892,10 +905,7 @@ async def serve(port_file: Path, addresses: Sequence[str], parent: int = 0) -> N
     await stop.wait()
     if watch is not None:
         watch.cancel()
-    for server in servers:
-        server.close()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.gather(sites.cleanup(), control.cleanup()), 5)
+    return control
 
 
 async def watch_parent(parent: int, stop: asyncio.Event) -> None:

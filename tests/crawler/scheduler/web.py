@@ -55,8 +55,6 @@ import html
 import http.client
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -81,14 +79,13 @@ from tests.crawler.sites import (
     Resource,
     _stop,
     _wait_ready,
+    announce_and_wait,
     bind_shared_port,
     links,
     redirect,
     robots,
     send_resource,
     url,
-    watch_parent,
-    write_atomically,
 )
 
 # The sites, named by their role.
@@ -1080,7 +1077,6 @@ class SiteWeb:
 
 async def serve(port_file: Path, parent: int = 0) -> None:
     """Serve until SIGTERM or SIGINT, or until `parent` (when given) is no longer the parent."""
-    loop = asyncio.get_running_loop()
     sockets = bind_shared_port(ADDRESSES)
     port = sockets[0].getsockname()[1]
     state = SiteWeb(port)
@@ -1090,21 +1086,7 @@ async def serve(port_file: Path, parent: int = 0) -> None:
     await sites.setup()
     for sock in sockets:
         await web.SockSite(sites, sock).start()
-    control = web.AppRunner(state.control_app(), access_log=None, shutdown_timeout=0.2)
-    await control.setup()
-    control_socket = socket.create_server(("127.0.0.1", 0))
-    await web.SockSite(control, control_socket).start()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    watch = asyncio.create_task(watch_parent(parent, stop)) if parent else None
-    control_url = f"http://127.0.0.1:{control_socket.getsockname()[1]}"
-    write_atomically(
-        port_file, json.dumps({"port": port, "control": control_url, "addresses": list(ADDRESSES)})
-    )
-    await stop.wait()
-    if watch is not None:
-        watch.cancel()
+    control = await announce_and_wait(state.control_app(), port, ADDRESSES, port_file, parent)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(sites.cleanup(), control.cleanup()), 5)
 
