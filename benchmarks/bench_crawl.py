@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tools import MB, BenchError, checked, dlweb, interrupt  # noqa: E402
+from bench_tools import MB, BenchError, checked, dlweb, run_benchmark  # noqa: E402
 from crawl_farm import address, host  # noqa: E402
 from scrapy_peer import scrapy_command, scrapy_version  # noqa: E402
 
@@ -446,21 +446,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.skip_scrapy and args.skip_dlweb:
         parser.error("--skip-scrapy and --skip-dlweb leave nothing to run")
-    signal.signal(signal.SIGTERM, interrupt)
-    started = time.monotonic()
-    try:
-        report = run(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted; crawlers, farm and cluster stopped, files removed", file=sys.stderr)
-        return 130
-    except (BenchError, OSError, RuntimeError) as exc:
-        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
-        return 1
-    show(report)
-    print(f"\nfull run took {time.monotonic() - started:.0f} s")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 1 if "dlweb_failed" in report else 0
+    outcome = run_benchmark(args, run, show, "crawlers, farm and cluster stopped, files removed")
+    if isinstance(outcome, int):
+        return outcome
+    return 1 if "dlweb_failed" in outcome else 0
 
 
 if __name__ == "__main__":

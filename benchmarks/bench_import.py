@@ -19,7 +19,6 @@ import io
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tools import MB, WORDS, BenchError, checked, dlweb, interrupt  # noqa: E402
+from bench_tools import MB, WORDS, checked, dlweb, run_benchmark  # noqa: E402
 
 from archive.config import load_config  # noqa: E402
 from archive.store import sync_filesystem  # noqa: E402
@@ -341,21 +340,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     args.records = args.records or (1_000 if args.quick else 5_000)
-    signal.signal(signal.SIGTERM, interrupt)
-    started = time.monotonic()
-    try:
-        report = run(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted; cluster stopped and files removed", file=sys.stderr)
-        return 130
-    except (BenchError, OSError, RuntimeError) as exc:
-        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
-        return 1
-    show(report)
-    print(f"\nfull run took {time.monotonic() - started:.0f} s")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    outcome = run_benchmark(args, run, show, "cluster stopped and files removed")
+    return outcome if isinstance(outcome, int) else 0
 
 
 if __name__ == "__main__":

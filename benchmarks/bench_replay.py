@@ -21,9 +21,7 @@ Usage: python benchmarks/bench_replay.py [--quick] [--seconds S] [--captures N] 
 import argparse
 import asyncio
 import io
-import json
 import random
-import signal
 import socket
 import ssl
 import statistics
@@ -47,7 +45,7 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tools import MB, WORDS, BenchError, checked, dlweb, interrupt  # noqa: E402
+from bench_tools import MB, WORDS, BenchError, checked, dlweb, run_benchmark  # noqa: E402
 
 from archive.config import load_config  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
@@ -643,22 +641,14 @@ def main() -> int:
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.warmup = 3.0
     args.captures = args.captures or (20_000 if args.quick else 100_000)
-    signal.signal(signal.SIGTERM, interrupt)
-    started = time.monotonic()
-    try:
-        report = run(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted; proxies and cluster stopped, files removed", file=sys.stderr)
-        return 130
-    except (BenchError, OSError, RuntimeError) as exc:
-        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
-        return 1
+    outcome = run_benchmark(args, with_ratios, show, "proxies and cluster stopped, files removed")
+    return outcome if isinstance(outcome, int) else 0
+
+
+def with_ratios(args: argparse.Namespace) -> dict[str, Any]:
+    report = run(args)
     report["ratios"] = ratios(report)
-    show(report)
-    print(f"\nfull run took {time.monotonic() - started:.0f} s")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return report
 
 
 if __name__ == "__main__":

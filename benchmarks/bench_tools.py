@@ -1,10 +1,16 @@
-"""What the benchmarks share: running dlweb and peer commands, and words for made-up pages."""
+"""What the benchmarks share: running dlweb and peer commands, their way in and out, and words
+for made-up pages."""
 
+import argparse
+import json
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 MB = 2**20
 VOCABULARY = (
@@ -37,3 +43,31 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
     """SIGTERM takes the same way out as Ctrl-C, through every cleanup: as SIGINT, which a
     running event loop turns into a cancellation of its task, not an exception in a callback."""
     signal.raise_signal(signal.SIGINT)
+
+
+Report = dict[str, Any]
+
+
+def run_benchmark(
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace], Report],
+    show: Callable[[Report], None],
+    stopped: str,
+) -> Report | int:
+    """Run, print the figures, how long it all took, and write them to --json: the report; or
+    the exit status (1 failed, 130 interrupted, `stopped` saying what was cleaned up)."""
+    signal.signal(signal.SIGTERM, interrupt)
+    started = time.monotonic()
+    try:
+        report = run(args)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; {stopped}", file=sys.stderr)
+        return 130
+    except (BenchError, OSError, RuntimeError) as exc:
+        print(f"\nbenchmark failed: {exc}", file=sys.stderr)
+        return 1
+    show(report)
+    print(f"\nfull run took {time.monotonic() - started:.0f} s")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return report
