@@ -100,10 +100,14 @@ def _site_of_id(request: web.Request, site_id: int) -> Site:
     return site
 
 
-async def blacklist(request: web.Request) -> web.Response:
+async def _to_state(request: web.Request, state: str) -> web.Response:
     site = _site_of(request)
-    _scheduler(request).store.set_state(site.id, "blacklisted", agent="")
+    _scheduler(request).store.set_state(site.id, state)
     return web.json_response(site_json(_site_of_id(request, site.id)))
+
+
+async def blacklist(request: web.Request) -> web.Response:
+    return await _to_state(request, "blacklisted")
 
 
 async def inject(request: web.Request) -> web.Response:
@@ -122,9 +126,7 @@ async def inject(request: web.Request) -> web.Response:
 
 
 async def remove(request: web.Request) -> web.Response:
-    site = _site_of(request)
-    _scheduler(request).store.set_state(site.id, "removed", agent="")
-    return web.json_response(site_json(_site_of_id(request, site.id)))
+    return await _to_state(request, "removed")
 
 
 async def second_agent(request: web.Request) -> web.Response:

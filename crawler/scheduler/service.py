@@ -95,7 +95,7 @@ class Scheduler:
         # Crawls that were running when the scheduler stopped: their agents are gone or will
         # reconnect without them; the sites go back to the queue.
         for site in self.store.sites(state="crawling", limit=1_000_000):
-            self.store.set_state(site.id, "queued", next_crawl=time.time(), agent="")
+            self.store.set_state(site.id, "queued", next_crawl=time.time())
         self._tasks = [
             asyncio.create_task(self._dispatch_loop()),
             asyncio.create_task(self._rank_loop()),
@@ -328,29 +328,19 @@ class Scheduler:
         now = time.time()
         if "failed" in report:
             log.warning("%s failed: %s", site.start_url, report["failed"])
-            self.store.set_state(
-                site.id, "queued", next_crawl=now + self.options.shortest, agent=""
-            )
+            self.store.set_state(site.id, "queued", next_crawl=now + self.options.shortest)
             return
         signature_file = str(report.get("signature_file", ""))
         chunk_file = str(report.get("chunk_file", ""))
-        previous_chunks = Path(site.chunk_file) if site.chunk_file else None
-        change = (
-            change_rate(
-                report,
-                previous_chunks if previous_chunks and previous_chunks.is_file() else None,
-                Path(chunk_file),
-            )
-            if chunk_file and Path(chunk_file).is_file()
-            else 1.0
-        )
+        chunks, previous = _existing(chunk_file), _existing(site.chunk_file)
+        change = change_rate(report, previous, chunks) if chunks is not None else 1.0
         self.store.finish(site.id, _with_change_by_level(report), signature_file, chunk_file, now)
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)
         if not verdict.passed and not site.seed:
             log.info("%s blacklisted: %s", site.start_url, "; ".join(verdict.reasons))
-            self.store.set_state(site.id, "blacklisted", relevance=verdict.relevance, agent="")
+            self.store.set_state(site.id, "blacklisted", relevance=verdict.relevance)
             return
         interval = (
             self.options.first_interval
@@ -366,7 +356,6 @@ class Scheduler:
             interval=interval,
             next_crawl=now + interval,
             change_rate=change,
-            agent="",
         )
         self._links(site, report)
         self._remember_feeds(site, report)
@@ -449,8 +438,8 @@ class Scheduler:
         finds other bytes means the site has news."""
         feeds = [f for f in report.get("feeds", []) if isinstance(f, str)][:MAX_FEEDS]
         self.store.set_setting(f"feeds:{site.id}", "\n".join(feeds))
-        signature_file = Path(str(report.get("signature_file", "")))
-        if not feeds or not signature_file.is_file():
+        signature_file = _existing(str(report.get("signature_file", "")))
+        if not feeds or signature_file is None:
             return
         try:
             archived = read_signatures(signature_file)
@@ -512,6 +501,11 @@ class Scheduler:
             "counts": self.store.counts(),
             "decisions": self.decisions,
         }
+
+
+def _existing(name: str) -> Path | None:
+    """The file of a path a report or the store names, if it is there (an agent's disk)."""
+    return Path(name) if name and Path(name).is_file() else None
 
 
 def _with_change_by_level(report: Mapping[str, Any]) -> dict[str, Any]:
