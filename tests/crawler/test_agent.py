@@ -47,6 +47,8 @@ def test_monitoring_page_shows_the_crawl_as_it_goes(cluster_factory, sites, tmp_
             "2",
             "--depth",
             "2",
+            "--work",
+            str(tmp_path / "work"),
             "--monitor",
             f"127.0.0.1:{port}",
             sites.url(ALPHA),
