@@ -250,6 +250,12 @@ class MasterDB:
                         "INSERT OR IGNORE INTO locations (kind, name, node) VALUES (?,?,?)",
                         (kind, name, node),
                     )
+                    if kind == "structure":
+                        # A structure file the master learns of with no active copy (its
+                        # database was lost) is appended to on the first holder it hears of.
+                        self.db.execute(
+                            "INSERT OR IGNORE INTO active (name, node) VALUES (?, ?)", (name, node)
+                        )
                 else:
                     self.db.execute(
                         "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",

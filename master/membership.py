@@ -29,6 +29,11 @@ class Membership:
         started = time.monotonic()
         # A restarted master gives every node a fresh grace period to reconnect.
         self.lost_at: dict[str, float] = {node: started for node in self.rows}
+        # A master that knows no node (a new one, or one whose database was lost) gives the nodes
+        # one grace period to reconnect before it judges which files lack copies.
+        self.settle_until = started + grace if not self.rows else started
+        # The inventory position each connected node announced when it joined.
+        self.announced: dict[str, int] = {}
         # Set for the repair pass: more nodes may hold a replica, so every file is to be checked.
         self.rescan = False
         # Set for the repair pass: a node can now serve or take copies it could not before.
@@ -68,6 +73,16 @@ class Membership:
             node in self.lost_at and row.state in ADMIN_STATES for node, row in self.rows.items()
         )
 
+    def settling(self) -> bool:
+        """Whether the master's view of who holds what is still incomplete: a new master's first
+        grace period, or a connected node still sending the inventory it had when it joined."""
+        if time.monotonic() < self.settle_until:
+            return True
+        return any(
+            self.connected(node) and self.rows[node].seq < seq
+            for node, seq in self.announced.items()
+        )
+
     def address(self, node: str) -> str:
         return self.rows[node].address
 
@@ -78,8 +93,9 @@ class Membership:
 
     # -- changes --------------------------------------------------------------------------------
 
-    def join(self, peer: Peer, row: NodeRow) -> NodeRow:
-        """A node connected: keep its admin state, take its new address and sizes."""
+    def join(self, peer: Peer, row: NodeRow, announced: int) -> NodeRow:
+        """A node connected with its inventory at `announced`: keep its admin state, take its new
+        address and sizes."""
         old = self.rows.get(row.id)
         before = (old.state, old.reliability) if old is not None else (None, None)
         if old is not None:
@@ -92,6 +108,7 @@ class Membership:
         row.last_seen = time.time()
         self.rows[row.id] = row
         self.links[row.id] = peer
+        self.announced[row.id] = announced
         self.lost_at.pop(row.id, None)
         self.db.save_node(row)
         self._moved(row, *before)

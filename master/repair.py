@@ -166,7 +166,11 @@ class Repairer:
 
     async def run_pass(self) -> bool:
         """One round of every kind of work; True when it did something or left marked files
-        (run again soon)."""
+        (run again soon). While the view of who holds what is incomplete, nothing is copied or
+        trimmed: a copy that is only missing from the view would be made, then trimmed again."""
+        if self.members.settling():
+            worked = await self.drain()
+            return await self.refresh_structures() or worked
         self.mark_again()
         needy, more = self.review()
         worked = await self.copy_short(needy)

@@ -360,7 +360,7 @@ class Master:
             )
             self.db.forget_locations(node_id)
             known.seq = 0
-        row = self.members.join(peer, row)
+        row = self.members.join(peer, row, seq)
         return {"since": row.seq, "state": row.state}
 
     async def _node_inventory(self, peer: Peer, params: Any) -> dict[str, Any]:
