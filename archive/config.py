@@ -64,6 +64,7 @@ class ClusterConfig:
     nodes: tuple[NodeEntry, ...] = ()
     replication: Replication = field(default_factory=Replication)
     consultation: Consultation = field(default_factory=Consultation)
+    discovery: bool = True  # announce the master and scheduler on the LAN, find them there
     source: str = "<defaults>"
 
     @property
@@ -185,6 +186,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
     for key, url in (("master", master), ("proxy", proxy)):
         if url is not None and not url.startswith(("http://", "https://")):
             raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
+    discovery = top.get("discovery", bool, True)
     replication = _replication(top.section("replication"))
     consultation = _consultation(top.section("consultation"))
     nodes = []
@@ -209,6 +211,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         nodes=tuple(nodes),
         replication=replication,
         consultation=consultation,
+        discovery=discovery,
         source=source,
     )
 
