@@ -13,7 +13,7 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from . import pack
+from . import discovery, pack
 from .cache import SMALL_CONTENT, ReadCache
 from .config import ClusterConfig
 from .errors import DlwebError, NotFound
@@ -111,6 +111,7 @@ class ClusterClient:
         self._lookup: LookupClient | None = None
         self._slave: HipSlave | None = None
         self._auth = {"Authorization": f"Bearer {config.write_token}"}
+        self._finding_master = asyncio.Lock()
 
     async def __aenter__(self) -> "ClusterClient":
         self._session = aiohttp.ClientSession(
@@ -141,10 +142,19 @@ class ClusterClient:
             raise ClusterError("use the cluster client inside `async with`")
         return self._session
 
-    def _master(self) -> str:
-        if self.config.master is None:
-            raise ClusterError(f"{self.config.source}: no master URL (key `master`)")
-        return self.config.master.rstrip("/")
+    async def master_url(self) -> str:
+        """The master's URL: the configuration's, or else the one found on the LAN (once)."""
+        async with self._finding_master:
+            if self.config.master is None:
+                try:
+                    found = await discovery.address(
+                        discovery.MASTER, None, self.config, "the key `master`"
+                    )
+                except DlwebError as exc:
+                    raise ClusterError(f"no master URL: {exc}") from None
+                self.config = replace(self.config, master=found)
+            assert self.config.master is not None
+            return self.config.master.rstrip("/")
 
     # -- insertion -----------------------------------------------------------------------------
 
@@ -152,7 +162,7 @@ class ClusterClient:
         """The connection to an index node, made through the master's redirect."""
         if self._slave is None:
             self._slave = HipSlave(
-                hip_url(self._master()), self.config.secret, self.name, {}, role="client"
+                hip_url(await self.master_url()), self.config.secret, self.name, {}, role="client"
             )
             await self._slave.start()
         return self._slave
@@ -306,12 +316,13 @@ class ClusterClient:
                 yield address
 
     async def _ask_master(self, kind: str, name: str) -> list[str]:
-        url = f"{self._master()}/locate/{kind}/{name}"
+        master = await self.master_url()
+        url = f"{master}/locate/{kind}/{name}"
         try:
             async with self.session.get(url) as r:
                 status, text = r.status, await r.text()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise ClusterError(f"the master at {self._master()} cannot be reached: {exc}") from None
+            raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
         try:
             answer = json.loads(text)
             if status != 200:
@@ -404,8 +415,9 @@ class ClusterClient:
     async def structure_files(self) -> AsyncIterator[tuple[str, list[str]]]:
         """Every structure file of the cluster and the addresses of its holders, by name."""
         after = ""
+        master = await self.master_url()
         while True:
-            url = f"{self._master()}/structures?after={after}"
+            url = f"{master}/structures?after={after}"
             try:
                 async with self.session.get(url) as r:
                     answer = await r.json(content_type=None)
@@ -416,9 +428,7 @@ class ClusterClient:
                     for item in answer["structures"]
                 ]
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                raise ClusterError(
-                    f"the master at {self._master()} cannot be reached: {exc}"
-                ) from None
+                raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
             except (ValueError, KeyError, TypeError, AttributeError, DlwebError):
                 raise ClusterError(f"{url} answered without a list of structure files") from None
             if not page:

@@ -17,6 +17,7 @@ from typing import Any
 from archive.cli import standalone
 from archive.cluster import ClusterClient
 from archive.config import load_config
+from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
 from archive.errors import DlwebError
 from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
 
@@ -109,6 +110,7 @@ class AgentService:
 
 async def _serve(args: argparse.Namespace) -> None:
     config = load_config(args.config)
+    args.scheduler = await address(SCHEDULER, args.scheduler, config, SCHEDULER_HOW)
     agent = Agent(config, args.work, name=args.name or "", monitor=args.monitor)
     await agent.serve_monitor()
     async with ClusterClient(config, agent.name) as client:

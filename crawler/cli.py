@@ -209,7 +209,11 @@ def _run_agent(args: argparse.Namespace) -> int:
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scheduler", required=True, help="the scheduler's URL (http://host:port)")
+    parser.add_argument(
+        "--scheduler",
+        help="the scheduler's URL (http://host:port; default: the scheduler of the cluster found"
+        " on the LAN)",
+    )
     parser.add_argument("--name", help="this agent's name (default: crawler-PID)")
     parser.add_argument(
         "--work",

@@ -3,6 +3,7 @@
 import asyncio
 import logging
 
+from archive.discovery import MASTER, Announcement
 from archive.serving import SHUTDOWN_TIMEOUT, serving
 
 from .http import build_app
@@ -16,16 +17,13 @@ async def serve(options: MasterOptions) -> None:
     options.data.mkdir(parents=True, exist_ok=True)
     master = Master(options)
     try:
+        url = f"http://{options.host}:{options.port}"
         async with serving(build_app(master), options.host, options.port) as stop:
             master.start()
-            log.info(
-                "master of cluster %s at http://%s:%d",
-                options.config.name,
-                options.host,
-                options.port,
-            )
+            log.info("master of cluster %s at %s", options.config.name, url)
             try:
-                await stop.wait()
+                async with Announcement(MASTER, options.config, url):
+                    await stop.wait()
             finally:
                 try:
                     await asyncio.wait_for(master.stop(), SHUTDOWN_TIMEOUT)

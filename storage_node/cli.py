@@ -73,7 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--master",
         type=_http_url,
         default=None,
-        help="the master's HTTP base URL (default: the configuration's master key)",
+        help="the master's HTTP base URL (default: the configuration's master key, else the"
+        " master of the cluster found on the LAN)",
     )
     parser.add_argument(
         "--domain", type=_label, default="default", help="failure domain: rack, room or site"

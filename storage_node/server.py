@@ -6,7 +6,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from archive import discovery
 from archive.config import ClusterConfig
+from archive.errors import DlwebError
 from archive.multicast import Responder
 from archive.serving import serving
 
@@ -42,27 +44,32 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
         responder.join_groups(node.groups)
         node.on_new_group = lambda group: responder.join_groups([group])
 
-    master = options.master or config.master
-    link = (
-        MasterLink(
-            node,
-            config,
-            master,
-            address,
-            options.domain,
-            options.reliability,
-            options.stats_every,
+    def link_to(master: str) -> MasterLink:
+        return MasterLink(
+            node, config, master, address, options.domain, options.reliability, options.stats_every
         )
-        if master
-        else None
-    )
+
+    master = options.master or config.master
+    links = [link_to(master)] if master else []
+
+    async def join_when_found() -> None:
+        """Without a master address, join the first master of the cluster announced on the LAN."""
+        try:
+            found = await discovery.address(
+                discovery.MASTER, None, config, discovery.MASTER_HOW, timeout=None
+            )
+        except DlwebError as exc:
+            log.warning("running without a master: %s", exc)
+            return
+        links.append(link_to(found))
+        await links[0].start()
 
     def extra_status() -> dict[str, object]:
         return {
             "address": address,
             "domain": options.domain,
             "reliability": options.reliability,
-            "master": link.status() if link is not None else None,
+            "master": links[0].status() if links else None,
             "groups_joined": len(responder.groups),
             "multicast": {
                 "requests": responder.requests,
@@ -73,13 +80,16 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
 
     app = build_app(node, config.write_token, extra_status)
     loop = asyncio.get_running_loop()
+    finding: asyncio.Task[None] | None = None
     try:
         async with serving(app, options.host, options.port) as stop:
             try:
                 if config.lookup in ("multicast", "both"):
                     await responder.start()
-                if link is not None:
+                for link in links:
                     await link.start()
+                if not links and config.discovery:
+                    finding = asyncio.create_task(join_when_found())
                 log.info("storage node %s serving %s at %s", node.id, options.root, address)
                 if ready is not None:
                     ready.set()
@@ -88,7 +98,11 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                         await asyncio.wait_for(stop.wait(), options.save_every)
                     await loop.run_in_executor(node.executor, node.save_state)
             finally:
-                if link is not None:
+                if finding is not None:
+                    finding.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await finding
+                for link in links:
                     await link.close()
                 await responder.close()
     finally:

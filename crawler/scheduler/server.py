@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive.config import ClusterConfig
+from archive.discovery import SCHEDULER, Announcement
 from archive.serving import serving
 
 from .http import build_app
@@ -62,16 +63,15 @@ async def serve(options: ServerOptions) -> None:
         if options.paused:
             scheduler.set_campaign("paused")
         app = build_app(scheduler, options.config.write_token)
+        url = f"http://{options.host}:{options.port}"
         async with serving(app, options.host, options.port) as stop:
             await scheduler.start()
             log.info(
-                "scheduler on http://%s:%d/, campaign %s",
-                options.host,
-                options.port,
-                "running" if scheduler.running else "paused",
+                "scheduler on %s/, campaign %s", url, "running" if scheduler.running else "paused"
             )
             try:
-                await stop.wait()
+                async with Announcement(SCHEDULER, options.config, url):
+                    await stop.wait()
             finally:
                 await scheduler.stop()
     finally:

@@ -6,7 +6,8 @@ from pathlib import Path
 import uvloop
 
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
-from archive.config import load_config
+from archive.config import ClusterConfig, load_config
+from archive.discovery import MASTER, MASTER_HOW, address
 from archive.errors import ConfigError
 
 from .server import serve
@@ -16,22 +17,19 @@ from .service import IndexOptions
 def _run(args: argparse.Namespace) -> int:
     checked_directory(args.data, "--data")
     config = load_config(args.config)
-    master = args.master or config.master
-    if master is None:
-        raise ConfigError(f"{args.config}: no master URL; give --master or the master key")
     if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
         raise ConfigError(f"--advertise {args.advertise!r} must be a ws:// or wss:// URL")
+    uvloop.run(_serve(args, config))
+    return 0
+
+
+async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
+    master = await address(MASTER, args.master or config.master, config, MASTER_HOW)
     host, port = args.listen
     options = IndexOptions(
-        data=args.data,
-        host=host,
-        port=port,
-        config=config,
-        master=master.rstrip("/"),
-        advertise=args.advertise,
+        data=args.data, host=host, port=port, config=config, master=master, advertise=args.advertise
     )
-    uvloop.run(serve(options))
-    return 0
+    await serve(options)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=("127.0.0.1", 8102),
         help="HOST:PORT where inserting clients connect (default 127.0.0.1:8102)",
     )
-    parser.add_argument("--master", default=None, help="the master's HTTP base URL")
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="the master's HTTP base URL (default: the configuration's master key, else found"
+        " on the LAN)",
+    )
     parser.add_argument(
         "--advertise", default=None, help="HIP URL given to clients (default ws://HOST:PORT/hip)"
     )
