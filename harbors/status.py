@@ -6,16 +6,19 @@ import json
 
 import aiohttp
 
+from archive.cluster import ClusterError
+
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 
 
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
-    master = context.client.config.master
-    if master is None:
-        return Answer(503, b"the cluster configuration names no master\n", "text/plain")
     try:
-        async with context.client.session.get(f"{master.rstrip('/')}/status") as r:
+        master = await context.client.master_url()
+    except ClusterError as exc:
+        return Answer(503, f"{exc}\n".encode(), "text/plain")
+    try:
+        async with context.client.session.get(f"{master}/status") as r:
             status = await r.json(content_type=None)
     except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
         return Answer(

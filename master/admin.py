@@ -1,6 +1,7 @@
 """`dlweb admin ...` and `dlweb status`: a storage admin's commands, spoken to the master over HTTP."""
 
 import argparse
+import asyncio
 import json
 import urllib.error
 import urllib.request
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from archive import discovery
 from archive.cli import add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
@@ -65,9 +67,15 @@ def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None
     """A request to the master named by the configuration file of the command line."""
     config_path: Path = args.config
     config = load_config(config_path)
-    if config.master is None:
-        raise AdminError(f"{config_path}: no master URL (add the key `master: http://HOST:PORT`)")
-    return request(config.master, path, body, config.write_token)
+    try:
+        master = asyncio.run(
+            discovery.address(
+                discovery.MASTER, config.master, config, "the key `master: http://HOST:PORT`"
+            )
+        )
+    except DlwebError as exc:
+        raise AdminError(f"no master URL: {exc}") from None
+    return request(master, path, body, config.write_token)
 
 
 def size(value: object) -> str:

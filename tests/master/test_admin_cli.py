@@ -104,9 +104,9 @@ def test_a_wrong_token_is_refused(config: str, tmp_path: Path) -> None:
 
 def test_a_configuration_without_master_or_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "dlweb.yaml"
-    write_new_config(path)
+    write_new_config(path, extra={"discovery": False})
     line = one_line_error(dlweb("admin", "nodes", "-c", str(path), check=False))
-    assert "no master URL" in line
+    assert "no master URL" in line and "give the key `master" in line
     missing = str(tmp_path / "missing.yaml")
     line = one_line_error(dlweb("status", "-c", missing, check=False))
     assert "not found" in line

@@ -8,6 +8,7 @@ from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.discovery import MASTER, DiscoveryError, find
 from tests.conftest import free_port, write_cluster_config
+from tests.deploy.run_dlweb import dlweb_json
 
 from .conftest import Cluster, alive, make_corpus
 
@@ -36,6 +37,9 @@ async def test_a_cluster_without_master_address_finds_its_master(tmp_path: Path)
             capture = corpus.captures[0]
             assert await client.get_content(capture.content) == corpus.bodies[capture.content]
         cluster.wait_settled(len(corpus.bodies))  # the master learnt them from the node
+        # The admin commands find it too.
+        status = dlweb_json("status", "--json", "-c", str(path))
+        assert [n["id"] for n in status["nodes"]] == ["node1"]
 
         master.stop()  # withdrawn with goodbye packets: nobody finds it any more
         try:
