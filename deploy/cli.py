@@ -1,6 +1,8 @@
-"""`dlweb up` and `dlweb down`: a whole cluster on this machine, for trying dlweb and for tests."""
+"""`dlweb up`, `dlweb down` and `dlweb demo`: a whole cluster on this machine, for trying dlweb
+and for tests."""
 
 import argparse
+import logging
 from pathlib import Path
 
 from archive.cli import checked_directory, positive_seconds
@@ -18,6 +20,7 @@ from .launcher import (
 from .processes import LOG_DIR
 
 DEFAULT_DATA = Path("dlweb-data")
+DEFAULT_DEMO_DATA = Path("dlweb-demo")
 MAX_NODES = 64
 
 
@@ -86,6 +89,12 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo  # here: it loads the crawler and the WARC importer
+
+    return run_demo(checked_directory(args.data, "--data"), args.proxy_port, args.nodes)
+
+
 def _data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
@@ -139,3 +148,27 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")
     _data_option(stop)
     stop.set_defaults(run=_down)
+    demo = subparsers.add_parser(
+        "demo",
+        help="start a local cluster with a small site crawled twice and an imported WARC",
+        description="Start a local cluster and its proxy, serve a small website on loopback,"
+        " crawl it, change it and crawl it again, import a small WARC of 2019 and 2021, and print"
+        " how to browse them with a browser or curl. Ctrl-C stops everything it started; the"
+        " archive stays in --data.",
+    )
+    demo.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DEMO_DATA,
+        help=f"the demo's cluster directory (default: {DEFAULT_DEMO_DATA})",
+    )
+    demo.add_argument(
+        "--proxy-port",
+        type=_port,
+        default=DEFAULT_PROXY_PORT,
+        help=f"port of the browsing proxy (default {DEFAULT_PROXY_PORT})",
+    )
+    demo.add_argument(
+        "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
+    )
+    demo.set_defaults(run=_demo, log_level=logging.WARNING)

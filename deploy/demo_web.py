@@ -1,0 +1,72 @@
+"""The demo's small website, served on loopback from the files in deploy/demo_site/.
+
+Version 1 is deploy/demo_site/v1/; version 2 is the files of deploy/demo_site/v2/ over it (a
+new home page and news page, a new logo), so two crawls a few seconds apart differ visibly.
+"""
+
+import mimetypes
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+SITE_FILES = Path(__file__).parent / "demo_site"
+HOST_NAME = "demo.dlweb.test"  # .test is reserved for tests (RFC 2606): it never reaches the web
+
+
+class DemoWeb:
+    """The demo site on 127.0.0.1 at a free port, serving one version at a time."""
+
+    def __init__(self) -> None:
+        self.version = 1
+        web = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self._answer(body=True)
+
+            def do_HEAD(self) -> None:
+                self._answer(body=False)
+
+            def _answer(self, body: bool) -> None:
+                path = web.file_for(urlsplit(self.path).path)
+                if path is None:
+                    self.send_error(404)
+                    return
+                data = path.read_bytes()
+                kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                """Quiet: the demo prints its own progress."""
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port: int = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST_NAME}:{self.port}/"
+
+    def file_for(self, url_path: str) -> Path | None:
+        """The file a URL path names in the current version, or None."""
+        name = unquote(url_path).lstrip("/") or "index.html"
+        if any(part in ("", ".", "..") for part in name.split("/")):
+            return None
+        for version in range(self.version, 0, -1):
+            path = SITE_FILES / f"v{version}" / name
+            if path.is_file():
+                return path
+        return None
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
