@@ -11,7 +11,6 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -172,17 +171,6 @@ def _instructions(data: Path, proxy: str, site: str, v1: int, v2: int) -> list[s
     ]
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM back until the end: `up` could lose a process it just started."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-
-
 @dataclass
 class _Started:
     """What the demo started so far, to be stopped."""
@@ -194,8 +182,8 @@ class _Started:
 def _start(data: Path, proxy_port: int, nodes: int | None, started: _Started) -> None:
     """Every step of the demo, one line each, then the instructions."""
     _say(f"dlweb demo: starting in {data} (Ctrl-C stops it)")
-    with _signals_held():
-        launch = started.launch = up(Plan(data, nodes=nodes, proxy_port=proxy_port))
+    # Interrupted, `up` stops what it started before it raises.
+    launch = started.launch = up(Plan(data, nodes=nodes, proxy_port=proxy_port))
     count = sum(1 for name in launch.started + launch.already if name.startswith("node"))
     _say(f"cluster ready: master {launch.master}, {count} storage nodes, proxy {launch.proxy}")
     config_path = data / CONFIG_FILE

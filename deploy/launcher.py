@@ -425,8 +425,11 @@ def up(plan: Plan) -> Launch:
             pids = {name: proc["pid"] for name, proc in processes.items()}
             launch.status = _wait_ready(data, master, index, proxy, pids, plan.timeout)
         except BaseException:
-            stop(data, {name: processes[name]["pid"] for name in launch.started}, STOP_TIMEOUT)
-            for name in launch.started:
+            # A process whose spawn was interrupted is found by its pid file.
+            ours = [name for name in commands if name not in launch.already]
+            pids = {name: processes[name]["pid"] or running_pid(data, name) for name in ours}
+            stop(data, {name: pid for name, pid in pids.items() if pid is not None}, STOP_TIMEOUT)
+            for name in ours:
                 processes[name]["pid"] = None
             _write_record(data, record)
             raise

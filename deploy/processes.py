@@ -83,7 +83,12 @@ def spawn(data: Path, name: str, command: list[str]) -> int:
             cwd=data,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-    pid_file(data, name).write_text(f"{process.pid}\n")
+    try:
+        pid_file(data, name).write_text(f"{process.pid}\n")
+    except BaseException:
+        # Interrupted before anything recorded it: nobody could stop it later.
+        _signal(process.pid, signal.SIGKILL)
+        raise
     return process.pid
 
 
