@@ -44,6 +44,13 @@ CREATE TABLE IF NOT EXISTS locations (
 CREATE INDEX IF NOT EXISTS locations_by_node ON locations (node, kind, name);
 CREATE TABLE IF NOT EXISTS active (name TEXT PRIMARY KEY, node TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dirty (name TEXT PRIMARY KEY) WITHOUT ROWID;
+-- Structure copies that may differ from the active copy (their node was unreachable when the
+-- replicas were refreshed, or when another copy was made active): merged when the node is back.
+CREATE TABLE IF NOT EXISTS diverged (
+    name TEXT NOT NULL,
+    node TEXT NOT NULL,
+    PRIMARY KEY (name, node)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS moves (
     id INTEGER PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -229,6 +236,7 @@ class MasterDB:
             count = self.db.execute("DELETE FROM locations WHERE node = ?", (node,)).rowcount
             self.db.execute("UPDATE nodes SET seq = 0 WHERE id = ?", (node,))
             self.db.execute("DELETE FROM active WHERE node = ?", (node,))
+            self.db.execute("DELETE FROM diverged WHERE node = ?", (node,))
         return count
 
     # -- inventory ------------------------------------------------------------------------------
@@ -261,6 +269,10 @@ class MasterDB:
                         "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
                         (kind, name, node),
                     )
+                    if kind == "structure":
+                        self.db.execute(
+                            "DELETE FROM diverged WHERE name = ? AND node = ?", (name, node)
+                        )
             self._mark((entry["kind"], entry["name"]) for entry in entries)
             self._settle_pending_refs(targets)
             self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
@@ -576,6 +588,34 @@ class MasterDB:
             tuple(readable),
         ).fetchone()
         return int(row[0])
+
+    def add_diverged(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Remember (structure name, node) copies to merge into the active copy later."""
+        with self._transaction():
+            self.db.executemany(
+                "INSERT OR IGNORE INTO diverged (name, node) VALUES (?, ?)", list(pairs)
+            )
+
+    def diverged(self, limit: int, nodes: Sequence[str]) -> list[tuple[str, str]]:
+        """Diverged copies on the given nodes, at most `limit`."""
+        marks = ",".join("?" * len(nodes)) or "''"
+        rows = self.db.execute(
+            f"SELECT name, node FROM diverged WHERE node IN ({marks}) LIMIT ?",
+            (*nodes, limit),
+        )
+        return [(str(name), str(node)) for name, node in rows]
+
+    def diverged_on(self, name: str) -> set[str]:
+        """The nodes whose copy of a structure file waits to be merged."""
+        rows = self.db.execute("SELECT node FROM diverged WHERE name = ?", (name,))
+        return {str(row[0]) for row in rows}
+
+    def settle_diverged(self, pairs: Iterable[tuple[str, str]]) -> None:
+        with self._transaction():
+            self.db.executemany("DELETE FROM diverged WHERE name = ? AND node = ?", list(pairs))
+
+    def count_diverged(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM diverged").fetchone()[0])
 
     def mark_dirty(self, names: Iterable[str]) -> None:
         with self._transaction():

@@ -14,13 +14,12 @@ import aiohttp
 
 from .db import MasterDB
 from .membership import Membership
+from .records import read_records
 
 log = logging.getLogger(__name__)
 
-PAGE = 100_000
 READS_IN_FLIGHT = 16
 SHOWN = 100
-EARLIEST, LATEST = "1000", "99991231235959"
 
 
 @dataclass
@@ -38,26 +37,6 @@ class OrphanReport:
         }
 
 
-async def _records(session: aiohttp.ClientSession, address: str, name: str) -> list[dict[str, Any]]:
-    """Every capture record of one structure file, a page at a time."""
-    records: list[dict[str, Any]] = []
-    start = EARLIEST
-    while True:
-        url = f"{address}/structure/{name}"
-        query = {"mode": "range", "from": start, "to": LATEST, "limit": str(PAGE)}
-        async with session.get(url, params=query) as r:
-            answer = await r.json(content_type=None)
-            if r.status != 200:
-                raise aiohttp.ClientError(f"{address} answered {r.status}: {answer.get('error')}")
-        page = answer["records"]
-        fresh = [rec for rec in page if not records or rec["index"] > records[-1]["index"]]
-        records.extend(fresh)
-        # The next page starts at the last time seen (as microseconds: more than 14 digits).
-        start = str(page[-1]["time"]) if page else ""
-        if len(page) < PAGE or not fresh or len(start) <= 14:
-            return records
-
-
 async def find_orphans(db: MasterDB, members: Membership) -> OrphanReport:
     report = OrphanReport()
     readable = set(members.readable())
@@ -73,7 +52,7 @@ async def find_orphans(db: MasterDB, members: Membership) -> OrphanReport:
         async with gate:
             for holder in holders:
                 try:
-                    records = await _records(session, members.address(holder), name)
+                    _, records = await read_records(session, members.address(holder), name)
                 except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError) as exc:
                     log.warning("fsck could not read structure %s on %s: %s", name, holder, exc)
                     continue

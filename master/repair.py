@@ -1,4 +1,5 @@
-"""Keeping every file at its replica target: copies after a loss, drains, trims, refreshes.
+"""Keeping every file at its replica target: copies after a loss, drains, trims, refreshes, and
+merges of structure copies that diverged while their node was away.
 
 Each pass looks only at the files marked in the database since the last one (their locations or
 target changed, or a node holding them started or stopped counting), plans copies of those below
@@ -16,17 +17,22 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import aiohttp
+
 from archive.hip import HipError, RemoteError
 
 from .db import FileRef, MasterDB, Needy, Replicas, TargetFn
 from .membership import ADMIN_STATES, Membership
 from .policy import choose_node
+from .records import merge_copy
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
 EXAMINE = BATCH * 4
 CALL_TIMEOUT = 600.0
+# Merging reads a whole structure file and appends it; a silent node is given up after this.
+MERGE_TIMEOUT = aiohttp.ClientTimeout(total=300, sock_connect=10, sock_read=30)
 # Files below target kept in memory to look at again when a node joins; beyond this many, the
 # next join brings a full scan instead.
 UNPLACED_MAX = 100_000
@@ -38,6 +44,7 @@ class RepairStats:
     failed: int = 0
     deleted: int = 0
     refreshed: int = 0
+    merged: int = 0
     running: int = 0
     examined: int = 0
     examined_last_pass: int = 0
@@ -71,10 +78,11 @@ class Throttle:
 class Copier:
     """Asks nodes to fetch and delete files, and records what they report in the database."""
 
-    def __init__(self, db: MasterDB, members: Membership, targets: TargetFn) -> None:
+    def __init__(self, db: MasterDB, members: Membership, targets: TargetFn, token: str) -> None:
         self.db = db
         self.members = members
         self.targets = targets
+        self.token = token
         self.busy: set[tuple[str, str]] = set()
 
     def release(self, files: Iterable[tuple[str, str]]) -> None:
@@ -121,6 +129,24 @@ class Copier:
         done = [ref for ref, _ in files if ref.name in fetched]
         self.db.add_locations(dst, done, self.targets)
         return len(done), len(files) - len(done)
+
+    async def merge(self, pairs: list[tuple[str, str, str]]) -> tuple[list[tuple[str, str]], int]:
+        """For each (structure name, node, active node), append to the active copy the records
+        of the node's copy it lacks. Returns the (name, node) pairs merged and the records added."""
+        merged: list[tuple[str, str]] = []
+        added = 0
+        async with aiohttp.ClientSession(timeout=MERGE_TIMEOUT) as session:
+            for name, node, active in pairs:
+                source, target = self.members.address(node), self.members.address(active)
+                try:
+                    added += await merge_copy(session, self.token, name, source, target)
+                except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError) as exc:
+                    log.warning(
+                        "could not merge structure %s from %s into %s: %s", name, node, active, exc
+                    )
+                    continue
+                merged.append((name, node))
+        return merged, added
 
     async def delete(self, node: str, files: list[tuple[str, str]]) -> list[str]:
         """Have a node delete files; those it did not delete are looked at again."""
@@ -170,11 +196,13 @@ class Repairer:
         trimmed: a copy that is only missing from the view would be made, then trimmed again."""
         if self.members.settling():
             worked = await self.drain()
+            worked = await self.merge_diverged() or worked
             return await self.refresh_structures() or worked
         self.mark_again()
         needy, more = self.review()
         worked = await self.copy_short(needy)
         worked = await self.drain() or worked
+        worked = await self.merge_diverged() or worked
         worked = await self.refresh_structures() or worked
         if not worked and not self.members.in_grace():
             worked = await self.trim()
@@ -303,6 +331,8 @@ class Repairer:
                 holders = self.db.holders(ref.kind, ref.name)
                 elsewhere = [h for h in holders if h in counting and h != node]
                 wanted = min(targets.get((ref.kind, ref.name), 1), max(usable, 1))
+                if ref.kind == "structure" and node in self.db.diverged_on(ref.name):
+                    continue  # its records are merged into the active copy first
                 if len(elsewhere) >= wanted:
                     if ref.kind == "structure" and self.db.active_node(ref.name) == node:
                         self.db.set_active([(ref.name, elsewhere[0])])
@@ -322,8 +352,10 @@ class Repairer:
             extra = sum(1 for h in ref.holders if h in counting) - ref.target
             if extra <= 0 or (ref.kind, ref.name) in self.copier.busy:
                 continue
-            active = self.db.active_node(ref.name) if ref.kind == "structure" else None
-            candidates = [h for h in ref.holders if h in readable and h != active]
+            keep = set()
+            if ref.kind == "structure":
+                keep = {self.db.active_node(ref.name)} | self.db.diverged_on(ref.name)
+            candidates = [h for h in ref.holders if h in readable and h not in keep]
             candidates.sort(key=lambda h: self.members.rows[h].free)
             for node in candidates[:extra]:
                 deletions[node].append((ref.kind, ref.name))
@@ -335,6 +367,28 @@ class Repairer:
         self.stats.deleted += sum(len(r) for r in results)
         return any(results)
 
+    async def merge_diverged(self) -> bool:
+        """Merge the copies that may have diverged from the active copy, now that their nodes
+        are readable again, into the active copy; the refresh then copies the union over them."""
+        readable = set(self.members.readable())
+        pairs = self.db.diverged(BATCH, sorted(readable))
+        if not pairs:
+            return False
+        to_merge: list[tuple[str, str, str]] = []
+        settled: list[tuple[str, str]] = []
+        for name, node in pairs:
+            active = self.db.active_node(name)
+            if active is None or active == node:
+                settled.append((name, node))  # it is the copy the others are refreshed from
+            elif active in readable:
+                to_merge.append((name, node, active))
+        merged, added = await self.copier.merge(to_merge)
+        self.stats.merged += added
+        done = settled + merged
+        self.db.mark_dirty(name for name, _ in done)
+        self.db.settle_diverged(done)
+        return bool(done)
+
     async def refresh_structures(self) -> bool:
         """Copy the active copy of structure files that changed over their replicas."""
         names = self.db.dirty(BATCH)
@@ -343,16 +397,23 @@ class Repairer:
         readable = set(self.members.readable())
         plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
         settled: list[str] = []
+        missed: list[tuple[str, str]] = []
         for name in names:
             active = self.db.active_node(name)
             if active is None or active not in readable:
                 settled.append(name)
                 continue
+            waiting = self.db.diverged_on(name)
             replicas = [h for h in self.db.holders("structure", name) if h != active]
             for node in replicas:
+                if node in waiting:
+                    continue  # overwritten once its records are merged into the active copy
                 if node in readable:
                     plans[node].append((FileRef("structure", name, 0), active))
+                else:
+                    missed.append((name, node))
             settled.append(name)
+        self.db.add_diverged(missed)
         self.db.clean(settled)
         results = await asyncio.gather(
             *(self.copier.fetch(node, batch) for node, batch in plans.items())

@@ -95,7 +95,7 @@ class Master:
         self.db.retarget(self.targets)
         self.wake = asyncio.Event()
         self.members = Membership(self.db, options.grace, options.dead_after, self._changed)
-        self.copier = Copier(self.db, self.members, self.targets)
+        self.copier = Copier(self.db, self.members, self.targets, config.write_token)
         self.repairer = Repairer(
             self.db,
             self.members,
@@ -246,6 +246,7 @@ class Master:
             "below_target": below,
             "lost": lost,
             "structures_dirty": self.db.count_dirty(),
+            "structures_diverged": self.db.count_diverged(),
             "repairs": {
                 **self.repairer.stats.to_json(),
                 "to_check": files_to_check,
@@ -433,12 +434,17 @@ class Master:
         answer: dict[str, str] = {}
         new: list[tuple[str, str]] = []
         planned: dict[str, int] = {}
+        diverged: list[tuple[str, str]] = []
         for name in names:
             active = self.db.active_node(name)
             if active is not None and active in readable:
                 answer[name] = self.members.address(active)
                 continue
-            holders = [h for h in self.db.holders("structure", name) if h in readable]
+            every = self.db.holders("structure", name)
+            if active is not None and active in every:
+                # The unreachable active copy may hold records no other copy has.
+                diverged.append((name, active))
+            holders = [h for h in every if h in readable]
             holders.sort(key=lambda h: self.members.rows[h].state != "alive")
             chosen = holders[0] if holders else None
             if chosen is None:
@@ -449,6 +455,7 @@ class Master:
                 planned[chosen] = planned.get(chosen, 0) + 4096
             new.append((name, chosen))
             answer[name] = self.members.address(chosen)
+        self.db.add_diverged(diverged)
         if new:
             self.db.set_active(new)
         return {"nodes": answer}
