@@ -32,7 +32,15 @@ from .structure import Capture, Mode
 from .timestamps import format_iso
 from .urlkey import structure_name
 
-__all__ = ["BodySource", "ClusterClient", "ClusterError", "Found", "InsertSummary", "NewCapture"]
+__all__ = [
+    "BodySource",
+    "ClusterClient",
+    "ClusterError",
+    "Found",
+    "InsertSummary",
+    "NewCapture",
+    "failure",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,18 @@ KINDS = ("content", "structure")
 NEIGHBOURS = ("first", "last", "prev", "next")
 PACK_FRAMES = 250
 PACK_BYTES = 8 * 1024 * 1024
+# A cut link neither answers nor resets, so a request to a peer that sends nothing for this long
+# is given up and the next holder asked. Each byte received restarts the clock, so a large
+# transfer that is moving is never cut; 15 s leaves a loaded node time to fsync a pack of
+# contents or a batch of appends before it answers.
+PEER_SILENCE = 15.0
+# A cut host drops the SYN: 10 s covers its retransmissions at 1, 3 and 7 s.
+CONNECT_TIMEOUT = 10.0
+# aiohttp has no timeout on sending a body: an upload larger than the socket buffers, sent to a
+# cut node, waits for this bound on the whole request instead of for TCP to give up (minutes).
+UPLOAD_TIMEOUT = 300.0
+# The error of sock_read (aiohttp before 3.10 raises its parent for a connect timeout too).
+_SILENT_PEER = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
 
 # The bytes of a content to upload by name: in memory, in a file, or still to be fetched.
 BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
@@ -102,11 +122,13 @@ class ClusterClient:
         *,
         connect_timeout: float = 30.0,
         cache: ReadCache | None = None,
+        peer_silence: float = PEER_SILENCE,
     ) -> None:
         self.config = config
         self.cache = cache
         self.name = name or f"client-{uuid.uuid4().hex[:12]}"
         self.connect_timeout = connect_timeout
+        self.peer_silence = peer_silence
         self._session: aiohttp.ClientSession | None = None
         self._lookup: LookupClient | None = None
         self._slave: HipSlave | None = None
@@ -115,7 +137,9 @@ class ClusterClient:
 
     async def __aenter__(self) -> "ClusterClient":
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=300, sock_connect=10),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=self.peer_silence
+            ),
             connector=aiohttp.TCPConnector(limit=64),
         )
         if self.config.lookup in ("multicast", "both"):
@@ -269,9 +293,19 @@ class ClusterClient:
 
     async def _send(self, url: str, method: str, data: Any) -> None:
         """Upload bytes or an open file, raising ClusterError unless the node stored them."""
-        async with self.session.request(method, url, data=data, headers=self._auth) as r:
-            if r.status not in (200, 201):
-                raise ClusterError(f"upload to {url} failed: {r.status} {await r.text()}")
+        timeout = aiohttp.ClientTimeout(
+            total=UPLOAD_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=self.peer_silence
+        )
+        try:
+            async with self.session.request(
+                method, url, data=data, headers=self._auth, timeout=timeout
+            ) as r:
+                if r.status not in (200, 201):
+                    raise ClusterError(f"upload to {url} failed: {r.status} {await r.text()}")
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ClusterError(
+                f"upload to {url} failed: {failure(exc, self.peer_silence)}"
+            ) from None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -346,7 +380,7 @@ class ClusterClient:
                         problems.append(f"{address} answered {r.status}")
                         continue
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                problems.append(f"{address}: {exc or type(exc).__name__}")
+                problems.append(f"{address}: {failure(exc, self.peer_silence)}")
                 continue
             if hashlib.sha256(data).hexdigest() == name:
                 if self.cache is not None and len(data) <= SMALL_CONTENT:
@@ -442,11 +476,13 @@ class ClusterClient:
     ) -> tuple[dict[str, Any], str]:
         """Ask the holders of a structure file in turn; the first answer and its node.
 
-        A 404 with records means the file has no capture matching (NotFound(none)); a 404
-        without them, that this holder lost its copy, so the next one is asked.
+        A 404 with records means this copy has no capture matching; it may be a stale copy (its
+        node was away while captures were appended), so the next holder is asked, and only when
+        none has one is it final: NotFound(none). A 404 without records means this holder lost
+        its copy. The first holder that answers 200 is believed: one request a lookup.
         """
         problems: list[str] = []
-        asked = missing = 0
+        asked = missing = unmatched = 0
         async for address in self._holders("structure", name, holders):
             asked += 1
             try:
@@ -454,20 +490,30 @@ class ClusterClient:
                     answer = await r.json(content_type=None)
                 if not isinstance(answer, dict):
                     raise ValueError("the answer is not a JSON object")
-                if r.status == 404 and "records" in answer:
-                    raise NotFound(none)
-                if r.status != 200:
-                    missing += r.status == 404
-                    problems.append(f"{address} answered {r.status}: {answer.get('error')}")
-                    continue
-                return answer, address
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-                problems.append(f"{address}: {exc or type(exc).__name__}")
+                problems.append(f"{address}: {failure(exc, self.peer_silence)}")
+                continue
+            if r.status == 200:
+                return answer, address
+            if r.status == 404 and "records" in answer:
+                unmatched += 1
+                continue
+            missing += r.status == 404
+            problems.append(f"{address} answered {r.status}: {answer.get('error')}")
+        if unmatched:
+            raise NotFound(none)
         if not asked:
             raise NotFound(f"{what} is not in the archive")
         if missing == asked:
             raise NotFound(f"{what} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {what}'s structure file answered: {'; '.join(problems)}")
+
+
+def failure(exc: BaseException, silence: float = PEER_SILENCE) -> str:
+    """What went wrong with a request to a peer, one silent for `silence` s said as such."""
+    if isinstance(exc, _SILENT_PEER):
+        return f"no answer for {silence:g} s"
+    return str(exc) or type(exc).__name__
 
 
 def _pack_parts(items: list[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:

@@ -1,13 +1,17 @@
 """The cluster client against stand-ins served in this process: an index node's HIP route, a
-master's /locate and storage nodes that answer well or badly. No master process is needed."""
+master's /locate and storage nodes that answer well, badly or not at all; real storage nodes
+for stale structure copies. No master process is needed."""
 
 import asyncio
 import hashlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -324,3 +328,84 @@ def test_a_new_capture_is_sent_with_every_field() -> None:
         "flags": 0,
         "offset": 0,
     }
+
+
+# -- stale copies and silent holders ----------------------------------------------------------
+
+
+async def append_to(node: Any, config: ClusterConfig, url: str, captures: list[Capture]) -> None:
+    """Append captures to a structure file on a real storage node, as an index node does."""
+    body = {"url": url, "records": [c.to_json() for c in captures]}
+    headers = {"Authorization": f"Bearer {config.write_token}"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{node.url}/structure/{structure_name(url)}", json=body, headers=headers
+        ) as r,
+    ):
+        assert r.status == 200, await r.text()
+
+
+async def test_an_exact_read_is_not_stopped_by_a_stale_copy(
+    serve: Serve, node_factory: Any, cluster: tuple[Path, ClusterConfig]
+) -> None:
+    url = "http://example.com/stale"
+    captures = [Capture(T0 + i * 1_000_000, f"{i:064x}", HEADER_NAME, 200) for i in range(3)]
+    stale = await asyncio.to_thread(node_factory, "stale")
+    fresh = await asyncio.to_thread(node_factory, "fresh")
+    await append_to(stale, cluster[1], url, captures[:2])
+    await append_to(fresh, cluster[1], url, captures)
+    master = FakeMaster()
+    async with ClusterClient(config_for(await serve(master.app()))) as client:
+        for order in ([stale.url, fresh.url], [fresh.url, stale.url]):
+            master.holders[structure_name(url)] = order
+            found = await client.closest(url, captures[2].time, "exact")
+            assert (found.capture, found.node) == (captures[2], fresh.url), order
+            # No holder has a capture after the newest: asked in turn, that is final.
+            with pytest.raises(NotFound, match="no capture"):
+                await client.closest(url, captures[2].time + 1, "after")
+
+
+@pytest.fixture
+def silent() -> Iterator[str]:
+    """A server that accepts connections (the kernel does) and never answers, as a peer behind
+    a cut link looks; its base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+SILENCE = 0.5
+
+
+async def test_a_silent_holder_is_given_up_and_the_next_one_read(serve: Serve, silent: str) -> None:
+    data = os.urandom(1000)
+    name = hashlib.sha256(data).hexdigest()
+    url = "http://example.com/silent"
+    capture = Capture(T0, name, HEADER_NAME, 200)
+    good = FakeNode({name: data}, captures={structure_name(url): [capture]})
+    address = await serve(good.app())
+    master = FakeMaster(holders={name: [silent, address], structure_name(url): [silent, address]})
+    config = config_for(await serve(master.app()))
+    async with ClusterClient(config, peer_silence=SILENCE) as client:
+        async with asyncio.timeout(10 * SILENCE):
+            assert await client.get_content(name) == data
+            found = await client.closest(url, T0)
+        assert (found.capture, found.node) == (capture, address)
+        master.holders[name] = [silent]
+        with pytest.raises(ClusterError, match=f"{silent}: no answer for {SILENCE:g} s"):
+            await client.get_content(name)
+
+
+async def test_an_upload_to_a_silent_node_fails_naming_it(serve: Serve, silent: str) -> None:
+    master = FakeMaster(upload_to=silent)
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(2)
+    async with ClusterClient(config, peer_silence=SILENCE) as client:
+        async with asyncio.timeout(10 * SILENCE):
+            with pytest.raises(
+                ClusterError, match=f"upload to {silent}/.* failed: no answer for {SILENCE:g} s"
+            ):
+                await client.insert(captures, bodies.__getitem__)
+    assert master.stored == []
