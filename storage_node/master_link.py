@@ -15,6 +15,7 @@ import aiohttp
 from yarl import URL
 
 from archive import pack
+from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
@@ -117,7 +118,11 @@ class MasterLink:
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=60),
+            # A copy from a node whose link was cut is given up after PEER_SILENCE, not held
+            # (with its files busy) until TCP gives up; one that is moving is never cut.
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=PEER_SILENCE
+            ),
             auto_decompress=False,
         )
         await self.slave.start()
@@ -291,7 +296,13 @@ class MasterLink:
                         # Taken before the task, so at most FETCHES_IN_FLIGHT bodies wait in memory.
                         await self._fetching.acquire()
                         stores.append(asyncio.create_task(store(name, data)))
-        except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
+        except (aiohttp.ClientConnectionError, OSError, TimeoutError) as exc:
+            # The source is gone: asking it for each file alone would wait as long for each.
+            log.warning("pack copy from %s cut short: %s", source, failure(exc))
+            for name in names:
+                if errors[name] == RETRY:
+                    errors[name] = f"{url}: {failure(exc)}"
+        except (aiohttp.ClientError, DlwebError) as exc:
             log.warning("pack copy from %s cut short: %s", source, exc)
         finally:
             await asyncio.gather(*stores)
@@ -316,7 +327,7 @@ class MasterLink:
             except DlwebError as exc:
                 return str(exc)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                return f"{url}: {exc or type(exc).__name__}"
+                return f"{url}: {failure(exc)}"
         return None
 
     async def _delete(self, peer: Peer, params: Any) -> dict[str, Any]:

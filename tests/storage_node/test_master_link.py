@@ -4,6 +4,7 @@ inventory stream, fetch (verified), delete, scrub, and refusals of bad orders.""
 import asyncio
 import hashlib
 import os
+import socket
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from archive.cluster import PEER_SILENCE
 from archive.config import ClusterConfig
 from archive.hip import HipMaster, Peer, RemoteError
 from archive.multicast import LookupClient
@@ -666,3 +668,31 @@ async def test_a_refused_join_is_tried_again(node_factory, hip_master) -> None:
     await hip_master.wait_for(lambda: hip_master.joins, "a second node.join")
     assert hip_master.refuse_joins == 0 and hip_master.attempts == 2
     assert "the database is busy; joining again" in node.log()
+
+
+async def test_a_copy_from_a_silent_source_is_given_up_and_another_source_serves(
+    node_factory, cluster, hip_master
+) -> None:
+    config = cluster[1]
+    source = await start_node(node_factory, "a", "--master", hip_master.url)
+    copier = await start_node(node_factory, "b", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: len(hip_master.joins) == 2, "two joins")
+    async with aiohttp.ClientSession() as session:
+        name = await put(session, source, config, os.urandom(2000))
+    # A peer behind a cut link: the kernel accepts the connection, nothing ever answers.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        cut = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        order = {"files": [{"kind": "content", "name": name, "source": cut}]}
+        # Given up after one silence, not once for the pack and again for the file alone.
+        async with asyncio.timeout(PEER_SILENCE + 10):
+            result = await hip_master.peer("b").call("fetch", order, timeout=None)
+    assert result["fetched"] == []
+    assert result["failed"] == [
+        {"name": name, "error": f"{cut}/contents/pack: no answer for {PEER_SILENCE:g} s"}
+    ]
+    # The master's next order names another holder; the file is not held busy.
+    order = {"files": [{"kind": "content", "name": name, "source": source.url}]}
+    assert await hip_master.peer("b").call("fetch", order) == {"fetched": [name], "failed": []}
+    assert content_path(copier, name).exists()
