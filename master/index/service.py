@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 
+from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import ConfigError, DlwebError
 from archive.hip import Handler, HipError, HipMaster, HipSlave, Peer, RemoteError, hip_url
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 APPENDS_IN_FLIGHT = 32
 APPEND_BATCH = 1_000
 REFRESH_EVERY = 2.0
+# A bound on a whole append request, for a body stalled on its way to a cut node (aiohttp has no
+# send timeout); a silent node is given up after PEER_SILENCE without an answer.
+APPEND_TIMEOUT = 120.0
 # Cached answers of structure.claim; past this many the cache starts again.
 MAX_CLAIMS = 1_000_000
 # References of contents ordered for upload and not yet confirmed by `stored`.
@@ -45,6 +49,8 @@ NODE_ERRORS = (
     TypeError,
     AttributeError,
 )
+# Errors of a node that did not answer at all (refused, cut, silent).
+NODE_GONE = (aiohttp.ClientConnectionError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,9 @@ class IndexNode:
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=120, sock_connect=10),
+            timeout=aiohttp.ClientTimeout(
+                total=APPEND_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=PEER_SILENCE
+            ),
             connector=aiohttp.TCPConnector(limit=APPENDS_IN_FLIGHT * 2),
         )
         await self.upstream.start()
@@ -319,6 +327,7 @@ class IndexNode:
             by_node.setdefault(where[name], []).append(name)
         results: dict[str, tuple[int, bool]] = {}
         refused: list[str] = []
+        gone: set[str] = set()
 
         async def to_node(address: str, names: list[str]) -> None:
             for start in range(0, len(names), APPEND_BATCH):
@@ -330,8 +339,13 @@ class IndexNode:
                 try:
                     results.update(await self._post_many(address, files, refused))
                 except (*NODE_ERRORS, AppendFailed) as exc:
+                    if isinstance(exc, NODE_GONE):
+                        gone.add(address)
                     log.warning(
-                        "batch append of %d files to %s failed: %s", len(part), address, exc
+                        "batch append of %d files to %s failed: %s",
+                        len(part),
+                        address,
+                        failure(exc),
                     )
 
         await asyncio.gather(*(to_node(address, names) for address, names in by_node.items()))
@@ -339,7 +353,8 @@ class IndexNode:
             raise RemoteError("bad_params", f"insert: a storage node refused {refused[0]}")
         left = [name for name in groups if name not in results]
         alone = await asyncio.gather(
-            *(self._append(name, groups[name], where) for name in left), return_exceptions=True
+            *(self._append(name, groups[name], where, gone) for name in left),
+            return_exceptions=True,
         )
         for name, result in zip(left, alone, strict=True):
             if isinstance(result, BaseException):
@@ -374,22 +389,38 @@ class IndexNode:
         return taken
 
     async def _append(
-        self, name: str, items: list[Incoming], where: dict[str, str]
+        self, name: str, items: list[Incoming], where: dict[str, str], gone: set[str]
     ) -> tuple[int, bool]:
-        """Append captures to the active copy; claim it again once if its node fails."""
+        """Append captures to the active copy; claim it again once if its node fails, at once
+        if its node is `gone` (it just failed a batch without answering)."""
         body = {"url": items[0].url, "records": _records(items)}
-        for attempt in (1, 2):
+        first = 1
+        if (lost := where[name]) in gone:
+            first = 2
+            self.claims.pop(name, None)
+            where[name] = (await self._claim([name]))[name]
+            if where[name] == lost:
+                raise RemoteError(
+                    "error",
+                    f"cannot append to structure {name}: {lost} did not answer and the master"
+                    " still names it for the active copy",
+                )
+        for attempt in range(first, 3):
             address = where[name]
             try:
                 return await self._post(address, name, body)
             except (*NODE_ERRORS, AppendFailed) as exc:
                 log.warning(
-                    "append to %s on %s failed (%s); attempt %d", name, address, exc, attempt
+                    "append to %s on %s failed (%s); attempt %d",
+                    name,
+                    address,
+                    failure(exc),
+                    attempt,
                 )
                 self.claims.pop(name, None)
                 if attempt == 2:
                     raise RemoteError(
-                        "error", f"cannot append to structure {name}: {exc}"
+                        "error", f"cannot append to structure {name} on {address}: {failure(exc)}"
                     ) from None
                 where[name] = (await self._claim([name]))[name]
         raise AssertionError("unreachable")
