@@ -29,16 +29,6 @@ BASE_SEED, BASE_CAPTURES, BASE_URLS = 1, 40, 10
 IMPORT_SEED, IMPORT_URLS = 2, 30
 BATCH, BATCHES, CUT_AFTER = IMPORT_URLS, 10, 3  # each batch appends to every URL of the import
 DEADLINE = 10.0  # seconds an insert batch may take; one caught by the cut then counts as failed
-STALE_READS = (
-    "captures acknowledged while a node was away read as missing once it is back: its stale"
-    " structure copies answer lookups like the fresh ones, and a holder's 404 with records ends"
-    " the read (archive/cluster.py _ask_structure)"
-)
-STALE_STRUCTURES = (
-    "a returning node keeps serving its stale copies of structure files appended while it was"
-    " away: refresh_structures only copies to readable replicas and then clears the dirty mark"
-    " (master/repair.py), and nothing compares a returning copy with the active one"
-)
 
 
 def insert(bed: Bed, seed: int, count: int, urls: int) -> None:
@@ -196,7 +186,6 @@ def test_a_restored_link_brings_the_node_back_and_trims_the_extra_copies(
         assert len(served) == 3, (name, served)
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_STRUCTURES)
 def test_a_returning_node_serves_no_stale_structure_copy(cut_story: CutStory) -> None:
     stale = {
         name: served
@@ -206,7 +195,6 @@ def test_a_returning_node_serves_no_stale_structure_copy(cut_story: CutStory) ->
     assert not stale, f"{len(stale)} structure files have copies that differ"
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_READS)
 def test_every_acknowledged_capture_is_readable_after_the_cut(cut_story: CutStory) -> None:
     reads = cut_story.reads_back
     assert reads["errors"] == {}, f"{len(reads['errors'])} acknowledged captures unreadable"

@@ -262,6 +262,7 @@ def settled(status: dict[str, Any]) -> bool:
     return (
         status["below_target"] == 0
         and status["structures_dirty"] == 0
+        and status["structures_diverged"] == 0
         and status["repairs"]["running"] == 0
         and status["repairs"]["to_check"] == 0
     )
