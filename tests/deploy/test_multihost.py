@@ -1,12 +1,16 @@
-"""A cluster spread over six hosts of a test bed (deploy/testbed.py): lookups by multicast
-between hosts, a storage host's link cut during an import and restored, the master killed and
-restarted. Hosts: 1 master and index node, 2-4 storage nodes, 5 the proxy, 6 the clients."""
+"""A cluster spread over seven hosts of a test bed (deploy/testbed.py): lookups by multicast
+between hosts, a storage host's link cut during an import and restored, a crawler agent that
+finds its scheduler on another host, the master killed and restarted. Hosts: 1 master, index
+node and scheduler, 2-4 storage nodes, 5 the proxy, 6 the clients and a website, 7 an agent."""
 
+import hashlib
 import json
 import signal
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +18,12 @@ import pytest
 from tests.conftest import wait_until
 from tests.deploy.testbed_client import content_name, url
 from tests.deploy.testbed_fixtures import (
+    AGENT_HOST,
+    CLIENT_HOST,
     GRACE,
+    MASTER_HOST,
     NODE_HOSTS,
+    ROOT,
     Bed,
     all_alive,
     bed_fixture,  # noqa: F401  (a fixture used here)
@@ -200,6 +208,68 @@ def test_every_acknowledged_capture_is_readable_after_the_cut(cut_story: CutStor
     assert reads["errors"] == {}, f"{len(reads['errors'])} acknowledged captures unreadable"
     for index in cut_story.acked:
         assert reads["found"][str(index)] == content_name(IMPORT_SEED, index)
+
+
+def test_a_crawler_agent_on_its_own_host_finds_the_scheduler_and_archives_a_site(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """The scheduler on host 1 announces itself; the agent on host 7, given no scheduler
+    address, finds it across the bridge and crawls a site served on host 6 into the cluster,
+    which the proxy on host 5 then replays."""
+    site = tmp_path / "site"
+    site.mkdir()
+    pages = {
+        "index.html": b'<html><body><a href="more.html">more</a><img src="logo.gif"></body></html>',
+        "more.html": b"<html><body><p>the second page</p></body></html>",
+        "logo.gif": b"GIF89a\x01\x00\x01\x00\x00\x00\x00;",
+    }
+    for name, data in pages.items():
+        (site / name).write_bytes(data)
+    web = f"http://{bed.lan.address(CLIENT_HOST)}:8000/"
+    bed.start("web", CLIENT_HOST, "http.server", "8000", "--bind", bed.lan.address(CLIENT_HOST),
+              "--directory", str(site))  # fmt: skip
+    scheduler = f"http://{bed.lan.address(MASTER_HOST)}:8300"
+    bed.start("scheduler", MASTER_HOST, "crawler.scheduler", "--data", str(bed.root / "scheduler"),
+              "--listen", f"{bed.lan.address(MASTER_HOST)}:8300", "--delay", "0",
+              "-c", str(bed.config))  # fmt: skip
+    wait_until(
+        lambda: (
+            bed.get_json(f"{scheduler}/api/status") is not None
+            and bed.client("get", web).get("status") == 200
+        ),
+        "the scheduler and the website",
+    )
+    bed.start("agent", AGENT_HOST, "archive", "crawler-agent", "--name", "agent7",
+              "--work", str(bed.root / "agent"), "-c", str(bed.config))  # fmt: skip
+    added = bed.lan.run(
+        CLIENT_HOST,
+        [sys.executable, "-m", "archive", "sites", "add", web, "--seed",
+         "--scheduler", scheduler, "-c", str(bed.config)],
+        60,
+        cwd=ROOT,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+
+    def crawled() -> bool:
+        bed.check_running()
+        sites = bed.get_json(f"{scheduler}/api/sites")
+        return bool(sites and sites["sites"] and sites["sites"][0]["crawls"] >= 1)
+
+    wait_until(crawled, "the site to be crawled once", timeout=90)
+    assert f"found _dlweb-scheduler._tcp at {scheduler}" in bed.log("agent")
+    # The start URL is the folder, which the server answers with index.html.
+    archived = {
+        "": pages["index.html"],
+        "more.html": pages["more.html"],
+        "logo.gif": pages["logo.gif"],
+    }
+    for name, data in archived.items():
+        answer = bed.client("get", web + name, "--proxy", bed.proxy)
+        assert answer.get("status") == 200, (name, answer)
+        assert answer["sha256"] == hashlib.sha256(data).hexdigest(), name
+        assert "Memento-Datetime" in answer["headers"], name
+    for name in ("agent", "scheduler", "web"):
+        bed.kill(name)
 
 
 def view(status: dict[str, Any]) -> dict[str, Any]:

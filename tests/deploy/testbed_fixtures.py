@@ -1,7 +1,8 @@
 """A dlweb cluster spread over the hosts of a test bed, each process in its own namespace.
 
 Host 1 runs the master and the index node, hosts 2 to 4 a storage node each (failure domains
-rack2 to rack4), host 5 the consultation proxy, host 6 the clients (tests/deploy/testbed_client.py).
+rack2 to rack4), host 5 the consultation proxy, host 6 the clients (tests/deploy/testbed_client.py)
+and a website, host 7 a crawler agent.
 The test process itself is in none of the hosts: it asks through processes it starts in them.
 """
 
@@ -23,9 +24,9 @@ import pytest
 from deploy.testbed import Lan, LanUnavailable, down
 
 ROOT = Path(__file__).resolve().parents[2]
-MASTER_HOST, PROXY_HOST, CLIENT_HOST = 1, 5, 6
+MASTER_HOST, PROXY_HOST, CLIENT_HOST, AGENT_HOST = 1, 5, 6, 7
 NODE_HOSTS = (2, 3, 4)
-HOSTS = 6
+HOSTS = 7
 MASTER_PORT, INDEX_PORT, NODE_PORT, PROXY_PORT = 8100, 8102, 8101, 8080
 GRACE = 2.0
 READY = 60.0
@@ -270,7 +271,7 @@ def settled(status: dict[str, Any]) -> bool:
 
 @pytest.fixture(scope="module", name="bed")
 def bed_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
-    """The whole cluster on six hosts, ready: every node joined, the index node and the proxy
+    """The whole cluster on seven hosts, ready: every node joined, the index node and the proxy
     answering."""
     lan = make_lan(HOSTS)
     cluster = Bed(lan, tmp_path_factory.mktemp("testbed"))
