@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from archive import discovery
 from archive.cli import add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
@@ -67,14 +66,18 @@ def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None
     """A request to the master named by the configuration file of the command line."""
     config_path: Path = args.config
     config = load_config(config_path)
-    try:
-        master = asyncio.run(
-            discovery.address(
-                discovery.MASTER, config.master, config, "the key `master: http://HOST:PORT`"
+    master = config.master
+    if master is None:
+        from archive import discovery  # zeroconf: only for a configuration without master
+
+        try:
+            master = asyncio.run(
+                discovery.address(
+                    discovery.MASTER, None, config, "the key `master: http://HOST:PORT`"
+                )
             )
-        )
-    except DlwebError as exc:
-        raise AdminError(f"no master URL: {exc}") from None
+        except DlwebError as exc:
+            raise AdminError(f"no master URL: {exc}") from None
     return request(master, path, body, config.write_token)
 
 
