@@ -401,6 +401,9 @@ class Repairer:
         for name in names:
             active = self.db.active_node(name)
             if active is None or active not in readable:
+                if active is not None:
+                    # Its replicas are refreshed when it is back (see merge_diverged).
+                    missed.append((name, active))
                 settled.append(name)
                 continue
             waiting = self.db.diverged_on(name)
@@ -415,9 +418,15 @@ class Repairer:
             settled.append(name)
         self.db.add_diverged(missed)
         self.db.clean(settled)
-        results = await asyncio.gather(
-            *(self.copier.fetch(node, batch) for node, batch in plans.items())
-        )
+        # Counted as running, so that /status shows the copies are not all fresh yet.
+        copies = sum(len(batch) for batch in plans.values())
+        self.stats.running += copies
+        try:
+            results = await asyncio.gather(
+                *(self.copier.fetch(node, batch) for node, batch in plans.items())
+            )
+        finally:
+            self.stats.running -= copies
         for batch, (copied, failed) in zip(plans.values(), results, strict=True):
             self.stats.refreshed += copied
             if failed:

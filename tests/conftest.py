@@ -111,7 +111,8 @@ class NodeProcess:
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(sig)
-        code = self.process.wait(timeout=20)
+        # A node syncs its state before it exits; a shared disk can take long to.
+        code = self.process.wait(timeout=60)
         self.process = None
         return code
 

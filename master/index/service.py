@@ -245,7 +245,13 @@ class IndexNode:
         unclaimed = [name for name in groups if name not in where]
         if unclaimed:
             where.update(await self._claim(unclaimed))
-        results = await self._append_all(groups, where)
+        try:
+            results = await self._append_all(groups, where)
+        except BaseException:
+            # Some appends may have landed before the failure (an append whose answer was lost
+            # among them): their replicas must be refreshed like those of a successful insert.
+            await self._tell_master("structure.changed", {"names": list(groups)})
+            raise
         # A file just created has no replica yet: the master's copies of it will be fresh.
         changed = [name for name, (added, created) in results.items() if added and not created]
         if changed:

@@ -182,6 +182,25 @@ async def _copies(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _records(args: argparse.Namespace) -> int:
+    """For each structure name, the capture times in each node's copy."""
+    import aiohttp
+
+    result: dict[str, dict[str, list[int]]] = {name: {} for name in args.names}
+    query = {"mode": "range", "from": "1000", "to": "99991231235959", "limit": "100000"}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+
+        async def one(node: str, name: str) -> None:
+            async with session.get(f"{node}/structure/{name}", params=query) as answer:
+                if answer.status == 200:
+                    records = (await answer.json())["records"]
+                    result[name][node] = sorted(record["time"] for record in records)
+
+        await asyncio.gather(*(one(node, name) for node in args.node for name in args.names))
+    _print(result)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tests.deploy.testbed_client")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -207,6 +226,10 @@ def _parser() -> argparse.ArgumentParser:
     copies.add_argument("--node", action="append", required=True)
     copies.add_argument("names", nargs="*")
     copies.set_defaults(run=_copies)
+    records = actions.add_parser("records")
+    records.add_argument("--node", action="append", required=True)
+    records.add_argument("names", nargs="*")
+    records.set_defaults(run=_records)
     for sub in (insert, read, locate):
         sub.add_argument("-c", "--config", type=Path, required=True)
     for sub in (insert, read):

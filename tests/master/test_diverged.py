@@ -39,39 +39,63 @@ async def insert(client: ClusterClient, corpus: Corpus) -> None:
     assert summary.added == len(corpus.captures)
 
 
+async def lose_the_active_copy(cluster: Cluster, client: ClusterClient) -> tuple[Corpus, Corpus]:
+    """Captures of one URL on every copy, then more on its active copy only, whose node is then
+    killed and marked down. Returns both corpora."""
+    first = make_corpus(3, urls=1)
+    await insert(client, first)
+    cluster.wait_settled(len(first.bodies))
+    name = structure_name(first.captures[0].url)
+    lost = active_node(cluster, name)
+    assert len(cluster.get("/structures?limit=10")["structures"][0]["nodes"]) == 3
+
+    # With the master frozen, these records reach the active copy only: no refresh copies them
+    # to the replicas before the active copy's node dies.
+    assert cluster.master is not None and cluster.master.process is not None
+    cluster.master.process.send_signal(signal.SIGSTOP)
+    try:
+        only_there = at_url(make_corpus(4, urls=1, seed=1), first.captures[0].url)
+        await insert(client, only_there)
+        cluster.nodes[lost].stop(signal.SIGKILL)
+    finally:
+        cluster.master.process.send_signal(signal.SIGCONT)
+    cluster.wait_for(
+        lambda s: any(n["id"] == lost and n["state"] == "down" for n in s["nodes"]),
+        f"{lost} to be down",
+    )
+    return first, only_there
+
+
+def every_copy_holds(cluster: Cluster, name: str, times: set[int]) -> None:
+    """Wait until the copies are merged and refreshed, then check each holds every record."""
+    cluster.wait_for(
+        lambda s: (
+            s["structures_diverged"] == 0
+            and s["structures_dirty"] == 0
+            and s["repairs"]["running"] == 0
+        ),
+        "the returning copy to be merged and the copies refreshed",
+    )
+    for node in sorted(cluster.nodes):
+        assert times_on(cluster, node, name) == times, node
+
+
 async def test_records_only_on_a_lost_active_copy_are_merged_when_it_returns(
     cluster_factory,
 ) -> None:
     # 3 nodes; structure files get 3 copies (2 + structure_extra).
     cluster = cluster_factory(nodes=3, replicas=2)
-    first = make_corpus(3, urls=1)
-    name = structure_name(first.captures[0].url)
     async with ClusterClient(cluster.config) as client:
-        await insert(client, first)
-        cluster.wait_settled(len(first.bodies))
+        first, only_there = await lose_the_active_copy(cluster, client)
+        url = first.captures[0].url
+        name = structure_name(url)
         lost = active_node(cluster, name)
-        assert len(cluster.get("/structures?limit=10")["structures"][0]["nodes"]) == 3
-
-        # With the master frozen, these records reach the active copy only: no refresh copies
-        # them to the replicas before the active copy's node dies.
-        assert cluster.master is not None and cluster.master.process is not None
-        cluster.master.process.send_signal(signal.SIGSTOP)
-        try:
-            only_there = at_url(make_corpus(4, urls=1, seed=1), first.captures[0].url)
-            await insert(client, only_there)
-            cluster.nodes[lost].stop(signal.SIGKILL)
-        finally:
-            cluster.master.process.send_signal(signal.SIGCONT)
-        cluster.wait_for(
-            lambda s: any(n["id"] == lost and n["state"] == "down" for n in s["nodes"]),
-            f"{lost} to be down",
-        )
         assert cluster.index is not None
         index = cluster.index
         wait_until(lambda: index.status()["alive"] == 2, "the index node to drop the lost node")
 
         # A new active copy is chosen among the replicas, which lack those records.
-        later = at_url(make_corpus(2, urls=1, seed=2), first.captures[0].url)
+        later = at_url(make_corpus(2, urls=1, seed=2), url)
         await insert(client, later)
         assert active_node(cluster, name) != lost
         assert cluster.status()["structures_diverged"] == 1
@@ -79,17 +103,24 @@ async def test_records_only_on_a_lost_active_copy_are_merged_when_it_returns(
         # The node comes back with its copy: its records join the active copy, and every copy
         # ends with every acknowledged record.
         cluster.nodes[lost].start()
-        every = {c.time for c in first.captures + only_there.captures + later.captures}
-        status = cluster.wait_for(
-            lambda s: s["structures_diverged"] == 0 and s["structures_dirty"] == 0,
-            "the returning copy to be merged and the copies refreshed",
+        every_copy_holds(
+            cluster, name, {c.time for c in first.captures + only_there.captures + later.captures}
         )
-        assert status["repairs"]["merged"] == len(only_there.captures)
-        for node in sorted(cluster.nodes):
-            cluster.wait_for(
-                lambda s, node=node: times_on(cluster, node, name) == every,
-                f"{node}'s copy to hold every record",
-            )
+        assert cluster.status()["repairs"]["merged"] == len(only_there.captures)
         for capture in only_there.captures + later.captures:
             found = await client.closest(capture.url, capture.time, mode="exact")
             assert found.capture.content == capture.content
+
+
+async def test_replicas_of_a_lost_active_copy_are_refreshed_when_it_returns(
+    cluster_factory,
+) -> None:
+    """Nothing is appended while the node is away: it stays the active copy, and the replicas
+    get the records they missed once it is back."""
+    cluster = cluster_factory(nodes=3, replicas=2)
+    async with ClusterClient(cluster.config) as client:
+        first, only_there = await lose_the_active_copy(cluster, client)
+        name = structure_name(first.captures[0].url)
+        lost = active_node(cluster, name)
+        cluster.nodes[lost].start()
+        every_copy_holds(cluster, name, {c.time for c in first.captures + only_there.captures})
