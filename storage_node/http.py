@@ -42,6 +42,23 @@ StatusSource = Callable[[], dict[str, object]]
 EXTRA_STATUS: web.AppKey[StatusSource] = web.AppKey("extra_status")
 
 
+class Late(DlwebError):
+    """An append that arrived after the deadline its sender gave: the sender has given up."""
+
+
+def _check_deadline(body: object) -> None:
+    """Refuse an append its sender no longer waits for: a request a cut link delivered late
+    would add records its sender reported as failed, to a copy that may no longer be active."""
+    deadline = body.get("deadline") if isinstance(body, dict) else None
+    if deadline is None:
+        return
+    if not isinstance(deadline, int | float) or isinstance(deadline, bool):
+        raise BadRecord('"deadline" must be a time in seconds since 1970')
+    late = time.time() - deadline
+    if late > 0:
+        raise Late(f"append arrived {late:.1f} s after its deadline; its sender gave up on it")
+
+
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
@@ -69,6 +86,8 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = _error(400, str(exc))
     except NotFound as exc:
         response = _error(404, str(exc))
+    except Late as exc:
+        response = _error(409, str(exc))
     except CorruptFile as exc:
         log.error("corrupt file: %s", exc)
         response = _error(500, f"corrupt file on this node: {exc}")
@@ -190,7 +209,9 @@ def _captures_of(body: object) -> tuple[str, list[Capture]]:
 
 async def append_structure(request: web.Request) -> web.Response:
     name = _name(request)
-    url, captures = _captures_of(await _json_body(request))
+    body = await _json_body(request)
+    _check_deadline(body)
+    url, captures = _captures_of(body)
     added, created = await request.app[NODE].append_captures(name, url, captures)
     return web.json_response({"name": name, "added": added, "created": created})
 
@@ -199,6 +220,7 @@ async def append_structures(request: web.Request) -> web.Response:
     """Appends to many structure files in one request (an index node's batch); each file gets
     its own result, so one bad file does not cost the others."""
     body = await _json_body(request)
+    _check_deadline(body)
     files = body.get("files") if isinstance(body, dict) else None
     if not isinstance(files, list) or not 0 < len(files) <= MAX_BATCH_FILES:
         raise BadRecord(f'body must be {{"files": [...]}} with 1 to {MAX_BATCH_FILES} files')

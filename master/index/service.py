@@ -31,6 +31,9 @@ REFRESH_EVERY = 2.0
 # A bound on a whole append request, for a body stalled on its way to a cut node (aiohttp has no
 # send timeout); a silent node is given up after PEER_SILENCE without an answer.
 APPEND_TIMEOUT = 120.0
+# No append is waited for longer, so a node refuses one that arrives after this (one a cut link
+# delivered late); the clocks of index and storage nodes may differ by less than this.
+APPEND_DEADLINE = APPEND_TIMEOUT
 # Cached answers of structure.claim; past this many the cache starts again.
 MAX_CLAIMS = 1_000_000
 # References of contents ordered for upload and not yet confirmed by `stored`.
@@ -87,6 +90,11 @@ def _identity(data: Path) -> str:
 
 def _records(items: list[Incoming]) -> list[dict[str, object]]:
     return [item.capture.to_json() for item in items]
+
+
+def _deadline() -> float:
+    """The time after which a storage node refuses an append sent now."""
+    return time.time() + APPEND_DEADLINE
 
 
 class IndexNode:
@@ -248,9 +256,11 @@ class IndexNode:
         try:
             results = await self._append_all(groups, where)
         except BaseException:
-            # Some appends may have landed before the failure (an append whose answer was lost
-            # among them): their replicas must be refreshed like those of a successful insert.
-            await self._tell_master("structure.changed", {"names": list(groups)})
+            # Some appends may have landed (one whose answer was lost among them), and one still
+            # travelling may land until its deadline: the replicas are refreshed after that.
+            task = asyncio.create_task(self._tell_later(list(groups)))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
             raise
         # A file just created has no replica yet: the master's copies of it will be fresh.
         changed = [name for name, (added, created) in results.items() if added and not created]
@@ -291,6 +301,11 @@ class IndexNode:
             task = asyncio.create_task(self._tell_master("content.refs", {"refs": part}))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+
+    async def _tell_later(self, names: list[str]) -> None:
+        """Tell the master these files changed once no append sent before now can land."""
+        await asyncio.sleep(APPEND_DEADLINE)
+        await self._tell_master("structure.changed", {"names": names})
 
     async def _tell_master(self, method: str, params: dict[str, Any]) -> None:
         """Notify the master without waiting for a connection; changed structure files that
@@ -379,7 +394,9 @@ class IndexNode:
         async with (
             self._appending,
             self._session.post(
-                f"{address}/structures", json={"files": files}, headers=self._headers()
+                f"{address}/structures",
+                json={"files": files, "deadline": _deadline()},
+                headers=self._headers(),
             ) as r,
         ):
             answer = await r.json(content_type=None)
@@ -436,7 +453,9 @@ class IndexNode:
         async with (
             self._appending,
             self._session.post(
-                f"{address}/structure/{name}", json=body, headers=self._headers()
+                f"{address}/structure/{name}",
+                json={**body, "deadline": _deadline()},
+                headers=self._headers(),
             ) as r,
         ):
             answer = await r.json(content_type=None)

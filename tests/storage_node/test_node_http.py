@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -495,3 +496,29 @@ async def test_a_pack_of_contents_in_one_request(node_factory, cluster, session)
         async with session.get(f"{node.url}/content/{sha(data)}") as r:
             assert r.status == 404
     assert list((node.root / "content" / ".tmp").iterdir()) == []
+
+
+async def test_an_append_arriving_after_its_deadline_is_refused(node_factory, cluster, session):
+    """A request a cut link delivers late must not add records its sender reported as failed."""
+    node = node_factory()
+    url = "http://late.example/"
+    name = structure_name(url)
+    headers = auth(cluster[1])
+    records = [record("2020-01-01", sha(b"late"))]
+    for path, body in (
+        (f"/structure/{name}", {"url": url, "records": records}),
+        ("/structures", {"files": [{"name": name, "url": url, "records": records}]}),
+    ):
+        late = {**body, "deadline": time.time() - 5}
+        async with session.post(f"{node.url}{path}", json=late, headers=headers) as r:
+            assert r.status == 409
+            assert "after its deadline" in (await r.json())["error"]
+        bad = {**body, "deadline": "soon"}
+        async with session.post(f"{node.url}{path}", json=bad, headers=headers) as r:
+            assert r.status == 400
+            assert '"deadline" must be' in (await r.json())["error"]
+    async with session.get(f"{node.url}/structure/{name}") as r:
+        assert r.status == 404  # nothing was written
+    in_time = {"url": url, "records": records, "deadline": time.time() + 60}
+    async with session.post(f"{node.url}/structure/{name}", json=in_time, headers=headers) as r:
+        assert r.status == 200 and (await r.json())["added"] == 1
