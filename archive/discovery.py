@@ -21,7 +21,6 @@ asked on the network.
 """
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -43,6 +42,7 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from .config import ClusterConfig
 from .errors import ConfigError, DlwebError
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -167,9 +167,7 @@ class Announcement:
         tb: TracebackType | None,
     ) -> None:
         if self._registering is not None:
-            self._registering.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._registering
+            await cancel_and_wait(self._registering)
         if self._zeroconf is not None:
             await self._zeroconf.async_close()  # unregisters with goodbye packets
 

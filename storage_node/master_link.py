@@ -6,7 +6,6 @@ fetch a file from another node, delete files, scrub.
 """
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,6 +19,7 @@ from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
+from archive.tasks import cancel_and_wait
 
 from .node import CONTENT, STRUCTURE, StorageNode, one_chunk
 from .scrub import scrub
@@ -130,9 +130,7 @@ class MasterLink:
     async def close(self) -> None:
         for task in (self._member, self._scrubbing):
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
         await self.slave.stop()
         if self._session is not None:
             await self._session.close()
@@ -145,9 +143,7 @@ class MasterLink:
     async def _on_disconnect(self, peer: Peer) -> None:
         task, self._member = self._member, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     async def _membership(self, peer: Peer) -> None:
         """Join, then send stats and the inventory until the connection ends. A master that
@@ -158,9 +154,7 @@ class MasterLink:
             try:
                 await self._follow(peer, since)
             finally:
-                stats.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await stats
+                await cancel_and_wait(stats)
         except (HipError, RemoteError) as exc:
             if peer.closed:
                 log.info("connection to the master ended: %s", exc)

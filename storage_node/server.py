@@ -11,6 +11,7 @@ from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.multicast import Responder
 from archive.serving import serving
+from archive.tasks import cancel_and_wait
 
 from .http import build_app
 from .master_link import MasterLink
@@ -99,9 +100,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                     await loop.run_in_executor(node.executor, node.save_state)
             finally:
                 if finding is not None:
-                    finding.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await finding
+                    await cancel_and_wait(finding)
                 for link in links:
                     await link.close()
                 await responder.close()
