@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from . import pack
+from . import discovery, pack
 from .cache import SMALL_CONTENT, ReadCache
 from .config import ClusterConfig
 from .errors import DlwebError, NotFound
@@ -170,10 +170,6 @@ class ClusterClient:
         """The master's URL: the configuration's, or else the one found on the LAN (once)."""
         async with self._finding_master:
             if self.config.master is None:
-                # Imported here: zeroconf costs every client ~70 ms and ~6 MB, and most never
-                # need it.
-                from . import discovery
-
                 try:
                     found = await discovery.address(
                         discovery.MASTER, None, self.config, "the key `master`"

@@ -28,21 +28,19 @@ import logging
 import re
 import socket
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from zeroconf import Error as ZeroconfError
-from zeroconf import (
-    InterfaceChoice,
-    IPVersion,
-    NonUniqueNameException,
-    ServiceStateChange,
-)
-from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from .config import ClusterConfig
 from .errors import ConfigError, DlwebError
 from .tasks import cancel_and_wait
+
+if TYPE_CHECKING:
+    from zeroconf import InterfaceChoice, ServiceStateChange
+    from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
+
+# zeroconf is imported where it is used: it costs ~70 ms and ~6 MB, and most processes that
+# import this module are given an address and never ask the network.
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +76,17 @@ def proof(secret: bytes, service: str, cluster: str, url: str) -> str:
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
-def _interfaces(config: ClusterConfig) -> InterfaceChoice | list[str]:
+def _interfaces(config: ClusterConfig) -> "InterfaceChoice | list[str]":
+    from zeroconf import InterfaceChoice
+
     interface = config.multicast.interface
     return InterfaceChoice.All if ipaddress.ip_address(interface).is_unspecified else [interface]
 
 
-def _zeroconf(config: ClusterConfig) -> AsyncZeroconf:
+def _zeroconf(config: ClusterConfig) -> "AsyncZeroconf":
+    from zeroconf import IPVersion
+    from zeroconf.asyncio import AsyncZeroconf
+
     try:
         return AsyncZeroconf(interfaces=_interfaces(config), ip_version=IPVersion.V4Only)
     except OSError as exc:
@@ -186,6 +189,8 @@ class Announcement:
         }
         if parts.path:
             properties["path"] = parts.path
+        from zeroconf.asyncio import AsyncServiceInfo
+
         info = AsyncServiceInfo(
             self.service,
             f"{_instance_name(config.name, url)}.{self.service}",
@@ -197,7 +202,10 @@ class Announcement:
         self._zeroconf = _zeroconf(config)
         self._registering = asyncio.create_task(self._register(info, url))
 
-    async def _register(self, info: AsyncServiceInfo, url: str) -> None:
+    async def _register(self, info: "AsyncServiceInfo", url: str) -> None:
+        from zeroconf import Error as ZeroconfError
+        from zeroconf import NonUniqueNameException
+
         assert self._zeroconf is not None
         try:
             broadcast = await self._zeroconf.async_register_service(info)
@@ -213,9 +221,12 @@ class Announcement:
 
 
 async def _verified_url(
-    zeroconf: AsyncZeroconf, service: str, name: str, config: ClusterConfig, warned: set[str]
+    zeroconf: "AsyncZeroconf", service: str, name: str, config: ClusterConfig, warned: set[str]
 ) -> str | None:
     """The URL of instance `name` if it belongs to our cluster and its proof verifies."""
+    from zeroconf import IPVersion
+    from zeroconf.asyncio import AsyncServiceInfo
+
     info = AsyncServiceInfo(service, name)
     if not await info.async_request(zeroconf.zeroconf, _RESOLVE_MS):
         return None
@@ -244,6 +255,10 @@ async def _verified_url(
 async def find(service: str, config: ClusterConfig, timeout: float | None = FIND_TIMEOUT) -> str:
     """The URL of a verified instance of `service` of our cluster on the LAN; waits at most
     `timeout` seconds (None: until one appears)."""
+    from zeroconf import Error as ZeroconfError
+    from zeroconf import ServiceStateChange
+    from zeroconf.asyncio import AsyncServiceBrowser
+
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     zc = _zeroconf(config)
@@ -263,7 +278,7 @@ async def find(service: str, config: ClusterConfig, timeout: float | None = FIND
             verified.set()
 
     def changed(
-        zeroconf: Any, service_type: str, name: str, state_change: ServiceStateChange
+        zeroconf: Any, service_type: str, name: str, state_change: "ServiceStateChange"
     ) -> None:
         if state_change is ServiceStateChange.Removed:
             found.pop(name, None)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from archive import discovery
 from archive.cli import add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
@@ -68,8 +69,6 @@ def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None
     config = load_config(config_path)
     master = config.master
     if master is None:
-        from archive import discovery  # zeroconf: only for a configuration without master
-
         try:
             master = asyncio.run(
                 discovery.address(
