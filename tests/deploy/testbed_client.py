@@ -186,15 +186,17 @@ async def _records(args: argparse.Namespace) -> int:
     """For each structure name, the capture times in each node's copy."""
     import aiohttp
 
+    from master.records import read_records
+
     result: dict[str, dict[str, list[int]]] = {name: {} for name in args.names}
-    query = {"mode": "range", "from": "1000", "to": "99991231235959", "limit": "100000"}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
 
         async def one(node: str, name: str) -> None:
-            async with session.get(f"{node}/structure/{name}", params=query) as answer:
-                if answer.status == 200:
-                    records = (await answer.json())["records"]
-                    result[name][node] = sorted(record["time"] for record in records)
+            try:
+                _, records = await read_records(session, node, name)
+            except aiohttp.ClientError:
+                return  # the node does not hold it
+            result[name][node] = sorted(record["time"] for record in records)
 
         await asyncio.gather(*(one(node, name) for node in args.node for name in args.names))
     _print(result)
