@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from archive.cluster import ClusterClient
 from archive.config import ClusterConfig, load_config
-from archive.errors import DlwebError
+from archive.errors import DlwebError, NotFound
 from archive.timestamps import format_digits, format_http_date, format_iso, parse_time
 from archive.warc.importer import DEFAULT_MAX_RECORD, Importer
 
@@ -97,13 +97,14 @@ def _crawl(config_path: Path, work: Path, url: str, number: int) -> dict[str, An
 
 
 async def _capture_time(config: ClusterConfig, url: str, since: float) -> int:
-    """The time of the newest capture of url, which must be later than `since` (seconds)."""
+    """The time of the first capture of url after `since` (seconds). Asked as an `after`
+    lookup, which goes past a replica that has not yet been refreshed with it."""
     async with ClusterClient(config) as client:
-        captures = await client.captures(url)
-    latest = max((c.time for c in captures), default=0)
-    if latest < since * 1e6:
-        raise DemoError(f"the crawl stored no capture of {url}")
-    return latest
+        try:
+            found = await client.closest(url, int(since * 1e6), mode="after")
+        except NotFound:
+            raise DemoError(f"the crawl stored no capture of {url}") from None
+    return found.capture.time
 
 
 async def _import_warc(config: ClusterConfig) -> str:
