@@ -305,7 +305,9 @@ class Scheduler:
 
     def _site_of_report(self, agent: str, report: Mapping[str, Any]) -> Site | None:
         """The site a report is about: the one the agent crawls, or (for a crawl given before a
-        restart of ours) the site of its start URL, unless another agent has it now."""
+        restart of ours) the site of its start URL, unless another agent has it now or the
+        report was recorded already (an agent sends it again until it hears an answer, and a
+        scheduler killed after recording it never answered)."""
         start_url = report.get("start_url")
         if not isinstance(start_url, str):
             return None
@@ -321,6 +323,9 @@ class Scheduler:
         if site.state in ("blacklisted", "removed") or (
             site.state == "crawling" and site.agent != agent
         ):
+            return None
+        started = report.get("started")
+        if isinstance(started, int | float) and started <= site.last_crawl:
             return None
         return site
 

@@ -5,6 +5,7 @@ come out as the web was built; kill -9 of the scheduler or of an agent loses not
 changes is crawled more often than one that does not.
 """
 
+import asyncio
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from archive.hip import HipSlave, hip_url
 from tests.conftest import free_port, wait_until
 from tests.crawler.scheduler.web import (
     BOURGOGNE,
@@ -217,6 +219,39 @@ def test_scheduler_killed_mid_campaign_resumes_without_recrawling_or_losing_site
         name: after[name]["crawls"] for name in finished
     }
     assert {name for name, site in after.items() if site["state"] == "idle"} >= RELEVANT
+
+
+def test_a_report_sent_again_after_a_restart_is_not_counted_twice(campaign):
+    """An agent sends its report until it hears an answer; a scheduler killed after recording
+    a report, before answering, gets it again from the agent once restarted."""
+    campaign.start_scheduler("--no-expand")
+    campaign.start_agent("a1")
+    campaign.add(PORTAL, seed=True)
+    wait_until(campaign.settled, "the portal to be crawled", timeout=CAMPAIGN_TIMEOUT)
+    campaign.agents["a1"].terminate()
+    campaign.agents["a1"].wait()
+    site = campaign.sites()[PORTAL]
+    assert site["crawls"] == 1
+    report = campaign.api(f"/api/sites/{site['id']}")["crawls"][0]["report"]
+    assert campaign.scheduler is not None
+    campaign.scheduler.send_signal(signal.SIGKILL)
+    campaign.scheduler.wait()
+    campaign.start_scheduler("--no-expand")
+
+    async def send_again() -> Any:
+        slave = HipSlave(
+            hip_url(campaign.url), campaign.cluster.config.secret, "a1", {}, role="crawler"
+        )
+        await slave.start()
+        try:
+            return await slave.call("site_done", {"agent": "a1", "report": report})
+        finally:
+            await slave.stop()
+
+    assert asyncio.run(send_again()) == {"ok": True}
+    after = campaign.sites()[PORTAL]
+    assert (after["crawls"], after["state"]) == (1, "idle")
+    assert len(campaign.api(f"/api/sites/{site['id']}")["crawls"]) == 1
 
 
 def test_agent_killed_mid_site_hands_the_site_to_another_agent(campaign):
