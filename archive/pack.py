@@ -9,7 +9,6 @@ POSTs a pack to `/contents`. The receiver verifies every hash.
 """
 
 import asyncio
-import os
 import struct
 from collections.abc import AsyncIterator
 
@@ -34,21 +33,9 @@ def encode_frame(name: str, data: bytes) -> bytes:
     return _HEAD.pack(bytes.fromhex(name), len(data)) + data
 
 
-def frame(name: str, location: str) -> bytes:
-    """The frame of one content held at location (or MISSING, TOO_LARGE)."""
-    digest = bytes.fromhex(name)
-    try:
-        fd = os.open(location, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return _HEAD.pack(digest, MISSING)
-    try:
-        size = os.fstat(fd).st_size
-        if size > MAX_PACKED:
-            return _HEAD.pack(digest, TOO_LARGE)
-        data = os.read(fd, size)
-    finally:
-        os.close(fd)
-    return _HEAD.pack(digest, len(data)) + data
+def unsent_frame(name: str, why: int) -> bytes:
+    """The frame of a content that is not sent: MISSING or TOO_LARGE."""
+    return _HEAD.pack(bytes.fromhex(name), why)
 
 
 async def read_upload(

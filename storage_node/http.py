@@ -4,10 +4,9 @@ import asyncio
 import hmac
 import json
 import logging
-import os
 import time
 from collections import Counter
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -18,9 +17,10 @@ from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl, belongs_to
 
-from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch, one_chunk
+from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
 from .scrub import ScrubRunning, scrub
 from .sendfile import send_file
+from .volumes import SMALL_CONTENT
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,6 @@ MAX_JSON_BODY = 16 * 1024 * 1024
 MAX_RANGE_LIMIT = 100_000
 MAX_BATCH_FILES = 5_000
 READ_CHUNK = 256 * 1024
-SMALL_FILE = 256 * 1024
 _WRITES = frozenset(("PUT", "POST", "DELETE"))
 _CLIENT_ERRORS = (BadName, HashMismatch, BadRecord, BadTime, BadUrl, UrlMismatch, pack.BadPack)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -109,25 +108,21 @@ def _name(request: web.Request) -> str:
 
 
 async def get_content(request: web.Request) -> web.StreamResponse:
-    """Small files are read in one call; larger ones are handed to the kernel with sendfile."""
+    """Contents a volume can hold are read in one call; larger ones (files) are handed to the
+    kernel with sendfile."""
     name = _name(request)
     node = request.app[NODE]
-    location = node.contents.location(name)
     try:
         if not node.filter.might_hold(name):
             raise FileNotFoundError
-        fd = os.open(location, os.O_RDONLY | os.O_CLOEXEC)
+        span, data = node.contents.read_small(name)
     except FileNotFoundError:
         raise NotFound(f"content {name} is not on this node") from None
     request.app[METRICS]["dlweb_node_content_reads_total"] += 1
     headers = {"Content-Type": "application/octet-stream", "ETag": f'"{name}"'}
-    try:
-        size = os.fstat(fd).st_size
-        if size <= SMALL_FILE:
-            return web.Response(body=os.read(fd, size), headers=headers)
-    finally:
-        os.close(fd)
-    return await send_file(request, location, headers, node.executor)
+    if data is not None:
+        return web.Response(body=data, headers=headers)
+    return await send_file(request, span.path, headers, node.executor)
 
 
 async def post_pack(request: web.Request) -> web.StreamResponse:
@@ -142,7 +137,7 @@ async def post_pack(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     buffer = bytearray()
     for name in checked:
-        buffer += pack.frame(name, node.contents.location(name))
+        buffer += _frame(node, name)
         if len(buffer) >= pack.FLUSH_AT:
             await response.write(bytes(buffer))
             buffer.clear()
@@ -150,6 +145,16 @@ async def post_pack(request: web.Request) -> web.StreamResponse:
     await response.write_eof()
     request.app[METRICS]["dlweb_node_content_reads_total"] += len(checked)
     return response
+
+
+def _frame(node: StorageNode, name: str) -> bytes:
+    try:
+        _, data = node.contents.read_small(name)
+        if data is None or len(data) > pack.MAX_PACKED:
+            return pack.unsent_frame(name, pack.TOO_LARGE)
+        return pack.encode_frame(name, data)
+    except FileNotFoundError:
+        return pack.unsent_frame(name, pack.MISSING)
 
 
 async def post_contents(request: web.Request) -> web.Response:
@@ -166,11 +171,10 @@ async def put_content(request: web.Request) -> web.Response:
     name = _name(request)
     node = request.app[NODE]
     length = request.content_length
-    if length is not None and length <= SMALL_FILE:
-        body: AsyncIterable[bytes] = one_chunk(await request.read())
+    if length is not None and length <= SMALL_CONTENT:
+        created = await node.put_contents([(name, await request.read())]) > 0
     else:
-        body = request.content.iter_chunked(READ_CHUNK)
-    created = await node.put_content(name, body)
+        created = await node.put_content(name, request.content.iter_chunked(READ_CHUNK))
     request.app[METRICS]["dlweb_node_content_writes_total"] += 1
     text = f'{{"name": "{name}", "created": {"true" if created else "false"}}}'
     return web.Response(text=text, status=201 if created else 200, content_type="application/json")

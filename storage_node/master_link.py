@@ -21,7 +21,7 @@ from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
 from archive.tasks import cancel_and_wait
 
-from .node import CONTENT, STRUCTURE, StorageNode, one_chunk
+from .node import CONTENT, STRUCTURE, StorageNode
 from .scrub import scrub
 
 log = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ class MasterLink:
 
         async def store(name: str, data: bytes) -> None:
             try:
-                await self.node.put_content(name, one_chunk(data))
+                await self.node.put_contents([(name, data)])
                 errors[name] = None
             except DlwebError as exc:
                 errors[name] = str(exc)

@@ -21,7 +21,9 @@ from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import belongs_to
 
 from .commit import GroupCommitter
+from .contents import ContentStore, move_file
 from .inventory import Entry, InventoryLog
+from .volumes import Span, VolumeEntry
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +43,6 @@ def sized_filter(names: list[str]) -> NameFilter:
     for name in names:
         names_filter.add(name)
     return names_filter
-
-
-def _move(source: Path, target: Path) -> None:
-    """Rename a file into another folder of the same filesystem, durably."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(source, target)
-    fsync_dir(target.parent)
-    fsync_dir(source.parent)
 
 
 class UrlMismatch(DlwebError):
@@ -86,11 +80,6 @@ class Counts:
         )
 
 
-async def one_chunk(data: bytes) -> AsyncIterator[bytes]:
-    """A body already in memory, as the stream the write paths take."""
-    yield data
-
-
 class StorageNode:
     """Owns a node's root directory; every change of what it holds goes through here."""
 
@@ -99,7 +88,7 @@ class StorageNode:
         self.root.mkdir(parents=True, exist_ok=True)
         self.id = self._identity(node_id)
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="node-io")
-        self.contents = FileStore(self.root / "content")
+        self.contents = ContentStore(self.root / "content")
         self.structures = FileStore(self.root / "structure")
         for store in (self.contents, self.structures):
             removed = store.clean_temporaries()
@@ -227,11 +216,19 @@ class StorageNode:
         self.save_state()
         self.inventory.close()
         self.executor.shutdown(wait=True)
+        self.contents.close()
 
     # -- what the node holds --------------------------------------------------------------------
 
-    def store_for(self, kind: str) -> FileStore:
+    def store_for(self, kind: str) -> ContentStore | FileStore:
         return self.contents if kind == CONTENT else self.structures
+
+    def span(self, kind: str, name: str) -> Span:
+        """Where a held file's bytes are; FileNotFoundError when it is not held."""
+        if kind == CONTENT:
+            return self.contents.span(name)
+        location = self.structures.location(name)
+        return Span(name, location, 0, os.stat(location).st_size)
 
     def holds(self, kind: str, name: str) -> bool:
         """Filter first (a miss is final), then the deletion set, then the filesystem."""
@@ -291,30 +288,31 @@ class StorageNode:
                 await self.run_io(pending.seal)
             else:
                 pending.seal(fsync=False)
+            staged = await self.run_io(self.contents.stage_file, pending)
             # Shielded: once placed, a file must reach the inventory even if the client left.
-            return await asyncio.shield(self._place_content(pending))
+            return await asyncio.shield(self._place_content(staged))
 
     async def put_contents(self, items: list[tuple[str, bytes]]) -> int:
         """Store many small contents at once (an uploaded pack); returns how many were new.
 
-        They are hashed and written aside in one worker call, then put in place through the
-        group commit together; a content whose bytes do not match its name fails the whole pack
-        before anything is placed.
+        They are hashed and written aside in worker calls, then put in place through the group
+        commit together; a content whose bytes do not match its name fails the whole pack before
+        anything is placed.
         """
-        pendings = await self._stage_in_parts(self._stage_contents, items, PendingFile.abort)
+        staged = await self._stage_in_parts(self._stage_contents, items, _abort)
         try:
             # Shielded: once placed, files must reach the inventory even if the client left.
-            return await asyncio.shield(self._place_contents(pendings))
+            return await asyncio.shield(self._place_contents(staged))
         finally:
-            for pending in pendings:
-                pending.abort()
+            for entry in staged:
+                entry.abort()
 
-    async def _place_contents(self, pendings: list[PendingFile]) -> int:
+    async def _place_contents(self, staged: list[PendingFile | VolumeEntry]) -> int:
         """Put staged contents in place together: one inventory write, one group commit."""
-        async with self._locked(p.name or "" for p in pendings):
-            fresh = await self.run_io(self._not_held, pendings)
+        async with self._locked(entry.name or "" for entry in staged):
+            fresh = await self.run_io(self._not_held, staged)
             if fresh:
-                await self._add_files(CONTENT, [(p.name or "", p.size, p) for p in fresh])
+                await self._add_files(CONTENT, [(e.name or "", e.size, e) for e in fresh])
             return len(fresh)
 
     @contextlib.asynccontextmanager
@@ -331,7 +329,7 @@ class StorageNode:
                 lock.release()
 
     async def _add_files(
-        self, kind: str, files: Sequence[tuple[str, int, PendingFile | StagedFile]]
+        self, kind: str, files: Sequence[tuple[str, int, PendingFile | StagedFile | VolumeEntry]]
     ) -> None:
         """`_add_file` for a batch of staged files: one inventory write, one group commit."""
         sizes = [(name, size) for name, size, _ in files]
@@ -349,39 +347,40 @@ class StorageNode:
             self._apply("add", kind, name, size)
         await self.inventory.durable(entries[-1])
 
-    def _not_held(self, pendings: list[PendingFile]) -> list[PendingFile]:
-        return [p for p in pendings if p.name and not self.contents.exists(p.name)]
+    def _not_held(self, staged: list[PendingFile | VolumeEntry]) -> list[PendingFile | VolumeEntry]:
+        fresh: dict[str, PendingFile | VolumeEntry] = {}
+        for entry in staged:
+            if entry.name and entry.name not in fresh and not self.contents.exists(entry.name):
+                fresh[entry.name] = entry
+        return list(fresh.values())
 
-    def _stage_contents(self, items: list[tuple[str, bytes]]) -> list[PendingFile]:
-        staged: list[PendingFile] = []
+    def _stage_contents(self, items: list[tuple[str, bytes]]) -> list[PendingFile | VolumeEntry]:
+        staged: list[PendingFile | VolumeEntry] = []
         try:
             for name, data in dict(items).items():
-                if self.contents.exists(name):
-                    continue
-                pending = self.contents.writer(name)
-                staged.append(pending)
-                pending.write(data)
-                pending.seal(fsync=self.committer is None)
+                if not self.contents.exists(name):
+                    staged.append(self.contents.stage(name, data, fsync=self.committer is None))
         except BaseException:
-            for pending in staged:
-                pending.abort()
+            for entry in staged:
+                entry.abort()
             raise
         return staged
 
-    async def _place_content(self, pending: PendingFile) -> bool:
-        assert pending.name is not None
-        async with self.lock(pending.name):
-            if self.contents.exists(pending.name):
+    async def _place_content(self, staged: PendingFile | VolumeEntry) -> bool:
+        name = staged.name
+        assert name is not None
+        async with self.lock(name):
+            if self.contents.exists(name):
                 return False
             committer = self.committer
 
             async def put_in_place() -> None:
                 if committer is None:
-                    await self.run_io(pending.place)
+                    await self.run_io(staged.place)
                 else:
-                    await committer.place(pending)
+                    await committer.place(staged)
 
-            await self._add_file(CONTENT, pending.name, pending.size, put_in_place)
+            await self._add_file(CONTENT, name, staged.size, put_in_place)
         return True
 
     async def delete(self, kind: str, name: str) -> bool:
@@ -403,12 +402,12 @@ class StorageNode:
             return await self._quarantine(kind, name)
 
     async def check_file(
-        self, kind: str, name: str, fault: Callable[[Path], str | None]
+        self, kind: str, name: str, fault: Callable[[Span], str | None]
     ) -> str | None:
         """Run `fault` on a held file under its lock, so no write is seen half done; quarantine
         the file when it names a problem, and return that. FileNotFoundError if it is gone."""
         async with self.lock(name):
-            problem = await self.run_io(fault, self.store_for(kind).path_for(name))
+            problem = await self.run_io(fault, self.span(kind, name))
             if problem is not None and await self._quarantine(kind, name):
                 log.warning("%s %s is bad (%s)", kind, name, problem)
             return problem
@@ -423,7 +422,10 @@ class StorageNode:
             return False
         entry = self.inventory.append("remove", kind, name, size)
         try:
-            await self.run_io(_move, store.path_for(name), target)
+            if kind == CONTENT:
+                await self.run_io(self.contents.move_out, name, target)
+            else:
+                await self.run_io(move_file, self.structures.path_for(name), target)
         except OSError:
             self.inventory.durable_later(self.inventory.append("add", kind, name, size))
             raise
@@ -584,6 +586,10 @@ def _spread(items: list[T]) -> list[list[T]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-def _place_each(files: Sequence[PendingFile | StagedFile]) -> None:
+def _place_each(files: Sequence[PendingFile | StagedFile | VolumeEntry]) -> None:
     for staged in files:
         staged.place()
+
+
+def _abort(staged: PendingFile | VolumeEntry) -> None:
+    staged.abort()

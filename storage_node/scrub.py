@@ -1,4 +1,4 @@
-"""Scrub: re-hash every content file and check every structure file; quarantine what is bad."""
+"""Scrub: re-hash every content and check every structure file; quarantine what is bad."""
 
 import hashlib
 import itertools
@@ -13,6 +13,7 @@ from archive.structure import StructureFile
 from archive.urlkey import belongs_to
 
 from .node import CONTENT, STRUCTURE, StorageNode
+from .volumes import Span
 
 log = logging.getLogger(__name__)
 
@@ -33,32 +34,37 @@ class ScrubReport:
         return {"checked": self.checked, "bad": self.bad}
 
 
-def content_fault(path: Path) -> str | None:
-    """Why a content file is bad (its bytes hash to another name), or None."""
+def content_fault(span: Span) -> str | None:
+    """Why a content is bad (its bytes hash to another name), or None."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as stream:
-            while chunk := stream.read(CHUNK):
+        with open(span.path, "rb") as stream:
+            stream.seek(span.offset)
+            left = span.size
+            while left and (chunk := stream.read(min(CHUNK, left))):
                 digest.update(chunk)
+                left -= len(chunk)
     except FileNotFoundError:
         raise
     except OSError as exc:
         return f"cannot be read: {exc}"
+    if left:
+        return f"{span.path} ends {left} bytes before the content's end"
     actual = digest.hexdigest()
-    return None if actual == path.name else f"bytes hash to {actual}"
+    return None if actual == span.name else f"bytes hash to {actual}"
 
 
-def structure_fault(path: Path) -> str | None:
+def structure_fault(span: Span) -> str | None:
     """Why a structure file is bad (damaged, or holding another URL), or None."""
     try:
-        with StructureFile(path) as sfile:
+        with StructureFile(Path(span.path)) as sfile:
             sfile.reader.check_all()
             url = sfile.reader.url
     except FileNotFoundError:
         raise
     except (DlwebError, OSError) as exc:
         return str(exc)
-    return None if belongs_to(path.name, url) else f"holds the URL {url[:200]!r}"
+    return None if belongs_to(span.name, url) else f"holds the URL {url[:200]!r}"
 
 
 def _take(names: Iterator[str]) -> list[str]:
@@ -73,7 +79,7 @@ async def scrub(node: StorageNode) -> ScrubReport:
     if node.scrubbing.locked():
         raise ScrubRunning("a scrub is already running on this node")
     report = ScrubReport()
-    checks: tuple[tuple[str, Callable[[Path], str | None]], ...] = (
+    checks: tuple[tuple[str, Callable[[Span], str | None]], ...] = (
         (CONTENT, content_fault),
         (STRUCTURE, structure_fault),
     )

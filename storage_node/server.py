@@ -98,6 +98,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), options.save_every)
                     await loop.run_in_executor(node.executor, node.save_state)
+                    await loop.run_in_executor(node.executor, node.contents.compact)
             finally:
                 if finding is not None:
                     await cancel_and_wait(finding)

@@ -6,6 +6,7 @@ import pytest
 
 from archive.cluster import ClusterClient, ClusterError
 from archive.errors import NotFound
+from tests.disk import overwrite_content
 
 from .conftest import make_corpus
 
@@ -17,17 +18,16 @@ async def test_a_replica_with_wrong_bytes_is_skipped(cluster_factory) -> None:
         await client.insert(corpus.captures, corpus.bodies.__getitem__)
         cluster.wait_settled(len(corpus.bodies))
         name = corpus.captures[1].content
-        paths = [
-            cluster.root / n / "content" / name[:2] / name[2:4] / name for n in ("node1", "node2")
-        ]
+        roots = [cluster.root / n for n in ("node1", "node2")]
         good = corpus.bodies[name]
+        rotten = b"rotten" + good[6:]
         # Whichever holder answers first, one of these two reads must fall back to the other.
-        for rotten in paths:
-            rotten.write_bytes(b"rotten" + good[6:])
+        for root in roots:
+            overwrite_content(root, name, rotten)
             assert await client.get_content(name) == good
-            rotten.write_bytes(good)
-        for rotten in paths:
-            rotten.write_bytes(b"rotten" + good[6:])
+            overwrite_content(root, name, good)
+        for root in roots:
+            overwrite_content(root, name, rotten)
         with pytest.raises(ClusterError, match="served bytes of another hash"):
             await client.get_content(name)
 

@@ -12,6 +12,7 @@ import pytest
 
 from archive.cluster import ClusterClient, ClusterError, NewCapture
 from tests.conftest import wait_until, write_cluster_config
+from tests.disk import content_spans, damage_content, stored_content
 
 from .conftest import Cluster, Corpus, alive, make_corpus
 
@@ -144,8 +145,7 @@ async def test_a_drained_node_ends_empty_and_its_files_live_on(cluster_factory) 
         "node1 to be drained",
     )
     assert next(n for n in status["nodes"] if n["id"] == "node1")["files"] == 0
-    node1 = cluster.root / "node1" / "content"
-    assert not any(p.is_file() for p in node1.glob("*/*/*"))
+    assert content_spans(cluster.root / "node1") == {}
     cluster.wait_settled()
     assert min(replica_counts(cluster, corpus)) >= 2
     await check_readable(cluster, corpus)
@@ -159,8 +159,7 @@ async def test_a_scrub_finds_a_corrupt_file_and_the_master_repairs_it(cluster_fa
 
     victim = corpus.captures[7].content
     holder = cluster.get(f"/locate/content/{victim}")["nodes"][0]["id"]
-    path = cluster.root / holder / "content" / victim[:2] / victim[2:4] / victim
-    path.write_bytes(b"bit rot" + path.read_bytes()[7:])
+    damage_content(cluster.root / holder, victim)
 
     started = cluster.post("/admin/scrub", {"node": holder})
     assert started["scrub"][holder]["started"] is True
@@ -174,8 +173,8 @@ async def test_a_scrub_finds_a_corrupt_file_and_the_master_repairs_it(cluster_fa
     holders = cluster.get(f"/locate/content/{victim}")["nodes"]
     assert len(holders) == 2
     for node in holders:
-        repaired = cluster.root / node["id"] / "content" / victim[:2] / victim[2:4] / victim
-        assert hashlib.sha256(repaired.read_bytes()).hexdigest() == victim
+        repaired = stored_content(cluster.root / node["id"], victim)
+        assert repaired is not None and hashlib.sha256(repaired).hexdigest() == victim
 
 
 async def test_known_contents_upload_nothing_but_still_add_records(cluster_factory) -> None:

@@ -21,6 +21,7 @@ from archive.hip import HipMaster, Peer, RemoteError
 from archive.multicast import LookupClient
 from archive.urlkey import structure_name
 from tests.conftest import free_port, write_cluster_config
+from tests.disk import damage_content, stored_content
 
 
 @dataclass
@@ -137,8 +138,7 @@ async def test_join_stream_fetch_delete_and_scrub(node_factory, cluster, master)
             assert r.status == 404
 
         victim = names[5]
-        path = first.root / "content" / victim[:2] / victim[2:4] / victim
-        path.write_bytes(b"X" + path.read_bytes()[1:])
+        damage_content(first.root, victim)
         a = state.peers[joins[first.url]["id"]]
         assert (await a.call("scrub", {}))["started"] is True
         await until(state, lambda: bool(state.scrubbed))
@@ -182,7 +182,7 @@ async def test_a_source_serving_wrong_bytes_is_refused(node_factory, cluster, ma
         result = await peer.call("fetch", order)
         assert result["fetched"] == []
         assert "hash" in result["failed"][0]["error"]
-        assert not any((node.root / "content").glob("*/*/*"))
+        assert stored_content(node.root, claimed) is None
         assert not any((node.root / "content" / ".tmp").iterdir())
     finally:
         await runner.cleanup()
@@ -353,11 +353,6 @@ async def eventually(check: Any, what: str, timeout: float = 20) -> None:
     while not await check():
         assert asyncio.get_running_loop().time() < deadline, f"waited {timeout} s for {what}"
         await asyncio.sleep(0.05)
-
-
-def content_path(node: Any, name: str) -> Path:
-    path: Path = node.root / "content" / name[:2] / name[2:4] / name
-    return path
 
 
 def capture(year: int, data: bytes) -> dict[str, Any]:
@@ -594,7 +589,8 @@ async def test_delete_lists_only_what_was_there(node_factory, cluster, hip_maste
     ]
     answer = await hip_master.peer("a").call("delete", {"files": order})
     assert answer == {"deleted": [gone, structure]}
-    assert content_path(node, kept).exists() and not content_path(node, gone).exists()
+    assert stored_content(node.root, kept) is not None
+    assert stored_content(node.root, gone) is None
     await hip_master.wait_for(lambda: hip_master.stored("a") == 5, "the two removals")
     removed = [(e["kind"], e["name"]) for e in hip_master.entries["a"] if e["op"] == "remove"]
     assert removed == [("content", gone), ("structure", structure)]
@@ -614,10 +610,7 @@ async def test_scrub_quarantines_bad_files_which_are_then_neither_served_nor_loc
     victim = names[3]
     assert [a.address for a in await lookup.locate("content", victim)] == [node.url]
 
-    path = content_path(node, victim)
-    damaged = bytearray(path.read_bytes())
-    damaged[1000] ^= 0xFF
-    path.write_bytes(bytes(damaged))
+    damaged = damage_content(node.root, victim, at=1000)
     spath = node.root / "structure" / bad_structure[:2] / bad_structure[2:4] / bad_structure
     spath.write_bytes(spath.read_bytes()[:-3])  # a torn last record
 
@@ -631,9 +624,9 @@ async def test_scrub_quarantines_bad_files_which_are_then_neither_served_nor_loc
         ("structure", bad_structure),
     ]
     assert "bytes hash to" in next(b["reason"] for b in report["bad"] if b["name"] == victim)
-    assert (node.root / "quarantine" / "content" / victim).read_bytes() == bytes(damaged)
+    assert (node.root / "quarantine" / "content" / victim).read_bytes() == damaged
     assert (node.root / "quarantine" / "structure" / bad_structure).exists()
-    assert not path.exists()
+    assert stored_content(node.root, victim) is None
 
     async with aiohttp.ClientSession() as session:
         async with session.get(f"{node.url}/content/{victim}") as r:
@@ -695,4 +688,4 @@ async def test_a_copy_from_a_silent_source_is_given_up_and_another_source_serves
     # The master's next order names another holder; the file is not held busy.
     order = {"files": [{"kind": "content", "name": name, "source": source.url}]}
     assert await hip_master.peer("b").call("fetch", order) == {"fetched": [name], "failed": []}
-    assert content_path(copier, name).exists()
+    assert stored_content(copier.root, name) is not None

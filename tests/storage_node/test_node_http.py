@@ -21,6 +21,7 @@ from archive.structure import RECORD_SIZE
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
 from tests.conftest import write_cluster_config
+from tests.disk import content_spans, stored_content
 
 HEADER = hashlib.sha256(b"HTTP/1.1 200 OK\r\n\r\n").hexdigest()
 
@@ -106,7 +107,7 @@ async def test_wrong_hash_is_refused_and_leaves_nothing(node_factory, cluster, s
     ) as r:
         assert r.status == 400
         assert "hash" in (await r.json())["error"]
-    assert not (node.root / "content" / claimed[:2] / claimed[2:4] / claimed).exists()
+    assert stored_content(node.root, claimed) is None
     assert list((node.root / "content" / ".tmp").iterdir()) == []
     assert (await status(session, node.url))["files"] == {"content": 0, "structure": 0}
     async with session.get(f"{node.url}/content/{claimed}") as r:
@@ -394,9 +395,9 @@ async def test_kill_during_writes_loses_nothing_acknowledged(node_factory, clust
         async with session.get(f"{node.url}/content/{sha(data)}") as r:
             assert r.status == 200
             assert await r.read() == data
-    stored = list((node.root / "content").glob("??/??/*"))
-    for path in stored:
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == path.name
+    stored = content_spans(node.root)
+    for name, span in stored.items():
+        assert hashlib.sha256(span.read()).hexdigest() == name
     assert list((node.root / "content" / ".tmp").iterdir()) == []
     counted = (await status(session, node.url))["files"]
     assert counted == {"content": len(stored), "structure": 0}

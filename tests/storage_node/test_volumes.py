@@ -1,0 +1,183 @@
+"""Volumes: small contents appended to shared files, found again after restarts and crashes."""
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from archive.errors import HashMismatch
+from storage_node import volumes as volumes_module
+from storage_node.contents import ContentStore, contents_on_disk
+from storage_node.volumes import Volumes
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def put(vols: Volumes, data: bytes, sync: bool = True) -> str:
+    name = sha(data)
+    vols.stage(name, data).place(sync_dir=sync)
+    return name
+
+
+def reopen(vols: Volumes) -> Volumes:
+    vols.close()
+    return Volumes(vols.root)
+
+
+def test_contents_are_read_back_after_a_restart(tmp_path: Path) -> None:
+    vols = Volumes(tmp_path)
+    payloads = [os.urandom(n) for n in (0, 1, 5000, 300_000)]
+    names = [put(vols, data) for data in payloads]
+    vols = reopen(vols)
+    for name, data in zip(names, payloads, strict=True):
+        assert name in vols
+        span = vols.span(name)
+        assert span is not None and span.read() == data
+    assert sorted(vols.names()) == sorted(names)
+    more = put(vols, b"after the restart")
+    assert len(list(tmp_path.glob("*.vol"))) == 1  # a volume with room is written on
+    vols = reopen(vols)
+    assert sorted(vols.names()) == sorted([*names, more])
+    vols.close()
+
+
+def test_wrong_bytes_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    vols = Volumes(tmp_path)
+    with pytest.raises(HashMismatch, match="hash to"):
+        vols.stage(sha(b"promised"), b"delivered")
+    assert sha(b"promised") not in vols
+    assert (tmp_path / "00000001.vol").stat().st_size == 0
+    vols.close()
+
+
+def test_bytes_staged_but_never_placed_are_not_held_after_a_crash(tmp_path: Path) -> None:
+    vols = Volumes(tmp_path)
+    kept = put(vols, b"placed")
+    lost = sha(b"staged only")
+    vols.stage(lost, b"staged only")
+    assert lost not in vols
+    vols = reopen(vols)
+    assert kept in vols and lost not in vols
+    vols.close()
+
+
+def test_index_records_past_the_end_or_torn_are_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    vols = Volumes(tmp_path)
+    first = put(vols, b"first" * 100)
+    last = put(vols, b"last" * 100)
+    vols.close()
+    volume = tmp_path / "00000001.vol"
+    with open(volume, "r+b") as stream:
+        stream.truncate(volume.stat().st_size - 10)  # the last entry's bytes never reached disk
+    with open(tmp_path / "00000001.idx", "ab") as stream:
+        stream.write(b"\x01" * 20)  # a record torn in the middle
+    vols = Volumes(tmp_path)
+    assert first in vols and last not in vols
+    assert "1 index records point past its end" in caplog.text
+    span = vols.span(first)
+    assert span is not None and span.read() == b"first" * 100
+    # The torn record is cut off, so records written after it are read whole.
+    again = put(vols, b"after the crash")
+    vols = reopen(vols)
+    assert first in vols and again in vols
+
+
+def test_a_removal_survives_a_restart_and_a_later_copy_is_kept(tmp_path: Path) -> None:
+    vols = Volumes(tmp_path)
+    name = put(vols, b"comes and goes")
+    other = put(vols, b"stays")
+    assert vols.remove(name) is True
+    assert vols.remove(name) is False
+    vols = reopen(vols)
+    assert name not in vols and other in vols
+    # Stored again in the next volume: the older volume's tombstone does not hide it.
+    vols.close()
+    with open(tmp_path / "00000001.vol", "ab") as stream:
+        stream.truncate(volumes_module.VOLUME_SIZE)  # full: the next start opens volume 2
+    vols = Volumes(tmp_path)
+    put(vols, b"comes and goes")
+    vols = reopen(vols)
+    span = vols.span(name)
+    assert span is not None and span.read() == b"comes and goes"
+    assert span.path.endswith("00000002.vol")
+    vols.close()
+
+
+def test_full_volumes_roll_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(volumes_module, "VOLUME_SIZE", 10_000)
+    vols = Volumes(tmp_path)
+    payloads = [os.urandom(3000) for _ in range(10)]
+    names = [put(vols, data, sync=False) for data in payloads]
+    vols = reopen(vols)
+    assert len(list(tmp_path.glob("*.vol"))) >= 4
+    assert all((tmp_path / f"{n:08d}.vol").stat().st_size <= 10_000 for n in (1, 2, 3))
+    for name, data in zip(names, payloads, strict=True):
+        span = vols.span(name)
+        assert span is not None and span.read() == data
+    vols.close()
+
+
+def test_compaction_reclaims_a_mostly_removed_volume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(volumes_module, "VOLUME_SIZE", 20_000)
+    vols = Volumes(tmp_path)
+    payloads = {put(vols, data): data for data in (os.urandom(2000) for _ in range(9))}
+    names = list(payloads)
+    put(vols, os.urandom(5000))  # fills volume 1, so it is no longer the active one
+    for name in names[:6]:
+        vols.remove(name)
+    assert vols.compact() == 1
+    assert not (tmp_path / "00000001.vol").exists()
+    assert not (tmp_path / "00000001.idx").exists()
+    vols = reopen(vols)
+    for name in names[6:]:
+        span = vols.span(name)
+        assert span is not None and span.read() == payloads[name]
+    assert not any(name in vols for name in names[:6])
+    assert vols.compact() == 0
+    vols.close()
+
+
+def test_a_crash_before_the_old_volume_is_deleted_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(volumes_module, "VOLUME_SIZE", 20_000)
+    vols = Volumes(tmp_path)
+    kept = put(vols, b"kept" * 1000)
+    gone = put(vols, os.urandom(12_000))
+    put(vols, os.urandom(5000))
+    old = {path.name: path.read_bytes() for path in tmp_path.glob("00000001.*")}
+    vols.remove(gone)
+    tombstoned = (tmp_path / "00000001.idx").read_bytes()
+    assert vols.compact() == 1
+    vols.close()
+    old["00000001.idx"] = tombstoned
+    for file_name, data in old.items():  # as if the process died before the unlink
+        (tmp_path / file_name).write_bytes(data)
+    vols = Volumes(tmp_path)
+    span = vols.span(kept)
+    assert span is not None and span.read() == b"kept" * 1000
+    assert not span.path.endswith("00000001.vol")
+    assert gone not in vols
+    vols.close()
+
+
+def test_the_content_store_keeps_large_contents_as_files(tmp_path: Path) -> None:
+    store = ContentStore(tmp_path)
+    small, large = os.urandom(1000), os.urandom(volumes_module.SMALL_CONTENT + 1)
+    for data in (small, large):
+        store.stage(sha(data), data, fsync=True).place()
+    assert (tmp_path / sha(large)[:2] / sha(large)[2:4] / sha(large)).exists()
+    assert not (tmp_path / sha(small)[:2]).exists()
+    assert store.read_small(sha(small))[1] == small
+    span, data = store.read_small(sha(large))
+    assert data is None and span.size == len(large)
+    store.close()
+    on_disk = {span.name: span.read() for span in contents_on_disk(tmp_path)}
+    assert on_disk == {sha(small): small, sha(large): large}
