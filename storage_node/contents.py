@@ -101,8 +101,10 @@ class ContentStore:
         return entry
 
     def delete(self, name: str) -> bool:
-        """Remove a content durably; False when it was not there."""
-        return self.volumes.remove(name) or self.files.delete(name)
+        """Remove a content durably, from a volume and as a file (a node that held it as a file
+        before volumes existed may hold both); False when it was not there."""
+        in_volume = self.volumes.remove(name)
+        return self.files.delete(name) or in_volume
 
     def move_out(self, name: str, target: Path) -> None:
         """Take a content out of the store into the file `target` (quarantine), durably."""
