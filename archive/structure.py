@@ -174,9 +174,10 @@ def encode_file(url: str, captures: Iterable[Capture]) -> bytes:
     return encode_header(url) + b"".join(c.pack() for c in ordered)
 
 
-def find_header_size(fd: int, where: str) -> tuple[int, str]:
-    """Read and check a structure file header; return its size and the URL it holds."""
-    fixed = os.pread(fd, _HEADER_FIXED.size, 0)
+def find_header_size(fd: int, where: str, start: int = 0) -> tuple[int, str]:
+    """Read and check a structure file header (at `start` in the open file); return its size
+    and the URL it holds."""
+    fixed = os.pread(fd, _HEADER_FIXED.size, start)
     if len(fixed) < _HEADER_FIXED.size:
         raise CorruptFile(f"{where}: truncated header ({len(fixed)} bytes)")
     magic, version, record_size, header_size, url_len = _HEADER_FIXED.unpack(fixed)
@@ -188,7 +189,7 @@ def find_header_size(fd: int, where: str) -> tuple[int, str]:
         raise CorruptFile(f"{where}: record size {record_size}, expected {RECORD_SIZE}")
     if url_len > MAX_URL_BYTES or header_size < _HEADER_FIXED.size + url_len + 4:
         raise CorruptFile(f"{where}: header sizes are inconsistent")
-    rest = os.pread(fd, url_len + 4, _HEADER_FIXED.size)
+    rest = os.pread(fd, url_len + 4, start + _HEADER_FIXED.size)
     if len(rest) < url_len + 4:
         raise CorruptFile(f"{where}: truncated header")
     url_bytes, crc = rest[:url_len], rest[url_len:]
@@ -198,13 +199,16 @@ def find_header_size(fd: int, where: str) -> tuple[int, str]:
 
 
 class StructureReader:
-    """Binary search over an open structure file."""
+    """Binary search over an open structure file, or over one held at `start` in a larger file
+    (`length` bytes long)."""
 
-    def __init__(self, fd: int, where: str) -> None:
+    def __init__(self, fd: int, where: str, start: int = 0, length: int | None = None) -> None:
         self._fd = fd
         self.where = where
-        self.base, self.url = find_header_size(fd, where)
-        body = os.fstat(fd).st_size - self.base
+        header_size, self.url = find_header_size(fd, where, start)
+        self.base = start + header_size
+        end = os.fstat(fd).st_size if length is None else start + length
+        body = end - self.base
         if body < 0:
             raise CorruptFile(f"{where}: truncated header")
         if body % RECORD_SIZE:
@@ -297,14 +301,17 @@ class StructureReader:
 
 
 class StructureFile:
-    """An open structure file; use as a context manager."""
+    """An open structure file, or one held at `start` in a larger file (`length` bytes long,
+    read only); use as a context manager."""
 
-    def __init__(self, path: Path, writable: bool = False) -> None:
+    def __init__(
+        self, path: Path, writable: bool = False, start: int = 0, length: int | None = None
+    ) -> None:
         self.path = Path(path)
         flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC
         self._fd = os.open(self.path, flags)
         try:
-            self.reader = StructureReader(self._fd, str(self.path))
+            self.reader = StructureReader(self._fd, str(self.path), start, length)
         except BaseException:
             os.close(self._fd)
             raise

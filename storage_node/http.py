@@ -20,7 +20,7 @@ from archive.urlkey import BadUrl, belongs_to
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
 from .scrub import ScrubRunning, scrub
 from .sendfile import send_file
-from .volumes import SMALL_CONTENT
+from .stores import SMALL_CONTENT, VolumeStore
 
 log = logging.getLogger(__name__)
 
@@ -108,21 +108,28 @@ def _name(request: web.Request) -> str:
 
 
 async def get_content(request: web.Request) -> web.StreamResponse:
-    """Contents a volume can hold are read in one call; larger ones (files) are handed to the
-    kernel with sendfile."""
     name = _name(request)
     node = request.app[NODE]
-    try:
-        if not node.filter.might_hold(name):
-            raise FileNotFoundError
-        span, data = node.contents.read_small(name)
-    except FileNotFoundError:
-        raise NotFound(f"content {name} is not on this node") from None
+    if not node.filter.might_hold(name):
+        raise NotFound(f"content {name} is not on this node")
     request.app[METRICS]["dlweb_node_content_reads_total"] += 1
     headers = {"Content-Type": "application/octet-stream", "ETag": f'"{name}"'}
+    return await _send_stored(request, node.contents, name, headers)
+
+
+async def _send_stored(
+    request: web.Request, store: VolumeStore, name: str, headers: dict[str, str]
+) -> web.StreamResponse:
+    """A stored file as the body: read in one call when a volume could hold it, else handed to
+    the kernel with sendfile."""
+    try:
+        span, data = store.read_small(name)
+    except FileNotFoundError:
+        kind = CONTENT if store is request.app[NODE].contents else STRUCTURE
+        raise NotFound(f"{kind} {name} is not on this node") from None
     if data is not None:
         return web.Response(body=data, headers=headers)
-    return await send_file(request, span.path, headers, node.executor)
+    return await send_file(request, span.path, headers, request.app[NODE].executor)
 
 
 async def post_pack(request: web.Request) -> web.StreamResponse:
@@ -305,11 +312,8 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
     node = request.app[NODE]
     mode_text = request.query.get("mode")
     if mode_text is None:
-        path = node.structures.path_for(name)
-        if not path.exists():
-            raise NotFound(f"no structure file {name} on this node")
         headers = {"Content-Type": "application/octet-stream"}
-        return await send_file(request, path, headers, node.executor)
+        return await _send_stored(request, node.structures, name, headers)
     try:
         mode = Mode(mode_text)
     except ValueError:

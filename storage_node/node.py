@@ -16,13 +16,13 @@ from typing import TypeVar
 
 from archive.bloom import NameFilter
 from archive.errors import CorruptFile, DlwebError, NotFound
-from archive.store import FileStore, PendingFile, StagedFile, fsync_dir
+from archive.store import PendingFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import belongs_to
 
 from .commit import GroupCommitter
-from .contents import ContentStore, move_file
 from .inventory import Entry, InventoryLog
+from .stores import SMALL_CONTENT, SMALL_STRUCTURE, Staged, VolumeStore
 from .volumes import Span, VolumeEntry
 
 log = logging.getLogger(__name__)
@@ -88,8 +88,8 @@ class StorageNode:
         self.root.mkdir(parents=True, exist_ok=True)
         self.id = self._identity(node_id)
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="node-io")
-        self.contents = ContentStore(self.root / "content")
-        self.structures = FileStore(self.root / "structure")
+        self.contents = VolumeStore(self.root / "content", SMALL_CONTENT, mutable=False)
+        self.structures = VolumeStore(self.root / "structure", SMALL_STRUCTURE, mutable=True)
         for store in (self.contents, self.structures):
             removed = store.clean_temporaries()
             if removed:
@@ -217,18 +217,12 @@ class StorageNode:
         self.inventory.close()
         self.executor.shutdown(wait=True)
         self.contents.close()
+        self.structures.close()
 
     # -- what the node holds --------------------------------------------------------------------
 
-    def store_for(self, kind: str) -> ContentStore | FileStore:
+    def store_for(self, kind: str) -> VolumeStore:
         return self.contents if kind == CONTENT else self.structures
-
-    def span(self, kind: str, name: str) -> Span:
-        """Where a held file's bytes are; FileNotFoundError when it is not held."""
-        if kind == CONTENT:
-            return self.contents.span(name)
-        location = self.structures.location(name)
-        return Span(name, location, 0, os.stat(location).st_size)
 
     def holds(self, kind: str, name: str) -> bool:
         """Filter first (a miss is final), then the deletion set, then the filesystem."""
@@ -328,9 +322,7 @@ class StorageNode:
             for lock in locks:
                 lock.release()
 
-    async def _add_files(
-        self, kind: str, files: Sequence[tuple[str, int, PendingFile | StagedFile | VolumeEntry]]
-    ) -> None:
+    async def _add_files(self, kind: str, files: Sequence[tuple[str, int, Staged]]) -> None:
         """`_add_file` for a batch of staged files: one inventory write, one group commit."""
         sizes = [(name, size) for name, size, _ in files]
         entries = self.inventory.append_many("add", kind, sizes)
@@ -359,7 +351,9 @@ class StorageNode:
         try:
             for name, data in dict(items).items():
                 if not self.contents.exists(name):
-                    staged.append(self.contents.stage(name, data, fsync=self.committer is None))
+                    staged.append(
+                        self.contents.stage_content(name, data, fsync=self.committer is None)
+                    )
         except BaseException:
             for entry in staged:
                 entry.abort()
@@ -407,7 +401,7 @@ class StorageNode:
         """Run `fault` on a held file under its lock, so no write is seen half done; quarantine
         the file when it names a problem, and return that. FileNotFoundError if it is gone."""
         async with self.lock(name):
-            problem = await self.run_io(fault, self.span(kind, name))
+            problem = await self.run_io(fault, self.store_for(kind).span(name))
             if problem is not None and await self._quarantine(kind, name):
                 log.warning("%s %s is bad (%s)", kind, name, problem)
             return problem
@@ -422,10 +416,7 @@ class StorageNode:
             return False
         entry = self.inventory.append("remove", kind, name, size)
         try:
-            if kind == CONTENT:
-                await self.run_io(self.contents.move_out, name, target)
-            else:
-                await self.run_io(move_file, self.structures.path_for(name), target)
+            await self.run_io(store.move_out, name, target)
         except OSError:
             self.inventory.durable_later(self.inventory.append("add", kind, name, size))
             raise
@@ -443,33 +434,37 @@ class StorageNode:
         new and whether the file was created."""
         if not belongs_to(name, url):
             raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
-        path = self.structures.path_for(name)
+        store = self.structures
         async with self.lock(name):
-            if not path.exists():
+            if not store.exists(name):
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)
 
                 async def create() -> None:
-                    await self._place_structure(
-                        await self.run_io(self.structures.stage, name, data)
-                    )
+                    await self._place_structure(await self.run_io(store.stage_version, name, data))
 
                 await self._add_file(STRUCTURE, name, len(data), create)
                 return len(unique), True
-            before = self.structures.size(name)
-            with StructureFile(path, writable=True) as sfile:
+            before = store.size(name)
+            in_volume = store.in_volume(name)
+            with store.open_structure(name, writable=not in_volume) as sfile:
                 fresh, in_order = sfile.plan_append(captures)
                 if not fresh:
                     return 0, False
-                if in_order and self.committer is not None:
+                if in_order and not in_volume and self.committer is not None:
                     await self.run_io(sfile.append_in_order, fresh, False)
                     await self.committer.flush()
-                elif in_order:
+                elif in_order and not in_volume:
                     await self.run_io(sfile.append_in_order, fresh)
                 else:
-                    await self.run_io(self.structures.write_named, name, sfile.merged_bytes(fresh))
-            grown = self.structures.size(name) - before
-            self.counts.bytes[STRUCTURE] += grown
+                    version = await self.run_io(
+                        store.stage_version, name, sfile.merged_bytes(fresh)
+                    )
+                    await self._place_structure(version)
+                    if self.committer is not None:
+                        # The group commit flushed the bytes, then wrote the index record.
+                        await self.committer.flush()
+            self.counts.bytes[STRUCTURE] += store.size(name) - before
             return len(fresh), False
 
     async def create_structures(
@@ -496,16 +491,17 @@ class StorageNode:
 
     def _stage_structures(
         self, wanted: list[tuple[str, tuple[str, list[Capture]]]]
-    ) -> list[tuple[str, int, int, StagedFile]]:
+    ) -> list[tuple[str, int, int, Staged]]:
         """Write each absent file aside: (name, records, size, staged file)."""
-        staged: list[tuple[str, int, int, StagedFile]] = []
+        staged: list[tuple[str, int, int, Staged]] = []
         try:
             for name, (url, captures) in wanted:
                 if self.structures.exists(name):
                     continue
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)
-                staged.append((name, len(unique), len(data), self.structures.stage(name, data)))
+                version = self.structures.stage_version(name, data)
+                staged.append((name, len(unique), len(data), version))
         except BaseException:
             for *_, sfile in staged:
                 sfile.abort()
@@ -530,7 +526,8 @@ class StorageNode:
 
     async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
         """Store a whole structure file (a copy sent by the master), after checking all of it."""
-        temp = self.structures.tmp_root / f"copy-{uuid.uuid4().hex}.part"
+        store = self.structures
+        temp = store.files.tmp_root / f"copy-{uuid.uuid4().hex}.part"
         try:
             with open(temp, "wb") as out:
                 async for chunk in body:
@@ -541,25 +538,29 @@ class StorageNode:
             if not belongs_to(name, url):
                 raise UrlMismatch(f"structure file for {url[:200]!r} sent as {name}")
             size = temp.stat().st_size
-            path = self.structures.path_for(name)
 
             async def put_in_place() -> None:
-                await self._place_structure(self.structures.stage(name, temp=temp))
+                await self._place_structure(
+                    await self.run_io(store.stage_version, name, None, temp)
+                )
 
             async with self.lock(name):
-                if not path.exists():
+                if not store.exists(name):
                     await self._add_file(STRUCTURE, name, size, put_in_place)
                     return True
-                old_size = path.stat().st_size
+                old_size = store.size(name)
                 await put_in_place()
-                # No inventory entry flushes a replacement: make the rename durable here.
-                await self.run_io(fsync_dir, path.parent)
+                # No inventory entry flushes a replacement: make it durable here.
+                if self.committer is not None:
+                    await self.committer.flush()
+                else:
+                    await self.run_io(fsync_dir, store.files.path_for(name).parent)
                 self.counts.bytes[STRUCTURE] += size - old_size
                 return False
         finally:
             temp.unlink(missing_ok=True)
 
-    async def _place_structure(self, staged: StagedFile) -> None:
+    async def _place_structure(self, staged: Staged) -> None:
         """Put a staged structure file in place durably, with the group commit when there is one."""
         if self.committer is None:
             await self.run_io(staged.place)
@@ -568,7 +569,7 @@ class StorageNode:
 
     def open_structure(self, name: str) -> StructureFile:
         try:
-            return StructureFile(self.structures.path_for(name))
+            return self.structures.open_structure(name)
         except FileNotFoundError:
             raise NotFound(f"no structure file {name} on this node") from None
 
@@ -586,7 +587,7 @@ def _spread(items: list[T]) -> list[list[T]]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
-def _place_each(files: Sequence[PendingFile | StagedFile | VolumeEntry]) -> None:
+def _place_each(files: Sequence[Staged]) -> None:
     for staged in files:
         staged.place()
 

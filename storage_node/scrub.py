@@ -57,7 +57,7 @@ def content_fault(span: Span) -> str | None:
 def structure_fault(span: Span) -> str | None:
     """Why a structure file is bad (damaged, or holding another URL), or None."""
     try:
-        with StructureFile(Path(span.path)) as sfile:
+        with StructureFile(Path(span.path), start=span.offset, length=span.size) as sfile:
             sfile.reader.check_all()
             url = sfile.reader.url
     except FileNotFoundError:

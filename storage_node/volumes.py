@@ -1,13 +1,14 @@
-"""Volumes: small contents appended to a few large files instead of one file each.
+"""Volumes: small files appended to a few large files instead of one file each.
 
 Creating a file costs the kernel an inode, directory entries and journal work: on a common disk,
 24,000 contents of 15 KB take 1.5-4 s to store as files and 0.3 s to append to one file. A node
-therefore keeps every content up to `SMALL_CONTENT` bytes in volumes, as SeaweedFS and Haystack
-do, and larger ones as files.
+therefore keeps small files in volumes, as SeaweedFS and Haystack do (`stores.py` says which).
 
 A volume is a pair in `<root>/`: `NNNNNNNN.vol`, entries of a header (magic, SHA-256, size) and
 the bytes, appended; and `NNNNNNNN.idx`, fixed records (SHA-256, offset of the bytes, size) that
-say which entries hold a content, plus tombstone records (offset -1) for removed ones. An entry is
+say which entries hold a file, plus tombstone records (offset -1) for removed ones. Volumes of
+files that change (structure files) take a new version of a file as a new entry, whose record
+replaces the older one; volumes of contents keep the first. An entry is
 written and flushed before its index record is written, so an index record never points at bytes
 that are not on disk; bytes without a record (an interrupted write) are unused space. The index is
 read into memory at start; a record whose bytes lie past the end of its volume is dropped.
@@ -30,17 +31,17 @@ from archive.store import fsync_dir
 
 log = logging.getLogger(__name__)
 
-SMALL_CONTENT = 1024 * 1024
 VOLUME_SIZE = 1024 * 1024 * 1024
 MAGIC = b"DLV1"
 _ENTRY = struct.Struct(">4s32sQ")
 _RECORD = struct.Struct(">32sqQ")
 TOMBSTONE = -1
-# A full volume is rewritten once this share of it is space of removed contents.
+# A full volume is rewritten once this share of it is space of removed or replaced entries.
 COMPACT_AT = 0.5
 SUFFIX, INDEX_SUFFIX = ".vol", ".idx"
-# A content's place packed in one int (volume number, offset, size), to keep the index small.
+# A file's place packed in one int (volume number, offset, size), to keep the index small.
 _OFFSET_BITS, _SIZE_BITS = 40, 24
+MAX_ENTRY = (1 << _SIZE_BITS) - 1
 
 
 def _pack(volume: int, offset: int, size: int) -> int:
@@ -55,7 +56,7 @@ def _unpack(place: int) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Span:
-    """Where a content's bytes are: a file, an offset in it and a length."""
+    """Where a stored file's bytes are: a file on disk, an offset in it and a length."""
 
     name: str
     path: str
@@ -103,9 +104,7 @@ def _read_index(volume: _Volume, places: dict[bytes, int]) -> int:
     dropped = 0
     for digest, offset, size in _RECORD.iter_unpack(records[:usable]):
         if offset == TOMBSTONE:
-            place = places.get(digest)
-            if place is not None and _unpack(place)[0] == volume.number:
-                del places[digest]
+            places.pop(digest, None)
         elif offset + size <= length:
             places[digest] = _pack(volume.number, offset, size)
         else:
@@ -113,8 +112,17 @@ def _read_index(volume: _Volume, places: dict[bytes, int]) -> int:
     return dropped
 
 
+def _tombstones(volume: _Volume) -> set[bytes]:
+    with open(volume.index_path, "rb") as stream:
+        records = stream.read()
+    usable = len(records) - len(records) % _RECORD.size
+    return {
+        digest for digest, offset, _ in _RECORD.iter_unpack(records[:usable]) if offset == TOMBSTONE
+    }
+
+
 def spans_on_disk(root: Path) -> Iterator[Span]:
-    """Every content in the volumes under `root`, read from disk without opening them for
+    """Every file in the volumes under `root`, read from disk without opening them for
     writing (for inspecting a node's disk from outside)."""
     places: dict[bytes, int] = {}
     volumes = {number: _Volume(root, number) for number in _numbers(root)}
@@ -126,7 +134,7 @@ def spans_on_disk(root: Path) -> Iterator[Span]:
 
 
 class VolumeEntry:
-    """A content whose bytes are appended to a volume and not yet flushed or indexed."""
+    """A file whose bytes are appended to a volume and not yet flushed or indexed."""
 
     def __init__(self, volumes: "Volumes", name: str, volume: _Volume, offset: int, size: int):
         self._volumes = volumes
@@ -145,10 +153,11 @@ class VolumeEntry:
 
 
 class Volumes:
-    """The volumes of one node's contents, with their index in memory."""
+    """The volumes of one store of a node, with their index in memory."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, replace: bool = False) -> None:
         self.root = Path(root)
+        self._replace = replace
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._places: dict[bytes, int] = {}
@@ -194,7 +203,7 @@ class Volumes:
         return Span(name, self._volumes[number].path, offset, size)
 
     def names(self) -> Iterator[str]:
-        """Every content held, from a snapshot of the index (writes may go on meanwhile)."""
+        """Every file held, from a snapshot of the index (writes may go on meanwhile)."""
         for digest in list(self._places):
             yield digest.hex()
 
@@ -208,8 +217,9 @@ class Volumes:
         return self.stage_verified(name, data)
 
     def stage_verified(self, name: str, data: bytes) -> VolumeEntry:
-        """`stage` for bytes already hashed to `name` by the caller."""
-        if len(data) > SMALL_CONTENT:
+        """`stage` for bytes already hashed to `name` by the caller, or named otherwise (a
+        structure file)."""
+        if len(data) > MAX_ENTRY:
             raise ValueError(f"{len(data)} bytes is more than a volume entry holds")
         head = _ENTRY.pack(MAGIC, bytes.fromhex(name), len(data))
         with self._lock:
@@ -234,7 +244,7 @@ class Volumes:
         digest = bytes.fromhex(entry.name)
         record = _RECORD.pack(digest, entry.offset, entry.size)
         with self._lock:
-            if digest in self._places:
+            if digest in self._places and not self._replace:
                 return
             if sync and entry.volume is self._active:
                 os.fdatasync(self._fd)
@@ -256,7 +266,7 @@ class Volumes:
             os.close(fd)
 
     def remove(self, name: str) -> bool:
-        """Forget a content durably (its bytes become unused space); False when not held."""
+        """Forget a file durably (its bytes become unused space); False when not held."""
         digest = bytes.fromhex(name)
         with self._lock:
             place = self._places.pop(digest, None)
@@ -295,7 +305,7 @@ class Volumes:
         """Move a volume's live entries to the active volume, flush, then delete its files.
 
         A crash before the deletion leaves both copies indexed; the newer volume's record wins
-        at the next start, so either way every content is found."""
+        at the next start, so either way every file is found."""
         moved: list[VolumeEntry] = []
         for digest, place in list(self._places.items()):
             number, offset, size = _unpack(place)
@@ -304,6 +314,12 @@ class Volumes:
                 moved.append(self.stage_verified(digest.hex(), data))
         with self._lock:
             os.fdatasync(self._fd)
+            # An older volume may still hold a record of a file removed here: its tombstone
+            # must outlive this volume.
+            if any(number < volume.number for number in self._volumes):
+                for digest in _tombstones(volume):
+                    if digest not in self._places:
+                        os.write(self._index_fd, _RECORD.pack(digest, TOMBSTONE, 0))
             for entry in moved:
                 digest = bytes.fromhex(entry.name)
                 now = self._places.get(digest)
@@ -318,7 +334,7 @@ class Volumes:
         os.unlink(volume.path)
         os.unlink(volume.index_path)
         fsync_dir(self.root)
-        log.info("volume %s compacted: %d contents moved", volume.path, len(moved))
+        log.info("volume %s compacted: %d entries moved", volume.path, len(moved))
 
     def close(self) -> None:
         with self._lock:

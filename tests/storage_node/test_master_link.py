@@ -21,7 +21,7 @@ from archive.hip import HipMaster, Peer, RemoteError
 from archive.multicast import LookupClient
 from archive.urlkey import structure_name
 from tests.conftest import free_port, write_cluster_config
-from tests.disk import damage_content, stored_content
+from tests.disk import damage, damage_content, stored_bytes, stored_content
 
 
 @dataclass
@@ -528,11 +528,12 @@ async def test_fetch_copies_large_contents_and_refreshes_a_stale_structure_file(
 
         # A source serving a structure file under another URL's name is refused.
         other = await append(first, config, "http://example.org/other", [capture(2005, b"x")])
-        before = (second.root / "structure" / name[:2] / name[2:4] / name).read_bytes()
+        before = stored_bytes(second.root, name, "structure")
+        assert before is not None
         liar = web.Application()
 
-        async def wrong_file(request: web.Request) -> web.FileResponse:
-            return web.FileResponse(first.root / "structure" / other[:2] / other[2:4] / other)
+        async def wrong_file(request: web.Request) -> web.Response:
+            return web.Response(body=stored_bytes(first.root, other, "structure"))
 
         liar.router.add_get("/structure/{name}", wrong_file)
         runner = web.AppRunner(liar)
@@ -546,7 +547,7 @@ async def test_fetch_copies_large_contents_and_refreshes_a_stale_structure_file(
             await runner.cleanup()
         assert result["fetched"] == []
         assert "sent as" in result["failed"][0]["error"]
-        assert (second.root / "structure" / name[:2] / name[2:4] / name).read_bytes() == before
+        assert stored_bytes(second.root, name, "structure") == before
 
 
 @pytest.mark.parametrize(
@@ -611,8 +612,7 @@ async def test_scrub_quarantines_bad_files_which_are_then_neither_served_nor_loc
     assert [a.address for a in await lookup.locate("content", victim)] == [node.url]
 
     damaged = damage_content(node.root, victim, at=1000)
-    spath = node.root / "structure" / bad_structure[:2] / bad_structure[2:4] / bad_structure
-    spath.write_bytes(spath.read_bytes()[:-3])  # a torn last record
+    damage(node.root, bad_structure, at=-3, kind="structure")  # in its last record
 
     peer = hip_master.peer("a")
     assert await peer.call("scrub", {}) == {"started": True}

@@ -20,8 +20,9 @@ from archive.multicast import LookupClient
 from archive.structure import RECORD_SIZE
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from storage_node.stores import SMALL_STRUCTURE
 from tests.conftest import write_cluster_config
-from tests.disk import content_spans, stored_content
+from tests.disk import content_spans, stored_content, stored_spans
 
 HEADER = hashlib.sha256(b"HTTP/1.1 200 OK\r\n\r\n").hexdigest()
 
@@ -272,10 +273,16 @@ async def test_bad_capture_records_are_refused(node_factory, cluster, session, r
 async def test_truncated_structure_file_gives_a_clear_error(node_factory, cluster, session):
     node = node_factory()
     url = "http://example.net/"
-    records = [record(f"20{y}", sha(str(y).encode())) for y in range(10, 20)]
+    # Enough records that the file is kept as a file, not in a volume (SMALL_STRUCTURE).
+    start = parse_time("2015")
+    records = [
+        {**record("2015", sha(str(i).encode())), "time": start + i * 1_000_000}
+        for i in range(SMALL_STRUCTURE // RECORD_SIZE + 10)
+    ]
     await append(session, node, cluster[1], url, records)
     name = structure_name(url)
     path = node.root / "structure" / name[:2] / name[2:4] / name
+    assert stored_spans(node.root, "structure")[name].path == str(path)
     os.truncate(path, path.stat().st_size - RECORD_SIZE // 2)
     async with session.get(f"{node.url}/structure/{name}?mode=closest&at=2015") as r:
         assert r.status == 500

@@ -8,7 +8,7 @@ import pytest
 
 from archive.errors import HashMismatch
 from storage_node import volumes as volumes_module
-from storage_node.contents import ContentStore, contents_on_disk
+from storage_node.stores import SMALL_CONTENT, VolumeStore, spans_in_store
 from storage_node.volumes import Volumes
 
 
@@ -169,15 +169,93 @@ def test_a_crash_before_the_old_volume_is_deleted_loses_nothing(
 
 
 def test_the_content_store_keeps_large_contents_as_files(tmp_path: Path) -> None:
-    store = ContentStore(tmp_path)
-    small, large = os.urandom(1000), os.urandom(volumes_module.SMALL_CONTENT + 1)
+    store = VolumeStore(tmp_path, SMALL_CONTENT, mutable=False)
+    small, large = os.urandom(1000), os.urandom(SMALL_CONTENT + 1)
     for data in (small, large):
-        store.stage(sha(data), data, fsync=True).place()
+        store.stage_content(sha(data), data, fsync=True).place()
     assert (tmp_path / sha(large)[:2] / sha(large)[2:4] / sha(large)).exists()
     assert not (tmp_path / sha(small)[:2]).exists()
     assert store.read_small(sha(small))[1] == small
     span, data = store.read_small(sha(large))
     assert data is None and span.size == len(large)
     store.close()
-    on_disk = {span.name: span.read() for span in contents_on_disk(tmp_path)}
+    on_disk = {span.name: span.read() for span in spans_in_store(tmp_path)}
     assert on_disk == {sha(small): small, sha(large): large}
+
+
+def test_a_new_version_replaces_the_old_in_a_volume_of_changing_files(tmp_path: Path) -> None:
+    vols = Volumes(tmp_path, replace=True)
+    name = sha(b"a structure file's name")
+    for version in (b"first version", b"second, longer version"):
+        vols.stage_verified(name, version).place()
+    vols.close()
+    vols = Volumes(tmp_path, replace=True)
+    span = vols.span(name)
+    assert span is not None and span.read() == b"second, longer version"
+    vols.close()
+
+
+def test_a_removal_outlives_the_compaction_of_its_volume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older volume still holds a record of the first version; the tombstone written in a
+    later volume must survive that volume's compaction, or the old version comes back."""
+    monkeypatch.setattr(volumes_module, "VOLUME_SIZE", 10_000)
+    vols = Volumes(tmp_path, replace=True)
+    name = sha(b"changing file")
+    vols.stage_verified(name, b"v1" * 100).place()
+    vols.stage_verified(sha(b"filler 1"), os.urandom(9_600)).place()  # volume 1 is full
+    vols.stage_verified(name, b"v2" * 100).place()  # in volume 2
+    vols.remove(name)  # its tombstone is in volume 2
+    vols.stage_verified(sha(b"filler 2"), os.urandom(9_000)).place()  # volume 2 is full
+    vols.remove(sha(b"filler 2"))  # and now mostly unused
+    vols.stage_verified(sha(b"tail"), os.urandom(2000)).place()  # in volume 3
+    assert vols.compact() == 1
+    assert not (tmp_path / "00000002.vol").exists()
+    vols = reopen(vols)
+    assert name not in vols
+    assert sha(b"filler 1") in vols
+    vols.close()
+
+
+def test_a_structure_file_moves_from_its_volume_to_a_file_as_it_grows(tmp_path: Path) -> None:
+    from archive.structure import Capture, encode_file
+    from storage_node.stores import SMALL_STRUCTURE
+
+    store = VolumeStore(tmp_path, SMALL_STRUCTURE, mutable=True)
+    url = "http://example.org/"
+    name = sha(url.encode())
+
+    def captures(count: int) -> list[Capture]:
+        return [
+            Capture(time=i, content="a" * 64, header="b" * 64, status=200) for i in range(count)
+        ]
+
+    store.stage_version(name, encode_file(url, captures(3))).place()
+    assert store.in_volume(name) and not (tmp_path / name[:2]).exists()
+    with store.open_structure(name) as sfile:
+        assert sfile.reader.count == 3 and sfile.reader.url == url
+    with pytest.raises(ValueError, match="in a volume"):
+        store.open_structure(name, writable=True)
+
+    grown = encode_file(url, captures(SMALL_STRUCTURE // 88 + 5))
+    store.stage_version(name, grown).place()
+    assert not store.in_volume(name) and name not in store.volumes
+    with store.open_structure(name, writable=True) as sfile:
+        assert sfile.reader.count == SMALL_STRUCTURE // 88 + 5
+    assert [span.name for span in spans_in_store(tmp_path)] == [name]
+    store.close()
+
+
+def test_a_file_wins_over_a_volume_entry_a_crash_left_behind(tmp_path: Path) -> None:
+    from storage_node.stores import SMALL_STRUCTURE
+
+    store = VolumeStore(tmp_path, SMALL_STRUCTURE, mutable=True)
+    name = sha(b"grown")
+    store.stage_version(name, b"old small version").place()
+    store.files.stage(name, b"newer version, a file").place()  # the entry was not removed yet
+    assert store.read_small(name)[1] == b"newer version, a file"
+    assert list(store.names()) == [name]
+    assert store.delete(name) is True
+    assert not store.exists(name)
+    store.close()
