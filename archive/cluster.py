@@ -134,6 +134,10 @@ class ClusterClient:
         self._slave: HipSlave | None = None
         self._auth = {"Authorization": f"Bearer {config.write_token}"}
         self._finding_master = asyncio.Lock()
+        self._joining_index = asyncio.Lock()
+        # Uploads under way, by name: a batch asked for a content that an earlier batch is still
+        # uploading (the index node learns of it only once stored) waits for that upload.
+        self._uploading: dict[str, asyncio.Future[bool]] = {}
 
     async def __aenter__(self) -> "ClusterClient":
         self._session = aiohttp.ClientSession(
@@ -183,13 +187,20 @@ class ClusterClient:
     # -- insertion -----------------------------------------------------------------------------
 
     async def _index(self) -> HipSlave:
-        """The connection to an index node, made through the master's redirect."""
-        if self._slave is None:
-            self._slave = HipSlave(
-                hip_url(await self.master_url()), self.config.secret, self.name, {}, role="client"
-            )
-            await self._slave.start()
-        return self._slave
+        """The connection to an index node, made through the master's redirect (once, however
+        many batches are inserting)."""
+        async with self._joining_index:
+            if self._slave is None:
+                slave = HipSlave(
+                    hip_url(await self.master_url()),
+                    self.config.secret,
+                    self.name,
+                    {},
+                    role="client",
+                )
+                await slave.start()
+                self._slave = slave
+            return self._slave
 
     async def insert(self, captures: Sequence[NewCapture], body_of: BodySource) -> InsertSummary:
         """Insert captures, uploading each content and header block the index node asks for.
@@ -242,9 +253,35 @@ class ClusterClient:
         summary: InsertSummary,
         gate: asyncio.Semaphore,
     ) -> None:
-        stored = await self._upload(orders, body_of, summary, gate)
-        if stored:
-            await slave.call("stored", {"names": stored}, timeout=120)
+        """Upload what the index node asked for, except what another batch is uploading (that
+        upload is waited for instead), then tell the index node it is stored."""
+        loop = asyncio.get_running_loop()
+        mine: dict[str, asyncio.Future[bool]] = {}
+        others: dict[str, asyncio.Future[bool]] = {}
+        for order in orders:
+            name = check_name(str(order["name"]))
+            if name in mine or name in others:
+                continue
+            if (theirs := self._uploading.get(name)) is not None:
+                others[name] = theirs
+            else:
+                mine[name] = self._uploading[name] = loop.create_future()
+        stored = False
+        try:
+            await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
+            stored = True
+        finally:
+            for future in mine.values():
+                future.set_result(stored)
+        try:
+            for name, future in others.items():
+                if not await asyncio.shield(future):
+                    raise ClusterError(f"the upload of content {name} by another batch failed")
+            if orders:
+                await slave.call("stored", {"names": [*mine, *others]}, timeout=120)
+        finally:
+            for name in mine:
+                del self._uploading[name]
 
     async def _upload(
         self,
@@ -252,7 +289,7 @@ class ClusterClient:
         body_of: BodySource,
         summary: InsertSummary,
         gate: asyncio.Semaphore,
-    ) -> list[str]:
+    ) -> None:
         """Send each content to the node named for it: small ones in packs, one request for
         many, large ones or those in files alone."""
         packs: dict[str, list[tuple[str, bytes]]] = {}
@@ -289,7 +326,6 @@ class ClusterClient:
             *(one(*item) for item in alone),
             *(packed(node, part) for node, items in packs.items() for part in _pack_parts(items)),
         )
-        return [str(order["name"]) for order in orders]
 
     async def _send(self, url: str, method: str, data: Any) -> None:
         """Upload bytes or an open file, raising ClusterError unless the node stored them."""

@@ -112,7 +112,7 @@ class SiteCrawler:
                 await self._crawl(frontier, signatures)
             stored = await self._sink.flush()
         except BaseException:
-            self._sink.abandon()
+            await self._sink.abandon()
             signatures.abandon()
             chunks.abandon()
             raise

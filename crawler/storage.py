@@ -5,11 +5,11 @@ Captures are inserted in batches while the crawl goes on; the bodies of a batch 
 A site's crawl is over only once every batch is acknowledged.
 """
 
-import asyncio
 from collections.abc import Iterable
 from pathlib import Path
 
 from archive.cluster import ClusterClient, InsertSummary, NewCapture
+from archive.inserting import InsertQueue
 
 from .fetch import Body
 
@@ -22,12 +22,10 @@ IN_FLIGHT = 2
 
 class CaptureSink:
     def __init__(self, client: ClusterClient) -> None:
-        self.client = client
-        self.summary = InsertSummary()
+        self._queue = InsertQueue(client, IN_FLIGHT)
         self._captures: list[NewCapture] = []
         self._bodies: dict[str, bytes | Body] = {}
         self._bytes = 0
-        self._inserting: list[asyncio.Task[None]] = []
 
     async def add(self, capture: NewCapture, bodies: Iterable[tuple[str, bytes | Body]]) -> None:
         """Queue one capture and the bodies it names (a name already queued is kept once)."""
@@ -42,40 +40,29 @@ class CaptureSink:
     async def flush(self) -> InsertSummary:
         """Insert what is queued and wait until every batch is stored."""
         await self._send()
-        while self._inserting:
-            await self._inserting.pop(0)
-        return self.summary
+        return await self._queue.join()
 
-    def abandon(self) -> None:
-        for task in self._inserting:
-            task.cancel()
-        for body in self._bodies.values():
-            if isinstance(body, Body):
-                body.discard()
+    async def abandon(self) -> None:
+        """Stop the batches in flight and drop every body held."""
+        await self._queue.cancel()
+        _discard(self._bodies)
 
     async def _send(self) -> None:
         if not self._captures:
             return
         captures, bodies = self._captures, self._bodies
         self._captures, self._bodies, self._bytes = [], {}, 0
-        self._inserting.append(asyncio.create_task(self._insert(captures, bodies)))
-        while len(self._inserting) > IN_FLIGHT:
-            await self._inserting.pop(0)
 
-    async def _insert(self, captures: list[NewCapture], bodies: dict[str, bytes | Body]) -> None:
         def body_of(name: str) -> bytes | Path:
             body = bodies[name]
             if isinstance(body, bytes):
                 return body
             return body.path if body.path is not None else body.data
 
-        try:
-            done = await self.client.insert(captures, body_of)
-        finally:
-            for body in bodies.values():
-                if isinstance(body, Body):
-                    body.discard()
-        self.summary.captures += done.captures
-        self.summary.added += done.added
-        self.summary.uploaded += done.uploaded
-        self.summary.bytes += done.bytes
+        await self._queue.put(captures, body_of, lambda: _discard(bodies))
+
+
+def _discard(bodies: dict[str, bytes | Body]) -> None:
+    for body in bodies.values():
+        if isinstance(body, Body):
+            body.discard()

@@ -9,6 +9,7 @@ A record is inserted only once it was read whole and checked, so a damaged one l
 """
 
 import asyncio
+import functools
 import hashlib
 import queue
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 from ..cluster import ClusterClient, NewCapture
 from ..errors import DlwebError, NotFound
 from ..header_block import encode_header_block
+from ..inserting import InsertQueue
 from ..structure import RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time
 from .digests import Digest, sha256_digest
@@ -30,6 +32,7 @@ from .reader import Ignored, Item, Problem, SourceRecord, read_archive
 BATCH_RECORDS = 1_000
 BATCH_BYTES = 64 * 1024 * 1024
 BATCHES_AHEAD = 2
+INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
 SAME_URL_CANDIDATES = 5
 NOT_MODIFIED_PROFILE = "server-not-modified"
@@ -143,6 +146,7 @@ class Importer:
                 target=self._read_all, args=(paths, Path(spool_dir), batches, stop), daemon=True
             )
             reader.start()
+            inserts = InsertQueue(self.client, INSERTS_AHEAD)
             pending: list[_Pending] = []
             try:
                 while True:
@@ -151,19 +155,30 @@ class Importer:
                         break
                     if isinstance(batch, BaseException):
                         raise batch
-                    await self._insert_batch(batch.items, pending)
+                    captures, bodies = self._captures(batch.items, pending)
+                    await inserts.put(
+                        captures, _body_of(bodies), functools.partial(_discard_all, batch.items)
+                    )
                     if self.on_batch is not None:
                         self.on_batch(batch.position, self.summary)
                     if batch.end_of is not None:
                         self.summary.files += 1
-                        await self._resolve_pending(pending)
+                        await inserts.join()
+                        await self._resolve_pending(pending, inserts)
                         pending = []
+                await inserts.join()
             finally:
                 stop.set()
+                await inserts.cancel()
                 while reader.is_alive():
                     _drop(batches)
                     await asyncio.to_thread(reader.join, 0.1)
                 _drop(batches)
+        done = inserts.summary
+        self.summary.captures = done.captures
+        self.summary.added = done.added
+        self.summary.new_contents = done.uploaded
+        self.summary.stored_bytes = done.bytes
         return self.summary
 
     # -- the reading thread ----------------------------------------------------------------------
@@ -204,42 +219,23 @@ class Importer:
 
     # -- the event loop --------------------------------------------------------------------------
 
-    async def _insert_batch(self, items: list[Item], pending: list[_Pending]) -> None:
+    def _captures(
+        self, items: list[Item], pending: list[_Pending]
+    ) -> tuple[list[NewCapture], dict[str, bytes | Path]]:
+        """The captures a batch becomes and the bodies they name; problems are reported and
+        revisits of an original not read yet are kept in `pending`."""
         captures: list[NewCapture] = []
         bodies: dict[str, bytes | Path] = {}
-        try:
-            for item in items:
-                if isinstance(item, Problem):
-                    self._problem(item)
-                elif isinstance(item, Ignored):
-                    self.summary.ignored[
-                        item.reason if item.type != "warcinfo" else "warcinfo"
-                    ] += 1
-                else:
-                    capture = self._capture(item, bodies, pending)
-                    if capture is not None:
-                        captures.append(capture)
-            await self._insert(captures, bodies)
-        finally:
-            _discard_all(items)
-
-    async def _insert(self, captures: list[NewCapture], bodies: dict[str, bytes | Path]) -> None:
-        if not captures:
-            return
-
-        def body_of(name: str) -> bytes | Path:
-            try:
-                return bodies[name]
-            except KeyError:
-                raise DlwebError(
-                    f"the index node asked for {name}, which this import lacks"
-                ) from None
-
-        done = await self.client.insert(captures, body_of)
-        self.summary.captures += done.captures
-        self.summary.added += done.added
-        self.summary.new_contents += done.uploaded
-        self.summary.stored_bytes += done.bytes
+        for item in items:
+            if isinstance(item, Problem):
+                self._problem(item)
+            elif isinstance(item, Ignored):
+                self.summary.ignored[item.reason if item.type != "warcinfo" else "warcinfo"] += 1
+            else:
+                capture = self._capture(item, bodies, pending)
+                if capture is not None:
+                    captures.append(capture)
+        return captures, bodies
 
     def _problem(self, problem: Problem) -> None:
         self.summary.problems.append(problem)
@@ -332,7 +328,7 @@ class Importer:
             flags=int(RecordFlag.IMPORTED),
         )
 
-    async def _resolve_pending(self, pending: list[_Pending]) -> None:
+    async def _resolve_pending(self, pending: list[_Pending], inserts: InsertQueue) -> None:
         """Revisits whose original came later in the file or is already in the archive."""
         captures: list[NewCapture] = []
         bodies: dict[str, bytes | Path] = {}
@@ -353,7 +349,8 @@ class Importer:
                 continue
             self.summary.records["revisit"] += 1
             captures.append(self._revisit(record, original, bodies))
-        await self._insert(captures, bodies)
+        await inserts.put(captures, _body_of(bodies))
+        await inserts.join()
 
     async def _find_in_archive(
         self, record: SourceRecord, digest: Digest | None
@@ -381,6 +378,16 @@ class Importer:
         except (NotFound, BadTime):
             return None
         return None
+
+
+def _body_of(bodies: dict[str, bytes | Path]) -> Callable[[str], bytes | Path]:
+    def body_of(name: str) -> bytes | Path:
+        try:
+            return bodies[name]
+        except KeyError:
+            raise DlwebError(f"the index node asked for {name}, which this import lacks") from None
+
+    return body_of
 
 
 def _discard_all(items: list[Item]) -> None:
