@@ -222,6 +222,57 @@ async def test_insert_uploads_what_the_index_node_asks_then_confirms(serve: Serv
         assert (again.added, again.uploaded, again.bytes, node.puts) == (10, 0, 0, [])
 
 
+def held_until_second(
+    bodies: dict[str, bytes], second_only: set[str]
+) -> Callable[[str], Awaitable[bytes]]:
+    """Bodies of two overlapping inserts: the others wait until the second insert uploads one
+    of its own, so that it has seen the first one's uploads under way."""
+    second_uploads = asyncio.Event()
+
+    async def body_of(name: str) -> bytes:
+        if name in second_only:
+            second_uploads.set()
+        else:
+            await second_uploads.wait()
+        return bodies[name]
+
+    return body_of
+
+
+async def test_a_content_another_batch_is_uploading_is_sent_once(serve: Serve) -> None:
+    node = FakeNode()
+    master = FakeMaster(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(20)
+    body_of = held_until_second(bodies, {c.content for c in captures[10:]})
+    async with ClusterClient(config) as client:
+        first = asyncio.create_task(client.insert(captures[:10], body_of))
+        second = asyncio.create_task(client.insert(captures[5:], body_of))
+        done = [await first, await second]
+    assert len(master.inserts) == 2
+    assert sorted(name for name, _ in node.puts) == sorted(bodies)
+    assert node.contents == bodies
+    assert sum(summary.uploaded for summary in done) == len(bodies)
+    assert sorted(set(master.stored)) == sorted(bodies)
+
+
+async def test_a_batch_waiting_for_a_failed_upload_fails_and_confirms_nothing(
+    serve: Serve,
+) -> None:
+    node = FakeNode(put_status=507)
+    master = FakeMaster(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(12)
+    body_of = held_until_second(bodies, {c.content for c in captures[10:]})
+    async with ClusterClient(config) as client:
+        first = asyncio.create_task(client.insert(captures[:10], body_of))
+        second = asyncio.create_task(client.insert(captures[5:], body_of))
+        outcomes = await asyncio.gather(first, second, return_exceptions=True)
+    assert all(isinstance(outcome, ClusterError) for outcome in outcomes)
+    assert master.stored == []
+    assert len([name for name, _ in node.puts if name == HEADER_NAME]) == 1
+
+
 async def test_a_refused_insert_says_why(serve: Serve) -> None:
     master = FakeMaster(refuse=RemoteError("bad_params", "insert: captures[0]: 'size' is bad"))
     config = config_for(await serve(master.app()))
