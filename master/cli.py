@@ -3,8 +3,6 @@
 import argparse
 from pathlib import Path
 
-import uvloop
-
 from archive.cli import (
     add_config_option,
     checked_directory,
@@ -14,11 +12,14 @@ from archive.cli import (
 )
 from archive.config import load_config
 
-from .server import serve
-from .service import MasterOptions
-
 
 def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every `dlweb` command imports this module for its options.
+    import uvloop
+
+    from .server import serve
+    from .service import MasterOptions
+
     checked_directory(args.data, "--data")
     host, port = args.listen
     options = MasterOptions(

@@ -3,12 +3,8 @@
 import argparse
 from pathlib import Path
 
-import uvloop
-
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import RELIABILITIES, load_config
-
-from .server import NodeOptions, serve
 
 
 def _http_url(text: str) -> str:
@@ -37,6 +33,11 @@ def _seconds(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every `dlweb` command imports this module for its options.
+    import uvloop
+
+    from .server import NodeOptions, serve
+
     checked_directory(args.root, "--root")
     host, port = args.listen
     options = NodeOptions(

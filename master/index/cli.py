@@ -3,18 +3,16 @@
 import argparse
 from pathlib import Path
 
-import uvloop
-
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import ClusterConfig, load_config
 from archive.discovery import MASTER, MASTER_HOW, address
 from archive.errors import ConfigError
 
-from .server import serve
-from .service import IndexOptions
-
 
 def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: every `dlweb` command imports this module for its options.
+    import uvloop
+
     checked_directory(args.data, "--data")
     config = load_config(args.config)
     if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
@@ -24,6 +22,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
+    from .server import serve
+    from .service import IndexOptions
+
     master = await address(MASTER, args.master or config.master, config, MASTER_HOW)
     host, port = args.listen
     options = IndexOptions(
