@@ -16,12 +16,13 @@ class Spool:
     def __init__(self, directory: Path) -> None:
         self._directory = directory
         self._hash = hashlib.sha256()
-        self._memory = bytearray()
+        # The pieces as read: a body read in one piece is kept without a copy.
+        self._pieces: list[bytes] = []
         self._fd: int | None = None
         self._path: Path | None = None
         self.size = 0
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
+    def write(self, data: bytes) -> None:
         if not data:
             return
         self._hash.update(data)
@@ -29,12 +30,13 @@ class Spool:
         if self._fd is not None:
             _write_all(self._fd, data)
             return
-        self._memory += data
-        if len(self._memory) > SPOOL_IN_MEMORY:
+        self._pieces.append(data)
+        if self.size > SPOOL_IN_MEMORY:
             self._fd, name = tempfile.mkstemp(dir=self._directory, prefix="body-", suffix=".part")
             self._path = Path(name)
-            _write_all(self._fd, self._memory)
-            self._memory = bytearray()
+            for piece in self._pieces:
+                _write_all(self._fd, piece)
+            self._pieces = []
 
     @property
     def name(self) -> str:
@@ -44,12 +46,14 @@ class Spool:
     def body(self) -> bytes | Path:
         """The bytes, or the path of the file holding them."""
         if self._path is None:
-            return bytes(self._memory)
+            if len(self._pieces) > 1:
+                self._pieces = [b"".join(self._pieces)]
+            return self._pieces[0] if self._pieces else b""
         return self._path
 
     def discard(self) -> None:
         """Free the memory or remove the file."""
-        self._memory = bytearray()
+        self._pieces = []
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -58,7 +62,7 @@ class Spool:
             self._path = None
 
 
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
