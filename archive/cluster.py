@@ -316,9 +316,8 @@ class ClusterClient:
             summary.bytes += size
 
         async def packed(node: str, items: list[tuple[str, bytes]]) -> None:
-            data = b"".join(pack.encode_frame(name, body) for name, body in items)
             async with gate:
-                await self._send(f"{node}/contents", "POST", data)
+                await self._send(f"{node}/contents", "POST", pack.Upload(items))
             summary.uploaded += len(items)
             summary.bytes += sum(len(body) for _, body in items)
 

@@ -10,9 +10,11 @@ POSTs a pack to `/contents`. The receiver verifies every hash.
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 
 import aiohttp
+import aiohttp.abc
+import aiohttp.payload
 
 from .errors import DlwebError
 
@@ -36,6 +38,42 @@ def encode_frame(name: str, data: bytes) -> bytes:
 def unsent_frame(name: str, why: int) -> bytes:
     """The frame of a content that is not sent: MISSING or TOO_LARGE."""
     return _HEAD.pack(bytes.fromhex(name), why)
+
+
+def writes(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """Pieces of a pack gathered into writes of about FLUSH_AT bytes: few writes, and no copy of
+    the whole pack (a pack of 1,000 contents joined into one buffer is copied at every step)."""
+    group: list[bytes] = []
+    held = 0
+    for piece in pieces:
+        group.append(piece)
+        held += len(piece)
+        if held >= FLUSH_AT:
+            yield b"".join(group)
+            group, held = [], 0
+    if group:
+        yield b"".join(group)
+
+
+class Upload(aiohttp.payload.Payload):
+    """A pack of (name, bytes) to POST to `/contents`, written as it is framed."""
+
+    def __init__(self, items: list[tuple[str, bytes]]) -> None:
+        super().__init__(items, content_type="application/x-dlweb-pack")
+        self._items = items
+        self._size = sum(_HEAD.size + len(data) for _, data in items)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        raise TypeError("a pack is binary")
+
+    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
+        for chunk in writes(self._pieces()):
+            await writer.write(chunk)
+
+    def _pieces(self) -> Iterator[bytes]:
+        for name, data in self._items:
+            yield _HEAD.pack(bytes.fromhex(name), len(data))
+            yield data
 
 
 async def read_upload(

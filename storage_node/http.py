@@ -142,13 +142,8 @@ async def post_pack(request: web.Request) -> web.StreamResponse:
     node = request.app[NODE]
     response = web.StreamResponse(headers={"Content-Type": "application/x-dlweb-pack"})
     await response.prepare(request)
-    buffer = bytearray()
-    for name in checked:
-        buffer += _frame(node, name)
-        if len(buffer) >= pack.FLUSH_AT:
-            await response.write(bytes(buffer))
-            buffer.clear()
-    await response.write(bytes(buffer))
+    for chunk in pack.writes(_frame(node, name) for name in checked):
+        await response.write(chunk)
     await response.write_eof()
     request.app[METRICS]["dlweb_node_content_reads_total"] += len(checked)
     return response

@@ -506,6 +506,23 @@ async def test_a_pack_of_contents_in_one_request(node_factory, cluster, session)
     assert list((node.root / "content" / ".tmp").iterdir()) == []
 
 
+async def test_a_pack_written_as_it_is_framed_arrives_whole(node_factory, cluster, session):
+    """The client's pack payload sends its frames in several writes, never as one joined copy."""
+    node = node_factory()
+    datas = [bytes([i]) * (pack.FLUSH_AT // 3 + i) for i in range(10)] + [b""]
+    items = [(sha(d), d) for d in datas]
+    writes = list(pack.writes(pack.encode_frame(name, d) for name, d in items))
+    assert len(writes) > 1 and all(len(w) < pack.FLUSH_AT + len(datas[-2]) + 40 for w in writes)
+    upload = pack.Upload(items)
+    assert upload.size == len(b"".join(pack.encode_frame(n, d) for n, d in items))
+    async with session.post(f"{node.url}/contents", data=upload, headers=auth(cluster[1])) as r:
+        assert r.status == 200, await r.text()
+        assert await r.json() == {"received": len(datas), "created": len(datas)}
+    for data in datas:
+        async with session.get(f"{node.url}/content/{sha(data)}") as r:
+            assert await r.read() == data
+
+
 async def test_an_append_arriving_after_its_deadline_is_refused(node_factory, cluster, session):
     """A request a cut link delivers late must not add records its sender reported as failed."""
     node = node_factory()
