@@ -14,7 +14,8 @@ from .errors import CorruptFile
 
 # Longer spellings first: the parser takes the first prefix that matches.
 _PROTOCOLS = ["HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/2", "HTTP/3"]
-_PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=True)
+# The status line is checked by _status_line; warcio reads the header fields.
+_PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=False)
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,40 @@ def encode_header_block(
 
 
 def parse_header_block(data: bytes, where: str = "header block") -> HeaderBlock:
+    protocol, status, reason = _status_line(data, where)
     try:
         parsed = _PARSER.parse(io.BytesIO(data))
     except (StatusAndHeadersParserException, EOFError, ValueError) as exc:
         raise CorruptFile(f"{where}: not an HTTP status line and headers ({exc})") from None
-    code = parsed.get_statuscode() or ""
-    if not (len(code) == 3 and code.isdigit() and code[0] != "0"):
+    return HeaderBlock(protocol, status, reason, list(parsed.headers))
+
+
+def status_of(data: bytes, where: str = "header block") -> int:
+    """The status of a header block, checked as parse_header_block checks it, from its status
+    line alone (an import needs no more of each response's headers)."""
+    return _status_line(data, where)[1]
+
+
+def _status_line(data: bytes, where: str) -> tuple[str, int, str]:
+    """The protocol, status and reason of a block's first line, which must be an HTTP status
+    line with a status of 3 digits."""
+    end = data.find(b"\n")
+    first = data[: end if end >= 0 else len(data)]
+    try:
+        line = first.decode("utf-8").rstrip()
+    except UnicodeDecodeError:
+        line = first.decode("iso-8859-1").rstrip()
+    upper = line.upper()
+    protocol = next((p for p in _PROTOCOLS if upper.startswith(p)), None)
+    if protocol is None:
+        raise CorruptFile(f"{where}: not an HTTP status line and headers (it starts {line[:40]!r})")
+    status_line = line[len(protocol) :].strip()
+    code, _, reason = status_line.partition(" ")
+    if not (len(code) == 3 and code.isascii() and code.isdigit() and code[0] != "0"):
         raise CorruptFile(
             f"{where}: not an HTTP status line and headers (status {code[:20]!r} is not 3 digits)"
         )
-    status = int(code)
-    reason = parsed.statusline.partition(" ")[2]
-    return HeaderBlock(parsed.protocol, status, reason, list(parsed.headers))
+    return protocol, int(code), reason
 
 
 def declares_chunked(data: bytes) -> bool:

@@ -19,7 +19,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from ..errors import DlwebError
-from ..header_block import declares_chunked, parse_header_block
+from ..header_block import declares_chunked, status_of
 from ..timestamps import BadTime, parse_time
 from ..urlkey import canonical_url
 from .dechunk import Dechunker
@@ -227,14 +227,19 @@ def _discard(item: Item) -> None:
         item.body.discard()
 
 
-def _header(record: Any, name: str) -> str | None:
-    value: str | None = record.rec_headers.get_header(name)
-    return value
+def _first_values(fields: list[tuple[str, str]]) -> dict[str, str]:
+    """Each field's first value by its lowercase name, as warcio's get_header finds it, for one
+    pass over the fields instead of one per field looked up."""
+    values: dict[str, str] = {}
+    for name, value in fields:
+        values.setdefault(name.lower(), value)
+    return values
 
 
 def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
     rec_type = (record.rec_type or "").lower()
-    length_text = _header(record, "Content-Length")
+    fields = _first_values(record.rec_headers.headers)
+    length_text = fields.get("content-length")
     if length_text is None or not length_text.strip().isdigit():
         raise _BadRecord(f"malformed record header: Content-Length {length_text!r} is not a number")
     length: int = record.length
@@ -242,9 +247,9 @@ def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_di
         return Ignored(path, offset, rec_type, NOT_IMPORTED[rec_type])
     if rec_type not in IMPORTED_TYPES:
         return Problem(path, offset, f"{rec_type or 'untyped'} records are not supported")
-    if _header(record, "WARC-Segment-Number") is not None:
+    if fields.get("warc-segment-number") is not None:
         return Problem(path, offset, "segmented records are not supported")
-    uri = (_header(record, "WARC-Target-URI") or "").strip()
+    uri = fields.get("warc-target-uri", "").strip()
     scheme = uri.partition(":")[0].lower()
     if scheme not in ("http", "https"):
         return Ignored(path, offset, rec_type, f"{uri[:100]!r} is not an http(s) URL")
@@ -253,9 +258,9 @@ def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_di
     except DlwebError as exc:
         return Problem(path, offset, str(exc))
     try:
-        time = parse_time(_header(record, "WARC-Date") or "")
+        time = parse_time(fields.get("warc-date", ""))
     except BadTime:
-        return Problem(path, offset, f"malformed WARC-Date {_header(record, 'WARC-Date')!r}")
+        return Problem(path, offset, f"malformed WARC-Date {fields.get('warc-date')!r}")
     if length > max_record:
         return Problem(
             path,
@@ -264,8 +269,8 @@ def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_di
             " (--max-record-size)",
         )
     try:
-        block_digest = parse_digest(_header(record, "WARC-Block-Digest"))
-        payload_digest = parse_digest(_header(record, "WARC-Payload-Digest"))
+        block_digest = parse_digest(fields.get("warc-block-digest"))
+        payload_digest = parse_digest(fields.get("warc-payload-digest"))
     except ValueError as exc:
         return Problem(path, offset, str(exc))
     spool = Spool(spool_dir)
@@ -317,7 +322,7 @@ def _read_block(
             return Problem(path, offset, "malformed HTTP header block: no blank line ends it")
         if rec_type != "request":
             try:
-                status = parse_header_block(head, "HTTP header block").status
+                status = status_of(head, "HTTP header block")
             except DlwebError as exc:
                 spool.discard()
                 _drain(next_piece)

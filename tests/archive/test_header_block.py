@@ -3,7 +3,7 @@
 import pytest
 
 from archive.errors import CorruptFile
-from archive.header_block import HeaderBlock, encode_header_block, parse_header_block
+from archive.header_block import HeaderBlock, encode_header_block, parse_header_block, status_of
 
 HEADERS = [
     ("Content-Type", "text/html; charset=utf-8"),
@@ -104,6 +104,15 @@ def test_get_is_case_insensitive_and_returns_the_first_value() -> None:
 def test_garbage_is_a_corrupt_file(data: bytes) -> None:
     with pytest.raises(CorruptFile, match="^stored block abc: not an HTTP status line"):
         parse_header_block(data, where="stored block abc")
+    with pytest.raises(CorruptFile, match="^stored block abc: not an HTTP status line"):
+        status_of(data, where="stored block abc")
+
+
+def test_the_status_alone_is_the_status_of_the_whole_parse() -> None:
+    for protocol in ("HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/2", "http/1.1"):
+        for status, reason in ((200, "OK"), (404, ""), (302, "Found it"), (599, "Caf\u00e9")):
+            data = encode_header_block(status, reason, HEADERS, protocol)
+            assert status_of(data) == parse_header_block(data).status == status
 
 
 def test_an_empty_block_is_a_corrupt_file() -> None:

@@ -60,3 +60,16 @@ def test_randomly_damaged_files_give_problems_not_exceptions(tmp_path):
         read += sum(isinstance(item, SourceRecord) for item in items)
     assert read > MUTATIONS  # most damage leaves records around it readable
     assert list(spool.iterdir()) == []
+
+
+def test_a_response_whose_status_line_is_not_http_is_reported(tmp_path):
+    path = tmp_path / "status.warc"
+    block = b"HTTP/1.1 2xx Fine\r\nContent-Type: text/plain\r\n\r\nbody"
+    path.write_bytes(
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://status.example/\r\n"
+        b"WARC-Date: 2024-01-01T00:00:00Z\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n"
+        % (len(block), block)
+    )
+    (problem,) = read_all(path, tmp_path)
+    assert isinstance(problem, Problem) and problem.offset == 0
+    assert "malformed HTTP header block" in problem.reason and "'2xx'" in problem.reason
