@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from archive.cluster import ClusterClient, ClusterError, NewCapture
+from archive.cluster import ClusterClient, ClusterError, InsertSummary, NewCapture
 from archive.config import ClusterConfig
 from archive.errors import BadName, NotFound
 from archive.hip import HipMaster, Peer, RemoteError
@@ -239,16 +239,28 @@ def held_until_second(
     return body_of
 
 
-async def test_a_content_another_batch_is_uploading_is_sent_once(serve: Serve) -> None:
-    node = FakeNode()
+async def overlapping_inserts(
+    serve: Serve, node: FakeNode, count: int
+) -> tuple[FakeMaster, dict[str, bytes], list[object]]:
+    """Two inserts of one client sharing captures 5 to 9 of `count`, run at once; their
+    outcomes (summaries or errors)."""
     master = FakeMaster(upload_to=await serve(node.app()))
     config = config_for(await serve(master.app()))
-    captures, bodies = corpus(20)
+    captures, bodies = corpus(count)
     body_of = held_until_second(bodies, {c.content for c in captures[10:]})
     async with ClusterClient(config) as client:
-        first = asyncio.create_task(client.insert(captures[:10], body_of))
-        second = asyncio.create_task(client.insert(captures[5:], body_of))
-        done = [await first, await second]
+        outcomes = await asyncio.gather(
+            client.insert(captures[:10], body_of),
+            client.insert(captures[5:], body_of),
+            return_exceptions=True,
+        )
+    return master, bodies, outcomes
+
+
+async def test_a_content_another_batch_is_uploading_is_sent_once(serve: Serve) -> None:
+    node = FakeNode()
+    master, bodies, done = await overlapping_inserts(serve, node, 20)
+    assert all(isinstance(summary, InsertSummary) for summary in done)
     assert len(master.inserts) == 2
     assert sorted(name for name, _ in node.puts) == sorted(bodies)
     assert node.contents == bodies
@@ -260,14 +272,7 @@ async def test_a_batch_waiting_for_a_failed_upload_fails_and_confirms_nothing(
     serve: Serve,
 ) -> None:
     node = FakeNode(put_status=507)
-    master = FakeMaster(upload_to=await serve(node.app()))
-    config = config_for(await serve(master.app()))
-    captures, bodies = corpus(12)
-    body_of = held_until_second(bodies, {c.content for c in captures[10:]})
-    async with ClusterClient(config) as client:
-        first = asyncio.create_task(client.insert(captures[:10], body_of))
-        second = asyncio.create_task(client.insert(captures[5:], body_of))
-        outcomes = await asyncio.gather(first, second, return_exceptions=True)
+    master, _, outcomes = await overlapping_inserts(serve, node, 12)
     assert all(isinstance(outcome, ClusterError) for outcome in outcomes)
     assert master.stored == []
     assert len([name for name, _ in node.puts if name == HEADER_NAME]) == 1
