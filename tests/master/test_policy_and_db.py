@@ -70,6 +70,33 @@ def test_below_target_orders_the_most_endangered_first(tmp_path: Path) -> None:
     db.close()
 
 
+def test_one_batch_of_adds_and_removes_is_applied_in_its_order(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication())
+    db.save_node(NodeRow("a", "http://a"))
+
+    def entry(op: str, kind: str, i: int) -> dict[str, object]:
+        return {"op": op, "kind": kind, "name": name(i), "size": 10 + i}
+
+    batch = [
+        entry("add", "content", 1),
+        entry("add", "structure", 2),
+        entry("remove", "content", 1),
+        entry("add", "content", 3),
+        entry("remove", "structure", 2),
+        entry("add", "structure", 2),
+        entry("add", "content", 1),
+        entry("remove", "content", 3),
+    ]
+    db.apply_inventory("a", batch, 8, target)
+    assert db.holders("content", name(1)) == ["a"]
+    assert db.holders("structure", name(2)) == ["a"]
+    assert db.holders("content", name(3)) == []
+    assert db.active_node(name(2)) == "a"
+    assert db.nodes()[0].seq == 8
+    db.close()
+
+
 def test_positions_survive_reopening(tmp_path: Path) -> None:
     db = MasterDB(tmp_path / "m.db")
     target = target_function(Replication())
