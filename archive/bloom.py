@@ -188,6 +188,15 @@ class NameFilter:
                     return False
         return True
 
+    def copy(self) -> NameFilter:
+        """An independent copy, to save while this one goes on changing."""
+        clone = NameFilter.__new__(NameFilter)
+        for slot in self.__slots__:
+            setattr(clone, slot, getattr(self, slot))
+        clone._bits = bytearray(self._bits)
+        clone._deleted = set(self._deleted)
+        return clone
+
     def save(self, path: Path, seq: int) -> None:
         """Write the filter to `path` atomically: a crash leaves either the old file or the new one.
 

@@ -51,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
         domain=args.domain,
         reliability=args.reliability,
         stats_every=args.stats_every,
+        save_every=args.save_every,
     )
     uvloop.run(serve(options))
     return 0
@@ -92,6 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2.0,
         metavar="SECONDS",
         help="how often free space and file counts are sent to the master (default 2)",
+    )
+    parser.add_argument(
+        "--save-every",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often the name filter and counts are saved, so that a restart replays only"
+        " the inventory after them (default 30)",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)

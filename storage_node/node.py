@@ -66,6 +66,9 @@ class Counts:
     def to_json(self) -> dict[str, object]:
         return {"files": self.files, "bytes": self.bytes, "groups": self.groups}
 
+    def copy(self) -> "Counts":
+        return Counts(dict(self.files), dict(self.bytes), list(self.groups))
+
     @classmethod
     def from_json(cls, data: dict[str, object]) -> "Counts":
         files, sizes, groups = data["files"], data["bytes"], data["groups"]
@@ -103,6 +106,13 @@ class StorageNode:
         )
         self.saved_seq = -1
         self.counts, self.filter = self._load_state()
+        # Changes logged but not yet applied to the counts and filter; a saved copy of those is
+        # only taken when there are none, and changes wait meanwhile (see save_state).
+        self._unapplied = 0
+        self._all_applied = asyncio.Event()
+        self._saving: asyncio.Event | None = None
+        # While the filter is rebuilt from the stores, the changes applied meanwhile.
+        self._journal: list[tuple[str, str]] | None = None
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.on_new_group: Callable[[int], None] = lambda group: None
         # Set when more inventory entries are durable, so the master link sends them at once.
@@ -199,21 +209,65 @@ class StorageNode:
             os.fsync(out.fileno())
         os.replace(temp, path)
 
-    def save_state(self) -> None:
-        """Write the filter and counts so the next start needs no disk scan."""
-        if self.inventory.seq == self.saved_seq and not self.filter.needs_rebuild():
-            return
-        if self.filter.needs_rebuild():
-            self.rebuild_filter()
-        self._save_state(self.counts, self.filter, self.inventory.seq)
+    async def save_state(self) -> None:
+        """Write the filter and counts so the next start needs no disk scan.
 
-    def rebuild_filter(self) -> None:
-        self.filter = sized_filter([*self.contents.names(), *self.structures.names()])
+        The copy written is taken when every change logged so far is applied (new changes wait
+        the moment it takes), so the seq saved with it is exactly what it holds: a change logged
+        but not yet applied is replayed, and checked against the disk, at the next start.
+        """
+        if self.filter.needs_rebuild():
+            await self._rebuild_filter()
+        if self.inventory.seq == self.saved_seq:
+            return
+        self._saving = saving = asyncio.Event()
+        try:
+            while self._unapplied:
+                self._all_applied.clear()
+                await self._all_applied.wait()
+            counts, names_filter, seq = self.counts.copy(), self.filter.copy(), self.inventory.seq
+        finally:
+            self._saving = None
+            saving.set()
+        await self.run_io(self._save_state, counts, names_filter, seq)
+
+    async def _rebuild_filter(self) -> None:
+        """A filter sized for the names held now, read from the stores by a worker; the changes
+        applied meanwhile are applied to it before it replaces the old one."""
+        journal: list[tuple[str, str]] = []
+        self._journal = journal
+        try:
+            fresh = await self.run_io(
+                lambda: sized_filter([*self.contents.names(), *self.structures.names()])
+            )
+            for op, name in journal:
+                if op == "add":
+                    fresh.add(name)
+                else:
+                    fresh.discard(name)
+            self.filter = fresh
+        finally:
+            self._journal = None
+
+    @contextlib.asynccontextmanager
+    async def _changing(self) -> AsyncIterator[None]:
+        """Around logging a change and applying it to the counts and filter."""
+        while self._saving is not None:
+            await self._saving.wait()
+        self._unapplied += 1
+        try:
+            yield
+        finally:
+            self._unapplied -= 1
+            if not self._unapplied:
+                self._all_applied.set()
 
     def close(self) -> None:
         if self.committer is not None:
             self.committer.close()
-        self.save_state()
+        # A change cut off between its log entry and its counting is left to the next start.
+        if not self._unapplied and self.inventory.seq != self.saved_seq:
+            self._save_state(self.counts, self.filter, self.inventory.seq)
         self.inventory.close()
         self.executor.shutdown(wait=True)
         self.contents.close()
@@ -241,6 +295,8 @@ class StorageNode:
             self.filter.add(name)
         else:
             self.filter.discard(name)
+        if self._journal is not None:
+            self._journal.append((op, name))
         if first_of_group:
             self.on_new_group(group)
 
@@ -252,13 +308,14 @@ class StorageNode:
         The entry is written first, so a crash can leave an entry without its file (found and
         corrected at the next start) but never a file the inventory does not know.
         """
-        entry = self.inventory.append("add", kind, name, size)
-        try:
-            await put_in_place()
-        except BaseException:
-            self.inventory.durable_later(self.inventory.append("remove", kind, name, size))
-            raise
-        self._apply("add", kind, name, size)
+        async with self._changing():
+            entry = self.inventory.append("add", kind, name, size)
+            try:
+                await put_in_place()
+            except BaseException:
+                self.inventory.durable_later(self.inventory.append("remove", kind, name, size))
+                raise
+            self._apply("add", kind, name, size)
         await self.inventory.durable(entry)
 
     def lock(self, name: str) -> asyncio.Lock:
@@ -325,18 +382,19 @@ class StorageNode:
     async def _add_files(self, kind: str, files: Sequence[tuple[str, int, Staged]]) -> None:
         """`_add_file` for a batch of staged files: one inventory write, one group commit."""
         sizes = [(name, size) for name, size, _ in files]
-        entries = self.inventory.append_many("add", kind, sizes)
         staged = [sfile for _, _, sfile in files]
-        try:
-            if self.committer is None:
-                await self.run_io(_place_each, staged)
-            else:
-                await self.committer.place_all(staged)
-        except BaseException:
-            self.inventory.durable_later(self.inventory.append_many("remove", kind, sizes)[-1])
-            raise
-        for name, size in sizes:
-            self._apply("add", kind, name, size)
+        async with self._changing():
+            entries = self.inventory.append_many("add", kind, sizes)
+            try:
+                if self.committer is None:
+                    await self.run_io(_place_each, staged)
+                else:
+                    await self.committer.place_all(staged)
+            except BaseException:
+                self.inventory.durable_later(self.inventory.append_many("remove", kind, sizes)[-1])
+                raise
+            for name, size in sizes:
+                self._apply("add", kind, name, size)
         await self.inventory.durable(entries[-1])
 
     def _not_held(self, staged: list[PendingFile | VolumeEntry]) -> list[PendingFile | VolumeEntry]:
@@ -384,9 +442,10 @@ class StorageNode:
                 size = store.size(name)
             except FileNotFoundError:
                 return False
-            entry = self.inventory.append("remove", kind, name, size)
-            await self.run_io(store.delete, name)
-            self._apply("remove", kind, name, size)
+            async with self._changing():
+                entry = self.inventory.append("remove", kind, name, size)
+                await self.run_io(store.delete, name)
+                self._apply("remove", kind, name, size)
             await self.inventory.durable(entry)
         return True
 
@@ -414,13 +473,14 @@ class StorageNode:
             size = store.size(name)
         except FileNotFoundError:
             return False
-        entry = self.inventory.append("remove", kind, name, size)
-        try:
-            await self.run_io(store.move_out, name, target)
-        except OSError:
-            self.inventory.durable_later(self.inventory.append("add", kind, name, size))
-            raise
-        self._apply("remove", kind, name, size)
+        async with self._changing():
+            entry = self.inventory.append("remove", kind, name, size)
+            try:
+                await self.run_io(store.move_out, name, target)
+            except OSError:
+                self.inventory.durable_later(self.inventory.append("add", kind, name, size))
+                raise
+            self._apply("remove", kind, name, size)
         await self.inventory.durable(entry)
         log.warning("quarantined %s %s in %s", kind, name, target.parent)
         return True

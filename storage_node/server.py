@@ -97,7 +97,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                 while not stop.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), options.save_every)
-                    await loop.run_in_executor(node.executor, node.save_state)
+                    await node.save_state()
                     await loop.run_in_executor(node.executor, node.contents.compact)
             finally:
                 if finding is not None:

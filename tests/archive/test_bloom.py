@@ -267,3 +267,18 @@ def test_sizing_out_of_range_is_refused() -> None:
     for capacity, error_rate, deletion_limit in ((0, 0.001, 1), (10, 0.0, 1), (10, 0.01, 0)):
         with pytest.raises(ValueError):
             NameFilter(capacity, error_rate, deletion_limit)
+
+
+def test_a_copy_is_saved_as_it_was_while_the_original_changes(tmp_path: Path) -> None:
+    names = [os.urandom(32).hex() for _ in range(3)]
+    original = NameFilter(1000)
+    original.add(names[0])
+    original.add(names[1])
+    copy = original.copy()
+    original.add(names[2])
+    original.discard(names[0])
+    copy.save(tmp_path / "copy.bloom", 2)
+    loaded, seq = NameFilter.load(tmp_path / "copy.bloom")
+    assert seq == 2
+    assert [loaded.might_hold(n) for n in names] == [True, True, False]
+    assert [original.might_hold(n) for n in names] == [False, True, True]

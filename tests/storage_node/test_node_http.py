@@ -410,6 +410,31 @@ async def test_kill_during_writes_loses_nothing_acknowledged(node_factory, clust
     assert counted == {"content": len(stored), "structure": 0}
 
 
+async def test_state_saved_during_writes_holds_every_change_after_a_kill(
+    node_factory, cluster, session, lookup
+):
+    """The filter and counts are saved many times while packs are being placed; whatever moment
+    the node is killed, the next start counts and finds every file it holds."""
+    node = node_factory("n1", None, "--save-every", "0.01")
+    packs = [[os.urandom(2000 + i) for i in range(25 * p, 25 * p + 25)] for p in range(72)]
+
+    async def upload(datas: list[bytes]) -> None:
+        body = b"".join(pack.encode_frame(sha(d), d) for d in datas)
+        async with session.post(f"{node.url}/contents", data=body, headers=auth(cluster[1])) as r:
+            assert r.status == 200, await r.text()
+
+    for round_end in (24, 48, 72):
+        for start in range(round_end - 24, round_end, 8):
+            await asyncio.gather(*(upload(datas) for datas in packs[start : start + 8]))
+        node.stop(signal.SIGKILL)
+        node.start()
+        names = [sha(d) for datas in packs[:round_end] for d in datas]
+        counted = (await status(session, node.url))["files"]
+        assert counted == {"content": len(names), "structure": 0}
+        missing = [name for name in names if not await lookup.locate("content", name, first=True)]
+        assert missing == []
+
+
 async def test_restart_corrects_entries_a_crash_left_untrue(node_factory, cluster, session, lookup):
     node = node_factory()
     kept = await put(session, node.url, cluster[1], b"kept")
