@@ -38,7 +38,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tools import MB, BenchError, checked, dlweb, run_benchmark  # noqa: E402
+from bench_tools import (  # noqa: E402
+    MB,
+    BenchError,
+    checked,
+    cluster_pids,
+    cpu_seconds,
+    dlweb,
+    run_benchmark,
+)
 from crawl_farm import address, host  # noqa: E402
 from scrapy_peer import scrapy_command, scrapy_version  # noqa: E402
 
@@ -49,7 +57,6 @@ FARM = Path(__file__).resolve().parent / "crawl_farm.py"
 SAMPLE_INTERVAL = 0.1
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
-TICKS = os.sysconf("SC_CLK_TCK")
 KB = 1024
 TARGET_SPEED = 2.0  # dlweb pages/s over Scrapy's
 TARGET_AGENT_MB = 20.0  # peak PSS of one site agent
@@ -112,18 +119,6 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """CPU time (user and system) the running processes `pids` used so far."""
-    ticks = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / TICKS
 
 
 def children(pid: int) -> list[int]:
@@ -299,10 +294,6 @@ def check_report(path: Path, farm: Farm) -> dict[str, int]:
     return totals
 
 
-def cluster_pids(data: Path) -> list[int]:
-    return [int(path.read_text()) for path in (data / RUN_DIR).glob("*.pid")]
-
-
 def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
     data = work / "cluster"
     config = data / CONFIG_FILE
@@ -325,7 +316,7 @@ def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
             "--work",
             str(work / "crawler"),
         ]
-        cluster = cluster_pids(data)
+        cluster = list(cluster_pids(data / RUN_DIR).values())
         cpu = cpu_seconds([farm.pid]), cpu_seconds(cluster)
         run = measured(command, work / "crawl.log", "dlweb crawl", processes=agents)
         farm_cpu, cluster_cpu = cpu_seconds([farm.pid]) - cpu[0], cpu_seconds(cluster) - cpu[1]

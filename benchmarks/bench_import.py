@@ -8,7 +8,8 @@ run and on the same file:
 1. pywb (in its own virtual environment, see tests/pywb_peer.py): `wb-manager add`, which copies
    the WARC into a fresh collection and indexes it; best of two, each on a fresh collection;
 2. dlweb: `dlweb import` into a local cluster started with `dlweb up` (1 storage node, replica 1),
-   then the same import again, which has nothing new to store.
+   then the same import again, which has nothing new to store; with the CPU seconds the command
+   and each process of the cluster used, since on a machine of few cores they add up.
 
 Usage: python benchmarks/bench_import.py [--quick] [--records N] [--seed N] [--json FILE]
 """
@@ -19,6 +20,7 @@ import io
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,11 +37,20 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tools import MB, WORDS, checked, dlweb, run_benchmark  # noqa: E402
+from bench_tools import (  # noqa: E402
+    MB,
+    WORDS,
+    checked,
+    cluster_pids,
+    cpu_seconds,
+    dlweb,
+    run_benchmark,
+)
 
 from archive.config import load_config  # noqa: E402
 from archive.store import sync_filesystem  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
+from deploy.processes import RUN_DIR  # noqa: E402
 from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
 
 DUPLICATES = 0.2
@@ -245,6 +256,19 @@ def content_files(config_path: Path) -> int:
         return count
 
 
+def timed_with_cpu(
+    command: list[str], what: str, cluster: dict[str, int]
+) -> tuple[float, str, dict[str, float]]:
+    """`timed`, with the CPU seconds the command and each cluster process used meanwhile."""
+    before = {name: cpu_seconds([pid]) for name, pid in cluster.items()}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, output = timed(command, what)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    used = {name: cpu_seconds([pid]) - before[name] for name, pid in cluster.items()}
+    return seconds, output, {"client": client, **used}
+
+
 def bench_dlweb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
     data = work / "cluster"
     config = data / CONFIG_FILE
@@ -255,16 +279,18 @@ def bench_dlweb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, 
             ),
             "dlweb up",
         )
+        cluster = cluster_pids(data / RUN_DIR)
         command = dlweb("import", "-c", str(config), str(warc_file))
         what = "dlweb import (it must exit 0 once every record is imported)"
-        seconds, output = timed(command, what)
+        seconds, output, cpu = timed_with_cpu(command, what, cluster)
         print(f"  dlweb import: {seconds:.2f} s; {last_line(output)}")
         stored = content_files(config)
-        again, output = timed(command, f"the second {what}")
+        again, output, cpu_again = timed_with_cpu(command, f"the second {what}", cluster)
         print(f"  dlweb import again: {again:.2f} s; {last_line(output)}")
         return {
             **figures(seconds, warc),
-            "reimport": figures(again, warc),
+            "cpu_s": cpu,
+            "reimport": {**figures(again, warc), "cpu_s": cpu_again},
             "content_files_after_import": stored,
             "content_files_after_reimport": content_files(config),
         }
@@ -324,6 +350,10 @@ def show(report: dict[str, Any]) -> None:
         f"  contents on the cluster: {ours['content_files_after_import']:,} after the import,"
         f" {ours['content_files_after_reimport']:,} after the second"
     )
+    for label, row in (("import", ours), ("import again", ours["reimport"])):
+        cpu = row["cpu_s"]
+        parts = ", ".join(f"{name} {seconds:.2f}" for name, seconds in cpu.items())
+        print(f"  CPU s of the dlweb {label}: {parts} (total {sum(cpu.values()):.2f})")
     print(f"  ratio (dlweb / pywb, records/s) {report['ratio']:>8.2f}")
     print(f"  ratio (dlweb / raw store)       {report['ratio_to_raw']:>8.2f}")
     print()

@@ -57,6 +57,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_tools import cpu_seconds  # noqa: E402
+
 from archive.config import ClusterConfig, load_config  # noqa: E402
 from archive.multicast import LookupClient  # noqa: E402
 from archive.structure import (  # noqa: E402
@@ -235,10 +237,8 @@ class NodeProcess:
         raise BenchError(f"storage node not ready after {READY_TIMEOUT:g}s")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time the node used so far (Linux /proc)."""
-        with open(f"/proc/{self.pid}/stat", encoding="ascii") as stat:
-            values = stat.read().rpartition(")")[2].split()
-        return (int(values[11]) + int(values[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time the node used so far."""
+        return cpu_seconds([self.pid])
 
     def tail(self, lines: int = 20) -> str:
         text = self.log_path.read_text(errors="replace").splitlines()

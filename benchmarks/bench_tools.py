@@ -3,6 +3,7 @@ for made-up pages."""
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from types import FrameType
 from typing import Any
 
 MB = 2**20
+TICKS = os.sysconf("SC_CLK_TCK")
 VOCABULARY = (
     "the of and to in is for on with as by at from archive web page link news story "
     "image video search home about contact privacy terms login help data report "
@@ -71,3 +73,20 @@ def run_benchmark(
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user and system) the running processes `pids` used so far."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / TICKS
+
+
+def cluster_pids(run_dir: Path) -> dict[str, int]:
+    """The processes `dlweb up` started, by name (master, index, node1...), from their pid files."""
+    return {path.stem: int(path.read_text()) for path in sorted(run_dir.glob("*.pid"))}
