@@ -9,7 +9,8 @@ run and on the same file:
    the WARC into a fresh collection and indexes it; best of two, each on a fresh collection;
 2. dlweb: `dlweb import` into a local cluster started with `dlweb up` (1 storage node, replica 1),
    then the same import again, which has nothing new to store; with the CPU seconds the command
-   and each process of the cluster used, since on a machine of few cores they add up.
+   and each process of the cluster used, since on a machine of few cores they add up. Best of
+   two, each on a fresh cluster, as for pywb.
 
 Usage: python benchmarks/bench_import.py [--quick] [--records N] [--seed N] [--json FILE]
 """
@@ -64,6 +65,7 @@ SITES = 50
 STARTED = datetime(2024, 5, 1, tzinfo=UTC)
 USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
 PYWB_TRIES = 2
+DLWEB_TRIES = 2
 
 
 def settle_disk() -> None:
@@ -270,7 +272,15 @@ def timed_with_cpu(
 
 
 def bench_dlweb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
-    data = work / "cluster"
+    """The fastest of DLWEB_TRIES imports, each into a fresh cluster, and the times of all."""
+    tries = [
+        one_dlweb(work / f"cluster-{attempt}", warc_file, warc) for attempt in range(DLWEB_TRIES)
+    ]
+    best = min(tries, key=lambda run: float(run["seconds"]))
+    return {**best, "tries": [run["seconds"] for run in tries]}
+
+
+def one_dlweb(data: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
     config = data / CONFIG_FILE
     try:
         checked(
@@ -312,7 +322,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         pywb = bench_pywb(work, warc_file, warc)
         print("raw disk: the same files written by a plain loop, no cluster ...")
         raw = bench_raw(work, warc_file, warc)
-        print("dlweb: import into a local cluster, 1 storage node, replica 1 ...")
+        print(
+            f"dlweb: import into a local cluster, 1 storage node, replica 1, best of {DLWEB_TRIES}"
+            " fresh clusters ..."
+        )
         ours = bench_dlweb(work, warc_file, warc)
     finally:
         if not args.keep:
