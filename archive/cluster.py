@@ -209,6 +209,8 @@ class ClusterClient:
         index node works on the next batch.
         """
         summary = InsertSummary()
+        if not captures:
+            return summary
         slave = await self._index()
         gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
         uploading: list[asyncio.Task[None]] = []
