@@ -1,8 +1,9 @@
 """The site crawler: harvests one whole website at a time, politely and exhaustively, into the
 archive through the cluster client's insertion path."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from archive.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .delimitation import BadExpression, BadOrder, Delimitation
@@ -52,8 +53,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

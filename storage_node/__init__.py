@@ -1,7 +1,8 @@
 """Storage node: holds content and structure files, serves them over HTTP, answers lookups."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from archive.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .node import StorageNode
@@ -21,8 +22,4 @@ _EXPORTS = {
 __all__ = ["NodeOptions", "Span", "StorageNode", "serve", "spans_in_store"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
