@@ -32,12 +32,16 @@ class BadPack(DlwebError):
 
 
 def encode_frame(name: str, data: bytes) -> bytes:
-    return _HEAD.pack(bytes.fromhex(name), len(data)) + data
+    return _head(name, len(data)) + data
 
 
 def unsent_frame(name: str, why: int) -> bytes:
     """The frame of a content that is not sent: MISSING or TOO_LARGE."""
-    return _HEAD.pack(bytes.fromhex(name), why)
+    return _head(name, why)
+
+
+def _head(name: str, length: int) -> bytes:
+    return _HEAD.pack(bytes.fromhex(name), length)
 
 
 def writes(pieces: Iterable[bytes]) -> Iterator[bytes]:
@@ -60,7 +64,6 @@ class Upload(aiohttp.payload.Payload):
 
     def __init__(self, items: list[tuple[str, bytes]]) -> None:
         super().__init__(items, content_type="application/x-dlweb-pack")
-        self._items = items
         self._size = sum(_HEAD.size + len(data) for _, data in items)
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
@@ -71,8 +74,8 @@ class Upload(aiohttp.payload.Payload):
             await writer.write(chunk)
 
     def _pieces(self) -> Iterator[bytes]:
-        for name, data in self._items:
-            yield _HEAD.pack(bytes.fromhex(name), len(data))
+        for name, data in self._value:
+            yield _head(name, len(data))
             yield data
 
 

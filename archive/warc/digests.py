@@ -63,7 +63,7 @@ def _base32(value: str) -> bytes | None:
     if _WHOLE_BASE32.fullmatch(upper):
         return int(upper.translate(_BASE32_AS_DIGITS), 32).to_bytes(len(value) * 5 // 8, "big")
     try:
-        return base64.b32decode(value.upper() + "=" * (-len(value) % 8))
+        return base64.b32decode(upper + "=" * (-len(value) % 8))
     except (binascii.Error, ValueError):
         return None
 
