@@ -251,14 +251,14 @@ class MasterDB:
             # one table, so one executemany a statement gives what one row at a time would.
             for adds, run in itertools.groupby(entries, key=lambda entry: entry["op"] == "add"):
                 if adds:
-                    self._add_locations(node, list(run), targets)
+                    self._apply_adds(node, list(run), targets)
                 else:
-                    self._remove_locations(node, list(run))
+                    self._apply_removes(node, list(run))
             self._mark((entry["kind"], entry["name"]) for entry in entries)
             self._settle_pending_refs(targets)
             self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
 
-    def _add_locations(self, node: str, entries: list[dict[str, Any]], targets: TargetFn) -> None:
+    def _apply_adds(self, node: str, entries: list[dict[str, Any]], targets: TargetFn) -> None:
         self.db.executemany(
             "INSERT INTO files (kind, name, size, target) VALUES (?,?,?,?)"
             " ON CONFLICT (kind, name) DO UPDATE SET size = excluded.size",
@@ -275,7 +275,7 @@ class MasterDB:
             [(e["name"], node) for e in entries if e["kind"] == "structure"],
         )
 
-    def _remove_locations(self, node: str, entries: list[dict[str, Any]]) -> None:
+    def _apply_removes(self, node: str, entries: list[dict[str, Any]]) -> None:
         self.db.executemany(
             "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
             [(e["kind"], e["name"], node) for e in entries],
