@@ -12,11 +12,14 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
+from warcio.utils import BUFF_SIZE
+from zlib_ng import zlib_ng
 
 from ..errors import DlwebError
 from ..header_block import declares_chunked, status_of
@@ -48,6 +51,8 @@ RECOMPUTED_FIELDS = frozenset(
     }
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
+# zlib-ng's stub declares its error as an instance; it is the exception class.
+_INFLATE_ERRORS = (zlib.error, cast(type[Exception], zlib_ng.error), EOFError)
 # Records kept for export only; their body is stored whole, after the WARC fields they keep.
 SIDE_TYPES = ("request", "metadata")
 
@@ -123,10 +128,24 @@ class _BadRecord(DlwebError):
     """A record that is damaged but whose end is known: reading goes on after it."""
 
 
+class _FastGunzip(DecompressingBufferedReader):  # type: ignore[misc]
+    """warcio's reader, inflating gzip members with zlib-ng (the same format, decoded in
+    about two thirds of zlib's time: inflating is a third of an import's reading)."""
+
+    DECOMPRESSORS = {
+        **DecompressingBufferedReader.DECOMPRESSORS,
+        "gzip": lambda: zlib_ng.decompressobj(16 + zlib_ng.MAX_WBITS),
+    }
+
+
 class _Iterator(ArchiveIterator):  # type: ignore[misc]
     """warcio's iterator, counting instead of printing a record that runs past its length."""
 
     INC_RECORD = ""
+
+    def __init__(self, fh: IO[bytes], **options: Any) -> None:
+        super().__init__(fh, block_size=BUFF_SIZE, **options)
+        self.reader = _FastGunzip(self.fh, block_size=BUFF_SIZE)
 
 
 def read_archive(
@@ -165,8 +184,7 @@ def read_archive(
             except (
                 ArchiveLoadFailed,
                 StatusAndHeadersParserException,
-                zlib.error,
-                EOFError,
+                *_INFLATE_ERRORS,
             ) as exc:
                 offset = records.offset
                 if offset not in reported:
@@ -191,7 +209,7 @@ def read_archive(
 
 def _describe(exc: BaseException, gzipped: bool) -> str:
     text = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, zlib.error | EOFError):
+    if isinstance(exc, _INFLATE_ERRORS):
         return f"damaged gzip member: {text}"
     if gzipped and "\\x1f\\x8b" in text:
         return "damaged gzip member: it ends early, before its record does"
