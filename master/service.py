@@ -435,15 +435,16 @@ class Master:
         new: list[tuple[str, str]] = []
         planned: dict[str, int] = {}
         diverged: list[tuple[str, str]] = []
-        for name in names:
-            active = self.db.active_node(name)
-            if active is not None and active in readable:
+        actives = self.db.active_nodes(names)
+        for name, active in actives.items():
+            if active in readable:
                 answer[name] = self.members.address(active)
-                continue
-            every = self.db.holders("structure", name)
-            if active is not None and active in every:
+        unanswered = [name for name in dict.fromkeys(names) if name not in answer]
+        for name, every in self.db.holders_of("structure", unanswered).items():
+            unreachable = actives.get(name)
+            if unreachable is not None and unreachable in every:
                 # The unreachable active copy may hold records no other copy has.
-                diverged.append((name, active))
+                diverged.append((name, unreachable))
             holders = [h for h in every if h in readable]
             holders.sort(key=lambda h: self.members.rows[h].state != "alive")
             chosen = holders[0] if holders else None
@@ -455,7 +456,8 @@ class Master:
                 planned[chosen] = planned.get(chosen, 0) + 4096
             new.append((name, chosen))
             answer[name] = self.members.address(chosen)
-        self.db.add_diverged(diverged)
+        if diverged:
+            self.db.add_diverged(diverged)
         if new:
             self.db.set_active(new)
         return {"nodes": answer}

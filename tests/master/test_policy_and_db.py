@@ -97,6 +97,28 @@ def test_one_batch_of_adds_and_removes_is_applied_in_its_order(tmp_path: Path) -
     db.close()
 
 
+def test_lookups_of_many_names_agree_with_one_name_lookups(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    target = target_function(Replication(default=2, small_bytes=0))
+    for node in "ab":
+        db.save_node(NodeRow(node, f"http://{node}"))
+    # More names than one IN (...) query takes, so the lookups go in parts.
+    names = [name(i) for i in range(1_200)]
+    adds = [{"op": "add", "kind": "structure", "name": n, "size": 10} for n in names[::2]]
+    db.apply_inventory("a", adds, 1, target)
+    db.apply_inventory("b", adds[::3], 1, target)
+    db.set_active([(n, "b") for n in names[::6]])
+    holders = db.holders_of("structure", names)
+    assert list(holders) == names
+    assert all(sorted(holders[n]) == sorted(db.holders("structure", n)) for n in names)
+    assert sorted(holders[names[0]]) == ["a", "b"]
+    assert holders[names[1]] == []
+    actives = db.active_nodes(names)
+    assert actives == {n: a for n in names if (a := db.active_node(n)) is not None}
+    assert actives[names[0]] == "b" and actives[names[2]] == "a" and names[1] not in actives
+    db.close()
+
+
 def test_positions_survive_reopening(tmp_path: Path) -> None:
     db = MasterDB(tmp_path / "m.db")
     target = target_function(Replication())
