@@ -1,6 +1,7 @@
 """`dlweb import` of WARC and ARC files written by wget, warcio and by hand, into a real cluster."""
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,13 @@ async def test_a_wget_crawl_is_imported_payloads_as_served(
         assert copy_a.content == copy_b.content
         requests = await client.read_structure(side_name(site.base + "/"))
         assert [r.kind for r in requests[1]] == [RecordKind.REQUEST]
-    files_before = cluster.status()["files"]
+    # The master learns of the stored files from the node's inventory, a moment later.
+    match = re.search(r"([\d,]+) new contents", summary)
+    assert match is not None, summary
+    stored = int(match[1].replace(",", ""))
+    files_before = cluster.wait_for(
+        lambda status: status["files"]["content"] == stored, f"the master to know {stored} contents"
+    )["files"]
 
     again = import_ok(cluster.config_path, crawl.warc)
     assert "0 new captures" in again and "0 new contents" in again
