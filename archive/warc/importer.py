@@ -32,7 +32,6 @@ from .reader import Ignored, Item, Problem, SourceRecord, read_archive
 BATCH_RECORDS = 1_000
 BATCH_BYTES = 64 * 1024 * 1024
 BATCHES_AHEAD = 2
-TAIL_PARTS = 4
 INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
 SAME_URL_CANDIDATES = 5
@@ -192,12 +191,9 @@ class Importer:
         stop: threading.Event,
     ) -> None:
         try:
-            total = sum(path.stat().st_size for path in paths)
             done = 0
-            # Bytes of the files one full batch took, the last time one was made.
-            span = 0
             for path in paths:
-                position = started = done
+                position = done
 
                 def progress(at: int, base: int = done) -> None:
                     nonlocal position
@@ -212,14 +208,9 @@ class Importer:
                     items.append(item)
                     if isinstance(item, SourceRecord):
                         held += item.body.size
-                    # The last batch's worth of the files goes in smaller ones: what is left to
-                    # insert once reading ends (the cluster's wait at the end) is then short.
-                    part = TAIL_PARTS if total - position < span else 1
-                    if len(items) >= BATCH_RECORDS // part or held >= BATCH_BYTES // part:
-                        if part == 1:
-                            span = position - started
+                    if len(items) >= BATCH_RECORDS or held >= BATCH_BYTES:
                         out.put(_Batch(items, position))
-                        items, held, started = [], 0, position
+                        items, held = [], 0
                 done += path.stat().st_size
                 out.put(_Batch(items, done, end_of=path))
             out.put(None)
