@@ -29,44 +29,47 @@ class ContentIndex:
 
     def known(self, names: Iterable[str]) -> set[str]:
         """Which of these names the archive already holds."""
-        wanted = {prefix(name): name for name in names}
-        keys = list(wanted)
-        found: set[str] = set()
-        for start in range(0, len(keys), CHUNK):
-            part = keys[start : start + CHUNK]
-            marks = ",".join("?" * len(part))
-            for (key,) in self.db.execute(
-                f"SELECT prefix FROM contents WHERE prefix IN ({marks})", part
-            ):
-                found.add(wanted[key])
-        return found
+        return set(self._refs_of(names))
 
     def count_refs(self, added: Mapping[str, int]) -> dict[str, int]:
         """Add references to known names, in one transaction; the new counts of those found."""
-        counts: dict[str, int] = {}
         with self._transaction():
-            for name, more in added.items():
-                row = self.db.execute(
-                    "UPDATE contents SET refs = refs + ? WHERE prefix = ? RETURNING refs",
-                    (more, prefix(name)),
-                ).fetchone()
-                if row is not None:
-                    counts[name] = int(row[0])
-        return counts
+            counts = self._refs_of(added)
+            self.db.executemany(
+                "UPDATE contents SET refs = refs + ? WHERE prefix = ?",
+                [(added[name], prefix(name)) for name in counts],
+            )
+        return {name: count + added[name] for name, count in counts.items()}
 
     def add(self, added: Mapping[str, int]) -> dict[str, int]:
         """Record contents now stored on a node with their references (a new one has at least
         one), in one transaction; the new counts."""
-        counts: dict[str, int] = {}
         with self._transaction():
-            for name, more in added.items():
-                row = self.db.execute(
-                    "INSERT INTO contents (prefix, refs) VALUES (?, ?)"
-                    " ON CONFLICT (prefix) DO UPDATE SET refs = refs + ? RETURNING refs",
-                    (prefix(name), max(more, 1), more),
-                ).fetchone()
-                counts[name] = int(row[0])
-        return counts
+            counts = self._refs_of(added)
+            self.db.executemany(
+                "INSERT INTO contents (prefix, refs) VALUES (?, ?)"
+                " ON CONFLICT (prefix) DO UPDATE SET refs = refs + ?",
+                [(prefix(name), max(more, 1), more) for name, more in added.items()],
+            )
+        return {
+            name: counts[name] + more if name in counts else max(more, 1)
+            for name, more in added.items()
+        }
+
+    def _refs_of(self, names: Iterable[str]) -> dict[str, int]:
+        """The reference counts of those of these names the archive holds, CHUNK names a
+        query."""
+        wanted = {prefix(name): name for name in names}
+        keys = list(wanted)
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), CHUNK):
+            part = keys[start : start + CHUNK]
+            marks = ",".join("?" * len(part))
+            for key, refs in self.db.execute(
+                f"SELECT prefix, refs FROM contents WHERE prefix IN ({marks})", part
+            ):
+                found[wanted[key]] = int(refs)
+        return found
 
     def refs(self, name: str) -> int | None:
         row = self.db.execute("SELECT refs FROM contents WHERE prefix = ?", (prefix(name),))

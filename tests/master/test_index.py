@@ -312,6 +312,13 @@ def test_the_content_database_counts_references(tmp_path: Path) -> None:
     index.close()
     reopened = ContentIndex(tmp_path / "contents.db")
     assert (len(reopened), reopened.refs(a), reopened.refs(c)) == (2, 5, None)
+    # More names than one query looks up: counted in parts, each count its own.
+    many = {hashlib.sha256(str(i).encode()).hexdigest(): i % 3 for i in range(1_200)}
+    assert reopened.add(many) == {name: max(refs, 1) for name, refs in many.items()}
+    assert reopened.count_refs({**many, c: 4}) == {
+        name: max(refs, 1) + refs for name, refs in many.items()
+    }
+    assert reopened.known([*many, c]) == set(many)
     reopened.close()
 
 
