@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archive.sql import in_chunks
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
     id TEXT PRIMARY KEY,
@@ -89,8 +91,6 @@ TargetFn = Callable[[str, int, int], int]
 
 # Replicas on counting nodes fewer than the target (more when none is on a reliable node), which
 # never exceeds the number of nodes that may receive files.
-# Names a query looks up at once with IN (...), under SQLite's bound on parameters.
-IN_CHUNK = 500
 SHORT = "have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)"
 
 
@@ -371,9 +371,9 @@ class MasterDB:
         ]
 
     def holders_of(self, kind: str, names: Sequence[str]) -> dict[str, list[str]]:
-        """`holders` of many files, with one query for each IN_CHUNK names."""
+        """`holders` of many files, in a few queries."""
         found: dict[str, list[str]] = {name: [] for name in names}
-        for part, marks in _in_chunks(names):
+        for part, marks in in_chunks(names):
             for name, node in self.db.execute(
                 f"SELECT name, node FROM locations WHERE kind = ? AND name IN ({marks})",
                 (kind, *part),
@@ -592,10 +592,10 @@ class MasterDB:
         return None if row is None else str(row[0])
 
     def active_nodes(self, names: Sequence[str]) -> dict[str, str]:
-        """`active_node` of many structure files, with one query for each IN_CHUNK names;
-        those without an active copy are left out."""
+        """`active_node` of many structure files, in a few queries; those without an active
+        copy are left out."""
         found: dict[str, str] = {}
-        for part, marks in _in_chunks(names):
+        for part, marks in in_chunks(names):
             found.update(
                 self.db.execute(f"SELECT name, node FROM active WHERE name IN ({marks})", part)
             )
@@ -724,13 +724,6 @@ class MasterDB:
 
     def iter_files(self) -> Iterator[tuple[str, str]]:
         yield from self.db.execute("SELECT kind, name FROM files")
-
-
-def _in_chunks(names: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
-    """The names in parts of IN_CHUNK, each with its `?,?,...` for an IN clause."""
-    for start in range(0, len(names), IN_CHUNK):
-        part = names[start : start + IN_CHUNK]
-        yield part, ",".join("?" * len(part))
 
 
 class _Tx:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from archive.errors import DlwebError, NotFound
+from archive.sql import in_chunks
 from archive.urlkey import canonical_url
 
 from ..delimitation import (
@@ -712,9 +713,7 @@ class SqliteStore(Store):
     def _sites_by_id(self, site_ids: list[int]) -> list[Site]:
         """The sites, in the order given."""
         found: dict[int, Site] = {}
-        for start in range(0, len(site_ids), _IDS_PER_QUERY):
-            chunk = site_ids[start : start + _IDS_PER_QUERY]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(site_ids):
             for row in self._read(
                 f"SELECT {_SITE_COLUMNS} FROM sites WHERE id IN ({marks})", chunk
             ):
@@ -758,10 +757,7 @@ class SqliteStore(Store):
 
     def _track(self, site_ids: Iterable[int]) -> None:
         """Brings the due queue up to date with sites just written."""
-        ids = list(site_ids)
-        for start in range(0, len(ids), _IDS_PER_QUERY):
-            chunk = ids[start : start + _IDS_PER_QUERY]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(list(site_ids)):
             for row in self._read(
                 f"SELECT id, state, priority, next_crawl FROM sites WHERE id IN ({marks})", chunk
             ):
@@ -816,7 +812,6 @@ class SqliteStore(Store):
 _SITE_FIELDS = tuple(field.name for field in fields(Site))
 _SITE_COLUMNS = ", ".join(_SITE_FIELDS)
 _CRAWL_FIELDS = tuple(field.name for field in fields(Crawl))
-_IDS_PER_QUERY = 500  # below SQLite's limit on bound parameters
 # Fields set_state may change besides the state, and their types.
 _CHANGEABLE: dict[str, type] = {
     "next_crawl": float,

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-CHUNK = 500
+from archive.sql import in_chunks
 
 
 def prefix(name: str) -> bytes:
@@ -57,14 +57,10 @@ class ContentIndex:
         }
 
     def _refs_of(self, names: Iterable[str]) -> dict[str, int]:
-        """The reference counts of those of these names the archive holds, CHUNK names a
-        query."""
+        """The reference counts of those of these names the archive holds."""
         wanted = {prefix(name): name for name in names}
-        keys = list(wanted)
         found: dict[str, int] = {}
-        for start in range(0, len(keys), CHUNK):
-            part = keys[start : start + CHUNK]
-            marks = ",".join("?" * len(part))
+        for part, marks in in_chunks(list(wanted)):
             for key, refs in self.db.execute(
                 f"SELECT prefix, refs FROM contents WHERE prefix IN ({marks})", part
             ):
