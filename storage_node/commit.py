@@ -35,7 +35,8 @@ class GroupCommitter:
     def __init__(self, root: Path, executor: Executor) -> None:
         self._fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._executor = executor
-        self._queue: list[tuple[Staged, asyncio.Future[None]]] = []
+        # Each call's files with the one future the call waits on.
+        self._queue: list[tuple[Sequence[Staged], asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.files = 0
@@ -45,16 +46,15 @@ class GroupCommitter:
         await self.place_all([pending])
 
     async def place_all(self, staged: Sequence[Staged]) -> None:
-        """`place` for many files, which then share the batches' flushes."""
-        loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[None]] = []
-        for pending in staged:
-            future: asyncio.Future[None] = loop.create_future()
-            self._queue.append((pending, future))
-            futures.append(future)
+        """`place` for many files, which then share the batches' flushes; raises the first
+        failure among them, after the others are in place."""
+        if not staged:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append((staged, future))
         if self._task is None:
             self._task = asyncio.create_task(self._drain())
-        await asyncio.gather(*futures)
+        await future
 
     async def flush(self) -> None:
         """Return once everything written before the call is durable (files written in place,
@@ -66,18 +66,22 @@ class GroupCommitter:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
-                outcomes = await loop.run_in_executor(
-                    self._executor, self._flush_and_place, [p for p, _ in batch]
-                )
+                files = [pending for staged, _ in batch for pending in staged]
+                outcomes = await loop.run_in_executor(self._executor, self._flush_and_place, files)
                 self.batches += 1
-                self.files += len(batch)
-                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                self.files += len(files)
+                start = 0
+                for staged, future in batch:
+                    failed = next(
+                        (o for o in outcomes[start : start + len(staged)] if o is not None), None
+                    )
+                    start += len(staged)
                     if future.done():
                         continue
-                    if outcome is None:
+                    if failed is None:
                         future.set_result(None)
                     else:
-                        future.set_exception(outcome)
+                        future.set_exception(failed)
         finally:
             self._task = None
 
