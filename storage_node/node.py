@@ -33,7 +33,6 @@ IDENTITY_FILE = "node.json"
 QUARANTINE = "quarantine"
 CONTENT, STRUCTURE = "content", "structure"
 T = TypeVar("T")
-U = TypeVar("U")
 # A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
 MIN_FILTER_CAPACITY = 1_000_000
 
@@ -346,11 +345,11 @@ class StorageNode:
     async def put_contents(self, items: list[tuple[str, bytes]]) -> int:
         """Store many small contents at once (an uploaded pack); returns how many were new.
 
-        They are hashed and written aside in worker calls, then put in place through the group
+        They are hashed and written aside in one worker call, then put in place through the group
         commit together; a content whose bytes do not match its name fails the whole pack before
         anything is placed.
         """
-        staged = await self._stage_in_parts(self._stage_contents, items, _abort)
+        staged = await self.run_io(self._stage_contents, items)
         try:
             # Shielded: once placed, files must reach the inventory even if the client left.
             return await asyncio.shield(self._place_contents(staged))
@@ -540,9 +539,7 @@ class StorageNode:
                 wanted[name] = (url, [])
             wanted[name][1].extend(captures)
         async with self._locked(wanted):
-            staged = await self._stage_in_parts(
-                self._stage_structures, list(wanted.items()), lambda made: made[3].abort()
-            )
+            staged = await self.run_io(self._stage_structures, list(wanted.items()))
             if staged:
                 await self._add_files(
                     STRUCTURE, [(name, size, sfile) for name, _, size, sfile in staged]
@@ -567,22 +564,6 @@ class StorageNode:
                 sfile.abort()
             raise
         return staged
-
-    async def _stage_in_parts(
-        self, stage: Callable[[list[T]], list[U]], items: list[T], undo: Callable[[U], None]
-    ) -> list[U]:
-        """Run `stage` over a batch split among a few worker threads, since creating files
-        waits on the disk; when a part fails, undo what the others staged."""
-        parts = await asyncio.gather(
-            *(self.run_io(stage, part) for part in _spread(items)), return_exceptions=True
-        )
-        done = [made for part in parts if not isinstance(part, BaseException) for made in part]
-        failed = next((part for part in parts if isinstance(part, BaseException)), None)
-        if failed is not None:
-            for made in done:
-                undo(made)
-            raise failed
-        return done
 
     async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
         """Store a whole structure file (a copy sent by the master), after checking all of it."""
@@ -638,19 +619,6 @@ class StorageNode:
         return usage.free, usage.total
 
 
-STAGING_THREADS = 4
-
-
-def _spread(items: list[T]) -> list[list[T]]:
-    """A batch in a few parts, written by as many threads: file creation waits on the disk."""
-    size = max(16, -(-len(items) // STAGING_THREADS))
-    return [items[start : start + size] for start in range(0, len(items), size)]
-
-
 def _place_each(files: Sequence[Staged]) -> None:
     for staged in files:
         staged.place()
-
-
-def _abort(staged: PendingFile | VolumeEntry) -> None:
-    staged.abort()
