@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from archive.hashing import check_name
 from archive.store import FileStore, PendingFile, StagedFile, fsync_dir
 from archive.structure import StructureFile
 
@@ -77,7 +78,9 @@ class VolumeStore:
     # -- reading ---------------------------------------------------------------------------------
 
     def exists(self, name: str) -> bool:
-        return self.files.exists(name) or name in self.volumes
+        # The volumes first: a dictionary lookup, where the file store costs a stat.
+        check_name(name)
+        return name in self.volumes or self.files.exists(name)
 
     def span(self, name: str) -> Span:
         """Where the file's bytes are; FileNotFoundError when it is not held."""
