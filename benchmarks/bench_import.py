@@ -21,6 +21,7 @@ import io
 import json
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -66,6 +67,7 @@ STARTED = datetime(2024, 5, 1, tzinfo=UTC)
 USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
 PYWB_TRIES = 2
 DLWEB_TRIES = 2
+INVENTORY_WAIT = 30.0
 
 
 def settle_disk() -> None:
@@ -251,11 +253,23 @@ def bench_raw(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, An
     return {"files": files, **figures(seconds, warc)}
 
 
-def content_files(config_path: Path) -> int:
+def content_files(config_path: Path, at_least: int) -> int:
+    """The contents the master knows of, once it knows `at_least` (it learns of stored files
+    from the nodes' inventories a moment after the import ends), or after INVENTORY_WAIT s."""
     master = load_config(config_path).master
-    with urllib.request.urlopen(f"{master}/status", timeout=10) as answer:
-        count: int = json.load(answer)["files"]["content"]
-        return count
+    deadline = time.monotonic() + INVENTORY_WAIT
+    while True:
+        with urllib.request.urlopen(f"{master}/status", timeout=10) as answer:
+            count: int = json.load(answer)["files"]["content"]
+        if count >= at_least or time.monotonic() > deadline:
+            return count
+        time.sleep(0.1)
+
+
+def new_contents(output: str) -> int:
+    """The new contents an import's summary reports."""
+    match = re.search(r"([\d,]+) new contents", output)
+    return int(match[1].replace(",", "")) if match else 0
 
 
 def timed_with_cpu(
@@ -294,7 +308,7 @@ def one_dlweb(data: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, An
         what = "dlweb import (it must exit 0 once every record is imported)"
         seconds, output, cpu = timed_with_cpu(command, what, cluster)
         print(f"  dlweb import: {seconds:.2f} s; {last_line(output)}")
-        stored = content_files(config)
+        stored = content_files(config, new_contents(output))
         again, output, cpu_again = timed_with_cpu(command, f"the second {what}", cluster)
         print(f"  dlweb import again: {again:.2f} s; {last_line(output)}")
         return {
@@ -302,7 +316,7 @@ def one_dlweb(data: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, An
             "cpu_s": cpu,
             "reimport": {**figures(again, warc), "cpu_s": cpu_again},
             "content_files_after_import": stored,
-            "content_files_after_reimport": content_files(config),
+            "content_files_after_reimport": content_files(config, stored),
         }
     finally:
         subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
