@@ -18,10 +18,6 @@ from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
-# Container objects made between two passes of the youngest generation of the cyclic garbage
-# collector (Python's default is 700): a server or an import makes hundreds of thousands of
-# short-lived ones (captures, inventory entries), almost none in cycles.
-COLLECT_AFTER = 10_000
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -135,7 +131,6 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
     # What start-up built (modules, classes, the parser) lives as long as the process: the
     # collector's passes need not look at it again.
     gc.freeze()
-    gc.set_threshold(COLLECT_AFTER, *gc.get_threshold()[1:])
     try:
         return runner(args)
     except DlwebError as exc:
