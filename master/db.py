@@ -363,12 +363,7 @@ class MasterDB:
     # -- queries --------------------------------------------------------------------------------
 
     def holders(self, kind: str, name: str) -> list[str]:
-        return [
-            row[0]
-            for row in self.db.execute(
-                "SELECT node FROM locations WHERE kind = ? AND name = ?", (kind, name)
-            )
-        ]
+        return self.holders_of(kind, [name])[name]
 
     def holders_of(self, kind: str, names: Sequence[str]) -> dict[str, list[str]]:
         """`holders` of many files, in a few queries."""
@@ -588,8 +583,7 @@ class MasterDB:
     # -- structure files ------------------------------------------------------------------------
 
     def active_node(self, name: str) -> str | None:
-        row = self.db.execute("SELECT node FROM active WHERE name = ?", (name,)).fetchone()
-        return None if row is None else str(row[0])
+        return self.active_nodes([name]).get(name)
 
     def active_nodes(self, names: Sequence[str]) -> dict[str, str]:
         """`active_node` of many structure files, in a few queries; those without an active
