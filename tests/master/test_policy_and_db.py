@@ -7,12 +7,21 @@ import pytest
 
 from archive.config import Replication, parse_config
 from archive.errors import ConfigError
-from master.db import FileRef, MasterDB, NodeRow
+from master.db import FileRef, MasterDB, NodeRow, TargetFn
 from master.policy import choose_node, target_function
 
 
 def name(i: int) -> str:
     return hashlib.sha256(str(i).encode()).hexdigest()
+
+
+def db_with_nodes(tmp_path: Path, nodes: str, **replication: int) -> tuple[MasterDB, TargetFn]:
+    """A fresh database knowing the nodes named by the letters of `nodes`, and the targets of
+    a replication section with these keys."""
+    db = MasterDB(tmp_path / "m.db")
+    for node in nodes:
+        db.save_node(NodeRow(node, f"http://{node}"))
+    return db, target_function(Replication(**replication))
 
 
 def test_targets_follow_the_policy() -> None:
@@ -52,10 +61,7 @@ def test_choice_prefers_new_domains_then_groups_then_free_space() -> None:
 
 
 def test_below_target_orders_the_most_endangered_first(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication(default=2, small_bytes=0))
-    for node in "abc":
-        db.save_node(NodeRow(node, f"http://{node}"))
+    db, target = db_with_nodes(tmp_path, "abc", default=2, small_bytes=0)
     entries = [{"op": "add", "kind": "content", "name": name(i), "size": 10} for i in range(3)]
     db.apply_inventory("a", entries, 3, target)
     db.apply_inventory("b", entries[:1], 1, target)
@@ -71,9 +77,7 @@ def test_below_target_orders_the_most_endangered_first(tmp_path: Path) -> None:
 
 
 def test_one_batch_of_adds_and_removes_is_applied_in_its_order(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication())
-    db.save_node(NodeRow("a", "http://a"))
+    db, target = db_with_nodes(tmp_path, "a")
 
     def entry(op: str, kind: str, i: int) -> dict[str, object]:
         return {"op": op, "kind": kind, "name": name(i), "size": 10 + i}
@@ -98,10 +102,7 @@ def test_one_batch_of_adds_and_removes_is_applied_in_its_order(tmp_path: Path) -
 
 
 def test_lookups_of_many_names_agree_with_one_name_lookups(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication(default=2, small_bytes=0))
-    for node in "ab":
-        db.save_node(NodeRow(node, f"http://{node}"))
+    db, target = db_with_nodes(tmp_path, "ab", default=2, small_bytes=0)
     # More names than one IN (...) query takes, so the lookups go in parts.
     names = [name(i) for i in range(1_200)]
     adds = [{"op": "add", "kind": "structure", "name": n, "size": 10} for n in names[::2]]
@@ -120,9 +121,7 @@ def test_lookups_of_many_names_agree_with_one_name_lookups(tmp_path: Path) -> No
 
 
 def test_positions_survive_reopening(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication())
-    db.save_node(NodeRow("a", "http://a"))
+    db, target = db_with_nodes(tmp_path, "a")
     db.apply_inventory(
         "a", [{"op": "add", "kind": "structure", "name": name(0), "size": 1}], 7, target
     )
@@ -136,9 +135,7 @@ def test_positions_survive_reopening(tmp_path: Path) -> None:
 
 
 def test_reference_counts_sent_before_the_content_are_kept(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication(default=2, small_bytes=0, popular_refs=5))
-    db.save_node(NodeRow("a", "http://a"))
+    db, target = db_with_nodes(tmp_path, "a", default=2, small_bytes=0, popular_refs=5)
     db.set_refs({name(1): 7}, target)
     entry = {"op": "add", "kind": "content", "name": name(1), "size": 4096}
     db.apply_inventory("a", [entry], 1, target)
@@ -156,10 +153,7 @@ def taken(db: MasterDB, limit: int = 100) -> set[str]:
 
 
 def test_changes_mark_their_files_for_the_repair_pass(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication(default=2, small_bytes=0, popular_refs=5))
-    for node in "ab":
-        db.save_node(NodeRow(node, f"http://{node}"))
+    db, target = db_with_nodes(tmp_path, "ab", default=2, small_bytes=0, popular_refs=5)
     db.apply_inventory("a", adds([name(i) for i in range(5)]), 5, target)
     files = db.take_marked(100)
     assert {f.name for f in files} == {name(i) for i in range(5)}
@@ -176,9 +170,7 @@ def test_changes_mark_their_files_for_the_repair_pass(tmp_path: Path) -> None:
 
 
 def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication())
-    db.save_node(NodeRow("a", "http://a"))
+    db, target = db_with_nodes(tmp_path, "a")
     everything = {name(i) for i in range(25)}
     db.apply_inventory("a", adds(sorted(everything)), 25, target)
     assert taken(db) == everything
@@ -194,10 +186,7 @@ def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(tmp_path: P
 
 
 def test_the_full_scan_marks_files_below_or_above_target(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    target = target_function(Replication(default=2, small_bytes=0))
-    for node in "abc":
-        db.save_node(NodeRow(node, f"http://{node}"))
+    db, target = db_with_nodes(tmp_path, "abc", default=2, small_bytes=0)
     db.apply_inventory("a", adds([name(0), name(1), name(2)]), 3, target)
     db.apply_inventory("b", adds([name(1), name(2)]), 2, target)
     db.apply_inventory("c", adds([name(2)]), 1, target)
