@@ -399,7 +399,7 @@ class StorageNode:
     def _not_held(self, staged: list[PendingFile | VolumeEntry]) -> list[PendingFile | VolumeEntry]:
         fresh: dict[str, PendingFile | VolumeEntry] = {}
         for entry in staged:
-            if entry.name and entry.name not in fresh and not self.contents.exists(entry.name):
+            if entry.name and entry.name not in fresh and not self.holds(CONTENT, entry.name):
                 fresh[entry.name] = entry
         return list(fresh.values())
 
@@ -407,7 +407,7 @@ class StorageNode:
         staged: list[PendingFile | VolumeEntry] = []
         try:
             for name, data in dict(items).items():
-                if not self.contents.exists(name):
+                if not self.holds(CONTENT, name):
                     staged.append(
                         self.contents.stage_content(name, data, fsync=self.committer is None)
                     )
@@ -421,7 +421,7 @@ class StorageNode:
         name = staged.name
         assert name is not None
         async with self.lock(name):
-            if self.contents.exists(name):
+            if self.holds(CONTENT, name):
                 return False
             committer = self.committer
 
@@ -495,7 +495,7 @@ class StorageNode:
             raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
         store = self.structures
         async with self.lock(name):
-            if not store.exists(name):
+            if not self.holds(STRUCTURE, name):
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)
 
@@ -553,11 +553,11 @@ class StorageNode:
         staged: list[tuple[str, int, int, Staged]] = []
         try:
             for name, (url, captures) in wanted:
-                if self.structures.exists(name):
+                if self.holds(STRUCTURE, name):
                     continue
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)
-                version = self.structures.stage_version(name, data)
+                version = self.structures.stage_version(name, data, absent=True)
                 staged.append((name, len(unique), len(data), version))
         except BaseException:
             for *_, sfile in staged:
@@ -586,7 +586,7 @@ class StorageNode:
                 )
 
             async with self.lock(name):
-                if not store.exists(name):
+                if not self.holds(STRUCTURE, name):
                     await self._add_file(STRUCTURE, name, size, put_in_place)
                     return True
                 old_size = store.size(name)

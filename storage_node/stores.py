@@ -172,12 +172,17 @@ class VolumeStore:
         return entry
 
     def stage_version(
-        self, name: str, data: bytes | None = None, temp: Path | None = None
+        self,
+        name: str,
+        data: bytes | None = None,
+        temp: Path | None = None,
+        absent: bool = False,
     ) -> StagedFile | VolumeEntry | _Graduation:
         """A new version of a structure file (its bytes, or a file holding them) written aside,
-        to be placed later: a volume entry while it is small and has no file, else a file."""
+        to be placed later: a volume entry while it is small and has no file, else a file.
+        `absent` says the caller knows no version is held (no stat is needed to find out)."""
         size = len(data) if data is not None else os.stat(temp or "").st_size
-        if size <= self.small and not self.files.exists(name):
+        if size <= self.small and (absent or not self.files.exists(name)):
             if data is None:
                 assert temp is not None
                 data = temp.read_bytes()
