@@ -8,10 +8,12 @@ recorded files in place (`syncs_filesystem`); otherwise it is an fdatasync of th
 """
 
 import asyncio
+import itertools
 import json
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -23,6 +25,9 @@ log = logging.getLogger(__name__)
 
 OPS = ("add", "remove")
 KINDS = ("content", "structure")
+# Entries kept in memory after they are written, so that following the log as it grows costs no
+# reading and parsing of it (about 3 MB).
+RECENT = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +78,9 @@ class InventoryLog:
     def __init__(self, path: Path, executor: Executor) -> None:
         self.path = Path(path)
         self._executor = executor
-        self.seq = self._recover()
+        self.seq, self._size = self._recover()
+        # The newest entries, each with the byte offset where its line ends.
+        self._recent: deque[tuple[Entry, int]] = deque(maxlen=RECENT)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._written = self.seq
         self._synced = self.seq
@@ -89,10 +96,10 @@ class InventoryLog:
         """The last entry known to be on disk; only these may be told to a master."""
         return self._synced
 
-    def _recover(self) -> int:
-        """Find the last sequence number, cutting off a line torn by a crash."""
+    def _recover(self) -> tuple[int, int]:
+        """Find the last sequence number and the log's size, cutting off a line torn by a crash."""
         if not self.path.exists():
-            return 0
+            return 0, 0
         good_end, seq = 0, 0
         with open(self.path, "rb") as stream:
             for line in stream:
@@ -105,13 +112,16 @@ class InventoryLog:
         if good_end != size:
             log.warning("%s: dropping %d bytes of a torn last line", self.path, size - good_end)
             os.truncate(self.path, good_end)
-        return seq
+        return seq, good_end
 
     def append(self, op: str, kind: str, name: str, size: int) -> Entry:
         """Write an entry without waiting for it to be durable (see `durable`)."""
         self.seq += 1
         entry = Entry(self.seq, op, kind, name, size, time.time_ns() // 1000)
-        os.write(self._fd, entry.line())
+        line = entry.line()
+        os.write(self._fd, line)
+        self._size += len(line)
+        self._recent.append((entry, self._size))
         self._written = entry.seq
         return entry
 
@@ -119,12 +129,19 @@ class InventoryLog:
         """Write entries for many files in one write, without waiting for them to be durable."""
         now = time.time_ns() // 1000
         entries = []
+        lines = []
         for name, size in files:
             self.seq += 1
-            entries.append(Entry(self.seq, op, kind, name, size, now))
-        view = memoryview(b"".join(entry.line() for entry in entries))
+            entry = Entry(self.seq, op, kind, name, size, now)
+            line = entry.line()
+            entries.append(entry)
+            lines.append(line)
+        view = memoryview(b"".join(lines))
         while view:
             view = view[os.write(self._fd, view) :]
+        for entry, line in zip(entries, lines, strict=True):
+            self._size += len(line)
+            self._recent.append((entry, self._size))
         self._written = self.seq
         return entries
 
@@ -171,7 +188,7 @@ class InventoryLog:
                     yield entry
 
     def cursor(self, since: int) -> "Cursor":
-        return Cursor(self.path, since)
+        return Cursor(self.path, since, self._recent)
 
     def close(self) -> None:
         os.fsync(self._fd)
@@ -180,12 +197,32 @@ class InventoryLog:
 
 class Cursor:
     """Reads the log forward from a sequence number, remembering its byte offset between reads,
-    so following a growing log costs only the new lines."""
+    so following a growing log costs only the new lines, or nothing when they are still in
+    memory."""
 
-    def __init__(self, path: Path, since: int) -> None:
+    def __init__(
+        self, path: Path, since: int, recent: deque[tuple[Entry, int]] | None = None
+    ) -> None:
         self.path = path
         self.seq = since
         self._offset = 0
+        self._recent: deque[tuple[Entry, int]] = recent if recent is not None else deque()
+
+    def read_recent(self, limit: int, upto: int | None = None) -> list[Entry] | None:
+        """`read` from the entries kept in memory; None when the next entry is no longer
+        there (then `read` the file). Runs on the thread that appends."""
+        recent = self._recent
+        if not recent or recent[0][0].seq > self.seq + 1:
+            return None
+        start = max(0, self.seq + 1 - recent[0][0].seq)
+        entries: list[Entry] = []
+        for entry, end in itertools.islice(recent, start, start + limit):
+            if upto is not None and entry.seq > upto:
+                break
+            entries.append(entry)
+            self.seq = entry.seq
+            self._offset = end
+        return entries
 
     def read(self, limit: int, upto: int | None = None) -> list[Entry]:
         """The next entries after the last one read, at most `limit` and none after `upto`;

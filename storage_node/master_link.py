@@ -194,7 +194,9 @@ class MasterLink:
         while True:
             self.node.changed.clear()
             upto = self.node.inventory.durable_seq
-            entries = await self.node.run_io(cursor.read, BATCH, upto)
+            entries = cursor.read_recent(BATCH, upto)
+            if entries is None:
+                entries = await self.node.run_io(cursor.read, BATCH, upto)
             if entries:
                 await peer.call(
                     "node.inventory",
