@@ -239,4 +239,4 @@ def side_name(url: str) -> str:
 def belongs_to(name: str, url: str) -> bool:
     """True when `name` is the structure file or the side file of `url`."""
     key = url_key(url)
-    return name in (sha256_hex(key), sha256_hex(SIDE_PREFIX + key))
+    return name == sha256_hex(key) or name == sha256_hex(SIDE_PREFIX + key)

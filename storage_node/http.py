@@ -197,10 +197,13 @@ async def _json_body(request: web.Request) -> object:
         raise DlwebError("request body is not valid JSON") from None
 
 
-def _captures_of(body: object) -> tuple[str, list[Capture]]:
-    """The URL and capture records of an append, naming the first bad field."""
+def _captures_of(body: object, name: str) -> tuple[str, list[Capture]]:
+    """The URL and capture records of an append to structure file `name`, naming the first bad
+    field, or a URL that does not belong to the file."""
     if not isinstance(body, dict) or not isinstance(body.get("url"), str):
         raise BadRecord('body must be {"url": "...", "records": [...]}')
+    if not belongs_to(name, body["url"]):
+        raise UrlMismatch(f"URL {body['url'][:200]!r} does not belong to structure file {name}")
     records = body.get("records")
     if not isinstance(records, list) or not records:
         raise BadRecord('"records" must be a non-empty list of capture records')
@@ -217,7 +220,7 @@ async def append_structure(request: web.Request) -> web.Response:
     name = _name(request)
     body = await _json_body(request)
     _check_deadline(body)
-    url, captures = _captures_of(body)
+    url, captures = _captures_of(body, name)
     added, created = await request.app[NODE].append_captures(name, url, captures)
     return web.json_response({"name": name, "added": added, "created": created})
 
@@ -237,9 +240,7 @@ async def append_structures(request: web.Request) -> web.Response:
         name = item.get("name") if isinstance(item, dict) else None
         try:
             checked = check_name(name if isinstance(name, str) else "")
-            url, captures = _captures_of(item)
-            if not belongs_to(checked, url):
-                raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {checked}")
+            url, captures = _captures_of(item, checked)
         except _CLIENT_ERRORS as exc:
             results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
             continue

@@ -490,9 +490,8 @@ class StorageNode:
         self, name: str, url: str, captures: Sequence[Capture]
     ) -> tuple[int, bool]:
         """Add captures to a URL's structure file, creating it if needed; returns how many were
-        new and whether the file was created."""
-        if not belongs_to(name, url):
-            raise UrlMismatch(f"URL {url[:200]!r} does not belong to structure file {name}")
+        new and whether the file was created. The caller has checked that the URL belongs to the
+        file name (the HTTP handlers do)."""
         store = self.structures
         async with self.lock(name):
             if not self.holds(STRUCTURE, name):
