@@ -2,7 +2,6 @@
 
 import asyncio
 import hmac
-import json
 import logging
 import time
 from collections import Counter
@@ -10,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from archive import pack
+from archive import jsonwire, pack
 from archive.errors import BadName, CorruptFile, DlwebError, HashMismatch, NotFound
 from archive.hashing import check_name
 from archive.structure import BadRecord, Capture, Mode
@@ -45,6 +44,10 @@ class Late(DlwebError):
     """An append that arrived after the deadline its sender gave: the sender has given up."""
 
 
+def _json(data: object, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=jsonwire.dumps)
+
+
 def _check_deadline(body: object) -> None:
     """Refuse an append its sender no longer waits for: a request a cut link delivered late
     would add records its sender reported as failed, to a copy that may no longer be active."""
@@ -59,7 +62,7 @@ def _check_deadline(body: object) -> None:
 
 
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+    return _json({"error": message}, status=status)
 
 
 def _check_token(request: web.Request) -> web.Response | None:
@@ -166,7 +169,7 @@ async def post_contents(request: web.Request) -> web.Response:
         check_name(name)
     created = await request.app[NODE].put_contents(items)
     request.app[METRICS]["dlweb_node_content_writes_total"] += len(items)
-    return web.json_response({"received": len(items), "created": created})
+    return _json({"received": len(items), "created": created})
 
 
 async def put_content(request: web.Request) -> web.Response:
@@ -187,12 +190,12 @@ async def delete_file(request: web.Request) -> web.Response:
     kind = CONTENT if request.path.startswith("/content/") else STRUCTURE
     if not await request.app[NODE].delete(kind, name):
         raise NotFound(f"{kind} {name} is not on this node")
-    return web.json_response({"name": name, "deleted": True})
+    return _json({"name": name, "deleted": True})
 
 
 async def _json_body(request: web.Request) -> object:
     try:
-        return json.loads(await request.read())
+        return jsonwire.loads(await request.read())
     except (ValueError, UnicodeDecodeError):
         raise DlwebError("request body is not valid JSON") from None
 
@@ -222,7 +225,7 @@ async def append_structure(request: web.Request) -> web.Response:
     _check_deadline(body)
     url, captures = _captures_of(body, name)
     added, created = await request.app[NODE].append_captures(name, url, captures)
-    return web.json_response({"name": name, "added": added, "created": created})
+    return _json({"name": name, "added": added, "created": created})
 
 
 async def append_structures(request: web.Request) -> web.Response:
@@ -270,13 +273,13 @@ async def append_structures(request: web.Request) -> web.Response:
             results[index] = {"name": name, "added": added, "created": made}
 
     await asyncio.gather(*(one(*item) for item in rest))
-    return web.json_response({"results": results})
+    return _json({"results": results})
 
 
 async def put_structure(request: web.Request) -> web.Response:
     name = _name(request)
     created = await request.app[NODE].put_structure(name, request.content.iter_chunked(READ_CHUNK))
-    return web.json_response({"name": name, "created": created}, status=201 if created else 200)
+    return _json({"name": name, "created": created}, status=201 if created else 200)
 
 
 def _int_param(request: web.Request, key: str, default: int, low: int, high: int) -> int:
@@ -325,17 +328,17 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
             limit = _int_param(request, "limit", 1000, 1, MAX_RANGE_LIMIT)
             found = reader.records(start, min(stop, start + limit))
             answer["records"] = [_record_json(c, start + i) for i, c in enumerate(found)]
-            return web.json_response(answer)
+            return _json(answer)
         index = reader.find(mode, _time_param(request, "at"))
         if index is None:
             answer["records"] = []
-            return web.json_response(answer, status=404)
+            return _json(answer, status=404)
         answer["records"] = [_record_json(reader.record(index), index)]
         neighbours = {"first": 0, "last": reader.count - 1, "prev": index - 1, "next": index + 1}
         for key, at in neighbours.items():
             valid = 0 <= at < reader.count
             answer[key] = _record_json(reader.record(at), at) if valid else None
-        return web.json_response(answer)
+        return _json(answer)
 
 
 async def get_status(request: web.Request) -> web.Response:
@@ -356,7 +359,7 @@ async def get_status(request: web.Request) -> web.Response:
         },
     }
     status.update(request.app[EXTRA_STATUS]())
-    return web.json_response(status)
+    return _json(status)
 
 
 async def get_metrics(request: web.Request) -> web.Response:
@@ -382,7 +385,7 @@ async def get_inventory(request: web.Request) -> web.Response:
     limit = _int_param(request, "limit", 10_000, 1, 100_000)
     node = request.app[NODE]
     entries = [e.to_json() for e in node.inventory.read_since(since, limit)]
-    return web.json_response({"node": node.id, "seq": node.inventory.seq, "entries": entries})
+    return _json({"node": node.id, "seq": node.inventory.seq, "entries": entries})
 
 
 async def post_scrub(request: web.Request) -> web.Response:
@@ -391,7 +394,7 @@ async def post_scrub(request: web.Request) -> web.Response:
         report = await scrub(request.app[NODE])
     except ScrubRunning as exc:
         return _error(409, str(exc))
-    return web.json_response(report.to_json())
+    return _json(report.to_json())
 
 
 def build_app(

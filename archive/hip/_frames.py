@@ -1,12 +1,12 @@
 """Codecs and the envelope of the frames exchanged after the handshake, with their validation."""
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from archive import jsonwire
 from archive.hip._errors import HipError
 
 FORMATS = ("json", "yaml")
@@ -38,11 +38,6 @@ def _yaml_load(text: str) -> Any:
     return yaml.load(text, Loader=_SafeLoader)
 
 
-def _reject_constant(name: str) -> Any:
-    """Refuse NaN and Infinity, which are not JSON."""
-    raise ValueError(f"{name} is not valid JSON")
-
-
 @dataclass(frozen=True)
 class Codec:
     """One serialisation of frames; every frame is sent as a WebSocket text message."""
@@ -68,11 +63,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-JSON = Codec(
-    "json",
-    lambda obj: json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")),
-    lambda text: json.loads(text, parse_constant=_reject_constant),
-)
+JSON = Codec("json", jsonwire.dumps, jsonwire.loads)
 YAML = Codec(
     "yaml",
     lambda obj: yaml.dump(obj, Dumper=_YamlDumper, allow_unicode=True, sort_keys=False),

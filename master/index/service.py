@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 
+from archive import jsonwire
 from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import ConfigError, DlwebError
@@ -134,6 +135,7 @@ class IndexNode:
                 total=APPEND_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=PEER_SILENCE
             ),
             connector=aiohttp.TCPConnector(limit=APPENDS_IN_FLIGHT * 2),
+            json_serialize=jsonwire.dumps,
         )
         await self.upstream.start()
         self._refresh = asyncio.create_task(self._refresh_nodes(), name="node list")
@@ -399,7 +401,7 @@ class IndexNode:
                 headers=self._headers(),
             ) as r,
         ):
-            answer = await r.json(content_type=None)
+            answer = await r.json(content_type=None, loads=jsonwire.loads)
             if r.status != 200:
                 raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
         taken: dict[str, tuple[int, bool]] = {}
@@ -458,7 +460,7 @@ class IndexNode:
                 headers=self._headers(),
             ) as r,
         ):
-            answer = await r.json(content_type=None)
+            answer = await r.json(content_type=None, loads=jsonwire.loads)
             if r.status == 400:
                 raise RemoteError("bad_params", f"insert: {address} refused: {answer.get('error')}")
             if r.status != 200:
