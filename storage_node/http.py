@@ -261,6 +261,18 @@ async def append_structures(request: web.Request) -> web.Response:
             results[index] = {"name": name, "added": created.pop(name), "created": True}
         else:
             rest.append((index, name, url, captures))
+    try:
+        appended = await node.append_in_volumes([(n, c) for _, n, _, c in rest]) if rest else {}
+    except DlwebError as exc:
+        appended = {}
+        log.warning("appending to a batch of structure files failed: %s", exc)
+
+    single = []
+    for index, name, url, captures in rest:
+        if name in appended:
+            results[index] = {"name": name, "added": appended.pop(name), "created": False}
+        else:
+            single.append((index, name, url, captures))
 
     async def one(index: int, name: str, url: str, captures: list[Capture]) -> None:
         try:
@@ -272,7 +284,7 @@ async def append_structures(request: web.Request) -> web.Response:
         else:
             results[index] = {"name": name, "added": added, "created": made}
 
-    await asyncio.gather(*(one(*item) for item in rest))
+    await asyncio.gather(*(one(*item) for item in single))
     return _json({"results": results})
 
 

@@ -525,6 +525,66 @@ class StorageNode:
             self.counts.bytes[STRUCTURE] += store.size(name) - before
             return len(fresh), False
 
+    async def append_in_volumes(
+        self, files: Sequence[tuple[str, Sequence[Capture]]]
+    ) -> dict[str, int]:
+        """`append_captures` for a batch of files kept in volumes, together: their records are
+        read and their new versions staged in one worker call, then placed through one group
+        commit. Returns how many records each file got (0 when it had them all); a file left
+        out is for `append_captures` (not held meanwhile, or kept as a file of its own, which
+        is appended to in place). Of a name given twice, the first is taken. The caller has
+        checked each URL against its file name."""
+        wanted: dict[str, Sequence[Capture]] = {}
+        for name, captures in files:
+            wanted.setdefault(name, captures)
+        async with self._locked(wanted):
+            planned = await self.run_io(self._plan_appends, list(wanted.items()))
+            versions = [version for _, _, _, version in planned if version is not None]
+            try:
+                if versions and self.committer is None:
+                    await self.run_io(_place_each, versions)
+                elif versions and self.committer is not None:
+                    await self.committer.place_all(versions)
+                    # Replacements have no inventory entry to flush them: flush here.
+                    await self.committer.flush()
+            finally:
+                for version in versions:
+                    version.abort()
+            self.counts.bytes[STRUCTURE] += sum(grown for _, _, grown, _ in planned)
+        return {name: count for name, count, _, _ in planned}
+
+    def _plan_appends(
+        self, wanted: list[tuple[str, Sequence[Capture]]]
+    ) -> list[tuple[str, int, int, Staged | None]]:
+        """For each file kept in a volume: (name, new records, bytes grown, new version staged,
+        or None when nothing is new)."""
+        store = self.structures
+        planned: list[tuple[str, int, int, Staged | None]] = []
+        try:
+            for name, captures in wanted:
+                span = store.volume_span(name) if self.holds(STRUCTURE, name) else None
+                if span is None:
+                    continue
+                try:
+                    with StructureFile(
+                        Path(span.path), start=span.offset, length=span.size
+                    ) as sfile:
+                        fresh, _ = sfile.plan_append(captures)
+                        data = sfile.merged_bytes(fresh) if fresh else b""
+                except FileNotFoundError:
+                    continue  # its volume was compacted meanwhile: left for append_captures
+                if not fresh:
+                    planned.append((name, 0, 0, None))
+                    continue
+                version = store.stage_version(name, data, absent=True)
+                planned.append((name, len(fresh), len(data) - span.size, version))
+        except BaseException:
+            for *_, staged in planned:
+                if staged is not None:
+                    staged.abort()
+            raise
+        return planned
+
     async def create_structures(
         self, files: Sequence[tuple[str, str, Sequence[Capture]]]
     ) -> dict[str, int]:

@@ -137,6 +137,14 @@ class VolumeStore:
             raise ValueError(f"structure file {name} is in a volume: write a new version")
         return StructureFile(Path(span.path), start=span.offset, length=span.size)
 
+    def volume_span(self, name: str) -> Span | None:
+        """Where a file kept in a volume is; None when it is a file of its own or not held."""
+        try:
+            span = self.span(name)
+        except FileNotFoundError:
+            return None
+        return None if span.path == self.files.location(name) else span
+
     def in_volume(self, name: str) -> bool:
         """True when the newest version of `name` is a volume entry, not a file."""
         return not self.files.exists(name) and name in self.volumes
@@ -180,7 +188,7 @@ class VolumeStore:
     ) -> StagedFile | VolumeEntry | _Graduation:
         """A new version of a structure file (its bytes, or a file holding them) written aside,
         to be placed later: a volume entry while it is small and has no file, else a file.
-        `absent` says the caller knows no version is held (no stat is needed to find out)."""
+        `absent` says the caller knows it is not held as a file (no stat is needed to find out)."""
         size = len(data) if data is not None else os.stat(temp or "").st_size
         if size <= self.small and (absent or not self.files.exists(name)):
             if data is None:

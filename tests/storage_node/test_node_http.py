@@ -501,6 +501,63 @@ async def test_many_structure_files_in_one_append(node_factory, cluster, session
         assert r.status == 401
 
 
+async def test_one_append_adds_to_existing_files_in_volumes_and_of_their_own(
+    node_factory, cluster, session
+):
+    node = node_factory()
+    headers = auth(cluster[1])
+    small_url, large_url = "http://again.example/small", "http://again.example/large"
+    start = parse_time("2015")
+    many = [
+        {**record("2015", sha(str(i).encode())), "time": start + i * 1_000_000}
+        for i in range(SMALL_STRUCTURE // RECORD_SIZE + 10)
+    ]
+    first = {
+        "files": [
+            {
+                "name": structure_name(small_url),
+                "url": small_url,
+                "records": [record("2019", sha(b"a"))],
+            },
+            {"name": structure_name(large_url), "url": large_url, "records": many},
+        ]
+    }
+    async with session.post(f"{node.url}/structures", json=first, headers=headers) as r:
+        assert [x["created"] for x in (await r.json())["results"]] == [True, True]
+    spans = stored_spans(node.root, "structure")
+    assert spans[structure_name(small_url)].path != spans[structure_name(large_url)].path
+
+    later, belated = record("2021", sha(b"b")), record("2017", sha(b"c"))
+    files = [
+        {"name": structure_name(small_url), "url": small_url, "records": [later, belated]},
+        {
+            "name": structure_name(large_url),
+            "url": large_url,
+            "records": [record("2030", sha(b"d"))],
+        },
+        {"name": structure_name(small_url), "url": small_url, "records": [later]},
+    ]
+    async with session.post(f"{node.url}/structures", json={"files": files}, headers=headers) as r:
+        results = (await r.json())["results"]
+    assert [(x["added"], x["created"]) for x in results] == [(2, False), (1, False), (0, False)]
+    query = f"{node.url}/structure/{structure_name(small_url)}?mode=range&from=2000&to=2030"
+    async with session.get(query) as r:
+        records = (await r.json())["records"]
+    assert [x["content"] for x in records] == [sha(b"c"), sha(b"a"), sha(b"b")]
+    async with session.get(
+        f"{node.url}/structure/{structure_name(large_url)}?mode=before&at=2040"
+    ) as r:
+        assert (await r.json())["records"][0]["content"] == sha(b"d")
+
+    async with session.post(f"{node.url}/structures", json={"files": files}, headers=headers) as r:
+        again = (await r.json())["results"]
+    assert [(x["added"], x["created"]) for x in again] == [(0, False)] * 3
+    structure_bytes = (await status(session, node.url))["bytes"]["structure"]
+    assert structure_bytes == sum(
+        span.size for span in stored_spans(node.root, "structure").values()
+    )
+
+
 async def test_a_pack_of_contents_in_one_request(node_factory, cluster, session):
     node = node_factory()
     headers = auth(cluster[1])
