@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import xxhash
 
 from .errors import CorruptFile, NotFound
@@ -145,6 +146,47 @@ class NameFilter:
             self._set_bits(raw)
             self._count += 1
         self._deleted.discard(name)
+
+    def add_many(self, names: Iterable[str]) -> None:
+        """`add` for a batch of names, their bits computed and set together (a storage node adds
+        a batch's files at once)."""
+        unique = list(dict.fromkeys(names))
+        if not unique:
+            return
+        indexes = self._indexes(unique)
+        bits = np.frombuffer(self._bits, dtype=np.uint8)
+        byte, mask = indexes >> 3, np.left_shift(1, indexes & 7).astype(np.uint8)
+        held = (bits[byte] & mask).all(axis=1)
+        np.bitwise_or.at(bits, byte.ravel(), mask.ravel())
+        self._count += int(np.count_nonzero(~held))
+        self._deleted.difference_update(unique)
+
+    def might_hold_many(self, names: list[str]) -> list[bool]:
+        """`might_hold` for a batch of names."""
+        if not names:
+            return []
+        indexes = self._indexes(names)
+        bits = np.frombuffer(self._bits, dtype=np.uint8)
+        passed = (bits[indexes >> 3] & np.left_shift(1, indexes & 7).astype(np.uint8)).all(axis=1)
+        deleted = self._deleted
+        return [bool(ok) and name not in deleted for ok, name in zip(passed, names, strict=True)]
+
+    def _indexes(self, names: list[str]) -> np.ndarray:
+        """The k bit indexes of each name, one row a name: the same as `_set_bits` computes,
+        with h1 + i*h2 reduced mod m term by term so that no 64-bit sum overflows."""
+        raw = np.frombuffer(b"".join(_digest_of(name) for name in names), dtype=np.uint8)
+        rows = raw.reshape(len(names), _DIGEST_SIZE)
+        size = np.uint64(self._bit_count)
+        word = "<u4" if self._bit_count <= _NARROW_WORDS_MAX_BITS else "<u8"
+        words = rows.view(word).astype(np.uint64)
+        indexes = words[:, : self._index_count - len(self._hashed_steps)] % size
+        if not self._hashed_steps:
+            return indexes
+        seeds = rows[:, :16].view("<u8")
+        first, step = seeds[:, 0] % size, seeds[:, 1] % size
+        steps = np.array(self._hashed_steps, dtype=np.uint64)
+        hashed = (first[:, None] + (steps[None, :] * step[:, None]) % size) % size
+        return np.concatenate([indexes, hashed], axis=1)
 
     def discard(self, name: str) -> None:
         """Record that `name` is no longer held; a name that fails the bits needs no record."""

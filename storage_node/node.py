@@ -281,9 +281,29 @@ class StorageNode:
         """Filter first (a miss is final), then the deletion set, then the filesystem."""
         return self.filter.might_hold(name) and self.store_for(kind).exists(name)
 
+    def holds_many(self, kind: str, names: list[str]) -> list[bool]:
+        """`holds` for a batch of names, the filter answering for all of them at once."""
+        store = self.store_for(kind)
+        passed = self.filter.might_hold_many(names)
+        return [ok and store.exists(name) for ok, name in zip(passed, names, strict=True)]
+
     @property
     def groups(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.counts.groups) if n > 0)
+
+    def _apply_added(self, kind: str, files: list[tuple[str, int]]) -> None:
+        """`_apply` of a batch of files gained, their names added to the filter together."""
+        new_groups = []
+        for name, size in files:
+            group = int(name[:2], 16)
+            if self.counts.groups[group] == 0:
+                new_groups.append(group)
+            self.counts.apply("add", kind, name, size)
+        self.filter.add_many(name for name, _ in files)
+        if self._journal is not None:
+            self._journal.extend(("add", name) for name, _ in files)
+        for group in new_groups:
+            self.on_new_group(group)
 
     def _apply(self, op: str, kind: str, name: str, size: int) -> None:
         """Count a file gained or lost, keep the filter current and report a newly held group."""
@@ -392,22 +412,25 @@ class StorageNode:
             except BaseException:
                 self.inventory.durable_later(self.inventory.append_many("remove", kind, sizes)[-1])
                 raise
-            for name, size in sizes:
-                self._apply("add", kind, name, size)
+            self._apply_added(kind, sizes)
         await self.inventory.durable(entries[-1])
 
     def _not_held(self, staged: list[PendingFile | VolumeEntry]) -> list[PendingFile | VolumeEntry]:
+        named = [entry for entry in staged if entry.name]
+        held = self.holds_many(CONTENT, [entry.name or "" for entry in named])
         fresh: dict[str, PendingFile | VolumeEntry] = {}
-        for entry in staged:
-            if entry.name and entry.name not in fresh and not self.holds(CONTENT, entry.name):
-                fresh[entry.name] = entry
+        for entry, is_held in zip(named, held, strict=True):
+            if not is_held:
+                fresh.setdefault(entry.name or "", entry)
         return list(fresh.values())
 
     def _stage_contents(self, items: list[tuple[str, bytes]]) -> list[PendingFile | VolumeEntry]:
         staged: list[PendingFile | VolumeEntry] = []
         try:
-            for name, data in dict(items).items():
-                if not self.holds(CONTENT, name):
+            wanted = dict(items)
+            held = self.holds_many(CONTENT, list(wanted))
+            for (name, data), is_held in zip(wanted.items(), held, strict=True):
+                if not is_held:
                     staged.append(
                         self.contents.stage_content(name, data, fsync=self.committer is None)
                     )
@@ -561,8 +584,9 @@ class StorageNode:
         store = self.structures
         planned: list[tuple[str, int, int, Staged | None]] = []
         try:
-            for name, captures in wanted:
-                span = store.volume_span(name) if self.holds(STRUCTURE, name) else None
+            held = self.holds_many(STRUCTURE, [name for name, _ in wanted])
+            for (name, captures), is_held in zip(wanted, held, strict=True):
+                span = store.volume_span(name) if is_held else None
                 if span is None:
                     continue
                 try:
@@ -610,9 +634,10 @@ class StorageNode:
     ) -> list[tuple[str, int, int, Staged]]:
         """Write each absent file aside: (name, records, size, staged file)."""
         staged: list[tuple[str, int, int, Staged]] = []
+        held = self.holds_many(STRUCTURE, [name for name, _ in wanted])
         try:
-            for name, (url, captures) in wanted:
-                if self.holds(STRUCTURE, name):
+            for (name, (url, captures)), is_held in zip(wanted, held, strict=True):
+                if is_held:
                     continue
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)

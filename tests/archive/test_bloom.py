@@ -64,6 +64,41 @@ def test_filter_wider_than_two_to_the_24_bits_finds_every_name() -> None:
     assert not any(name_filter.might_hold(name) for name in random_names(10_000, seed=6))
 
 
+@pytest.mark.parametrize(
+    ("capacity", "error_rate"),
+    [(1000, 0.001), (100_000, 0.001), (600_000, 1e-6), (1000, 1e-12)],
+    ids=["sliced-and-hashed", "larger", "wider-than-2**24-bits", "many-hashed-indexes"],
+)
+def test_batch_adds_and_lookups_set_and_test_the_bits_one_at_a_time_would(
+    capacity: int, error_rate: float
+) -> None:
+    one_by_one, batched = NameFilter(capacity, error_rate), NameFilter(capacity, error_rate)
+    names = random_names(capacity // 2, seed=20)
+    for name in names:
+        one_by_one.add(name)
+    batched.add_many(names)
+    batched.add_many([])
+    assert batched._bits == one_by_one._bits
+    assert batched.count == one_by_one.count
+    others = random_names(5_000, seed=21)
+    assert batched.might_hold_many(names[:500] + others) == [
+        one_by_one.might_hold(name) for name in names[:500] + others
+    ]
+    assert batched.might_hold_many([]) == []
+
+
+def test_a_batch_counts_each_name_once_and_brings_back_discarded_ones() -> None:
+    name_filter = NameFilter(1000)
+    kept, dropped = random_names(2, seed=22)
+    name_filter.add_many([kept, dropped, kept])
+    assert name_filter.count == 2
+    name_filter.discard(dropped)
+    assert name_filter.might_hold_many([kept, dropped]) == [True, False]
+    name_filter.add_many([dropped])
+    assert name_filter.might_hold_many([kept, dropped]) == [True, True]
+    assert (name_filter.count, name_filter.deletion_count) == (2, 0)
+
+
 def test_count_skips_names_whose_bits_were_all_set_already(
     full_filter: tuple[NameFilter, list[str]],
 ) -> None:
@@ -261,6 +296,11 @@ def test_bad_names_raise_bad_name(bad: object) -> None:
     for call in (name_filter.add, name_filter.discard, name_filter.might_hold):
         with pytest.raises(BadName):
             call(bad)  # type: ignore[arg-type]
+    good = random_names(1, seed=23)
+    for many in (name_filter.add_many, name_filter.might_hold_many):
+        with pytest.raises(BadName):
+            many([*good, bad])  # type: ignore[list-item]
+    assert not name_filter.might_hold(good[0])
 
 
 def test_sizing_out_of_range_is_refused() -> None:
