@@ -86,8 +86,20 @@ class NewCapture:
     offset: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        # Not dataclasses.asdict: it deep-copies, and an insert sends thousands of these.
-        return {name: getattr(self, name) for name in self.__slots__}
+        # Spelled out (not dataclasses.asdict, which deep-copies, nor a loop over the fields):
+        # an insert sends thousands of these.
+        return {
+            "url": self.url,
+            "time": self.time,
+            "content": self.content,
+            "header": self.header,
+            "status": self.status,
+            "size": self.size,
+            "header_size": self.header_size,
+            "kind": self.kind,
+            "flags": self.flags,
+            "offset": self.offset,
+        }
 
 
 @dataclass

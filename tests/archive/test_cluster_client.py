@@ -7,7 +7,7 @@ import hashlib
 import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -384,6 +384,7 @@ def test_a_new_capture_is_sent_with_every_field() -> None:
         "flags": 0,
         "offset": 0,
     }
+    assert list(capture.to_json()) == [f.name for f in fields(NewCapture)]
 
 
 # -- stale copies and silent holders ----------------------------------------------------------
