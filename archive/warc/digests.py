@@ -12,7 +12,11 @@ import re
 from dataclasses import dataclass
 
 _ALIASES = {"sha-1": "sha1", "sha-256": "sha256", "sha-512": "sha512", "sha-384": "sha384"}
-_KNOWN = frozenset({"md5", "sha1", "sha224", "sha256", "sha384", "sha512"})
+# The digest size of each algorithm read, in bytes.
+_SIZES = {
+    name: hashlib.new(name).digest_size
+    for name in ("md5", "sha1", "sha224", "sha256", "sha384", "sha512")
+}
 # Unpadded base32 of whole 5-byte groups, the common spelling, read as a base-32 number (the
 # standard library's b32decode is pure Python, and an import reads two digests a record).
 _WHOLE_BASE32 = re.compile(r"(?:[A-Z2-7]{8})+")
@@ -48,9 +52,9 @@ def parse_digest(text: str | None) -> Digest | None:
         return None
     name, sep, value = text.strip().partition(":")
     algorithm = _ALIASES.get(name.lower(), name.lower())
-    if not sep or algorithm not in _KNOWN:
+    size = _SIZES.get(algorithm)
+    if not sep or size is None:
         return None
-    size = hashlib.new(algorithm).digest_size
     for decode in (_base32, _base16, _base64):
         raw = decode(value)
         if raw is not None and len(raw) == size:
