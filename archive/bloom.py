@@ -47,6 +47,9 @@ _DOUBLE_HASH_SEEDS = struct.Struct("<2Q")
 # size of the deletion set.
 _HEADER = struct.Struct("<8sHHQQQdQQQ")
 _CHECKSUM_SIZE = 8
+# Below this many names, the bits of a batch are computed one name at a time: numpy's fixed cost
+# (about 20 us a call) is more than a few names cost in Python (3-4 us each).
+_FEWEST_FOR_ARRAYS = 16
 
 
 def filter_size(capacity: int, error_rate: float) -> tuple[int, int]:
@@ -149,9 +152,13 @@ class NameFilter:
 
     def add_many(self, names: Iterable[str]) -> None:
         """`add` for a batch of names, their bits computed and set together (a storage node adds
-        a batch's files at once)."""
+        a batch's files at once); a few names are added one by one, which costs less."""
         unique = list(dict.fromkeys(names))
-        if not unique:
+        if len(unique) < _FEWEST_FOR_ARRAYS:
+            for name in unique:
+                _digest_of(name)  # every name is checked before any is added
+            for name in unique:
+                self.add(name)
             return
         indexes = self._indexes(unique)
         bits = np.frombuffer(self._bits, dtype=np.uint8)
@@ -163,8 +170,8 @@ class NameFilter:
 
     def might_hold_many(self, names: list[str]) -> list[bool]:
         """`might_hold` for a batch of names."""
-        if not names:
-            return []
+        if len(names) < _FEWEST_FOR_ARRAYS:
+            return [self.might_hold(name) for name in names]
         indexes = self._indexes(names)
         bits = np.frombuffer(self._bits, dtype=np.uint8)
         passed = (bits[indexes >> 3] & np.left_shift(1, indexes & 7).astype(np.uint8)).all(axis=1)

@@ -87,16 +87,17 @@ def test_batch_adds_and_lookups_set_and_test_the_bits_one_at_a_time_would(
     assert batched.might_hold_many([]) == []
 
 
-def test_a_batch_counts_each_name_once_and_brings_back_discarded_ones() -> None:
+@pytest.mark.parametrize("others", [0, 40], ids=["a-few-names", "arrays"])
+def test_a_batch_counts_each_name_once_and_brings_back_discarded_ones(others: int) -> None:
     name_filter = NameFilter(1000)
-    kept, dropped = random_names(2, seed=22)
-    name_filter.add_many([kept, dropped, kept])
-    assert name_filter.count == 2
+    kept, dropped, *rest = random_names(2 + others, seed=22)
+    name_filter.add_many([kept, dropped, kept, *rest])
+    assert name_filter.count == 2 + others
     name_filter.discard(dropped)
-    assert name_filter.might_hold_many([kept, dropped]) == [True, False]
-    name_filter.add_many([dropped])
+    assert name_filter.might_hold_many([kept, dropped, *rest]) == [True, False] + [True] * others
+    name_filter.add_many([dropped, *rest])
     assert name_filter.might_hold_many([kept, dropped]) == [True, True]
-    assert (name_filter.count, name_filter.deletion_count) == (2, 0)
+    assert (name_filter.count, name_filter.deletion_count) == (2 + others, 0)
 
 
 def test_count_skips_names_whose_bits_were_all_set_already(
