@@ -292,7 +292,8 @@ class StorageNode:
         return frozenset(i for i, n in enumerate(self.counts.groups) if n > 0)
 
     def _apply_added(self, kind: str, files: list[tuple[str, int]]) -> None:
-        """`_apply` of a batch of files gained, their names added to the filter together."""
+        """Count files gained, add their names to the filter together and report newly held
+        groups."""
         new_groups = []
         for name, size in files:
             group = int(name[:2], 16)
@@ -305,19 +306,12 @@ class StorageNode:
         for group in new_groups:
             self.on_new_group(group)
 
-    def _apply(self, op: str, kind: str, name: str, size: int) -> None:
-        """Count a file gained or lost, keep the filter current and report a newly held group."""
-        group = int(name[:2], 16)
-        first_of_group = op == "add" and self.counts.groups[group] == 0
-        self.counts.apply(op, kind, name, size)
-        if op == "add":
-            self.filter.add(name)
-        else:
-            self.filter.discard(name)
+    def _apply_removed(self, kind: str, name: str, size: int) -> None:
+        """Count a file lost and keep the filter current."""
+        self.counts.apply("remove", kind, name, size)
+        self.filter.discard(name)
         if self._journal is not None:
-            self._journal.append((op, name))
-        if first_of_group:
-            self.on_new_group(group)
+            self._journal.append(("remove", name))
 
     async def _add_file(
         self, kind: str, name: str, size: int, put_in_place: Callable[[], Awaitable[None]]
@@ -334,7 +328,7 @@ class StorageNode:
             except BaseException:
                 self.inventory.durable_later(self.inventory.append("remove", kind, name, size))
                 raise
-            self._apply("add", kind, name, size)
+            self._apply_added(kind, [(name, size)])
         await self.inventory.durable(entry)
 
     def lock(self, name: str) -> asyncio.Lock:
@@ -467,7 +461,7 @@ class StorageNode:
             async with self._changing():
                 entry = self.inventory.append("remove", kind, name, size)
                 await self.run_io(store.delete, name)
-                self._apply("remove", kind, name, size)
+                self._apply_removed(kind, name, size)
             await self.inventory.durable(entry)
         return True
 
@@ -502,7 +496,7 @@ class StorageNode:
             except OSError:
                 self.inventory.durable_later(self.inventory.append("add", kind, name, size))
                 raise
-            self._apply("remove", kind, name, size)
+            self._apply_removed(kind, name, size)
         await self.inventory.durable(entry)
         log.warning("quarantined %s %s in %s", kind, name, target.parent)
         return True
@@ -560,6 +554,8 @@ class StorageNode:
         wanted: dict[str, Sequence[Capture]] = {}
         for name, captures in files:
             wanted.setdefault(name, captures)
+        if not wanted:
+            return {}
         async with self._locked(wanted):
             planned = await self.run_io(self._plan_appends, list(wanted.items()))
             versions = [version for _, _, _, version in planned if version is not None]
