@@ -116,14 +116,7 @@ class InventoryLog:
 
     def append(self, op: str, kind: str, name: str, size: int) -> Entry:
         """Write an entry without waiting for it to be durable (see `durable`)."""
-        self.seq += 1
-        entry = Entry(self.seq, op, kind, name, size, time.time_ns() // 1000)
-        line = entry.line()
-        os.write(self._fd, line)
-        self._size += len(line)
-        self._recent.append((entry, self._size))
-        self._written = entry.seq
-        return entry
+        return self.append_many(op, kind, [(name, size)])[0]
 
     def append_many(self, op: str, kind: str, files: list[tuple[str, int]]) -> list[Entry]:
         """Write entries for many files in one write, without waiting for them to be durable."""
@@ -200,13 +193,11 @@ class Cursor:
     so following a growing log costs only the new lines, or nothing when they are still in
     memory."""
 
-    def __init__(
-        self, path: Path, since: int, recent: deque[tuple[Entry, int]] | None = None
-    ) -> None:
+    def __init__(self, path: Path, since: int, recent: deque[tuple[Entry, int]]) -> None:
         self.path = path
         self.seq = since
         self._offset = 0
-        self._recent: deque[tuple[Entry, int]] = recent if recent is not None else deque()
+        self._recent = recent
 
     def read_recent(self, limit: int, upto: int | None = None) -> list[Entry] | None:
         """`read` from the entries kept in memory; None when the next entry is no longer
