@@ -228,6 +228,9 @@ async def append_structure(request: web.Request) -> web.Response:
     return _json({"name": name, "added": added, "created": created})
 
 
+_Entry = tuple[int, str, str, list[Capture]]  # index in the batch, file name, URL, captures
+
+
 async def append_structures(request: web.Request) -> web.Response:
     """Appends to many structure files in one request (an index node's batch); each file gets
     its own result, so one bad file does not cost the others."""
@@ -238,7 +241,7 @@ async def append_structures(request: web.Request) -> web.Response:
         raise BadRecord(f'body must be {{"files": [...]}} with 1 to {MAX_BATCH_FILES} files')
     node = request.app[NODE]
     results: list[dict[str, object] | None] = [None] * len(files)
-    parsed: list[tuple[int, str, str, list[Capture]]] = []
+    parsed: list[_Entry] = []
     for index, item in enumerate(files):
         name = item.get("name") if isinstance(item, dict) else None
         try:
@@ -248,31 +251,16 @@ async def append_structures(request: web.Request) -> web.Response:
             results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
             continue
         parsed.append((index, checked, url, captures))
-    try:
-        created = await node.create_structures([(n, u, c) for _, n, u, c in parsed])
-    except DlwebError as exc:
-        created = {}
-        log.warning("creating a batch of structure files failed: %s", exc)
-
-    rest = []
-    for index, name, url, captures in parsed:
-        if name in created:
-            # Created by this batch; a second entry for the same file had its records merged.
-            results[index] = {"name": name, "added": created.pop(name), "created": True}
-        else:
-            rest.append((index, name, url, captures))
-    try:
-        appended = await node.append_in_volumes([(n, c) for _, n, _, c in rest]) if rest else {}
-    except DlwebError as exc:
-        appended = {}
-        log.warning("appending to a batch of structure files failed: %s", exc)
-
-    single = []
-    for index, name, url, captures in rest:
-        if name in appended:
-            results[index] = {"name": name, "added": appended.pop(name), "created": False}
-        else:
-            single.append((index, name, url, captures))
+    # New files are created together (with the records of every entry naming them), then files
+    # in volumes are appended to together; what neither step took goes one by one.
+    created = await _batch_step(
+        "creating", node.create_structures([(n, u, c) for _, n, u, c in parsed])
+    )
+    rest = _settle(results, parsed, created, True)
+    appended = await _batch_step(
+        "appending to", node.append_in_volumes([(n, c) for _, n, _, c in rest])
+    )
+    single = _settle(results, rest, appended, False)
 
     async def one(index: int, name: str, url: str, captures: list[Capture]) -> None:
         try:
@@ -286,6 +274,33 @@ async def append_structures(request: web.Request) -> web.Response:
 
     await asyncio.gather(*(one(*item) for item in single))
     return _json({"results": results})
+
+
+async def _batch_step(what: str, step: Awaitable[dict[str, int]]) -> dict[str, int]:
+    """What a batch step of `append_structures` took, or nothing if it failed as a whole (its
+    files are then tried one by one)."""
+    try:
+        return await step
+    except DlwebError as exc:
+        log.warning("%s a batch of structure files failed: %s", what, exc)
+        return {}
+
+
+def _settle(
+    results: list[dict[str, object] | None],
+    entries: list[_Entry],
+    taken: dict[str, int],
+    created: bool,
+) -> list[_Entry]:
+    """Give the first entry of each file a batch step took its result; the entries left."""
+    left = []
+    for entry in entries:
+        index, name = entry[0], entry[1]
+        if name in taken:
+            results[index] = {"name": name, "added": taken.pop(name), "created": created}
+        else:
+            left.append(entry)
+    return left
 
 
 async def put_structure(request: web.Request) -> web.Response:
