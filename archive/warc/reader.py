@@ -1,19 +1,23 @@
 """Reading WARC (1.0, 1.1) and ARC files record by record, and getting past damaged ones.
 
-warcio parses the record headers and undoes the gzip members; this module reads each record's
-block itself, so that the HTTP header block is kept byte for byte, chunked encoding is removed and
+FastWARC parses the record headers and undoes the gzip members of a sound WARC file, in about a
+third of warcio's time; from the first record it cannot vouch for (and in an ARC file) warcio
+does, since it tells what is wrong with a record. This module reads each record's block itself, so that the HTTP header block is kept byte for byte, chunked encoding is removed and
 nothing else (a gzip body stays gzip), every declared digest is checked and every body is hashed
 with SHA-256 while it streams to a spool. A damaged record becomes a Problem naming the file, the
 byte offset of the record and the reason; reading goes on at the next gzip member or the next
 `WARC/1.` line, so the good records after it are read too.
 """
 
+import os
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
+from fastwarc import ArchiveIterator as FastIterator
+from fastwarc import WarcRecordType
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
@@ -51,6 +55,7 @@ RECOMPUTED_FIELDS = frozenset(
     }
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
+NOT_DECODED = "\ufffd"
 # zlib-ng's stub declares its error as an instance; it is the exception class.
 _INFLATE_ERRORS = (zlib.error, cast(type[Exception], zlib_ng.error), EOFError)
 # Records kept for export only; their body is stored whole, after the WARC fields they keep.
@@ -105,6 +110,17 @@ class SourceRecord:
 Item = SourceRecord | Problem | Ignored
 
 
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """A record as either reader gives it: its type, its WARC fields, its declared length and
+    the stream of its block."""
+
+    type: str
+    fields: list[tuple[str, str]]
+    length: int
+    stream: Any
+
+
 def kept_fields(fields: list[tuple[str, str]]) -> bytes:
     """The WARC fields an export writes again, as `Name: value` lines, then an empty line."""
     lines = [f"{k}: {v}\r\n" for k, v in fields if k.lower() not in RECOMPUTED_FIELDS]
@@ -126,6 +142,12 @@ def split_kept(body: bytes) -> tuple[list[tuple[str, str]], bytes]:
 
 class _BadRecord(DlwebError):
     """A record that is damaged but whose end is known: reading goes on after it."""
+
+
+class _Unsure(Exception):
+    """A record FastWARC would read otherwise than warcio, so warcio reads it: fields that are
+    not UTF-8 (warcio decodes them as Latin-1, FastWARC puts U+FFFD) or lines ended by a bare
+    CR or LF (warcio ends the field there, FastWARC goes on)."""
 
 
 class _FastGunzip(DecompressingBufferedReader):  # type: ignore[misc]
@@ -153,58 +175,139 @@ def read_archive(
 ) -> Iterator[Item]:
     """Every record of a WARC or ARC file as a SourceRecord, an Ignored or a Problem.
 
+    FastWARC reads a sound WARC file; from the first record it cannot vouch for (or from the
+    start of an ARC file) warcio reads the rest, since it tells what is wrong and goes on after.
     `progress(offset)` is called after each record with the position in the file.
     """
-    reported: set[int] = set()
     with open(path, "rb") as fh:
         gzipped = fh.read(2) == GZIP_MAGIC[:2]
-        start: int | None = 0
-        while start is not None:
-            fh.seek(start)
-            records = _Iterator(fh, no_record_parse=True, arc2warc=True)
-            resume_after = None
-            try:
-                for record in records:
-                    offset = records.offset
-                    errors = records.err_count
-                    item = _read_record(record, path, offset, max_record, spool_dir)
-                    records.read_to_end()
-                    if records.err_count > errors and not isinstance(item, Problem):
-                        _discard(item)
-                        item = Problem(
-                            path, offset, "the record does not end where its Content-Length says"
-                        )
-                    if isinstance(item, Problem):
-                        reported.add(offset)
-                        resume_after = offset
-                    if progress is not None:
-                        progress(fh.tell())
-                    yield item
-                resume_after = None
-            except (
-                ArchiveLoadFailed,
-                StatusAndHeadersParserException,
-                *_INFLATE_ERRORS,
-            ) as exc:
+        fh.seek(0)
+        doubted = yield from _read_sound(fh, path, max_record, spool_dir, progress)
+        if doubted is not None:
+            yield from _read_any(fh, path, gzipped, doubted, max_record, spool_dir, progress)
+        if progress is not None:
+            progress(os.fstat(fh.fileno()).st_size)
+
+
+def _read_sound(
+    fh: IO[bytes],
+    path: Path,
+    max_record: int,
+    spool_dir: Path,
+    progress: Callable[[int], None] | None,
+) -> Generator[Item, None, int | None]:
+    """Records read with FastWARC, each given out once the next one begins where it should
+    (so it ended where its Content-Length says); None when the whole file was read, else the
+    offset of the record warcio has to read from."""
+    held: Item | None = None
+    offset = 0
+    try:
+        for record in FastIterator(
+            fh, parse_http=False, record_types=WarcRecordType.any_type, fsspec_args=False
+        ):
+            if held is not None:
+                if progress is not None:
+                    progress(record.stream_pos)
+                yield held
+                held = None
+            offset = record.stream_pos
+            held = _read_record(_from_fastwarc(record), path, offset, max_record, spool_dir)
+    except (OSError, _BadRecord, _Unsure, ValueError):
+        if held is not None:
+            _discard(held)
+        return offset
+    if held is not None:
+        yield held
+    return None
+
+
+def _from_fastwarc(record: Any) -> "_Raw":
+    fields = list(record.headers.items())
+    text = "".join(name + value for name, value in fields)
+    if NOT_DECODED in text or "\n" in text or "\r" in text:
+        raise _Unsure("WARC fields that are not UTF-8 or hold a line break")
+    return _Raw(
+        record.headers.get("WARC-Type", ""),
+        _uri_as_warcio_reads_it(fields),
+        record.content_length,
+        record.reader,
+    )
+
+
+def _uri_as_warcio_reads_it(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The fields with WARC-Target-URI mended as warcio mends it: without the angle brackets
+    wget 1.19 wrote around it, and with spaces percent-encoded."""
+    mended = []
+    for name, value in fields:
+        if name.lower() == "warc-target-uri":
+            if value.startswith("<") and value.endswith(">"):
+                value = value[1:-1]
+            value = value.replace(" ", "%20")
+        mended.append((name, value))
+    return mended
+
+
+def _read_any(
+    fh: IO[bytes],
+    path: Path,
+    gzipped: bool,
+    start: int | None,
+    max_record: int,
+    spool_dir: Path,
+    progress: Callable[[int], None] | None,
+) -> Iterator[Item]:
+    """Records read with warcio from `start` on, getting past damaged ones."""
+    reported: set[int] = set()
+    while start is not None:
+        fh.seek(start)
+        records = _Iterator(fh, no_record_parse=True, arc2warc=True)
+        resume_after = None
+        try:
+            for record in records:
                 offset = records.offset
-                if offset not in reported:
+                errors = records.err_count
+                item = _read_record(_from_warcio(record), path, offset, max_record, spool_dir)
+                records.read_to_end()
+                if records.err_count > errors and not isinstance(item, Problem):
+                    _discard(item)
+                    item = Problem(
+                        path, offset, "the record does not end where its Content-Length says"
+                    )
+                if isinstance(item, Problem):
                     reported.add(offset)
-                    yield Problem(path, offset, _describe(exc, gzipped))
-                resume_after = offset if resume_after is None else min(resume_after, offset)
-            except (_BadRecord, ValueError) as exc:
-                offset = records.offset
+                    resume_after = offset
+                if progress is not None:
+                    progress(fh.tell())
+                yield item
+            resume_after = None
+        except (
+            ArchiveLoadFailed,
+            StatusAndHeadersParserException,
+            *_INFLATE_ERRORS,
+        ) as exc:
+            offset = records.offset
+            if offset not in reported:
                 reported.add(offset)
-                yield Problem(path, offset, str(exc))
-                resume_after = offset
-            finally:
-                records.close()
-            if resume_after is not None:
-                # Always forward, even when warcio's offset of a damaged member is off.
-                start = _next_start(fh, max(resume_after, start) + 1, gzipped)
-            else:
-                start = None
-            if progress is not None:
-                progress(fh.tell() if start is None else start)
+                yield Problem(path, offset, _describe(exc, gzipped))
+            resume_after = offset if resume_after is None else min(resume_after, offset)
+        except (_BadRecord, ValueError) as exc:
+            offset = records.offset
+            reported.add(offset)
+            yield Problem(path, offset, str(exc))
+            resume_after = offset
+        finally:
+            records.close()
+        if resume_after is not None:
+            # Always forward, even when warcio's offset of a damaged member is off.
+            start = _next_start(fh, max(resume_after, start) + 1, gzipped)
+        else:
+            start = None
+        if progress is not None and start is not None:
+            progress(start)
+
+
+def _from_warcio(record: Any) -> "_Raw":
+    return _Raw(record.rec_type or "", record.rec_headers.headers, record.length, record.raw_stream)
 
 
 def _describe(exc: BaseException, gzipped: bool) -> str:
@@ -254,9 +357,9 @@ def _first_values(fields: list[tuple[str, str]]) -> dict[str, str]:
     return values
 
 
-def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
-    rec_type = (record.rec_type or "").lower()
-    fields = _first_values(record.rec_headers.headers)
+def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
+    rec_type = record.type.lower()
+    fields = _first_values(record.fields)
     length_text = fields.get("content-length")
     if length_text is None or not length_text.strip().isdigit():
         raise _BadRecord(f"malformed record header: Content-Length {length_text!r} is not a number")
@@ -302,7 +405,7 @@ def _read_record(record: Any, path: Path, offset: int, max_record: int, spool_di
 
 
 def _read_block(
-    record: Any,
+    record: _Raw,
     path: Path,
     offset: int,
     rec_type: str,
@@ -313,7 +416,7 @@ def _read_block(
     block_digest: Digest | None,
     payload_digest: Digest | None,
 ) -> Item:
-    stream = record.raw_stream
+    stream = record.stream
     # wget writes the digest of an empty block on its revisits, which hold headers: as warcio
     # does, a revisit's block is not checked (its payload is the original's anyway).
     if rec_type == "revisit":
@@ -357,7 +460,7 @@ def _read_block(
     )
     decoded_hash = payload_digest.hasher() if payload_digest and dechunker else None
     if rec_type in SIDE_TYPES:
-        spool.write(kept_fields(record.rec_headers.headers))
+        spool.write(kept_fields(record.fields))
         if head is not None:
             spool.write(head)
     while data:
@@ -396,7 +499,7 @@ def _read_block(
         rec_type,
         uri,
         time,
-        list(record.rec_headers.headers),
+        list(record.fields),
         head,
         status,
         spool,

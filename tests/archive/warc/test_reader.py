@@ -1,8 +1,12 @@
 """Reading damaged WARC and ARC files never fails: every record is read or reported."""
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from archive.warc import reader
 from archive.warc.reader import Ignored, Problem, SourceRecord, read_archive
 
 from . import sources
@@ -29,20 +33,32 @@ def test_a_response_without_headers_is_reported(tmp_path):
     assert "no HTTP header block" in problem.reason
 
 
-def test_randomly_damaged_files_give_problems_not_exceptions(tmp_path):
-    """Bytes changed, cut out, added or the file cut short, in gzipped, plain and ARC files."""
-    seeds = [
-        sources.warcio_file(tmp_path).path.read_bytes(),
-        sources.malformed_header(tmp_path).path.read_bytes(),
-        sources.arc_file(tmp_path, gzipped=False).path.read_bytes(),
-        sources.arc_file(tmp_path, gzipped=True).path.read_bytes(),
-    ]
-    rng = random.Random(4)
-    path = tmp_path / "mutant.warc"
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    read = 0
-    for _ in range(MUTATIONS):
+def read_by_warcio(path: Path, spool: Path) -> list[SourceRecord | Problem | Ignored]:
+    """What warcio alone reads of a file, the reader FastWARC hands damaged records to."""
+    with open(path, "rb") as fh:
+        gzipped = fh.read(2) == reader.GZIP_MAGIC[:2]
+        return list(reader._read_any(fh, path, gzipped, 0, 1 << 20, spool, None))
+
+
+def described(items: list[SourceRecord | Problem | Ignored]) -> list[tuple[object, ...]]:
+    """Each item as comparable values; a record's body is hashed and freed."""
+    out: list[tuple[object, ...]] = []
+    for item in items:
+        if isinstance(item, SourceRecord):
+            out.append(
+                (item.offset, item.type, item.uri, item.time, item.body.name, item.http_header)
+                + (item.status, item.truncated, tuple(item.fields))
+            )
+            item.body.discard()
+        else:
+            out.append((item.offset, type(item).__name__))
+    return out
+
+
+def mutants(seeds: list[bytes], count: int, seed: int) -> Iterator[bytes]:
+    """Copies of the seeds with bytes changed, cut out or added, or cut short."""
+    rng = random.Random(seed)
+    for _ in range(count):
         data = bytearray(rng.choice(seeds))
         for _ in range(rng.randint(1, 6)):
             at = rng.randrange(len(data))
@@ -55,7 +71,69 @@ def test_randomly_damaged_files_give_problems_not_exceptions(tmp_path):
                 data[at:at] = rng.randbytes(rng.randint(1, 50))
             else:
                 del data[max(at, 1) :]
-        path.write_bytes(bytes(data))
+        yield bytes(data)
+
+
+def test_fastwarc_reads_what_warcio_reads(tmp_path):
+    """Sound files read the same as by warcio alone; of a damaged file, no record that warcio
+    rejects is read (warcio takes over at the first record FastWARC cannot vouch for)."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    first = sources.warcio_file(tmp_path)
+    seeds = [
+        first.path,
+        sources.later_revisit_file(tmp_path, first).path,
+        sources.digest_mismatch(tmp_path).path,
+        sources.malformed_header(tmp_path).path,
+        sources.truncated_gzip_member(tmp_path).path,
+    ]
+    for path in seeds:
+        assert described(read_all(path, spool)) == described(read_by_warcio(path, spool)), path
+    path = tmp_path / "mutant.warc"
+    for data in mutants([p.read_bytes() for p in seeds], MUTATIONS, seed=5):
+        path.write_bytes(data)
+        by_warcio = [d for d in described(read_by_warcio(path, spool)) if len(d) > 2]
+        assert all(d in by_warcio for d in described(read_all(path, spool)) if len(d) > 2)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        b"WARC-Target-URI: http://latin.example/caf\xe9\r\n",
+        b"WARC-Target-URI: http://lf.example/\nWARC-Concurrent-To: <urn:x>\r\n",
+        b"WARC-Target-URI: <http://wget.example/a b>\r\n",
+    ],
+    ids=["latin-1", "bare LF", "wget 1.19 brackets"],
+)
+def test_odd_fields_read_as_warcio_reads_them(tmp_path, fields: bytes):
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbody"
+    record = (
+        b"WARC/1.1\r\nWARC-Type: response\r\n%sWARC-Date: 2024-01-01T00:00:00Z\r\n"
+        b"Content-Length: %d\r\n\r\n%s\r\n\r\n" % (fields, len(block), block)
+    )
+    path = tmp_path / "odd.warc"
+    path.write_bytes(record * 2)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    got = described(read_all(path, spool))
+    assert got == described(read_by_warcio(path, spool))
+    assert [d[1] for d in got] == ["response", "response"]
+
+
+def test_randomly_damaged_files_give_problems_not_exceptions(tmp_path):
+    """Bytes changed, cut out, added or the file cut short, in gzipped, plain and ARC files."""
+    seeds = [
+        sources.warcio_file(tmp_path).path.read_bytes(),
+        sources.malformed_header(tmp_path).path.read_bytes(),
+        sources.arc_file(tmp_path, gzipped=False).path.read_bytes(),
+        sources.arc_file(tmp_path, gzipped=True).path.read_bytes(),
+    ]
+    path = tmp_path / "mutant.warc"
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    read = 0
+    for data in mutants(seeds, MUTATIONS, seed=4):
+        path.write_bytes(data)
         items = read_all(path, spool)
         read += sum(isinstance(item, SourceRecord) for item in items)
     assert read > MUTATIONS  # most damage leaves records around it readable
