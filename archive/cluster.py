@@ -28,7 +28,7 @@ from .errors import DlwebError, NotFound
 from .hashing import check_name
 from .hip import HipError, HipSlave, RemoteError, hip_url
 from .multicast import LookupClient
-from .structure import Capture, Mode
+from .structure import REPLAYED_KINDS, Capture, Mode
 from .timestamps import format_iso
 from .urlkey import structure_name
 
@@ -475,8 +475,9 @@ class ClusterClient:
         return found
 
     async def captures(self, url: str) -> list[Capture]:
-        """Every capture of `url`, oldest first."""
-        return (await self.read_structure(structure_name(url), url))[1]
+        """Every capture of `url` (its WARC request and metadata records aside), oldest first."""
+        records = (await self.read_structure(structure_name(url), url))[1]
+        return [record for record in records if record.kind in REPLAYED_KINDS]
 
     async def read_structure(
         self, name: str, what: str | None = None, holders: list[str] | None = None

@@ -26,6 +26,7 @@ _RECORD = struct.Struct(
 )  # time, content, header block, status, kind, flags, offset, crc
 RECORD_SIZE = _RECORD.size
 _TIME = struct.Struct(">q")
+_KIND_AT = 8 + 32 + 32 + 2  # the kind's offset in a record
 _CRC_SPAN = RECORD_SIZE - 4
 
 
@@ -36,8 +37,7 @@ class RecordKind(enum.IntEnum):
     REVISIT = 2
     NOT_MODIFIED = 3
     STREAM_SEGMENT = 4
-    # Kept so that a WARC export can write them again; never replayed, so they live in the
-    # URL's side file (urlkey.side_name), not among the captures a lookup searches.
+    # Kept so that a WARC export can write them again; never replayed: lookups pass over them.
     REQUEST = 5
     METADATA = 6
 
@@ -45,6 +45,7 @@ class RecordKind(enum.IntEnum):
 REPLAYED_KINDS = frozenset(
     (RecordKind.RESPONSE, RecordKind.REVISIT, RecordKind.NOT_MODIFIED, RecordKind.STREAM_SEGMENT)
 )
+_REPLAYED_CODES = frozenset(int(kind) for kind in REPLAYED_KINDS)
 
 
 class RecordFlag(enum.IntFlag):
@@ -270,26 +271,32 @@ class StructureReader:
                 hi = mid
         return lo
 
+    def replayed_from(self, index: int, step: int) -> int | None:
+        """The nearest record a lookup may answer with (not a request or metadata record) at
+        `index` or past it going by `step` (1 or -1), or None."""
+        while 0 <= index < self.count:
+            kind = os.pread(self._fd, 1, self.base + index * RECORD_SIZE + _KIND_AT)
+            if kind and kind[0] in _REPLAYED_CODES:
+                return index
+            index += step
+        return None
+
     def find(self, mode: Mode, time: int) -> int | None:
-        """Index of the record a single-answer query picks, or None."""
-        if not self.count:
-            return None
+        """Index of the record a single-answer query picks, or None; request and metadata
+        records are passed over."""
         if mode is Mode.EXACT:
-            index = self.bisect_left(time)
-            return index if index < self.count and self.time_at(index) == time else None
+            index = self.replayed_from(self.bisect_left(time), 1)
+            return index if index is not None and self.time_at(index) == time else None
         if mode is Mode.BEFORE:
-            index = self.bisect_right(time) - 1
-            return index if index >= 0 else None
+            return self.replayed_from(self.bisect_right(time) - 1, -1)
         if mode is Mode.AFTER:
-            index = self.bisect_left(time)
-            return index if index < self.count else None
+            return self.replayed_from(self.bisect_left(time), 1)
         if mode is Mode.CLOSEST:
-            after = self.bisect_left(time)
-            if after == 0:
-                return 0
-            if after == self.count:
-                return self.count - 1
-            before = after - 1
+            first_after = self.bisect_left(time)
+            after = self.replayed_from(first_after, 1)
+            before = self.replayed_from(first_after - 1, -1)
+            if before is None or after is None:
+                return after if before is None else before
             return before if time - self.time_at(before) <= self.time_at(after) - time else after
         raise ValueError(f"mode {mode} has no single answer")
 

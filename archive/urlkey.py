@@ -15,7 +15,6 @@ from .errors import DlwebError
 from .hashing import sha256_hex
 
 MAX_URL_LENGTH = 8192
-SIDE_PREFIX = b"side "  # hashed before the key to name a URL's side file
 _SHOWN_LENGTH = 100
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HEX = "0123456789ABCDEFabcdef"
@@ -228,15 +227,3 @@ def url_key(url: str) -> bytes:
 def structure_name(url: str) -> str:
     """The name of the structure file holding the captures of `url`."""
     return sha256_hex(url_key(url))
-
-
-def side_name(url: str) -> str:
-    """The name of the structure file holding the records of `url` that are not replayed
-    (WARC request and metadata records), apart so that lookups never meet them."""
-    return sha256_hex(SIDE_PREFIX + url_key(url))
-
-
-def belongs_to(name: str, url: str) -> bool:
-    """True when `name` is the structure file or the side file of `url`."""
-    key = url_key(url)
-    return name == sha256_hex(key) or name == sha256_hex(SIDE_PREFIX + key)

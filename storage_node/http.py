@@ -14,7 +14,7 @@ from archive.errors import BadName, CorruptFile, DlwebError, HashMismatch, NotFo
 from archive.hashing import check_name
 from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
-from archive.urlkey import BadUrl, belongs_to
+from archive.urlkey import BadUrl, structure_name
 
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
 from .scrub import ScrubRunning, scrub
@@ -205,7 +205,7 @@ def _captures_of(body: object, name: str) -> tuple[str, list[Capture]]:
     field, or a URL that does not belong to the file."""
     if not isinstance(body, dict) or not isinstance(body.get("url"), str):
         raise BadRecord('body must be {"url": "...", "records": [...]}')
-    if not belongs_to(name, body["url"]):
+    if name != structure_name(body["url"]):
         raise UrlMismatch(f"URL {body['url'][:200]!r} does not belong to structure file {name}")
     records = body.get("records")
     if not isinstance(records, list) or not records:
@@ -361,10 +361,14 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
             answer["records"] = []
             return _json(answer, status=404)
         answer["records"] = [_record_json(reader.record(index), index)]
-        neighbours = {"first": 0, "last": reader.count - 1, "prev": index - 1, "next": index + 1}
+        neighbours = {
+            "first": reader.replayed_from(0, 1),
+            "last": reader.replayed_from(reader.count - 1, -1),
+            "prev": reader.replayed_from(index - 1, -1),
+            "next": reader.replayed_from(index + 1, 1),
+        }
         for key, at in neighbours.items():
-            valid = 0 <= at < reader.count
-            answer[key] = _record_json(reader.record(at), at) if valid else None
+            answer[key] = None if at is None else _record_json(reader.record(at), at)
         return _json(answer)
 
 

@@ -18,7 +18,7 @@ from archive.bloom import NameFilter
 from archive.errors import CorruptFile, DlwebError, NotFound
 from archive.store import PendingFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
-from archive.urlkey import belongs_to
+from archive.urlkey import structure_name
 
 from .commit import GroupCommitter
 from .inventory import Entry, InventoryLog
@@ -656,7 +656,7 @@ class StorageNode:
             with StructureFile(temp) as sfile:
                 url = sfile.reader.url
                 await self.run_io(sfile.reader.check_all)
-            if not belongs_to(name, url):
+            if name != structure_name(url):
                 raise UrlMismatch(f"structure file for {url[:200]!r} sent as {name}")
             size = temp.stat().st_size
 

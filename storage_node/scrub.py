@@ -10,7 +10,7 @@ from typing import Any
 
 from archive.errors import DlwebError
 from archive.structure import StructureFile
-from archive.urlkey import belongs_to
+from archive.urlkey import structure_name
 
 from .node import CONTENT, STRUCTURE, StorageNode
 from .volumes import Span
@@ -64,7 +64,7 @@ def structure_fault(span: Span) -> str | None:
         raise
     except (DlwebError, OSError) as exc:
         return str(exc)
-    return None if belongs_to(span.name, url) else f"holds the URL {url[:200]!r}"
+    return None if span.name == structure_name(url) else f"holds the URL {url[:200]!r}"
 
 
 def _take(names: Iterator[str]) -> list[str]:

@@ -23,7 +23,6 @@ from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, parse_header_block
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
-from ..urlkey import structure_name
 from .reader import split_kept
 from .writer import HTTP_RESPONSE, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, WarcWriter
 
@@ -136,12 +135,7 @@ async def _select(
         summary.structures += 1
         if selection.url_prefix is not None and not url.startswith(selection.url_prefix):
             return
-        main = name == structure_name(url)
-        entries.extend(
-            _Entry(url, c)
-            for c in captures
-            if selection.wants(c) and (c.kind in REPLAYED_KINDS) == main
-        )
+        entries.extend(_Entry(url, c) for c in captures if selection.wants(c))
 
     tasks: list[asyncio.Task[None]] = []
     try:

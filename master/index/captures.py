@@ -7,8 +7,8 @@ from typing import Any
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
 from archive.hip import RemoteError
-from archive.structure import REPLAYED_KINDS, Capture
-from archive.urlkey import side_name, structure_name
+from archive.structure import Capture
+from archive.urlkey import structure_name
 
 MAX_CAPTURES = 5_000
 MAX_URL = 8_192
@@ -52,7 +52,7 @@ def parse_capture(item: object, where: str) -> Incoming:
     except DlwebError as exc:
         raise bad(f"{where}: {exc}") from None
     try:
-        name = structure_name(url) if capture.kind in REPLAYED_KINDS else side_name(url)
+        name = structure_name(url)
     except DlwebError as exc:
         raise bad(f"{where}: 'url': {exc}") from None
     size = _int(item, "size", where)

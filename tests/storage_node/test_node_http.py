@@ -228,6 +228,52 @@ async def test_structure_locate_and_closest_capture(node_factory, cluster, sessi
         assert [rec["content"] for rec in (await r.json())["records"]] == contents[1:3]
 
 
+async def test_lookups_pass_over_request_and_metadata_records(node_factory, cluster, session):
+    config = cluster[1]
+    node = node_factory()
+    url = "http://example.org/exchange"
+    kept = [
+        ("2019-01-01", "request"),
+        ("2019-01-01", "response"),
+        ("2019-02-01", "metadata"),
+        ("2019-03-01", "request"),
+        ("2019-03-01", "revisit"),
+        ("2019-04-01", "metadata"),
+    ]
+    records = [{**record(d, sha(f"{d} {k}".encode())), "kind": k} for d, k in kept]
+    assert (await append(session, node, config, url, records))[1]["added"] == len(kept)
+    base = f"{node.url}/structure/{structure_name(url)}"
+
+    async def ask(query: str) -> tuple[int, dict[str, object]]:
+        async with session.get(f"{base}?{query}") as r:
+            return r.status, await r.json()
+
+    expectations = {  # (mode, at): the kind and date found
+        ("exact", "2019-01-01"): ("response", "2019-01-01"),
+        ("after", "2019-01-15"): ("revisit", "2019-03-01"),
+        ("before", "2019-02-15"): ("response", "2019-01-01"),
+        ("closest", "2019-01-20"): ("response", "2019-01-01"),
+        ("closest", "2019-02-01"): ("revisit", "2019-03-01"),
+        ("closest", "2019-05-01"): ("revisit", "2019-03-01"),
+        ("before", "2019-12-31"): ("revisit", "2019-03-01"),
+    }
+    for (mode, at), (kind, date) in expectations.items():
+        status, answer = await ask(f"mode={mode}&at={at}")
+        found = answer["records"][0]  # type: ignore[index]
+        assert (status, found["kind"], found["time"]) == (200, kind, parse_time(date)), (mode, at)
+    for mode, at in (("exact", "2019-02-01"), ("after", "2019-03-02")):
+        status, answer = await ask(f"mode={mode}&at={at}")
+        assert (status, answer["records"]) == (404, []), (mode, at)
+    _, answer = await ask("mode=closest&at=2019-01-01")
+    neighbours = {
+        key: answer[key] and answer[key]["kind"] for key in ("first", "last", "prev", "next")
+    }  # type: ignore[index]
+    assert neighbours == {"first": "response", "last": "revisit", "prev": None, "next": "revisit"}
+    # A range lists every record, for an export.
+    _, answer = await ask("mode=range&from=2000&to=2030")
+    assert [r["kind"] for r in answer["records"]] == [k for _, k in kept]  # type: ignore[union-attr]
+
+
 async def test_belated_and_repeated_captures_keep_order(node_factory, cluster, session):
     config = cluster[1]
     node = node_factory()
