@@ -235,7 +235,7 @@ def raw_store(warc_file: Path, root: Path) -> int:
             url = record.rec_headers.get_header("WARC-Target-URI")
             store("content", record.http_headers.to_bytes())
             store("content", record.content_stream().read())
-            store("structure", record.rec_type.encode() + url.encode())
+            store("structure", url.encode())
     fd = os.open(root, os.O_RDONLY)
     try:
         sync_filesystem(fd)
