@@ -56,6 +56,11 @@ RECOMPUTED_FIELDS = frozenset(
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
 NOT_DECODED = "\ufffd"
+# A bug of FastWARC's own (a Rust panic) reaches Python as pyo3's PanicException, a BaseException
+# no module exports; warcio reads on from there, as after a record FastWARC cannot vouch for.
+_FASTWARC_PANICS: tuple[type[BaseException], ...] = tuple(
+    kind for kind in BaseException.__subclasses__() if kind.__name__ == "PanicException"
+)
 # zlib-ng's stub declares its error as an instance; it is the exception class.
 _INFLATE_ERRORS = (zlib.error, cast(type[Exception], zlib_ng.error), EOFError)
 # Records kept for export only; their body is stored whole, after the WARC fields they keep.
@@ -150,6 +155,16 @@ class _Unsure(Exception):
     CR or LF (warcio ends the field there, FastWARC goes on)."""
 
 
+# What ends FastWARC's reading at a record warcio then reads again.
+_DOUBTS: tuple[type[BaseException], ...] = (
+    OSError,
+    _BadRecord,
+    _Unsure,
+    ValueError,
+    *_FASTWARC_PANICS,
+)
+
+
 class _FastGunzip(DecompressingBufferedReader):  # type: ignore[misc]
     """warcio's reader, inflating gzip members with zlib-ng (the same format, decoded in
     about two thirds of zlib's time: inflating is a third of an import's reading)."""
@@ -212,7 +227,7 @@ def _read_sound(
                 held = None
             offset = record.stream_pos
             held = _read_record(_from_fastwarc(record), path, offset, max_record, spool_dir)
-    except (OSError, _BadRecord, _Unsure, ValueError):
+    except _DOUBTS:
         if held is not None:
             _discard(held)
         return offset

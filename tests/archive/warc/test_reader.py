@@ -96,6 +96,22 @@ def test_fastwarc_reads_what_warcio_reads(tmp_path):
         assert all(d in by_warcio for d in described(read_all(path, spool)) if len(d) > 2)
 
 
+def test_a_fastwarc_panic_hands_the_file_to_warcio(tmp_path, monkeypatch):
+    (panic,) = reader._FASTWARC_PANICS
+    path = sources.warcio_file(tmp_path).path
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    expected = described(read_by_warcio(path, spool))
+    fast = reader.FastIterator
+
+    def panicking(*args: object, **options: object) -> Iterator[object]:
+        yield from fast(*args, **options)
+        raise panic("a bug in the parser")
+
+    monkeypatch.setattr(reader, "FastIterator", panicking)
+    assert described(read_all(path, spool)) == expected
+
+
 @pytest.mark.parametrize(
     "fields",
     [
