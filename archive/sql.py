@@ -1,12 +1,37 @@
-"""A helper for SQLite queries that look up many values at once."""
+"""SQLite as the master and the index node use it: opening a database, and queries that look
+up many values at once."""
 
+import sqlite3
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
 
 # Values one `IN (...)` query takes, well under SQLite's bound on parameters.
 IN_CHUNK = 500
+# Rows keyed by SHA-256 names land on random pages: a page cache of 64 MiB keeps the hot ones in
+# memory, and a checkpoint every 20,000 pages (up to 80 MiB of WAL) writes a page dirtied by many
+# batches back once, not once a batch. Both cut the CPU of an insert into a table of 300,000 files
+# by about a quarter, and more below that.
+CACHE_KIB = 64 * 1024
+CHECKPOINT_PAGES = 20_000
+
+
+def open_database(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with a write-ahead log.
+
+    synchronous=NORMAL in WAL mode survives a process crash; a power loss may undo the last
+    transactions, which their writers must be able to redo (a node sends its inventory entries
+    again from the position the master kept).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+    return db
 
 
 def in_chunks(values: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:

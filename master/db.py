@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.sql import in_chunks
+from archive.sql import in_chunks, open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -165,12 +165,7 @@ class Move:
 
 class MasterDB:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a process crash; a power loss may undo the last
-        # transactions, and with them the inventory positions, so nodes send those entries again.
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db = open_database(path)
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:

@@ -1,12 +1,11 @@
 """The index node's content database: which contents the archive holds, by the first 128 bits of
 their SHA-256, and how many captures refer to each."""
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from archive.sql import in_chunks
+from archive.sql import in_chunks, open_database
 
 
 def prefix(name: str) -> bytes:
@@ -15,10 +14,7 @@ def prefix(name: str) -> bytes:
 
 class ContentIndex:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db = open_database(path)
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS contents (prefix BLOB PRIMARY KEY, refs INTEGER NOT NULL)"
             " WITHOUT ROWID"
