@@ -27,6 +27,10 @@ _RECORD = struct.Struct(
 RECORD_SIZE = _RECORD.size
 _TIME = struct.Struct(">q")
 _KIND_AT = 8 + 32 + 32 + 2  # the kind's offset in a record
+# plan_append reads the records spanned by the captures it looks for at once while they are at
+# most this many times as many, plus this many (about 88 KB), else it searches for each.
+SPAN_READ_FACTOR = 16
+SPAN_READ_MIN = 1_000
 _CRC_SPAN = RECORD_SIZE - 4
 
 
@@ -333,18 +337,28 @@ class StructureFile:
         self.close()
 
     def plan_append(self, captures: Sequence[Capture]) -> tuple[list[Capture], bool]:
-        """The captures that are not stored yet, and whether they all go after the last record."""
+        """The captures that are not stored yet, and whether they all go after the last record.
+
+        Only captures no later than the last record are looked for in the file: a capture after
+        it cannot be there, so appending newer captures to a file of any size costs no search.
+        The records in the time span of those looked for are read at once when the span is not
+        much longer than their number (a batch imported again), else each is searched for."""
         reader = self.reader
-        fresh: list[Capture] = []
-        for capture in sorted(captures, key=lambda c: c.time):
-            start = reader.bisect_left(capture.time)
-            stop = reader.bisect_right(capture.time)
-            if capture in fresh or capture in reader.records(start, stop):
-                continue
-            fresh.append(capture)
-        in_order = (
-            not fresh or not reader.count or fresh[0].time >= reader.time_at(reader.count - 1)
-        )
+        last = reader.time_at(reader.count - 1) if reader.count else None
+        unique = sorted(dict.fromkeys(captures), key=lambda c: c.time)  # ties keep their order
+        earlier = [c for c in unique if last is not None and c.time <= last]
+        stored: set[Capture] = set()
+        if earlier:
+            start = reader.bisect_left(earlier[0].time)
+            stop = reader.bisect_right(earlier[-1].time)
+            if stop - start <= SPAN_READ_FACTOR * len(earlier) + SPAN_READ_MIN:
+                stored = set(reader.records(start, stop))
+            else:
+                for capture in earlier:
+                    first = reader.bisect_left(capture.time)
+                    stored.update(reader.records(first, reader.bisect_right(capture.time)))
+        fresh = [c for c in unique if c not in stored]
+        in_order = last is None or not fresh or fresh[0].time >= last
         return fresh, in_order
 
     def append_in_order(self, captures: Sequence[Capture], fsync: bool = True) -> None:

@@ -533,6 +533,33 @@ def test_plan_append_skips_duplicates_and_says_in_order(tmp_path: Path) -> None:
         assert structure.plan_append([]) == ([], True)
 
 
+@pytest.mark.parametrize(
+    ("records", "looked_for"),
+    [(50, 30), (5_000, 3), (5_000, 2_000)],
+    ids=["small file", "few captures spread over a large file", "a batch imported again"],
+)
+def test_plan_append_agrees_with_brute_force(tmp_path: Path, records: int, looked_for: int) -> None:
+    """Stored, new, repeated, tied and later captures: the plan is what a scan of the whole
+    file gives, whether the records spanned are read at once or each capture searched for."""
+    rng = random.Random(records + looked_for)
+    times = sorted(rng.randrange(0, records * 10, 10) for _ in range(records))
+    stored = [capture_at(t, content=random_name(rng)) for t in times]
+    path = write_file(tmp_path / "s", encode_file(URL, stored))
+    batch = rng.sample(stored, looked_for)  # already there
+    batch += [
+        capture_at(rng.randrange(records * 10 + 20), content=random_name(rng))
+        for _ in range(looked_for)
+    ]
+    batch += [capture_at(t, content=random_name(rng)) for t in rng.sample(times, 3)]  # ties
+    batch += batch[:5]  # repeated within the batch
+    rng.shuffle(batch)
+    expected = sorted(dict.fromkeys(c for c in batch if c not in set(stored)), key=lambda c: c.time)
+    with StructureFile(path) as structure:
+        fresh, in_order = structure.plan_append(batch)
+    assert fresh == expected
+    assert in_order == (not expected or expected[0].time >= times[-1])
+
+
 def test_plan_append_on_an_empty_file(tmp_path: Path) -> None:
     path = write_file(tmp_path / "s", encode_file(URL, []))
     with StructureFile(path) as structure:
