@@ -9,6 +9,7 @@ byte offset of the record and the reason; reading goes on at the next gzip membe
 `WARC/1.` line, so the good records after it are read too.
 """
 
+import dataclasses
 import os
 import zlib
 from collections.abc import Callable, Generator, Iterator
@@ -56,6 +57,11 @@ RECOMPUTED_FIELDS = frozenset(
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
 NOT_DECODED = "\ufffd"
+# WARC-Type by FastWARC's record type (a bit each), read without looking the field up again.
+_FASTWARC_TYPES = {
+    int(getattr(WarcRecordType, name)): name
+    for name in ("warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion")
+}
 # A bug of FastWARC's own (a Rust panic) reaches Python as pyo3's PanicException, a BaseException
 # no module exports; warcio reads on from there, as after a record FastWARC cannot vouch for.
 _FASTWARC_PANICS: tuple[type[BaseException], ...] = tuple(
@@ -237,29 +243,12 @@ def _read_sound(
 
 
 def _from_fastwarc(record: Any) -> "_Raw":
-    fields = list(record.headers.items())
-    text = "".join(name + value for name, value in fields)
+    fields = record.headers.items()
+    text = "".join(map("".join, fields))
     if NOT_DECODED in text or "\n" in text or "\r" in text:
         raise _Unsure("WARC fields that are not UTF-8 or hold a line break")
-    return _Raw(
-        record.headers.get("WARC-Type", ""),
-        _uri_as_warcio_reads_it(fields),
-        record.content_length,
-        record.reader,
-    )
-
-
-def _uri_as_warcio_reads_it(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The fields with WARC-Target-URI mended as warcio mends it: without the angle brackets
-    wget 1.19 wrote around it, and with spaces percent-encoded."""
-    mended = []
-    for name, value in fields:
-        if name.lower() == "warc-target-uri":
-            if value.startswith("<") and value.endswith(">"):
-                value = value[1:-1]
-            value = value.replace(" ", "%20")
-        mended.append((name, value))
-    return mended
+    rec_type = _FASTWARC_TYPES.get(int(record.record_type)) or record.headers.get("WARC-Type", "")
+    return _Raw(rec_type, list(fields), record.content_length, record.reader)
 
 
 def _read_any(
@@ -372,6 +361,17 @@ def _first_values(fields: list[tuple[str, str]]) -> dict[str, str]:
     return values
 
 
+def _uri_as_warcio_reads_it(record: _Raw, uri: str) -> tuple[str, _Raw]:
+    """WARC-Target-URI mended as warcio mends it (FastWARC does not): without the angle
+    brackets wget 1.19 wrote around it, and with spaces percent-encoded; the record's fields too,
+    so that an export writes it so."""
+    if uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    uri = uri.replace(" ", "%20")
+    fields = [(k, uri if k.lower() == "warc-target-uri" else v) for k, v in record.fields]
+    return uri, dataclasses.replace(record, fields=fields)
+
+
 def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
     rec_type = record.type.lower()
     fields = _first_values(record.fields)
@@ -386,6 +386,8 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
     if fields.get("warc-segment-number") is not None:
         return Problem(path, offset, "segmented records are not supported")
     uri = fields.get("warc-target-uri", "").strip()
+    if uri[:1] == "<" and uri[-1:] == ">" or " " in uri:
+        uri, record = _uri_as_warcio_reads_it(record, uri)
     scheme = uri.partition(":")[0].lower()
     if scheme not in ("http", "https"):
         return Ignored(path, offset, rec_type, f"{uri[:100]!r} is not an http(s) URL")
