@@ -26,11 +26,11 @@ _RECORD = struct.Struct(
 )  # time, content, header block, status, kind, flags, offset, crc
 RECORD_SIZE = _RECORD.size
 _TIME = struct.Struct(">q")
-_KIND_AT = 8 + 32 + 32 + 2  # the kind's offset in a record
+_KIND_AT = struct.calcsize(">q32s32sH")  # the kind's offset in a record: after time to status
 # plan_append reads the records spanned by the captures it looks for at once while they are at
 # most this many times as many, plus this many (about 88 KB), else it searches for each.
-SPAN_READ_FACTOR = 16
-SPAN_READ_MIN = 1_000
+_SPAN_READ_FACTOR = 16
+_SPAN_READ_MIN = 1_000
 _CRC_SPAN = RECORD_SIZE - 4
 
 
@@ -351,7 +351,7 @@ class StructureFile:
         if earlier:
             start = reader.bisect_left(earlier[0].time)
             stop = reader.bisect_right(earlier[-1].time)
-            if stop - start <= SPAN_READ_FACTOR * len(earlier) + SPAN_READ_MIN:
+            if stop - start <= _SPAN_READ_FACTOR * len(earlier) + _SPAN_READ_MIN:
                 stored = set(reader.records(start, stop))
             else:
                 for capture in earlier:

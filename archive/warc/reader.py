@@ -2,9 +2,10 @@
 
 FastWARC parses the record headers and undoes the gzip members of a sound WARC file, in about a
 third of warcio's time; from the first record it cannot vouch for (and in an ARC file) warcio
-does, since it tells what is wrong with a record. This module reads each record's block itself, so that the HTTP header block is kept byte for byte, chunked encoding is removed and
-nothing else (a gzip body stays gzip), every declared digest is checked and every body is hashed
-with SHA-256 while it streams to a spool. A damaged record becomes a Problem naming the file, the
+does, since it tells what is wrong with a record. This module reads each record's block itself,
+so that the HTTP header block is kept byte for byte, chunked encoding is removed and nothing else
+(a gzip body stays gzip), every declared digest is checked and every body is hashed with SHA-256
+while it streams to a spool. A damaged record becomes a Problem naming the file, the
 byte offset of the record and the reason; reading goes on at the next gzip member or the next
 `WARC/1.` line, so the good records after it are read too.
 """
@@ -56,7 +57,7 @@ RECOMPUTED_FIELDS = frozenset(
     }
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
-NOT_DECODED = "\ufffd"
+_NOT_DECODED = "\ufffd"
 # WARC-Type by FastWARC's record type (a bit each), read without looking the field up again.
 _FASTWARC_TYPES = {
     int(getattr(WarcRecordType, name)): name
@@ -123,8 +124,8 @@ Item = SourceRecord | Problem | Ignored
 
 @dataclass(frozen=True, slots=True)
 class _Raw:
-    """A record as either reader gives it: its type, its WARC fields, its declared length and
-    the stream of its block."""
+    """A record as either reader gives it: its type, its WARC fields (a list of its own), its
+    declared length and the stream of its block."""
 
     type: str
     fields: list[tuple[str, str]]
@@ -245,7 +246,7 @@ def _read_sound(
 def _from_fastwarc(record: Any) -> "_Raw":
     fields = record.headers.items()
     text = "".join(map("".join, fields))
-    if NOT_DECODED in text or "\n" in text or "\r" in text:
+    if _NOT_DECODED in text or "\n" in text or "\r" in text:
         raise _Unsure("WARC fields that are not UTF-8 or hold a line break")
     rec_type = _FASTWARC_TYPES.get(int(record.record_type)) or record.headers.get("WARC-Type", "")
     return _Raw(rec_type, list(fields), record.content_length, record.reader)
@@ -311,7 +312,8 @@ def _read_any(
 
 
 def _from_warcio(record: Any) -> "_Raw":
-    return _Raw(record.rec_type or "", record.rec_headers.headers, record.length, record.raw_stream)
+    fields = list(record.rec_headers.headers)
+    return _Raw(record.rec_type or "", fields, record.length, record.raw_stream)
 
 
 def _describe(exc: BaseException, gzipped: bool) -> str:
@@ -516,7 +518,7 @@ def _read_block(
         rec_type,
         uri,
         time,
-        list(record.fields),
+        record.fields,
         head,
         status,
         spool,
