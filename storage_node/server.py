@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archive import discovery
+from archive.bloom import load_arrays
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.multicast import Responder
@@ -38,6 +39,7 @@ class NodeOptions:
 async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM, then save state and stop cleanly."""
     node = StorageNode(options.root, options.node_id)
+    load_arrays()  # what the filter's batches use, loaded before the first one waits for it
     address = options.advertise or f"http://{options.host}:{options.port}"
     config = options.config
     responder = Responder(config.multicast, config.secret, node.id, address, node.holds)
