@@ -4,10 +4,10 @@ FastWARC parses the record headers and undoes the gzip members of a sound WARC f
 third of warcio's time; from the first record it cannot vouch for (and in an ARC file) warcio
 does, since it tells what is wrong with a record. This module reads each record's block itself,
 so that the HTTP header block is kept byte for byte, chunked encoding is removed and nothing else
-(a gzip body stays gzip), every declared digest is checked and every body is hashed with SHA-256
-while it streams to a spool. A damaged record becomes a Problem naming the file, the
-byte offset of the record and the reason; reading goes on at the next gzip member or the next
-`WARC/1.` line, so the good records after it are read too.
+(a gzip body stays gzip), a record's bytes are checked against its block digest (else its payload
+digest) and every body is hashed with SHA-256 while it streams to a spool. A damaged record
+becomes a Problem naming the file, the byte offset of the record and the reason; reading goes on
+at the next gzip member or the next `WARC/1.` line, so the good records after it are read too.
 """
 
 import dataclasses
@@ -470,14 +470,20 @@ def _read_block(
     if rec_type == "response" and head is None:
         spool.discard()
         return Problem(path, offset, "malformed response record: it holds no HTTP header block")
-    # What a payload digest covers: the block after the HTTP headers, as written in the file.
-    raw_hash = payload_digest.hasher() if payload_digest and rec_type != "revisit" else None
+    # What a payload digest covers: the block after the HTTP headers, as written in the file. A
+    # block digest checked covers those bytes already, so the payload digest is then taken as the
+    # writer gave it (revisits find their original by it), not computed a second time.
+    raw_hash = (
+        payload_digest.hasher()
+        if payload_digest and block_hash is None and rec_type != "revisit"
+        else None
+    )
     dechunker = (
         Dechunker()
         if rec_type == "response" and head is not None and declares_chunked(head)
         else None
     )
-    decoded_hash = payload_digest.hasher() if payload_digest and dechunker else None
+    decoded_hash = payload_digest.hasher() if raw_hash is not None and dechunker else None
     if rec_type in SIDE_TYPES:
         spool.write(kept_fields(record.fields))
         if head is not None:

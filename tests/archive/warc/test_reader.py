@@ -1,5 +1,7 @@
 """Reading damaged WARC and ARC files never fails: every record is read or reported."""
 
+import base64
+import hashlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -7,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from archive.warc import reader
+from archive.warc.digests import parse_digest
 from archive.warc.reader import Ignored, Problem, SourceRecord, read_archive
 
 from . import sources
@@ -167,3 +170,45 @@ def test_a_response_whose_status_line_is_not_http_is_reported(tmp_path):
     (problem,) = read_all(path, tmp_path)
     assert isinstance(problem, Problem) and problem.offset == 0
     assert "malformed HTTP header block" in problem.reason and "'2xx'" in problem.reason
+
+
+def sha1_field(data: bytes) -> bytes:
+    return b"sha1:" + base64.b32encode(hashlib.sha1(data).digest())
+
+
+def response_with_digests(path: Path, block_digest: bytes | None, payload_digest: bytes) -> None:
+    payload = b"the payload"
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + payload
+    digests = b"WARC-Payload-Digest: " + payload_digest + b"\r\n"
+    if block_digest is not None:
+        digests += b"WARC-Block-Digest: " + block_digest + b"\r\n"
+    path.write_bytes(
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://digest.example/\r\n"
+        b"WARC-Date: 2024-01-01T00:00:00Z\r\n%sContent-Length: %d\r\n\r\n%s\r\n\r\n"
+        % (digests, len(block), block)
+    )
+
+
+def test_a_payload_digest_is_checked_when_no_block_digest_is(tmp_path):
+    path = tmp_path / "payload.warc"
+    response_with_digests(path, None, sha1_field(b"another payload"))
+    (problem,) = read_all(path, tmp_path)
+    assert isinstance(problem, Problem)
+    assert "WARC-Payload-Digest" in problem.reason and "does not match" in problem.reason
+    response_with_digests(path, None, sha1_field(b"the payload"))
+    (record,) = read_all(path, tmp_path)
+    assert isinstance(record, SourceRecord)
+
+
+def test_a_block_digest_checked_stands_for_the_payload_digest(tmp_path):
+    path = tmp_path / "block.warc"
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nthe payload"
+    written = sha1_field(b"what the writer hashed")
+    response_with_digests(path, sha1_field(block), written)
+    (record,) = read_all(path, tmp_path)
+    assert isinstance(record, SourceRecord)
+    assert record.payload_digest == parse_digest(written.decode())
+    response_with_digests(path, sha1_field(block + b"!"), sha1_field(b"the payload"))
+    (problem,) = read_all(path, tmp_path)
+    assert isinstance(problem, Problem)
+    assert "WARC-Block-Digest" in problem.reason and "does not match" in problem.reason
