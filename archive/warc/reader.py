@@ -483,7 +483,9 @@ def _read_block(
         if rec_type == "response" and head is not None and declares_chunked(head)
         else None
     )
-    decoded_hash = payload_digest.hasher() if raw_hash is not None and dechunker else None
+    decoded_hash = (
+        payload_digest.hasher() if payload_digest and raw_hash is not None and dechunker else None
+    )
     if rec_type in SIDE_TYPES:
         spool.write(kept_fields(record.fields))
         if head is not None:
