@@ -7,6 +7,7 @@ fetch a file from another node, delete files, scrub.
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -30,6 +31,11 @@ BATCH = 5_000
 MAX_FILES = 5_000
 FETCHES_IN_FLIGHT = 16
 COALESCE = 0.05
+# While writes keep coming, a batch of the inventory goes at most this often: the master applies
+# a batch in one transaction, and its rows, keyed by random names, land on a page each; a batch
+# twice as large rewrites fewer pages twice (at 100,000 files, 5,000 entries a batch cost the
+# master 35% less than 1,400).
+SPACING = 0.5
 INVENTORY_TIMEOUT = 120.0
 CHUNK = 256 * 1024
 MAX_URL = 2000
@@ -191,6 +197,7 @@ class MasterLink:
         """Send durable inventory entries in order, each batch once the previous is stored; wake
         when the node makes more durable (`node.changed`), after a short delay to batch them."""
         cursor = self.node.inventory.cursor(since)
+        sent = -SPACING
         while True:
             self.node.changed.clear()
             upto = self.node.inventory.durable_seq
@@ -198,6 +205,7 @@ class MasterLink:
             if entries is None:
                 entries = await self.node.run_io(cursor.read, BATCH, upto)
             if entries:
+                sent = time.monotonic()
                 await peer.call(
                     "node.inventory",
                     {
@@ -209,7 +217,8 @@ class MasterLink:
                 )
             if len(entries) < BATCH:
                 await self.node.changed.wait()
-                await asyncio.sleep(COALESCE)
+                # A lone write goes after COALESCE; one of a stream waits for the next batch.
+                await asyncio.sleep(max(COALESCE, sent + SPACING - time.monotonic()))
 
     async def _send_stats(self, peer: Peer) -> None:
         while True:
