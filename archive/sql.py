@@ -1,20 +1,28 @@
-"""SQLite as the master and the index node use it: opening a database, and queries that look
-up many values at once."""
+"""SQLite as the master and the index node use it: opening a database, checkpointing its WAL,
+and queries that look up many values at once."""
 
+import logging
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 # Values one `IN (...)` query takes, well under SQLite's bound on parameters.
 IN_CHUNK = 500
 # Rows keyed by SHA-256 names land on random pages: a page cache of 64 MiB (SQLite's default is
-# 2 MiB) keeps the hot ones in memory instead of reading them again for every batch. The WAL is
-# still checkpointed every 1,000 pages (SQLite's default): a checkpoint runs inside a commit, on
-# the event loop, and a larger one stalls it for longer.
+# 2 MiB) keeps the hot ones in memory instead of reading them again for every batch.
 CACHE_KIB = 64 * 1024
+# A Checkpointer copies the WAL into the database this often, from a thread of its own: a commit
+# on the event loop then only appends to the WAL, and a page changed by several commits in a
+# second is written to the database once. SQLite's own checkpoint, inside a commit, is kept only
+# as a bound (this many pages, 200 MiB) should the checkpointer fall behind.
+CHECKPOINT_EVERY = 1.0
+CHECKPOINT_BOUND_PAGES = 50_000
 
 
 def open_database(path: Path) -> sqlite3.Connection:
@@ -29,7 +37,38 @@ def open_database(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BOUND_PAGES}")
     return db
+
+
+class Checkpointer:
+    """Checkpoints a database's WAL every `every` seconds from a thread, on a connection of its
+    own (SQLite lets commits go on meanwhile), until closed."""
+
+    def __init__(self, path: Path, every: float = CHECKPOINT_EVERY) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._every = every
+        self._stop = threading.Event()
+        self.checkpoints = 0
+        self._thread = threading.Thread(
+            target=self._run, name=f"checkpoint {path.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                self.checkpoints += 1
+            except sqlite3.Error as exc:
+                log.warning(
+                    "checkpoint of the WAL failed (tried again in %g s): %s", self._every, exc
+                )
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._db.close()
 
 
 def in_chunks(values: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.sql import in_chunks, open_database
+from archive.sql import Checkpointer, in_chunks, open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -166,9 +166,11 @@ class Move:
 class MasterDB:
     def __init__(self, path: Path) -> None:
         self.db = open_database(path)
+        self.checkpointer = Checkpointer(path)
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
+        self.checkpointer.close()
         self.db.close()
 
     def _transaction(self) -> "_Tx":
