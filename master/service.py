@@ -286,19 +286,28 @@ class Master:
         return report
 
     def locate(self, kind: str, name: str) -> list[dict[str, str]]:
-        readable = set(self.members.readable())
-        return [
-            {"id": node, "address": self.members.address(node)}
-            for node in self.db.holders(kind, name)
-            if node in readable
-        ]
+        return self._readable_holders(kind, [name])[name]
 
     def structures(self, after: str, limit: int) -> list[dict[str, Any]]:
         """A page of the structure files with their readable holders, for a full export."""
-        return [
-            {"name": name, "nodes": self.locate("structure", name)}
-            for name in self.db.structure_page(after, limit)
-        ]
+        names = self.db.structure_page(after, limit)
+        holders = self._readable_holders("structure", names)
+        return [{"name": name, "nodes": holders[name]} for name in names]
+
+    def _readable_holders(self, kind: str, names: list[str]) -> dict[str, list[dict[str, str]]]:
+        """The readable holders of files, a structure file's active copy first: the others lack
+        the records appended since the master last refreshed them, and a reader believes the
+        first holder that answers."""
+        readable = set(self.members.readable())
+        active = self.db.active_nodes(names) if kind == "structure" else {}
+        return {
+            name: [
+                {"id": node, "address": self.members.address(node)}
+                for node in sorted(nodes, key=lambda node: node != active.get(name))
+                if node in readable
+            ]
+            for name, nodes in self.db.holders_of(kind, names).items()
+        }
 
     # -- HIP: connections -----------------------------------------------------------------------
 

@@ -124,3 +124,32 @@ async def test_replicas_of_a_lost_active_copy_are_refreshed_when_it_returns(
         lost = active_node(cluster, name)
         cluster.nodes[lost].start()
         every_copy_holds(cluster, name, {c.time for c in first.captures + only_there.captures})
+
+
+async def test_the_master_names_the_active_copy_first(cluster_factory) -> None:
+    """A replica lacks what was appended since the master last refreshed it, and a reader (an
+    export, a client in lookup mode master) believes the first holder that answers: the master
+    names the active copy first, not the holder first in its tables."""
+    cluster = cluster_factory(nodes=3, replicas=2)
+    async with ClusterClient(cluster.config) as client:
+        first, _ = await lose_the_active_copy(cluster, client)
+        url = first.captures[0].url
+        name = structure_name(url)
+        lost = active_node(cluster, name)
+        assert cluster.index is not None
+        index = cluster.index
+        wait_until(lambda: index.status()["alive"] == 2, "the index node to drop the lost node")
+        await insert(client, at_url(make_corpus(2, urls=1, seed=2), url))
+    active = active_node(cluster, name)
+    assert active != lost
+    cluster.nodes[lost].start()
+
+    def holders() -> list[str]:
+        listed = cluster.get("/structures?limit=10")["structures"]
+        return [node["id"] for node in listed[0]["nodes"]]
+
+    wait_until(lambda: len(holders()) == 3, "the returning node's copy to be readable")
+    assert min(holders()) != active  # the order of the tables would put another first
+    assert holders()[0] == active
+    located = cluster.get(f"/locate/structure/{name}")["nodes"]
+    assert located[0]["id"] == active
