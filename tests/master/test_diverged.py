@@ -66,6 +66,24 @@ async def lose_the_active_copy(cluster: Cluster, client: ClusterClient) -> tuple
     return first, only_there
 
 
+async def move_the_active_copy(
+    cluster: Cluster, client: ClusterClient
+) -> tuple[Corpus, Corpus, Corpus, str]:
+    """`lose_the_active_copy`, then more captures of the URL, which a new active copy takes
+    among the replicas (they lack the records only the lost copy had). Returns the three corpora
+    and the node of the lost copy."""
+    first, only_there = await lose_the_active_copy(cluster, client)
+    url = first.captures[0].url
+    lost = active_node(cluster, structure_name(url))
+    assert cluster.index is not None
+    index = cluster.index
+    wait_until(lambda: index.status()["alive"] == 2, "the index node to drop the lost node")
+    later = at_url(make_corpus(2, urls=1, seed=2), url)
+    await insert(client, later)
+    assert active_node(cluster, structure_name(url)) != lost
+    return first, only_there, later, lost
+
+
 def every_copy_holds(cluster: Cluster, name: str, times: set[int]) -> None:
     """Wait until the copies are merged and refreshed, then check each holds every record."""
     cluster.wait_for(
@@ -86,18 +104,8 @@ async def test_records_only_on_a_lost_active_copy_are_merged_when_it_returns(
     # 3 nodes; structure files get 3 copies (2 + structure_extra).
     cluster = cluster_factory(nodes=3, replicas=2)
     async with ClusterClient(cluster.config) as client:
-        first, only_there = await lose_the_active_copy(cluster, client)
-        url = first.captures[0].url
-        name = structure_name(url)
-        lost = active_node(cluster, name)
-        assert cluster.index is not None
-        index = cluster.index
-        wait_until(lambda: index.status()["alive"] == 2, "the index node to drop the lost node")
-
-        # A new active copy is chosen among the replicas, which lack those records.
-        later = at_url(make_corpus(2, urls=1, seed=2), url)
-        await insert(client, later)
-        assert active_node(cluster, name) != lost
+        first, only_there, later, lost = await move_the_active_copy(cluster, client)
+        name = structure_name(first.captures[0].url)
         assert cluster.status()["structures_diverged"] == 1
 
         # The node comes back with its copy: its records join the active copy, and every copy
@@ -132,16 +140,9 @@ async def test_the_master_names_the_active_copy_first(cluster_factory) -> None:
     names the active copy first, not the holder first in its tables."""
     cluster = cluster_factory(nodes=3, replicas=2)
     async with ClusterClient(cluster.config) as client:
-        first, _ = await lose_the_active_copy(cluster, client)
-        url = first.captures[0].url
-        name = structure_name(url)
-        lost = active_node(cluster, name)
-        assert cluster.index is not None
-        index = cluster.index
-        wait_until(lambda: index.status()["alive"] == 2, "the index node to drop the lost node")
-        await insert(client, at_url(make_corpus(2, urls=1, seed=2), url))
+        first, _, _, lost = await move_the_active_copy(cluster, client)
+    name = structure_name(first.captures[0].url)
     active = active_node(cluster, name)
-    assert active != lost
     cluster.nodes[lost].start()
 
     def holders() -> list[str]:
