@@ -25,19 +25,23 @@ CHECKPOINT_EVERY = 1.0
 CHECKPOINT_BOUND_PAGES = 50_000
 
 
-def open_database(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit) with a write-ahead log.
+def open_database(path: Path, checkpoint_every: float = CHECKPOINT_EVERY) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with a write-ahead log, which a
+    Checkpointer copies into the database until the connection is closed.
 
     synchronous=NORMAL in WAL mode survives a process crash; a power loss may undo the last
     transactions, which their writers must be able to redo (a node sends its inventory entries
     again from the position the master kept).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, factory=_CheckpointedConnection
+    )
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BOUND_PAGES}")
+    db.checkpointer = Checkpointer(path, checkpoint_every)
     return db
 
 
@@ -45,7 +49,7 @@ class Checkpointer:
     """Checkpoints a database's WAL every `every` seconds from a thread, on a connection of its
     own (SQLite lets commits go on meanwhile), until closed."""
 
-    def __init__(self, path: Path, every: float = CHECKPOINT_EVERY) -> None:
+    def __init__(self, path: Path, every: float) -> None:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._every = every
         self._stop = threading.Event()
@@ -69,6 +73,18 @@ class Checkpointer:
         self._stop.set()
         self._thread.join()
         self._db.close()
+
+
+class _CheckpointedConnection(sqlite3.Connection):
+    """A connection that stops its WAL's Checkpointer when it is closed."""
+
+    checkpointer: Checkpointer | None = None
+
+    def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+            self.checkpointer = None
+        super().close()
 
 
 def in_chunks(values: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.sql import Checkpointer, in_chunks, open_database
+from archive.sql import in_chunks, open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -166,11 +166,9 @@ class Move:
 class MasterDB:
     def __init__(self, path: Path) -> None:
         self.db = open_database(path)
-        self.checkpointer = Checkpointer(path)
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
-        self.checkpointer.close()
         self.db.close()
 
     def _transaction(self) -> "_Tx":
@@ -372,6 +370,16 @@ class MasterDB:
             ):
                 found[name].append(node)
         return found
+
+    def structure_holders(self, names: Sequence[str]) -> dict[str, list[str]]:
+        """`holders_of` structure files, each one's active copy first: the other copies lack the
+        records appended since the master last refreshed them, and a reader believes the first
+        holder that answers."""
+        active = self.active_nodes(names)
+        return {
+            name: sorted(nodes, key=lambda node: node != active.get(name))
+            for name, nodes in self.holders_of("structure", names).items()
+        }
 
     def file_counts(self) -> dict[str, int]:
         counts = {"content": 0, "structure": 0}

@@ -45,10 +45,7 @@ async def find_orphans(db: MasterDB, members: Membership) -> OrphanReport:
     gate = asyncio.Semaphore(READS_IN_FLIGHT)
 
     async def read(session: aiohttp.ClientSession, name: str) -> None:
-        active = db.active_node(name)
-        holders = sorted(
-            (h for h in db.holders("structure", name) if h in readable), key=lambda h: h != active
-        )
+        holders = [h for h in db.structure_holders([name])[name] if h in readable]
         async with gate:
             for holder in holders:
                 try:

@@ -295,18 +295,20 @@ class Master:
         return [{"name": name, "nodes": holders[name]} for name in names]
 
     def _readable_holders(self, kind: str, names: list[str]) -> dict[str, list[dict[str, str]]]:
-        """The readable holders of files, a structure file's active copy first: the others lack
-        the records appended since the master last refreshed them, and a reader believes the
-        first holder that answers."""
+        """The readable holders of files, a structure file's active copy first."""
         readable = set(self.members.readable())
-        active = self.db.active_nodes(names) if kind == "structure" else {}
+        holders = (
+            self.db.structure_holders(names)
+            if kind == "structure"
+            else self.db.holders_of(kind, names)
+        )
         return {
             name: [
                 {"id": node, "address": self.members.address(node)}
-                for node in sorted(nodes, key=lambda node: node != active.get(name))
+                for node in nodes
                 if node in readable
             ]
-            for name, nodes in self.db.holders_of(kind, names).items()
+            for name, nodes in holders.items()
         }
 
     # -- HIP: connections -----------------------------------------------------------------------

@@ -5,7 +5,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from archive.sql import Checkpointer, in_chunks, open_database
+from archive.sql import in_chunks, open_database
 
 
 def prefix(name: str) -> bytes:
@@ -15,14 +15,12 @@ def prefix(name: str) -> bytes:
 class ContentIndex:
     def __init__(self, path: Path) -> None:
         self.db = open_database(path)
-        self.checkpointer = Checkpointer(path)
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS contents (prefix BLOB PRIMARY KEY, refs INTEGER NOT NULL)"
             " WITHOUT ROWID"
         )
 
     def close(self) -> None:
-        self.checkpointer.close()
         self.db.close()
 
     def known(self, names: Iterable[str]) -> set[str]:

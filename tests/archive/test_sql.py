@@ -2,7 +2,7 @@
 
 import threading
 
-from archive.sql import Checkpointer, open_database
+from archive.sql import open_database
 from tests.conftest import wait_until
 
 ROWS = 2_000
@@ -11,7 +11,7 @@ ROW = b"x" * 1_000
 
 def test_commits_leave_the_wal_to_the_checkpointer(tmp_path):
     path = tmp_path / "t.db"
-    db = open_database(path)
+    db = open_database(path, checkpoint_every=3600)
     db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, data BLOB NOT NULL)")
     for part in range(4):
         db.execute("BEGIN")
@@ -22,12 +22,12 @@ def test_commits_leave_the_wal_to_the_checkpointer(tmp_path):
         db.execute("COMMIT")
     # 8 MB committed, more than SQLite's default 1,000 pages: still all in the WAL.
     assert path.stat().st_size < 100_000
-    checkpointer = Checkpointer(path, every=0.05)
+    other = open_database(path, checkpoint_every=0.05)
     try:
         wait_until(lambda: path.stat().st_size > 4 * ROWS * len(ROW), "the checkpoint")
-        assert checkpointer.checkpoints >= 1
+        assert other.checkpointer is not None and other.checkpointer.checkpoints >= 1
         assert db.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 4 * ROWS
     finally:
-        checkpointer.close()
+        other.close()
         db.close()
     assert not any(t.name == "checkpoint t.db" for t in threading.enumerate())
