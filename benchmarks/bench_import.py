@@ -6,11 +6,14 @@ each followed by its request; most payloads are 2-50 KB of HTML-like text, about
 run and on the same file:
 
 1. pywb (in its own virtual environment, see tests/pywb_peer.py): `wb-manager add`, which copies
-   the WARC into a fresh collection and indexes it; best of two, each on a fresh collection;
+   the WARC into a fresh collection and indexes it;
 2. dlweb: `dlweb import` into a local cluster started with `dlweb up` (1 storage node, replica 1),
    then the same import again, which has nothing new to store; with the CPU seconds the command
-   and each process of the cluster used, since on a machine of few cores they add up. Best of
-   two, each on a fresh cluster, as for pywb.
+   and each process of the cluster used, since on a machine of few cores they add up.
+
+The two take turns, TRIES rounds of one pywb run (on a fresh collection) then one dlweb run (on a
+fresh cluster), and the best of each counts: on a shared machine whose load drifts, runs that
+alternate meet the same conditions, where all of one then all of the other would not.
 
 Usage: python benchmarks/bench_import.py [--quick] [--records N] [--seed N] [--json FILE]
 """
@@ -65,8 +68,7 @@ RECENT = 500
 SITES = 50
 STARTED = datetime(2024, 5, 1, tzinfo=UTC)
 USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
-PYWB_TRIES = 2
-DLWEB_TRIES = 2
+TRIES = 3
 INVENTORY_WAIT = 30.0
 
 
@@ -196,17 +198,14 @@ def timed(command: list[str], what: str, cwd: Path | None = None) -> tuple[float
     return time.monotonic() - started, output
 
 
-def bench_pywb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
+def one_pywb(workdir: Path, warc_file: Path) -> float:
+    """Seconds of `wb-manager add` of the WARC into a fresh collection."""
     manager = str(pywb_bin() / "wb-manager")
-    tries = []
-    for attempt in range(PYWB_TRIES):
-        workdir = work / f"pywb-{attempt}"
-        workdir.mkdir()
-        checked([manager, "init", "coll"], "wb-manager init", workdir)
-        seconds, _ = timed([manager, "add", "coll", str(warc_file)], "wb-manager add", workdir)
-        tries.append(seconds)
-        print(f"  wb-manager add: {seconds:.2f} s")
-    return {"version": PYWB_VERSION, "tries": tries, **figures(min(tries), warc)}
+    workdir.mkdir()
+    checked([manager, "init", "coll"], "wb-manager init", workdir)
+    seconds, _ = timed([manager, "add", "coll", str(warc_file)], "wb-manager add", workdir)
+    print(f"  wb-manager add: {seconds:.2f} s")
+    return seconds
 
 
 def raw_store(warc_file: Path, root: Path) -> int:
@@ -285,15 +284,6 @@ def timed_with_cpu(
     return seconds, output, {"client": client, **used}
 
 
-def bench_dlweb(work: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
-    """The fastest of DLWEB_TRIES imports, each into a fresh cluster, and the times of all."""
-    tries = [
-        one_dlweb(work / f"cluster-{attempt}", warc_file, warc) for attempt in range(DLWEB_TRIES)
-    ]
-    best = min(tries, key=lambda run: float(run["seconds"]))
-    return {**best, "tries": [run["seconds"] for run in tries]}
-
-
 def one_dlweb(data: Path, warc_file: Path, warc: dict[str, Any]) -> dict[str, Any]:
     config = data / CONFIG_FILE
     try:
@@ -332,15 +322,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"  {warc['records']:,} records ({warc['duplicates']:,} duplicate payloads),"
             f" {warc['bytes'] / MB:.1f} MB gzipped, {warc['payload_bytes'] / MB:.1f} MB of payloads"
         )
-        print(f"pywb {PYWB_VERSION}: wb-manager add, best of {PYWB_TRIES} fresh collections ...")
-        pywb = bench_pywb(work, warc_file, warc)
         print("raw disk: the same files written by a plain loop, no cluster ...")
         raw = bench_raw(work, warc_file, warc)
         print(
-            f"dlweb: import into a local cluster, 1 storage node, replica 1, best of {DLWEB_TRIES}"
-            " fresh clusters ..."
+            f"pywb {PYWB_VERSION} wb-manager add, and dlweb import into a local cluster (1 storage"
+            f" node, replica 1), in turns: {TRIES} rounds, each on a fresh collection or cluster ..."
         )
-        ours = bench_dlweb(work, warc_file, warc)
+        pywb_tries: list[float] = []
+        dlweb_tries: list[dict[str, Any]] = []
+        for attempt in range(TRIES):
+            pywb_tries.append(one_pywb(work / f"pywb-{attempt}", warc_file))
+            dlweb_tries.append(one_dlweb(work / f"cluster-{attempt}", warc_file, warc))
+        pywb = {"version": PYWB_VERSION, "tries": pywb_tries, **figures(min(pywb_tries), warc)}
+        best = min(dlweb_tries, key=lambda one: float(one["seconds"]))
+        ours = {**best, "tries": [one["seconds"] for one in dlweb_tries]}
     finally:
         if not args.keep:
             subprocess.run(["rm", "-rf", str(work)], check=False)
