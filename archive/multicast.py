@@ -25,6 +25,11 @@ Datagram format, integers in network byte order, version 1:
     both:
     end-32  32    HMAC-SHA256 of every preceding byte, keyed with the cluster secret
 
+A node whose copy of a structure file is stale (the master said the active copy on another node
+has records this one lacks, and has not refreshed it yet) answers after half the lookup wait
+(LATE_SHARE): a reader takes the first answer, so it reads the active copy whenever that node
+answers in time, and the stale copy only when no other holder does.
+
 A request is exactly 79 bytes. The type byte is signed, so a request's HMAC never passes for an
 answer's, and an answer's HMAC covers the request id, kind and name it answers.
 
@@ -66,6 +71,8 @@ _MAC_SIZE = hashlib.sha256().digest_size
 REQUEST_SIZE = _HEADER.size + _MAC_SIZE
 _MAX_FIELD_BYTES = 255
 _MAX_WAIT = 60.0
+# The share of the lookup wait after which a stale copy answers.
+LATE_SHARE = 0.5
 _IP_MULTICAST_ALL = getattr(socket, "IP_MULTICAST_ALL", 49)
 _MEMBERSHIP_LIMIT_FILE = "/proc/sys/net/ipv4/igmp_max_memberships"
 _DEFAULT_MEMBERSHIP_LIMIT = 20
@@ -222,8 +229,10 @@ class Responder:
     """Answers lookups for the files a node holds, on the multicast groups it joined.
 
     `holds(kind, name)` is called on the event loop for every signed request; it should be quick
-    (bloom filter, deletion set, then one stat). Counters: `requests` (signed requests received),
-    `answers` (answers sent) and `rejected` (datagrams dropped as malformed or badly signed).
+    (bloom filter, deletion set, then one stat). `stale(kind, name)`, asked of a file held, says
+    its copy lacks what another holder has: it is answered late. Counters: `requests` (signed
+    requests received), `answers` (answers sent, `late` of them late) and `rejected` (datagrams
+    dropped as malformed or badly signed).
     """
 
     def __init__(
@@ -233,18 +242,21 @@ class Responder:
         node_id: str,
         http_address: str,
         holds: Callable[[str, str], bool],
+        stale: Callable[[str, str], bool] | None = None,
     ) -> None:
         self._settings = settings
         self._secret = _check_secret(secret)
         self._node_field = _length_prefixed(node_id, "node id")
         self._address_field = _length_prefixed(http_address, "HTTP address")
         self._holds = holds
+        self._stale = stale
         self._groups: set[int] = set()
         self._sockets: list[socket.socket] = []
         self._transports: list[asyncio.DatagramTransport] = []
         self._per_socket = _memberships_per_socket()
         self.requests = 0
         self.answers = 0
+        self.late = 0
         self.rejected = 0
 
     @property
@@ -319,11 +331,23 @@ class Responder:
         self.requests += 1
         try:
             held = self._holds(frame.kind, frame.name)
+            late = held and self._stale is not None and self._stale(frame.kind, frame.name)
         except Exception:
             log.exception("holds(%s, %s) failed; lookup left unanswered", frame.kind, frame.name)
             return
-        if held:
-            transport.sendto(self._answer(frame), addr)
+        if not held:
+            return
+        answer = self._answer(frame)
+        if late:
+            self.late += 1
+            delay = self._settings.wait * LATE_SHARE
+            asyncio.get_running_loop().call_later(delay, self._send, transport, answer, addr)
+        else:
+            self._send(transport, answer, addr)
+
+    def _send(self, transport: asyncio.DatagramTransport, answer: bytes, addr: _Address) -> None:
+        if not transport.is_closing():
+            transport.sendto(answer, addr)
             self.answers += 1
 
     def _answer(self, request: "_Frame") -> bytes:

@@ -1,10 +1,12 @@
 """Runs one multicast lookup responder in a process of its own, for the multicast tests.
 
 Usage: multicast_agents.py PORT GROUP_BASE SECRET_HEX NODE_ID ADDRESS HELD_FILE JOIN
+       [--stale] [--wait SECONDS]
 
 HELD_FILE lists the files the responder holds, one "kind name" pair a line; JOIN is "all" or
-"held". Prints "READY groups=N" once listening, serves until its standard input closes, then
-prints "requests=N answers=N rejected=N" and exits.
+"held"; with --stale every file held is a stale copy, answered after half of --wait. Prints
+"READY groups=N" once listening, serves until its standard input closes, then prints
+"requests=N answers=N late=N rejected=N" and exits.
 """
 
 import argparse
@@ -24,6 +26,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("address")
     parser.add_argument("held_file", type=Path)
     parser.add_argument("join", choices=["all", "held"])
+    parser.add_argument("--stale", action="store_true")
+    parser.add_argument("--wait", type=float, default=MulticastSettings.wait)
     return parser.parse_args()
 
 
@@ -38,7 +42,10 @@ def read_held(path: Path) -> set[tuple[str, str]]:
 
 async def serve(arguments: argparse.Namespace) -> None:
     settings = MulticastSettings(
-        group_base=arguments.group_base, port=arguments.port, join=arguments.join
+        group_base=arguments.group_base,
+        port=arguments.port,
+        join=arguments.join,
+        wait=arguments.wait,
     )
     held = read_held(arguments.held_file)
     responder = Responder(
@@ -47,6 +54,7 @@ async def serve(arguments: argparse.Namespace) -> None:
         arguments.node_id,
         arguments.address,
         lambda kind, name: (kind, name) in held,
+        lambda kind, name: arguments.stale,
     )
     await responder.start()
     if arguments.join == "held":
@@ -55,7 +63,8 @@ async def serve(arguments: argparse.Namespace) -> None:
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.buffer.read)
     await responder.close()
     print(
-        f"requests={responder.requests} answers={responder.answers} rejected={responder.rejected}",
+        f"requests={responder.requests} answers={responder.answers} late={responder.late}"
+        f" rejected={responder.rejected}",
         flush=True,
     )
 

@@ -16,7 +16,14 @@ from typing import Any, Protocol
 import pytest
 
 from archive.errors import BadName, ConfigError
-from archive.multicast import Answer, LookupClient, MulticastSettings, Responder, group_for
+from archive.multicast import (
+    LATE_SHARE,
+    Answer,
+    LookupClient,
+    MulticastSettings,
+    Responder,
+    group_for,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = Path(__file__).with_name("multicast_agents.py")
@@ -91,7 +98,12 @@ class Agent:
 
 class SpawnAgent(Protocol):
     async def __call__(
-        self, node: str, held: list[tuple[str, str]], join: str = "all", secret: bytes = SECRET
+        self,
+        node: str,
+        held: list[tuple[str, str]],
+        join: str = "all",
+        secret: bytes = SECRET,
+        stale_after: float | None = None,
     ) -> Agent: ...
 
 
@@ -115,8 +127,15 @@ async def spawn(settings: MulticastSettings, tmp_path: Path) -> AsyncIterator[Sp
     python_path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
     async def start(
-        node: str, held: list[tuple[str, str]], join: str = "all", secret: bytes = SECRET
+        node: str,
+        held: list[tuple[str, str]],
+        join: str = "all",
+        secret: bytes = SECRET,
+        stale_after: float | None = None,
     ) -> Agent:
+        """An agent holding `held`; with `stale_after`, its copies are stale and answered that
+        many seconds late."""
+        late = [] if stale_after is None else ["--stale", "--wait", str(stale_after / LATE_SHARE)]
         held_file = tmp_path / f"{node}.held"
         held_file.write_text("".join(f"{kind} {name}\n" for kind, name in held))
         address = f"http://127.0.0.1:{8101 + len(agents)}"
@@ -130,6 +149,7 @@ async def spawn(settings: MulticastSettings, tmp_path: Path) -> AsyncIterator[Sp
             address,
             str(held_file),
             join,
+            *late,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             cwd=REPO,
@@ -248,6 +268,22 @@ async def test_first_returns_on_the_first_answer(spawn: SpawnAgent, client: Look
     assert answers == [agent.answer("content", name)]
 
 
+async def test_a_stale_copy_answers_after_the_fresh_one(
+    spawn: SpawnAgent, client: LookupClient
+) -> None:
+    name = name_in_group(0x44)
+    stale = await spawn("stale", [("structure", name)], stale_after=1.0)
+    fresh = await spawn("fresh", [("structure", name)])
+
+    first = await client.locate("structure", name, wait=30, first=True)
+    assert first == [fresh.answer("structure", name)]
+    # A reader that waits long enough gets the stale copy too, after the fresh one.
+    every = await client.locate("structure", name, wait=1.5)
+    assert every == [fresh.answer("structure", name), stale.answer("structure", name)]
+    assert (await stale.stop())["late"] == 2
+    assert (await fresh.stop())["late"] == 0
+
+
 async def test_held_join_mode_receives_only_its_groups(
     spawn: SpawnAgent, client: LookupClient
 ) -> None:
@@ -326,7 +362,7 @@ async def test_request_signed_with_a_wrong_secret_gets_no_answer(
 
     assert await client.locate("content", name) == [agent.answer("content", name)]
     counters = await agent.stop()
-    assert counters == {"requests": 1, "answers": 1, "rejected": 1}
+    assert counters == {"requests": 1, "answers": 1, "late": 0, "rejected": 1}
 
 
 async def test_garbage_datagrams_do_not_kill_the_responder(
@@ -355,7 +391,7 @@ async def test_garbage_datagrams_do_not_kill_the_responder(
 
     assert await client.locate("content", name) == [agent.answer("content", name)]
     counters = await agent.stop()
-    assert counters == {"requests": 1, "answers": 1, "rejected": len(garbage)}
+    assert counters == {"requests": 1, "answers": 1, "late": 0, "rejected": len(garbage)}
 
 
 async def test_bad_names_raise_before_anything_is_sent(
