@@ -11,7 +11,7 @@ from typing import Any
 
 from archive.config import RELIABILITIES, ClusterConfig
 from archive.hashing import is_valid_name
-from archive.hip import Handler, HipMaster, Peer, RemoteError
+from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError
 
 from .db import MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 MAX_LIST = 5_000
 PASS_GAP = 0.25
 IDLE_PASS_EVERY = 2.0
+# Names a stale notice carries at most (what a storage node takes in one order).
+STALE_NOTICE = 5_000
 KINDS = ("content", "structure")
 
 
@@ -481,8 +483,33 @@ class Master:
         except RemoteError as exc:
             log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
             return
+        # Told before the refresh is planned, so that each replica hears its copy is stale
+        # before the order that replaces it.
+        await self._tell_stale(names)
         self.db.mark_dirty(names)
         self.wake.set()
+
+    async def _tell_stale(self, names: list[str]) -> None:
+        """Tell each node holding a copy of these structure files other than the active one that
+        its copy lacks the records just appended: until the repair pass replaces it, it answers
+        lookups late, so that readers take the active copy (docs/cluster.md)."""
+        active = self.db.active_nodes(names)
+        stale: dict[str, list[str]] = {}
+        for name, holders in self.db.holders_of("structure", names).items():
+            for node in holders:
+                if name in active and node != active[name]:
+                    stale.setdefault(node, []).append(name)
+        for node, held in stale.items():
+            peer = self.members.links.get(node)
+            if peer is None:
+                continue
+            try:
+                for start in range(0, len(held), STALE_NOTICE):
+                    await peer.notify("stale", {"names": held[start : start + STALE_NOTICE]})
+            except HipError as exc:
+                log.warning(
+                    "could not tell %s of %d stale structure copies: %s", node, len(held), exc
+                )
 
     async def _content_refs(self, peer: Peer, params: Any) -> None:
         if peer.role != "index" or not isinstance(params, dict):

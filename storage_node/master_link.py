@@ -2,7 +2,7 @@
 
 It joins with its address, failure domain and sizes, streams its inventory log from where the
 master says it stopped, sends its free space now and then, and serves the master's orders:
-fetch a file from another node, delete files, scrub.
+fetch a file from another node, delete files, scrub, and its notices of stale structure copies.
 """
 
 import asyncio
@@ -65,6 +65,19 @@ def _files(params: Any, method: str, with_source: bool) -> list[dict[str, str]]:
     return files
 
 
+def _names(params: Any, method: str) -> list[str]:
+    """The `names` list of an order, each 64 lowercase hex digits."""
+    if not isinstance(params, dict) or not isinstance(params.get("names"), list):
+        raise _bad(f"{method}: params must be {{names: [...]}}")
+    names: list[str] = params["names"]
+    if len(names) > MAX_FILES:
+        raise _bad(f"{method}: at most {MAX_FILES} names an order")
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not is_valid_name(name):
+            raise _bad(f"{method}: names[{index}] is not 64 lowercase hex digits")
+    return names
+
+
 def _is_base_url(source: object) -> bool:
     """Whether `source` is an http(s) URL with a host and nothing after its path."""
     if not isinstance(source, str) or len(source) > MAX_URL:
@@ -99,6 +112,7 @@ class MasterLink:
             "fetch": self._fetch,
             "delete": self._delete,
             "scrub": self._scrub,
+            "stale": self._stale,
         }
         self.slave = HipSlave(
             hip_url(master),
@@ -342,6 +356,11 @@ class MasterLink:
             item["name"] for item in files if await self.node.delete(item["kind"], item["name"])
         ]
         return {"deleted": deleted}
+
+    async def _stale(self, peer: Peer, params: Any) -> dict[str, Any]:
+        """Structure files whose copy here lacks records of the active copy (a notification of
+        the master after appends to it), until the master's copy replaces them."""
+        return {"marked": self.node.mark_stale(_names(params, "stale"))}
 
     async def _scrub(self, peer: Peer, params: Any) -> dict[str, Any]:
         if params not in (None, {}):

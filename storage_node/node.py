@@ -114,6 +114,11 @@ class StorageNode:
         self._journal: list[tuple[str, str]] | None = None
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.on_new_group: Callable[[int], None] = lambda group: None
+        # Structure files whose copy here the master said lacks records of the active copy on
+        # another node, until a whole copy replaces it: they answer lookups late (multicast).
+        # Kept in memory: after a restart they answer on time until the master refreshes them.
+        self.stale: set[str] = set()
+        self.stale_marked = 0
         # Set when more inventory entries are durable, so the master link sends them at once.
         self.changed = asyncio.Event()
         self.inventory.on_durable = self.changed.set
@@ -280,6 +285,16 @@ class StorageNode:
     def holds(self, kind: str, name: str) -> bool:
         """Filter first (a miss is final), then the deletion set, then the filesystem."""
         return self.filter.might_hold(name) and self.store_for(kind).exists(name)
+
+    def is_stale(self, kind: str, name: str) -> bool:
+        return kind == STRUCTURE and name in self.stale
+
+    def mark_stale(self, names: Iterable[str]) -> int:
+        """Mark the structure files held here whose copy is stale; returns how many."""
+        held = [name for name in names if self.holds(STRUCTURE, name)]
+        self.stale.update(held)
+        self.stale_marked += len(held)
+        return len(held)
 
     def holds_many(self, kind: str, names: list[str]) -> list[bool]:
         """`holds` for a batch of names, the filter answering for all of them at once."""
@@ -462,6 +477,8 @@ class StorageNode:
                 entry = self.inventory.append("remove", kind, name, size)
                 await self.run_io(store.delete, name)
                 self._apply_removed(kind, name, size)
+            if kind == STRUCTURE:
+                self.stale.discard(name)
             await self.inventory.durable(entry)
         return True
 
@@ -540,7 +557,14 @@ class StorageNode:
                         # The group commit flushed the bytes, then wrote the index record.
                         await self.committer.flush()
             self.counts.bytes[STRUCTURE] += store.size(name) - before
+            self._appended([name])
             return len(fresh), False
+
+    def _appended(self, names: Iterable[str]) -> None:
+        """Only the active copy of a structure file is appended to: these are no longer stale
+        (the master merges into them what a lost active copy had)."""
+        if self.stale:
+            self.stale.difference_update(names)
 
     async def append_in_volumes(
         self, files: Sequence[tuple[str, Sequence[Capture]]]
@@ -570,6 +594,7 @@ class StorageNode:
                 for version in versions:
                     version.abort()
             self.counts.bytes[STRUCTURE] += sum(grown for _, _, grown, _ in planned)
+            self._appended([name for name, _, _, _ in planned])
         return {name: count for name, count, _, _ in planned}
 
     def _plan_appends(
@@ -677,6 +702,7 @@ class StorageNode:
                 else:
                     await self.run_io(fsync_dir, store.files.path_for(name).parent)
                 self.counts.bytes[STRUCTURE] += size - old_size
+                self.stale.discard(name)
                 return False
         finally:
             temp.unlink(missing_ok=True)

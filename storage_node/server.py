@@ -42,7 +42,9 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
     load_arrays()  # what the filter's batches use, loaded before the first one waits for it
     address = options.advertise or f"http://{options.host}:{options.port}"
     config = options.config
-    responder = Responder(config.multicast, config.secret, node.id, address, node.holds)
+    responder = Responder(
+        config.multicast, config.secret, node.id, address, node.holds, node.is_stale
+    )
     if config.multicast.join == "held":
         responder.join_groups(node.groups)
         node.on_new_group = lambda group: responder.join_groups([group])
@@ -77,8 +79,10 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
             "multicast": {
                 "requests": responder.requests,
                 "answers": responder.answers,
+                "late": responder.late,
                 "rejected": responder.rejected,
             },
+            "stale_structures": {"now": len(node.stale), "marked": node.stale_marked},
         }
 
     app = build_app(node, config.write_token, extra_status)

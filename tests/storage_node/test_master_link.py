@@ -550,6 +550,39 @@ async def test_fetch_copies_large_contents_and_refreshes_a_stale_structure_file(
         assert stored_bytes(second.root, name, "structure") == before
 
 
+async def test_a_stale_structure_copy_answers_lookups_late_until_a_copy_replaces_it(
+    node_factory, cluster, hip_master, lookup
+) -> None:
+    config = cluster[1]
+    first = await start_node(node_factory, "a", "--master", hip_master.url)
+    second = await start_node(node_factory, "b", "--master", hip_master.url)
+    await hip_master.wait_for(lambda: len(hip_master.joins) == 2, "two joins")
+    url = "http://example.org/page"
+    name = await append(second, config, url, [capture(2001, b"one")])
+    await append(first, config, url, [capture(2001, b"one"), capture(2002, b"two")])
+
+    b = hip_master.peer("b")
+    assert await b.call("stale", {"names": [name, sha(b"not held")]}) == {"marked": 1}
+    # Both hold the file: the reader that takes the first answer gets the fresh copy.
+    for _ in range(5):
+        answers = await lookup.locate("structure", name, first=True)
+        assert [answer.address for answer in answers] == [first.url]
+    # The stale copy still answers, within the wait, for a reader that has no other.
+    answers = await lookup.locate("structure", name)
+    assert [answer.address for answer in answers] == [first.url, second.url]
+    status = await node_status(second)
+    assert status["stale_structures"] == {"now": 1, "marked": 1}
+    assert status["multicast"]["late"] == 6
+    assert (await node_status(first))["multicast"]["late"] == 0
+
+    # The master's copy of the active one replaces it: it is fresh again.
+    order = [{"kind": "structure", "name": name, "source": first.url}]
+    assert await b.call("fetch", {"files": order}) == {"fetched": [name], "failed": []}
+    assert (await node_status(second))["stale_structures"] == {"now": 0, "marked": 1}
+    await lookup.locate("structure", name)
+    assert (await node_status(second))["multicast"]["late"] == 6
+
+
 @pytest.mark.parametrize(
     ("method", "params", "message"),
     [
@@ -565,6 +598,9 @@ async def test_fetch_copies_large_contents_and_refreshes_a_stale_structure_file(
         ("delete", {"files": [{"kind": "content", "name": "A" * 64}]}, "not 64 lowercase"),
         ("delete", {"files": [{"kind": "content", "name": "0" * 64}] * 5001}, "at most 5000"),
         ("scrub", {"now": True}, "scrub: params must be {}"),
+        ("stale", {}, "stale: params must be {names"),
+        ("stale", {"names": ["A" * 64]}, "names[0] is not 64 lowercase"),
+        ("stale", {"names": ["0" * 64] * 5001}, "at most 5000"),
     ],
 )
 async def test_bad_orders_get_bad_params(node_factory, hip_master, method, params, message) -> None:

@@ -1,0 +1,48 @@
+"""Records appended to a structure file's active copy make its replicas stale until the master
+refreshes them: the master tells their nodes at once, so that they answer lookups late and
+readers take the active copy meanwhile (docs/cluster.md)."""
+
+import json
+import urllib.request
+from typing import Any
+
+from archive.cluster import ClusterClient
+from archive.urlkey import structure_name
+from tests.conftest import wait_until
+
+from .conftest import Cluster, make_corpus
+from .test_diverged import active_node, at_url, every_copy_holds, insert
+
+
+def stale_copies(cluster: Cluster, node: str) -> Any:
+    with urllib.request.urlopen(f"{cluster.nodes[node].url}/status") as answer:
+        return json.load(answer)["stale_structures"]
+
+
+async def test_replicas_are_told_they_are_stale_until_the_refresh(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    async with ClusterClient(cluster.config) as client:
+        first = make_corpus(3, urls=1)
+        await insert(client, first)
+        cluster.wait_settled(len(first.bodies))
+        url = first.captures[0].url
+        name = structure_name(url)
+        assert len(cluster.get("/structures?limit=10")["structures"][0]["nodes"]) == 3
+        active = active_node(cluster, name)
+        replicas = sorted(node for node in cluster.nodes if node != active)
+        # A copy made by the master is fresh: nothing was marked yet.
+        assert all(stale_copies(cluster, node)["marked"] == 0 for node in cluster.nodes)
+
+        later = at_url(make_corpus(2, urls=1, seed=1), url)
+        await insert(client, later)
+
+    wait_until(
+        lambda: all(stale_copies(cluster, node)["marked"] == 1 for node in replicas),
+        "the replicas' nodes to hear their copies are stale",
+    )
+    assert stale_copies(cluster, active)["marked"] == 0
+    every_copy_holds(cluster, name, {c.time for c in first.captures + later.captures})
+    wait_until(
+        lambda: all(stale_copies(cluster, node)["now"] == 0 for node in cluster.nodes),
+        "the refreshed copies to be stale no more",
+    )
