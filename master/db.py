@@ -635,6 +635,11 @@ class MasterDB:
         )
         return [(str(name), str(node)) for name, node in rows]
 
+    def diverged_names(self, node: str) -> list[str]:
+        """The structure files whose copy on a node waits to be merged."""
+        rows = self.db.execute("SELECT name FROM diverged WHERE node = ?", (node,))
+        return [str(row[0]) for row in rows]
+
     def diverged_on(self, name: str) -> set[str]:
         """The nodes whose copy of a structure file waits to be merged."""
         rows = self.db.execute("SELECT node FROM diverged WHERE name = ?", (name,))

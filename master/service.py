@@ -375,6 +375,7 @@ class Master:
             self.db.forget_locations(node_id)
             known.seq = 0
         row = self.members.join(peer, row, seq)
+        await self._tell_diverged(node_id)
         return {"since": row.seq, "state": row.state}
 
     async def _node_inventory(self, peer: Peer, params: Any) -> dict[str, Any]:
@@ -500,16 +501,24 @@ class Master:
                 if name in active and node != active[name]:
                     stale.setdefault(node, []).append(name)
         for node, held in stale.items():
-            peer = self.members.links.get(node)
-            if peer is None:
-                continue
-            try:
-                for start in range(0, len(held), STALE_NOTICE):
-                    await peer.notify("stale", {"names": held[start : start + STALE_NOTICE]})
-            except HipError as exc:
-                log.warning(
-                    "could not tell %s of %d stale structure copies: %s", node, len(held), exc
-                )
+            await self._notify_stale(node, held)
+
+    async def _tell_diverged(self, node: str) -> None:
+        """Tell a node back in the cluster which of its structure copies wait to be merged into
+        an active copy on another node: they lack what was appended while it was away."""
+        names = self.db.diverged_names(node)
+        active = self.db.active_nodes(names)
+        await self._notify_stale(node, [n for n in names if active.get(n, node) != node])
+
+    async def _notify_stale(self, node: str, names: list[str]) -> None:
+        peer = self.members.links.get(node)
+        if peer is None or not names:
+            return
+        try:
+            for start in range(0, len(names), STALE_NOTICE):
+                await peer.notify("stale", {"names": names[start : start + STALE_NOTICE]})
+        except HipError as exc:
+            log.warning("could not tell %s of %d stale structure copies: %s", node, len(names), exc)
 
     async def _content_refs(self, peer: Peer, params: Any) -> None:
         if peer.role != "index" or not isinstance(params, dict):

@@ -116,7 +116,7 @@ class StorageNode:
         self.on_new_group: Callable[[int], None] = lambda group: None
         # Structure files whose copy here the master said lacks records of the active copy on
         # another node, until a whole copy replaces it: they answer lookups late (multicast).
-        # Kept in memory: after a restart they answer on time until the master refreshes them.
+        # Kept in memory: the master names again, when the node joins, the copies that diverged.
         self.stale: set[str] = set()
         self.stale_marked = 0
         # Set when more inventory entries are durable, so the master link sends them at once.

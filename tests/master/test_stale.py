@@ -1,6 +1,7 @@
 """Records appended to a structure file's active copy make its replicas stale until the master
-refreshes them: the master tells their nodes at once, so that they answer lookups late and
-readers take the active copy meanwhile (docs/cluster.md)."""
+refreshes them: the master tells their nodes at once, and a node coming back which copies
+diverged while it was away, so that they answer lookups late and readers take the active copy
+meanwhile (docs/cluster.md)."""
 
 import json
 import urllib.request
@@ -11,7 +12,14 @@ from archive.urlkey import structure_name
 from tests.conftest import wait_until
 
 from .conftest import Cluster, make_corpus
-from .test_diverged import active_node, at_url, every_copy_holds, insert
+from .test_diverged import (
+    active_node,
+    at_url,
+    every_copy_holds,
+    insert,
+    lose_the_active_copy,
+    move_the_active_copy,
+)
 
 
 def stale_copies(cluster: Cluster, node: str) -> Any:
@@ -46,3 +54,33 @@ async def test_replicas_are_told_they_are_stale_until_the_refresh(cluster_factor
         lambda: all(stale_copies(cluster, node)["now"] == 0 for node in cluster.nodes),
         "the refreshed copies to be stale no more",
     )
+
+
+async def test_a_returning_node_hears_its_diverged_copy_is_stale(cluster_factory) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    async with ClusterClient(cluster.config) as client:
+        first, only_there, later, lost = await move_the_active_copy(cluster, client)
+    name = structure_name(first.captures[0].url)
+    cluster.nodes[lost].start()
+    wait_until(
+        lambda: stale_copies(cluster, lost)["marked"] == 1,
+        "the returning node to hear its copy is stale",
+    )
+    captures = first.captures + only_there.captures + later.captures
+    every_copy_holds(cluster, name, {c.time for c in captures})
+    wait_until(
+        lambda: stale_copies(cluster, lost)["now"] == 0, "the merged copy to be stale no more"
+    )
+
+
+async def test_a_returning_active_copy_is_not_stale(cluster_factory) -> None:
+    """Nothing was appended while its node was away: it is still the active copy, which the
+    replicas are refreshed from, and it answers lookups on time."""
+    cluster = cluster_factory(nodes=3, replicas=2)
+    async with ClusterClient(cluster.config) as client:
+        first, only_there = await lose_the_active_copy(cluster, client)
+    name = structure_name(first.captures[0].url)
+    lost = active_node(cluster, name)
+    cluster.nodes[lost].start()
+    every_copy_holds(cluster, name, {c.time for c in first.captures + only_there.captures})
+    assert stale_copies(cluster, lost) == {"now": 0, "marked": 0}
