@@ -554,8 +554,12 @@ async def test_a_stale_structure_copy_answers_lookups_late_until_a_copy_replaces
     node_factory, cluster, hip_master, lookup
 ) -> None:
     config = cluster[1]
-    first = await start_node(node_factory, "a", "--master", hip_master.url)
-    second = await start_node(node_factory, "b", "--master", hip_master.url)
+    # The nodes wait 2 s for lookups, so a stale copy answers 1 s late: far behind a fresh one
+    # even on a loaded machine.
+    patient = cluster[0].with_name("patient.yaml")
+    patient.write_text(cluster[0].read_text().replace("wait_ms: 100", "wait_ms: 2000"))
+    first = await start_node(node_factory, "a", "--master", hip_master.url, config=patient)
+    second = await start_node(node_factory, "b", "--master", hip_master.url, config=patient)
     await hip_master.wait_for(lambda: len(hip_master.joins) == 2, "two joins")
     url = "http://example.org/page"
     name = await append(second, config, url, [capture(2001, b"one")])
@@ -565,10 +569,10 @@ async def test_a_stale_structure_copy_answers_lookups_late_until_a_copy_replaces
     assert await b.call("stale", {"names": [name, sha(b"not held")]}) == {"marked": 1}
     # Both hold the file: the reader that takes the first answer gets the fresh copy.
     for _ in range(5):
-        answers = await lookup.locate("structure", name, first=True)
+        answers = await lookup.locate("structure", name, wait=10, first=True)
         assert [answer.address for answer in answers] == [first.url]
     # The stale copy still answers, within the wait, for a reader that has no other.
-    answers = await lookup.locate("structure", name)
+    answers = await lookup.locate("structure", name, wait=1.8)
     assert [answer.address for answer in answers] == [first.url, second.url]
     status = await node_status(second)
     assert status["stale_structures"] == {"now": 1, "marked": 1}
