@@ -333,22 +333,25 @@ class Responder:
             held = self._holds(frame.kind, frame.name)
             late = held and self._stale is not None and self._stale(frame.kind, frame.name)
         except Exception:
-            log.exception("holds(%s, %s) failed; lookup left unanswered", frame.kind, frame.name)
+            log.exception("checking %s %s failed; lookup left unanswered", frame.kind, frame.name)
             return
         if not held:
             return
         answer = self._answer(frame)
         if late:
-            self.late += 1
             delay = self._settings.wait * LATE_SHARE
-            asyncio.get_running_loop().call_later(delay, self._send, transport, answer, addr)
+            asyncio.get_running_loop().call_later(delay, self._send, transport, answer, addr, True)
         else:
-            self._send(transport, answer, addr)
+            self._send(transport, answer, addr, False)
 
-    def _send(self, transport: asyncio.DatagramTransport, answer: bytes, addr: _Address) -> None:
+    def _send(
+        self, transport: asyncio.DatagramTransport, answer: bytes, addr: _Address, late: bool
+    ) -> None:
+        """Send an answer, unless the responder closed meanwhile (a late one)."""
         if not transport.is_closing():
             transport.sendto(answer, addr)
             self.answers += 1
+            self.late += late
 
     def _answer(self, request: "_Frame") -> bytes:
         header = _HEADER.pack(

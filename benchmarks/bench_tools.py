@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -23,7 +24,6 @@ VOCABULARY = (
 )
 WORDS = VOCABULARY.split()
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("archive", "storage_node", "master", "proxy", "harbors", "crawler", "deploy")
 
 
 class BenchError(Exception):
@@ -63,8 +63,8 @@ def run_benchmark(
     the exit status (1 failed, 130 interrupted, `stopped` saying what was cleaned up)."""
     signal.signal(signal.SIGTERM, interrupt)
     started = time.monotonic()
-    compile_dlweb()
     try:
+        compile_dlweb()
         report = run(args)
     except KeyboardInterrupt:
         print(f"\ninterrupted; {stopped}", file=sys.stderr)
@@ -84,9 +84,11 @@ def compile_dlweb() -> None:
     when pip installed them into their environments): where bytecode is not written on import
     (PYTHONDONTWRITEBYTECODE), each dlweb command would otherwise compile its modules from
     source at start-up, about 0.1 s of every command measured."""
-    for package in PACKAGES:
-        if not compileall.compile_dir(ROOT / package, quiet=1):
-            raise BenchError(f"dlweb's package {package} does not compile")
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    for package in found["find"]["include"]:
+        folder = ROOT / package.rstrip("*")
+        if not compileall.compile_dir(folder, quiet=1):
+            raise BenchError(f"dlweb's package {folder.name} does not compile")
 
 
 def cpu_seconds(pids: list[int]) -> float:

@@ -27,6 +27,7 @@ PASS_GAP = 0.25
 IDLE_PASS_EVERY = 2.0
 # Names a stale notice carries at most (what a storage node takes in one order).
 STALE_NOTICE = 5_000
+STALE_TIMEOUT = 5.0
 KINDS = ("content", "structure")
 
 
@@ -485,10 +486,12 @@ class Master:
             log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
             return
         # Told before the refresh is planned, so that each replica hears its copy is stale
-        # before the order that replaces it.
-        await self._tell_stale(names)
-        self.db.mark_dirty(names)
-        self.wake.set()
+        # before the order that replaces it; planned whatever becomes of the telling.
+        try:
+            await self._tell_stale(names)
+        finally:
+            self.db.mark_dirty(names)
+            self.wake.set()
 
     async def _tell_stale(self, names: list[str]) -> None:
         """Tell each node holding a copy of these structure files other than the active one that
@@ -500,24 +503,29 @@ class Master:
             for node in holders:
                 if name in active and node != active[name]:
                     stale.setdefault(node, []).append(name)
-        for node, held in stale.items():
-            await self._notify_stale(node, held)
+        await self._notify_all(stale)
 
     async def _tell_diverged(self, node: str) -> None:
         """Tell a node back in the cluster which of its structure copies wait to be merged into
         an active copy on another node: they lack what was appended while it was away."""
         names = self.db.diverged_names(node)
         active = self.db.active_nodes(names)
-        await self._notify_stale(node, [n for n in names if active.get(n, node) != node])
+        await self._notify_all({node: [n for n in names if active.get(n, node) != node]})
 
-    async def _notify_stale(self, node: str, names: list[str]) -> None:
+    async def _notify_all(self, stale: dict[str, list[str]]) -> None:
+        """Send each node its `stale` notifications, all at once, none waited for longer than
+        STALE_TIMEOUT: a node that cannot take them answers on time until the refresh."""
+        await asyncio.gather(*(self._notify(node, names) for node, names in stale.items()))
+
+    async def _notify(self, node: str, names: list[str]) -> None:
         peer = self.members.links.get(node)
         if peer is None or not names:
             return
         try:
-            for start in range(0, len(names), STALE_NOTICE):
-                await peer.notify("stale", {"names": names[start : start + STALE_NOTICE]})
-        except HipError as exc:
+            async with asyncio.timeout(STALE_TIMEOUT):
+                for start in range(0, len(names), STALE_NOTICE):
+                    await peer.notify("stale", {"names": names[start : start + STALE_NOTICE]})
+        except (HipError, TimeoutError) as exc:
             log.warning("could not tell %s of %d stale structure copies: %s", node, len(names), exc)
 
     async def _content_refs(self, peer: Peer, params: Any) -> None:

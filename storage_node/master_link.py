@@ -334,6 +334,8 @@ class MasterLink:
         if kind == CONTENT and self.node.holds(CONTENT, name):
             return None
         url = f"{item['source'].rstrip('/')}/{kind}/{name}"
+        # A stale mark that comes while the copy is read is for records the copy may lack.
+        read_after = self.node.stale_marked
         async with self._fetching:
             try:
                 async with self._session.get(url, allow_redirects=False) as response:
@@ -343,7 +345,7 @@ class MasterLink:
                     if kind == CONTENT:
                         await self.node.put_content(name, body)
                     else:
-                        await self.node.put_structure(name, body)
+                        await self.node.put_structure(name, body, read_after)
             except DlwebError as exc:
                 return str(exc)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:

@@ -115,9 +115,10 @@ class StorageNode:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.on_new_group: Callable[[int], None] = lambda group: None
         # Structure files whose copy here the master said lacks records of the active copy on
-        # another node, until a whole copy replaces it: they answer lookups late (multicast).
-        # Kept in memory: the master names again, when the node joins, the copies that diverged.
-        self.stale: set[str] = set()
+        # another node, each with the number of the mark, until a copy read after that mark
+        # replaces it: they answer lookups late (multicast). Kept in memory: the master names
+        # again, when the node joins, the copies that diverged.
+        self.stale: dict[str, int] = {}
         self.stale_marked = 0
         # Set when more inventory entries are durable, so the master link sends them at once.
         self.changed = asyncio.Event()
@@ -287,14 +288,23 @@ class StorageNode:
         return self.filter.might_hold(name) and self.store_for(kind).exists(name)
 
     def is_stale(self, kind: str, name: str) -> bool:
+        """Whether this copy lacks records of another node's (it answers lookups late)."""
         return kind == STRUCTURE and name in self.stale
 
-    def mark_stale(self, names: Iterable[str]) -> int:
+    def mark_stale(self, names: list[str]) -> int:
         """Mark the structure files held here whose copy is stale; returns how many."""
-        held = [name for name in names if self.holds(STRUCTURE, name)]
-        self.stale.update(held)
-        self.stale_marked += len(held)
+        held = [n for n, ok in zip(names, self.holds_many(STRUCTURE, names), strict=True) if ok]
+        for name in held:
+            self.stale_marked += 1
+            self.stale[name] = self.stale_marked
         return len(held)
+
+    def unmark_stale(self, name: str, read_after: int | None = None) -> None:
+        """A copy of `name` replaced this one: fresh, unless it was read before the last mark
+        (`read_after`, the value of `stale_marked` when the read began; None: whatever came)."""
+        mark = self.stale.get(name)
+        if mark is not None and (read_after is None or mark <= read_after):
+            del self.stale[name]
 
     def holds_many(self, kind: str, names: list[str]) -> list[bool]:
         """`holds` for a batch of names, the filter answering for all of them at once."""
@@ -325,6 +335,8 @@ class StorageNode:
         """Count a file lost and keep the filter current."""
         self.counts.apply("remove", kind, name, size)
         self.filter.discard(name)
+        if kind == STRUCTURE:
+            self.stale.pop(name, None)
         if self._journal is not None:
             self._journal.append(("remove", name))
 
@@ -477,8 +489,6 @@ class StorageNode:
                 entry = self.inventory.append("remove", kind, name, size)
                 await self.run_io(store.delete, name)
                 self._apply_removed(kind, name, size)
-            if kind == STRUCTURE:
-                self.stale.discard(name)
             await self.inventory.durable(entry)
         return True
 
@@ -539,6 +549,7 @@ class StorageNode:
                 return len(unique), True
             before = store.size(name)
             in_volume = store.in_volume(name)
+            self._appended([name])
             with store.open_structure(name, writable=not in_volume) as sfile:
                 fresh, in_order = sfile.plan_append(captures)
                 if not fresh:
@@ -557,14 +568,14 @@ class StorageNode:
                         # The group commit flushed the bytes, then wrote the index record.
                         await self.committer.flush()
             self.counts.bytes[STRUCTURE] += store.size(name) - before
-            self._appended([name])
             return len(fresh), False
 
     def _appended(self, names: Iterable[str]) -> None:
         """Only the active copy of a structure file is appended to: these are no longer stale
         (the master merges into them what a lost active copy had)."""
         if self.stale:
-            self.stale.difference_update(names)
+            for name in names:
+                self.stale.pop(name, None)
 
     async def append_in_volumes(
         self, files: Sequence[tuple[str, Sequence[Capture]]]
@@ -670,8 +681,11 @@ class StorageNode:
             raise
         return staged
 
-    async def put_structure(self, name: str, body: AsyncIterable[bytes]) -> bool:
-        """Store a whole structure file (a copy sent by the master), after checking all of it."""
+    async def put_structure(
+        self, name: str, body: AsyncIterable[bytes], read_after: int | None = None
+    ) -> bool:
+        """Store a whole structure file (a copy sent by the master), after checking all of it;
+        `read_after` is for `unmark_stale`."""
         store = self.structures
         temp = store.files.tmp_root / f"copy-{uuid.uuid4().hex}.part"
         try:
@@ -693,6 +707,7 @@ class StorageNode:
             async with self.lock(name):
                 if not self.holds(STRUCTURE, name):
                     await self._add_file(STRUCTURE, name, size, put_in_place)
+                    self.unmark_stale(name, read_after)
                     return True
                 old_size = store.size(name)
                 await put_in_place()
@@ -702,7 +717,7 @@ class StorageNode:
                 else:
                     await self.run_io(fsync_dir, store.files.path_for(name).parent)
                 self.counts.bytes[STRUCTURE] += size - old_size
-                self.stale.discard(name)
+                self.unmark_stale(name, read_after)
                 return False
         finally:
             temp.unlink(missing_ok=True)

@@ -278,7 +278,7 @@ async def test_a_stale_copy_answers_after_the_fresh_one(
     first = await client.locate("structure", name, wait=30, first=True)
     assert first == [fresh.answer("structure", name)]
     # A reader that waits long enough gets the stale copy too, after the fresh one.
-    every = await client.locate("structure", name, wait=1.5)
+    every = await client.locate("structure", name, wait=2.0)
     assert every == [fresh.answer("structure", name), stale.answer("structure", name)]
     assert (await stale.stop())["late"] == 2
     assert (await fresh.stop())["late"] == 0

@@ -45,7 +45,7 @@ async def test_replicas_are_told_they_are_stale_until_the_refresh(cluster_factor
         await insert(client, later)
 
     wait_until(
-        lambda: all(stale_copies(cluster, node)["marked"] == 1 for node in replicas),
+        lambda: all(stale_copies(cluster, node)["marked"] >= 1 for node in replicas),
         "the replicas' nodes to hear their copies are stale",
     )
     assert stale_copies(cluster, active)["marked"] == 0
@@ -63,7 +63,7 @@ async def test_a_returning_node_hears_its_diverged_copy_is_stale(cluster_factory
     name = structure_name(first.captures[0].url)
     cluster.nodes[lost].start()
     wait_until(
-        lambda: stale_copies(cluster, lost)["marked"] == 1,
+        lambda: stale_copies(cluster, lost)["marked"] >= 1,
         "the returning node to hear its copy is stale",
     )
     captures = first.captures + only_there.captures + later.captures
