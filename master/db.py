@@ -661,6 +661,14 @@ class MasterDB:
     def dirty(self, limit: int) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT name FROM dirty LIMIT ?", (limit,))]
 
+    def dirty_among(self, names: Sequence[str]) -> set[str]:
+        """Those of these structure files whose replicas wait for a refresh."""
+        found: set[str] = set()
+        for part, marks in in_chunks(names):
+            rows = self.db.execute(f"SELECT name FROM dirty WHERE name IN ({marks})", part)
+            found.update(str(row[0]) for row in rows)
+        return found
+
     def clean(self, names: Iterable[str]) -> None:
         with self._transaction():
             self.db.executemany("DELETE FROM dirty WHERE name = ?", [(n,) for n in names])

@@ -326,6 +326,9 @@ class Repairer:
                 continue
             files = self.db.files_on(node, BATCH * 4)
             targets = self.db.targets_of((f.kind, f.name) for f in files)
+            # An active copy whose replicas lack its last records (not refreshed yet) stays
+            # until they have them: the copy made active instead would lack them for good.
+            dirty = self.db.dirty_among([f.name for f in files if f.kind == "structure"])
             removable = []
             for ref in files:
                 holders = self.db.holders(ref.kind, ref.name)
@@ -335,6 +338,8 @@ class Repairer:
                     continue  # its records are merged into the active copy first
                 if len(elsewhere) >= wanted:
                     if ref.kind == "structure" and self.db.active_node(ref.name) == node:
+                        if ref.name in dirty or (ref.kind, ref.name) in self.copier.busy:
+                            continue
                         self.db.set_active([(ref.name, elsewhere[0])])
                     removable.append((ref.kind, ref.name))
             if removable:

@@ -485,12 +485,14 @@ class Master:
         except RemoteError as exc:
             log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
             return
-        # Told before the refresh is planned, so that each replica hears its copy is stale
-        # before the order that replaces it; planned whatever becomes of the telling.
+        # Marked dirty at once (a drain then keeps their active copies), and the pass woken once
+        # the replicas' nodes were told, so that the order replacing a copy comes after its
+        # notice (a pass woken otherwise meanwhile can refresh a copy before its notice: it then
+        # answers late, though fresh, until the next refresh or append).
+        self.db.mark_dirty(names)
         try:
             await self._tell_stale(names)
         finally:
-            self.db.mark_dirty(names)
             self.wake.set()
 
     async def _tell_stale(self, names: list[str]) -> None:

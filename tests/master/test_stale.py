@@ -3,7 +3,9 @@ refreshes them: the master tells their nodes at once, and a node coming back whi
 diverged while it was away, so that they answer lookups late and readers take the active copy
 meanwhile (docs/cluster.md)."""
 
+import http.client
 import json
+import signal
 import urllib.request
 from typing import Any
 
@@ -19,6 +21,7 @@ from .test_diverged import (
     insert,
     lose_the_active_copy,
     move_the_active_copy,
+    times_on,
 )
 
 
@@ -84,3 +87,46 @@ async def test_a_returning_active_copy_is_not_stale(cluster_factory) -> None:
     cluster.nodes[lost].start()
     every_copy_holds(cluster, name, {c.time for c in first.captures + only_there.captures})
     assert stale_copies(cluster, lost) == {"now": 0, "marked": 0}
+
+
+async def test_a_draining_active_copy_stays_until_its_replicas_are_refreshed(
+    cluster_factory,
+) -> None:
+    """Records appended to the active copy on a node being drained reach the replicas before
+    another copy is made active and the drained one deleted."""
+    cluster = cluster_factory(nodes=3, replicas=2)
+    assert cluster.master is not None and cluster.master.process is not None
+    master = cluster.master.process
+    async with ClusterClient(cluster.config) as client:
+        first = make_corpus(3, urls=1)
+        await insert(client, first)
+        cluster.wait_settled(len(first.bodies))
+        url = first.captures[0].url
+        name = structure_name(url)
+        active = active_node(cluster, name)
+
+        # With the master frozen, the master hears of the appends and of the drain together.
+        master.send_signal(signal.SIGSTOP)
+        try:
+            later = at_url(make_corpus(2, urls=1, seed=1), url)
+            await insert(client, later)
+            drain = http.client.HTTPConnection("127.0.0.1", cluster.master_port, timeout=60)
+            drain.request(
+                "POST",
+                f"/admin/nodes/{active}/state",
+                body=json.dumps({"state": "draining"}),
+                headers={"Authorization": f"Bearer {cluster.config.write_token}"},
+            )
+        finally:
+            master.send_signal(signal.SIGCONT)
+        assert drain.getresponse().status == 200
+        drain.close()
+
+    cluster.wait_for(
+        lambda s: next(n for n in s["nodes"] if n["id"] == active).get("drained") is True,
+        f"{active} to be drained",
+    )
+    times = {c.time for c in first.captures + later.captures}
+    for node in sorted(cluster.nodes):
+        if node != active:
+            assert times_on(cluster, node, name) == times, node
