@@ -38,11 +38,13 @@ class Lru(Generic[K, V]):
         self.hits += 1
         return item[2]
 
-    def put(self, key: K, value: V, weight: int = 1) -> None:
+    def put(self, key: K, value: V, weight: int = 1, ttl: float | None = None) -> None:
+        """Keep `value`, for `ttl` seconds when given, else for the map's time to live."""
         if weight > self.max_weight:
             return
         self.drop(key)
-        expires = time.monotonic() + self.ttl if self.ttl is not None else 0.0
+        live = self.ttl if ttl is None else ttl
+        expires = time.monotonic() + live if live is not None else 0.0
         self._items[key] = (expires, weight, value)
         self.weight += weight
         while self.weight > self.max_weight:
@@ -68,3 +70,9 @@ class ReadCache:
         self.contents: Lru[str, bytes] = Lru(content_bytes)
         self.locations: Lru[tuple[str, str], list[str]] = Lru(entries, location_ttl)
         self.answers: Lru[tuple[str, str, int], object] = Lru(entries, answer_ttl)
+
+    def put_location(self, kind: str, name: str, holders: list[str]) -> None:
+        """The holders of a file; those of a structure file are kept no longer than its answers,
+        since the first to answer may be a replica that a capture appended since left behind."""
+        ttl = self.answers.ttl if kind == "structure" else None
+        self.locations.put((kind, name), holders, ttl=ttl)

@@ -374,7 +374,7 @@ class ClusterClient:
         if not found and self.config.lookup in ("master", "both"):
             found = await self._ask_master(kind, name)
         if found and self.cache is not None:
-            self.cache.locations.put((kind, name), found)
+            self.cache.put_location(kind, name, found)
         return found
 
     async def _holders(

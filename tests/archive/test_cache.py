@@ -2,7 +2,7 @@
 
 import time
 
-from archive.cache import Lru
+from archive.cache import Lru, ReadCache
 
 
 def test_the_least_recently_used_goes_first_within_the_bound():
@@ -28,3 +28,14 @@ def test_entries_expire_after_their_time_to_live():
     while time.monotonic() < deadline:
         pass
     assert cache.get("x") is None and cache.weight == 0
+
+
+def test_structure_locations_are_kept_no_longer_than_structure_answers():
+    cache = ReadCache(location_ttl=60, answer_ttl=0.05)
+    cache.put_location("content", "c" * 64, ["http://a"])
+    cache.put_location("structure", "s" * 64, ["http://b"])
+    deadline = time.monotonic() + 0.06
+    while time.monotonic() < deadline:
+        pass
+    assert cache.locations.get(("structure", "s" * 64)) is None
+    assert cache.locations.get(("content", "c" * 64)) == ["http://a"]
