@@ -11,7 +11,7 @@ from typing import Any
 
 from archive.config import RELIABILITIES, ClusterConfig
 from archive.hashing import is_valid_name
-from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError
+from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
 
 from .db import MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
@@ -25,8 +25,6 @@ log = logging.getLogger(__name__)
 MAX_LIST = 5_000
 PASS_GAP = 0.25
 IDLE_PASS_EVERY = 2.0
-# Names a stale notice carries at most (what a storage node takes in one order).
-STALE_NOTICE = 5_000
 STALE_TIMEOUT = 5.0
 KINDS = ("content", "structure")
 
@@ -59,16 +57,6 @@ def _field(params: dict[str, Any], key: str, kind: type, method: str) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _bad(f"{method}: {key!r} must be {kind.__name__}")
     return value
-
-
-def _names(params: dict[str, Any], method: str) -> list[str]:
-    names: list[str] = _field(params, "names", list, method)
-    if len(names) > MAX_LIST:
-        raise _bad(f"{method}: at most {MAX_LIST} names a call")
-    for index, name in enumerate(names):
-        if not isinstance(name, str) or not is_valid_name(name):
-            raise _bad(f"{method}: names[{index}] is not 64 lowercase hex digits")
-    return names
 
 
 def _entries(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -443,7 +431,7 @@ class Master:
 
     async def _structure_claim(self, peer: Peer, params: Any) -> dict[str, Any]:
         self._require(peer, "index", "structure.claim")
-        names = _names(_object(params, "structure.claim"), "structure.claim")
+        names = name_list(params, "structure.claim", MAX_LIST)
         readable = set(self.members.readable())
         receivers = self.members.receivers()
         answer: dict[str, str] = {}
@@ -481,7 +469,7 @@ class Master:
         if peer.role != "index":
             return
         try:
-            names = _names(_object(params, "structure.changed"), "structure.changed")
+            names = name_list(params, "structure.changed", MAX_LIST)
         except RemoteError as exc:
             log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
             return
@@ -525,8 +513,8 @@ class Master:
             return
         try:
             async with asyncio.timeout(STALE_TIMEOUT):
-                for start in range(0, len(names), STALE_NOTICE):
-                    await peer.notify("stale", {"names": names[start : start + STALE_NOTICE]})
+                for start in range(0, len(names), MAX_LIST):
+                    await peer.notify("stale", {"names": names[start : start + MAX_LIST]})
         except (HipError, TimeoutError) as exc:
             log.warning("could not tell %s of %d stale structure copies: %s", node, len(names), exc)
 

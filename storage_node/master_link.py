@@ -19,7 +19,7 @@ from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.hashing import is_valid_name
-from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
+from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url, name_list
 from archive.tasks import cancel_and_wait
 
 from .node import CONTENT, STRUCTURE, StorageNode
@@ -63,19 +63,6 @@ def _files(params: Any, method: str, with_source: bool) -> list[dict[str, str]]:
         if with_source and not _is_base_url(item.get("source")):
             raise _bad(f"{where}: source must be an http:// or https:// base URL")
     return files
-
-
-def _names(params: Any, method: str) -> list[str]:
-    """The `names` list of an order, each 64 lowercase hex digits."""
-    if not isinstance(params, dict) or not isinstance(params.get("names"), list):
-        raise _bad(f"{method}: params must be {{names: [...]}}")
-    names: list[str] = params["names"]
-    if len(names) > MAX_FILES:
-        raise _bad(f"{method}: at most {MAX_FILES} names an order")
-    for index, name in enumerate(names):
-        if not isinstance(name, str) or not is_valid_name(name):
-            raise _bad(f"{method}: names[{index}] is not 64 lowercase hex digits")
-    return names
 
 
 def _is_base_url(source: object) -> bool:
@@ -362,7 +349,7 @@ class MasterLink:
     async def _stale(self, peer: Peer, params: Any) -> dict[str, Any]:
         """Structure files whose copy here lacks records of the active copy (a notification of
         the master after appends to it), until the master's copy replaces them."""
-        return {"marked": self.node.mark_stale(_names(params, "stale"))}
+        return {"marked": self.node.mark_stale(name_list(params, "stale", MAX_FILES))}
 
     async def _scrub(self, peer: Peer, params: Any) -> dict[str, Any]:
         if params not in (None, {}):

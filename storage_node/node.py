@@ -336,7 +336,7 @@ class StorageNode:
         self.counts.apply("remove", kind, name, size)
         self.filter.discard(name)
         if kind == STRUCTURE:
-            self.stale.pop(name, None)
+            self.unmark_stale(name)
         if self._journal is not None:
             self._journal.append(("remove", name))
 
@@ -575,7 +575,7 @@ class StorageNode:
         (the master merges into them what a lost active copy had)."""
         if self.stale:
             for name in names:
-                self.stale.pop(name, None)
+                self.unmark_stale(name)
 
     async def append_in_volumes(
         self, files: Sequence[tuple[str, Sequence[Capture]]]

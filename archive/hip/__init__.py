@@ -38,6 +38,7 @@ heartbeats detect a dead peer; the slave reconnects with capped, jittered expone
 from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
 from archive.hip._master import HipMaster
+from archive.hip._params import name_list
 from archive.hip._peer import Handler, Peer, PeerHook
 from archive.hip._slave import HipSlave
 
@@ -50,6 +51,7 @@ __all__ = [
     "PeerHook",
     "RemoteError",
     "hip_url",
+    "name_list",
 ]
 
 

@@ -5,7 +5,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from archive.errors import DlwebError
-from archive.hashing import is_valid_name
 from archive.hip import RemoteError
 from archive.structure import Capture
 from archive.urlkey import structure_name
@@ -68,16 +67,3 @@ def parse_captures(params: object) -> list[Incoming]:
     if not raw or len(raw) > MAX_CAPTURES:
         raise bad(f"insert: give 1 to {MAX_CAPTURES} captures a call, not {len(raw)}")
     return [parse_capture(item, f"insert: captures[{i}]") for i, item in enumerate(raw)]
-
-
-def parse_names(params: object, method: str, limit: int) -> list[str]:
-    """The names of a `stored` call, each 64 lowercase hex digits."""
-    if not isinstance(params, dict) or not isinstance(params.get("names"), list):
-        raise bad(f"{method}: params must be {{names: [...]}}")
-    names = params["names"]
-    if len(names) > limit:
-        raise bad(f"{method}: at most {limit} names a call, not {len(names)}")
-    for index, name in enumerate(names):
-        if not isinstance(name, str) or not is_valid_name(name):
-            raise bad(f"{method}: names[{index}] is not 64 lowercase hex digits")
-    return list(names)

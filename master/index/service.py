@@ -18,9 +18,18 @@ from archive import jsonwire
 from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import ConfigError, DlwebError
-from archive.hip import Handler, HipError, HipMaster, HipSlave, Peer, RemoteError, hip_url
+from archive.hip import (
+    Handler,
+    HipError,
+    HipMaster,
+    HipSlave,
+    Peer,
+    RemoteError,
+    hip_url,
+    name_list,
+)
 
-from .captures import MAX_CAPTURES, Incoming, parse_captures, parse_names
+from .captures import MAX_CAPTURES, Incoming, parse_captures
 from .contents import ContentIndex
 from .placement import NodeInfo, node_info, place
 
@@ -469,7 +478,7 @@ class IndexNode:
             return int(answer["added"]), bool(answer.get("created"))
 
     async def _stored(self, peer: Peer, params: Any) -> dict[str, Any]:
-        names = parse_names(params, "stored", 2 * MAX_CAPTURES)
+        names = name_list(params, "stored", 2 * MAX_CAPTURES)
         added = {name: self._pending.pop(name, 0) for name in dict.fromkeys(names)}
         self._report_popular(self.contents.add(added), added)
         self.stats["stored"] += len(added)
