@@ -6,39 +6,29 @@ meanwhile (docs/cluster.md)."""
 import http.client
 import json
 import signal
-import urllib.request
-from typing import Any
 
 from archive.cluster import ClusterClient
 from archive.urlkey import structure_name
 from tests.conftest import wait_until
 
-from .conftest import Cluster, make_corpus
-from .test_diverged import (
+from .conftest import make_corpus
+from .copies import (
     active_node,
     at_url,
     every_copy_holds,
     insert,
-    lose_the_active_copy,
     move_the_active_copy,
+    one_url_everywhere,
+    stale_copies,
     times_on,
 )
-
-
-def stale_copies(cluster: Cluster, node: str) -> Any:
-    with urllib.request.urlopen(f"{cluster.nodes[node].url}/status") as answer:
-        return json.load(answer)["stale_structures"]
 
 
 async def test_replicas_are_told_they_are_stale_until_the_refresh(cluster_factory) -> None:
     cluster = cluster_factory(nodes=3, replicas=2)
     async with ClusterClient(cluster.config) as client:
-        first = make_corpus(3, urls=1)
-        await insert(client, first)
-        cluster.wait_settled(len(first.bodies))
+        first, name = await one_url_everywhere(cluster, client)
         url = first.captures[0].url
-        name = structure_name(url)
-        assert len(cluster.get("/structures?limit=10")["structures"][0]["nodes"]) == 3
         active = active_node(cluster, name)
         replicas = sorted(node for node in cluster.nodes if node != active)
         # A copy made by the master is fresh: nothing was marked yet.
@@ -76,19 +66,6 @@ async def test_a_returning_node_hears_its_diverged_copy_is_stale(cluster_factory
     )
 
 
-async def test_a_returning_active_copy_is_not_stale(cluster_factory) -> None:
-    """Nothing was appended while its node was away: it is still the active copy, which the
-    replicas are refreshed from, and it answers lookups on time."""
-    cluster = cluster_factory(nodes=3, replicas=2)
-    async with ClusterClient(cluster.config) as client:
-        first, only_there = await lose_the_active_copy(cluster, client)
-    name = structure_name(first.captures[0].url)
-    lost = active_node(cluster, name)
-    cluster.nodes[lost].start()
-    every_copy_holds(cluster, name, {c.time for c in first.captures + only_there.captures})
-    assert stale_copies(cluster, lost) == {"now": 0, "marked": 0}
-
-
 async def test_a_draining_active_copy_stays_until_its_replicas_are_refreshed(
     cluster_factory,
 ) -> None:
@@ -98,11 +75,8 @@ async def test_a_draining_active_copy_stays_until_its_replicas_are_refreshed(
     assert cluster.master is not None and cluster.master.process is not None
     master = cluster.master.process
     async with ClusterClient(cluster.config) as client:
-        first = make_corpus(3, urls=1)
-        await insert(client, first)
-        cluster.wait_settled(len(first.bodies))
+        first, name = await one_url_everywhere(cluster, client)
         url = first.captures[0].url
-        name = structure_name(url)
         active = active_node(cluster, name)
 
         # With the master frozen, the master hears of the appends and of the drain together.
