@@ -138,9 +138,11 @@ class Campaign:
         self.api("/api/sites", {"start_url": site_url(site, self.web.port), "seed": seed})
 
     def settled(self) -> bool:
-        """Nothing queued for now and nothing being crawled."""
-        counts = self.api("/api/status")["counts"]
+        """Nothing queued for now and nothing being crawled. The queue is read first: a site
+        claimed between the two reads is then counted as crawling, where the other order missed
+        it in both (queued when the counts were read, crawling when the queue was)."""
         due = self.api("/api/sites?state=queued")["sites"]
+        counts = self.api("/api/status")["counts"]
         return counts.get("crawling", 0) == 0 and not [
             s for s in due if s["next_crawl"] <= time.time()
         ]
