@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .cluster import ClusterClient
 from .config import load_config
 from .timestamps import BadTime, format_iso, parse_time
 
@@ -24,6 +23,8 @@ def _time(text: str) -> int:
 
 
 async def _get(args: argparse.Namespace) -> int:
+    from .cluster import ClusterClient  # here: every other command would load aiohttp for it
+
     at = args.at if args.at is not None else time.time_ns() // 1000
     async with ClusterClient(load_config(args.config)) as client:
         found = await client.closest(args.url, at, args.mode)
@@ -43,6 +44,8 @@ async def _get(args: argparse.Namespace) -> int:
 
 
 async def _captures(args: argparse.Namespace) -> int:
+    from .cluster import ClusterClient  # here: every other command would load aiohttp for it
+
     async with ClusterClient(load_config(args.config)) as client:
         found = await client.captures(args.url)
     if args.json:

@@ -198,6 +198,15 @@ class ClusterClient:
 
     # -- insertion -----------------------------------------------------------------------------
 
+    async def connect(self) -> None:
+        """Reach an index node now (an importer does while its first batch is read), not at the
+        first insert."""
+        slave = await self._index()
+        try:
+            await slave.wait_connected(self.connect_timeout)
+        except HipError as exc:
+            raise ClusterError(f"no index node reached: {exc}") from None
+
     async def _index(self) -> HipSlave:
         """The connection to an index node, made through the master's redirect (once, however
         many batches are inserting)."""

@@ -1,20 +1,17 @@
 """`dlweb import`: WARC and ARC records into the cluster, each content stored once.
 
-A thread reads the files (warc/reader.py: parsing, hashing, checking) and hands over batches;
-the event loop turns each batch into captures and inserts it with the cluster client, which
-uploads only the contents the index node does not know yet. Revisit records are resolved to the
-content of the record they repeat: from the records already read, by their payload digest, or
-else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's earlier captures).
-A record is inserted only once it was read whole and checked, so a damaged one leaves nothing.
+A thread reads the files (warc/batches.py, warc/reader.py: parsing, hashing, checking) and hands
+over batches; the event loop turns each batch into captures and inserts it with the cluster
+client, which uploads only the contents the index node does not know yet. Revisit records are
+resolved to the content of the record they repeat: from the records already read, by their
+payload digest, or else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's
+earlier captures). A record is inserted only once it was read whole and checked, so a damaged
+one leaves nothing.
 """
 
-import asyncio
 import functools
 import hashlib
-import queue
 import sys
-import tempfile
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,17 +23,14 @@ from ..header_block import encode_header_block
 from ..inserting import InsertQueue
 from ..structure import RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time
+from .batches import DEFAULT_MAX_RECORD, BatchReader, discard_all
 from .digests import Digest, sha256_digest
-from .reader import Ignored, Item, Problem, SourceRecord, read_archive
+from .reader import Ignored, Item, Problem, SourceRecord
 
-BATCH_RECORDS = 1_000
-BATCH_BYTES = 64 * 1024 * 1024
-BATCHES_AHEAD = 2
 INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
 SAME_URL_CANDIDATES = 5
 NOT_MODIFIED_PROFILE = "server-not-modified"
-DEFAULT_MAX_RECORD = 1 << 30
 MAX_ORIGINALS = 500_000  # about 200 MB of memory at most
 
 
@@ -109,13 +103,6 @@ def _mb(size: int) -> str:
 
 
 @dataclass
-class _Batch:
-    items: list[Item]
-    position: int  # bytes of the files read up to the end of this batch
-    end_of: Path | None = None  # set on the last batch of a file
-
-
-@dataclass
 class _Pending:
     """A revisit whose original was not among the records read before it."""
 
@@ -139,83 +126,36 @@ class Importer:
         self.on_batch: Callable[[int, ImportSummary], None] | None = None
 
     async def run(self, paths: Sequence[Path]) -> ImportSummary:
-        with tempfile.TemporaryDirectory(prefix="dlweb-import-") as spool_dir:
-            batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(BATCHES_AHEAD)
-            stop = threading.Event()
-            reader = threading.Thread(
-                target=self._read_all, args=(paths, Path(spool_dir), batches, stop), daemon=True
-            )
-            reader.start()
-            inserts = InsertQueue(self.client, INSERTS_AHEAD)
-            pending: list[_Pending] = []
-            try:
-                while True:
-                    batch = await asyncio.to_thread(batches.get)
-                    if batch is None:
-                        break
-                    if isinstance(batch, BaseException):
-                        raise batch
-                    captures, bodies = self._captures(batch.items, pending)
-                    await inserts.put(
-                        captures, _body_of(bodies), functools.partial(_discard_all, batch.items)
-                    )
-                    if self.on_batch is not None:
-                        self.on_batch(batch.position, self.summary)
-                    if batch.end_of is not None:
-                        self.summary.files += 1
-                        await inserts.join()
-                        await self._resolve_pending(pending, inserts)
-                        pending = []
-                await inserts.join()
-            finally:
-                stop.set()
-                await inserts.cancel()
-                while reader.is_alive():
-                    _drop(batches)
-                    await asyncio.to_thread(reader.join, 0.1)
-                _drop(batches)
+        async with BatchReader(paths, self.max_record) as reading:
+            return await self.run_from(reading)
+
+    async def run_from(self, reading: BatchReader) -> ImportSummary:
+        """Import the batches of a started reader (which the caller closes)."""
+        await self.client.connect()
+        inserts = InsertQueue(self.client, INSERTS_AHEAD)
+        pending: list[_Pending] = []
+        try:
+            while (batch := await reading.next()) is not None:
+                captures, bodies = self._captures(batch.items, pending)
+                await inserts.put(
+                    captures, _body_of(bodies), functools.partial(discard_all, batch.items)
+                )
+                if self.on_batch is not None:
+                    self.on_batch(batch.position, self.summary)
+                if batch.end_of is not None:
+                    self.summary.files += 1
+                    await inserts.join()
+                    await self._resolve_pending(pending, inserts)
+                    pending = []
+            await inserts.join()
+        finally:
+            await inserts.cancel()
         done = inserts.summary
         self.summary.captures = done.captures
         self.summary.added = done.added
         self.summary.new_contents = done.uploaded
         self.summary.stored_bytes = done.bytes
         return self.summary
-
-    # -- the reading thread ----------------------------------------------------------------------
-
-    def _read_all(
-        self,
-        paths: Sequence[Path],
-        spool_dir: Path,
-        out: "queue.Queue[_Batch | BaseException | None]",
-        stop: threading.Event,
-    ) -> None:
-        try:
-            done = 0
-            for path in paths:
-                position = done
-
-                def progress(at: int, base: int = done) -> None:
-                    nonlocal position
-                    position = base + at
-
-                items: list[Item] = []
-                held = 0
-                for item in read_archive(path, self.max_record, spool_dir, progress):
-                    if stop.is_set():
-                        _discard_all(items + [item])
-                        return
-                    items.append(item)
-                    if isinstance(item, SourceRecord):
-                        held += item.body.size
-                    if len(items) >= BATCH_RECORDS or held >= BATCH_BYTES:
-                        out.put(_Batch(items, position))
-                        items, held = [], 0
-                done += path.stat().st_size
-                out.put(_Batch(items, done, end_of=path))
-            out.put(None)
-        except BaseException as exc:  # handed to the event loop, which raises it
-            out.put(exc)
 
     # -- the event loop --------------------------------------------------------------------------
 
@@ -388,20 +328,3 @@ def _body_of(bodies: dict[str, bytes | Path]) -> Callable[[str], bytes | Path]:
             raise DlwebError(f"the index node asked for {name}, which this import lacks") from None
 
     return body_of
-
-
-def _discard_all(items: list[Item]) -> None:
-    for item in items:
-        if isinstance(item, SourceRecord):
-            item.body.discard()
-
-
-def _drop(batches: "queue.Queue[_Batch | BaseException | None]") -> None:
-    """Empty the queue so the reading thread is never stuck on a full one."""
-    while True:
-        try:
-            batch = batches.get_nowait()
-        except queue.Empty:
-            return
-        if isinstance(batch, _Batch):
-            _discard_all(batch.items)

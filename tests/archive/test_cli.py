@@ -80,3 +80,12 @@ def test_check_reports_a_bad_config_in_one_line(
 def test_check_of_a_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nowhere.yaml"
     assert_one_line_error(run("config", "check", "-c", str(path)), str(path), "not found")
+
+
+def test_the_command_line_loads_no_network_module_before_a_command_needs_one() -> None:
+    # aiohttp takes a tenth of a second to load: `dlweb import` reads while it loads.
+    code = "import sys, archive.cli; archive.cli.build_parser(); print('aiohttp' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"

@@ -1,0 +1,52 @@
+"""BatchReader: a real reading thread over WARC files written by warcio."""
+
+from pathlib import Path
+
+import pytest
+
+from archive.warc import batches
+from archive.warc.batches import BatchReader
+from archive.warc.reader import SourceRecord
+from archive.warc.spool import SPOOL_IN_MEMORY
+
+from . import sources
+
+
+async def test_batches_hold_every_record_in_order_and_mark_each_file_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(batches, "BATCH_RECORDS", 3)
+    first = sources.warcio_file(tmp_path)
+    (tmp_path / "second").mkdir()
+    second = sources.warcio_file(tmp_path / "second")
+    got = []
+    async with BatchReader([first.path, second.path]) as reading:
+        while (batch := await reading.next()) is not None:
+            got.append(batch)
+    uris = [i.uri for b in got for i in b.items if isinstance(i, SourceRecord)]
+    expected = [e.url for e in first.entries + second.entries if e.type != "warcinfo"]
+    assert uris == expected
+    assert all(len(b.items) <= 3 for b in got)
+    ends = [b.end_of for b in got if b.end_of is not None]
+    assert ends == [first.path, second.path]
+    total = first.path.stat().st_size + second.path.stat().st_size
+    assert got[-1].position == total
+    assert [b.position for b in got] == sorted(b.position for b in got)
+
+
+async def test_closing_early_stops_the_thread_and_removes_spooled_bodies(tmp_path, monkeypatch):
+    monkeypatch.setattr(batches, "BATCH_RECORDS", 1)
+    big = sources.large_record(tmp_path, SPOOL_IN_MEMORY + 1024 * 1024)
+    reading = BatchReader([big.path]).start()
+    assert reading._spool is not None
+    spool_dir = reading._spool.name
+    first = await reading.next()
+    assert first is not None
+    await reading.close()
+    assert reading._thread is not None and not reading._thread.is_alive()
+    assert not Path(spool_dir).exists()
+
+
+async def test_a_failure_of_the_thread_is_raised_by_next(tmp_path):
+    missing = tmp_path / "gone.warc.gz"
+    async with BatchReader([missing]) as reading:
+        with pytest.raises(FileNotFoundError):
+            await reading.next()
