@@ -314,11 +314,11 @@ class ClusterClient:
         gate: asyncio.Semaphore,
     ) -> None:
         """Send each content to the node named for it: small ones in packs, one request for
-        many, large ones or those in files alone."""
+        many, large ones or those in files alone (the caller checked the names)."""
         packs: dict[str, list[tuple[str, bytes]]] = {}
         alone: list[tuple[str, str, bytes | Path | Awaitable[bytes]]] = []
         for order in orders:
-            name, node = check_name(str(order["name"])), str(order["node"])
+            name, node = str(order["name"]), str(order["node"])
             body = body_of(name)
             if isinstance(body, bytes) and len(body) <= pack.MAX_PACKED:
                 packs.setdefault(node, []).append((name, body))

@@ -86,6 +86,9 @@ class Capture:
     def pack(self) -> bytes:
         check_name(self.content)
         check_name(self.header)
+        return self._pack_checked_names()
+
+    def _pack_checked_names(self) -> bytes:
         if not 0 <= self.status <= 999:
             raise BadRecord(f"HTTP status {self.status} is not between 0 and 999")
         if not 0 <= self.flags <= 255:
@@ -154,7 +157,7 @@ class Capture:
         if not isinstance(kind_name, str) or kind_name.upper() not in RecordKind.__members__:
             raise BadRecord(f"capture kind {kind_name!r} is not one of {_kind_names()}")
         capture = cls(time, content, header, status, RecordKind[kind_name.upper()], flags, offset)
-        capture.pack()
+        capture._pack_checked_names()  # the other fields' ranges: a record that cannot be stored
         return capture
 
 

@@ -5,6 +5,7 @@ the crawler when storing or from a browser through the proxy when looking up. Th
 in the order they are applied, in docs/urlkey.md; each step below names its rule number.
 """
 
+import functools
 import ipaddress
 import re
 from urllib.parse import quote, unquote_to_bytes, urlsplit
@@ -192,6 +193,9 @@ def _canonical_query(query: str) -> str:
     return "?" + query if query else ""
 
 
+# A URL comes in several times in a row: a WARC's request and response records, then the index
+# node and the storage node each naming its structure file; a replayed page asks for it again.
+@functools.lru_cache(maxsize=4096)
 def canonical_url(url: str) -> str:
     """The URL in the one spelling under which the archive stores and looks it up."""
     if len(url) > MAX_URL_LENGTH:
@@ -224,6 +228,7 @@ def url_key(url: str) -> bytes:
     return canonical_url(url).encode("utf-8")
 
 
+@functools.lru_cache(maxsize=4096)
 def structure_name(url: str) -> str:
     """The name of the structure file holding the captures of `url`."""
     return sha256_hex(url_key(url))
