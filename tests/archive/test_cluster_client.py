@@ -366,6 +366,9 @@ async def test_bad_arguments_and_missing_settings_are_clear(serve: Serve) -> Non
     async with ClusterClient(config_for(dead), connect_timeout=0.5) as client:
         with pytest.raises(ClusterError, match=r"insert failed: not connected .* after 0.5 s"):
             await client.insert(corpus(1)[0], bytes)
+    async with ClusterClient(config_for(dead), connect_timeout=0.5) as client:
+        with pytest.raises(ClusterError, match=r"no index node reached: not connected .* 0.5 s"):
+            await client.connect()
     with pytest.raises(ClusterError, match="async with"):
         await ClusterClient(config_for(dead)).get_content(name)
 
