@@ -152,15 +152,18 @@ class ClusterClient:
         self._uploading: dict[str, asyncio.Future[bool]] = {}
 
     async def __aenter__(self) -> "ClusterClient":
+        if self.config.lookup in ("multicast", "both"):
+            lookup = LookupClient(self.config.multicast, self.config.secret)
+            await lookup.start()
+            self._lookup = lookup
+        # Made last, with nothing awaited after it: an entry that fails or is cancelled (Ctrl-C)
+        # leaves no session open, since `__aexit__` does not run then.
         self._session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=CONNECT_TIMEOUT, sock_read=self.peer_silence
             ),
             connector=aiohttp.TCPConnector(limit=64),
         )
-        if self.config.lookup in ("multicast", "both"):
-            self._lookup = LookupClient(self.config.multicast, self.config.secret)
-            await self._lookup.start()
         return self
 
     async def __aexit__(

@@ -71,6 +71,9 @@ class BatchReader:
             self._drop()
             await asyncio.to_thread(self._thread.join, 0.1)
         self._drop()
+        # A `next` cancelled while it waited leaves a worker thread waiting on the queue, which
+        # the event loop waits for when it closes: the end mark sets it free.
+        self._queue.put_nowait(None)
         if self._spool is not None:
             self._spool.cleanup()
             self._spool = None

@@ -3,9 +3,11 @@ master's /locate and storage nodes that answer well, badly or not at all; real s
 for stale structure copies. No master process is needed."""
 
 import asyncio
+import gc
 import hashlib
 import os
 import socket
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,8 +19,9 @@ from aiohttp import web
 
 from archive.cluster import ClusterClient, ClusterError, InsertSummary, NewCapture
 from archive.config import ClusterConfig
-from archive.errors import BadName, NotFound
+from archive.errors import BadName, ConfigError, NotFound
 from archive.hip import HipMaster, Peer, RemoteError
+from archive.multicast import MulticastSettings
 from archive.structure import Capture
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
@@ -469,3 +472,20 @@ async def test_an_upload_to_a_silent_node_fails_naming_it(serve: Serve, silent: 
             ):
                 await client.insert(captures, bodies.__getitem__)
     assert master.stored == []
+
+
+async def test_a_client_that_cannot_start_leaves_no_session_open() -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this host: the lookup socket cannot bind to it.
+    config = ClusterConfig(
+        name="t",
+        secret=SECRET,
+        lookup="multicast",
+        multicast=MulticastSettings(interface="192.0.2.1"),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ConfigError, match="cannot send multicast lookups"):
+            async with ClusterClient(config):
+                pass
+        gc.collect()
+    assert not [w for w in caught if "Unclosed" in str(w.message)]

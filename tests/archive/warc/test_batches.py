@@ -1,8 +1,11 @@
 """BatchReader: a real reading thread over WARC files written by warcio."""
 
+import asyncio
+import io
 from pathlib import Path
 
 import pytest
+from warcio.warcwriter import WARCWriter
 
 from archive.warc import batches
 from archive.warc.batches import BatchReader
@@ -50,3 +53,33 @@ async def test_a_failure_of_the_thread_is_raised_by_next(tmp_path):
     async with BatchReader([missing]) as reading:
         with pytest.raises(FileNotFoundError):
             await reading.next()
+
+
+def _many_records(path: Path, count: int) -> Path:
+    """A .warc.gz of `count` resource records of 16 KB: a tenth of a second or so to read."""
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for index in range(count):
+            body = (b"%08d" % index) * 2048
+            record = writer.create_warc_record(
+                f"http://many.example/{index}",
+                "resource",
+                payload=io.BytesIO(body),
+                warc_content_type="text/plain",
+            )
+            writer.write_record(record)
+    return path
+
+
+async def test_a_next_cancelled_while_it_waits_leaves_no_thread_behind(tmp_path, monkeypatch):
+    # One batch for the whole file: `next` waits on the reading thread until it is cancelled.
+    monkeypatch.setattr(batches, "BATCH_RECORDS", 1_000_000)
+    reading = BatchReader([_many_records(tmp_path / "many.warc.gz", 2_000)]).start()
+    waiting = asyncio.create_task(reading.next())
+    await asyncio.sleep(0)  # the task hands its wait to a worker thread
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await reading.close()
+    # The event loop waits for its worker threads when it closes: none may be stuck.
+    await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), 10)
