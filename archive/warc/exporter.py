@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from .writer import HTTP_RESPONSE, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, Warc
 
 READS_IN_FLIGHT = 16
 FETCH_AHEAD = 32
+WRITES_AHEAD = 8
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
 WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
 SOFTWARE = "dlweb"
@@ -180,6 +182,11 @@ async def _write_entries(
     firsts: dict[str, _First] = {}
     responses: dict[tuple[str, int], str] = {}
     window: deque[tuple[_Plan, Awaitable[list[bytes]]]] = deque()
+    loop = asyncio.get_running_loop()
+    # One thread writes every record, in order: compressing and hashing (which let go of the
+    # GIL) then run while the event loop fetches the next contents.
+    writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-export")
+    written: deque[asyncio.Future[None]] = deque()
 
     async def fetch(names: list[str]) -> list[bytes]:
         unique = list(dict.fromkeys(names))
@@ -191,25 +198,33 @@ async def _write_entries(
         summary.records[rec_type] += 1
 
     done = 0
+
+    async def wait_writes(left: int) -> None:
+        nonlocal done
+        while len(written) > left:
+            await written.popleft()
+            done += 1
+            if on_record is not None:
+                on_record(done, len(plans))
+
+    async def hand_over(plan: _Plan, parts: Awaitable[list[bytes]]) -> None:
+        written.append(loop.run_in_executor(writing, write, plan, await parts))
+        await wait_writes(WRITES_AHEAD)
+
     try:
         for plan in plans:
             window.append((plan, asyncio.ensure_future(fetch(plan.names))))
             if len(window) >= FETCH_AHEAD:
-                ready, parts = window.popleft()
-                write(ready, await parts)
-                done += 1
-                if on_record is not None:
-                    on_record(done, len(plans))
+                await hand_over(*window.popleft())
         while window:
-            ready, parts = window.popleft()
-            write(ready, await parts)
-            done += 1
-            if on_record is not None:
-                on_record(done, len(plans))
+            await hand_over(*window.popleft())
+        await wait_writes(0)
     finally:
         for _, pending in window:
             if isinstance(pending, asyncio.Future):
                 pending.cancel()
+        # The record being written is finished (the file is removed anyway); the rest are not.
+        await asyncio.to_thread(writing.shutdown, True, cancel_futures=True)
 
 
 def _write_one(

@@ -9,10 +9,11 @@ holds, so exporting the same captures twice gives the same records.
 import base64
 import hashlib
 import uuid
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from zlib_ng import zlib_ng
 
 from ..timestamps import format_iso
 
@@ -69,7 +70,8 @@ class WarcWriter:
         head.append(("Content-Length", str(sum(len(part) for part in block))))
         lines = [WARC_VERSION, *(f"{name}: {value}" for name, value in head)]
         header = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
-        compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+        # zlib-ng: the same deflate level as zlib's default, in about two thirds of the time.
+        compressor = zlib_ng.compressobj(6, zlib_ng.DEFLATED, 31)
         pieces = [compressor.compress(header)]
         pieces.extend(compressor.compress(part) for part in block)
         pieces.append(compressor.compress(b"\r\n\r\n"))

@@ -7,10 +7,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 import surt
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
 
+from archive.cluster import ClusterClient
 from archive.timestamps import parse_time
 
 from . import sources
@@ -193,3 +195,27 @@ def test_export_refuses_bad_options_and_leaves_nothing(cluster_factory, tmp_path
     index = dlweb("cdxj", str(broken), "--out", str(tmp_path / "i.cdxj"))
     assert index.returncode == 2 and f"{broken}: offset" in index.stderr
     assert "Traceback" not in index.stderr and not (tmp_path / "i.cdxj").exists()
+
+
+async def test_an_export_missing_a_content_fails_and_leaves_no_file(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = sources.warcio_file(tmp_path)
+    assert dlweb("import", "-c", str(cluster.config_path), str(source.path)).returncode == 0
+    async with ClusterClient(cluster.config) as client:
+        (capture, *_) = [
+            c for c in await client.captures(f"{sources.WARCIO_HOST}/b") if c.status == 200
+        ]
+    node = cluster.nodes["node1"]
+    auth = {"Authorization": f"Bearer {cluster.config.write_token}"}
+    async with (
+        aiohttp.ClientSession(headers=auth) as session,
+        session.delete(f"{node.url}/content/{capture.content}") as answer,
+    ):
+        assert answer.status == 200
+    out = tmp_path / "lost.warc.gz"
+    lost = dlweb("export", "-c", str(cluster.config_path), "--out", str(out))
+    assert lost.returncode == 2, lost.stdout + lost.stderr
+    assert "Traceback" not in lost.stderr
+    assert f"content {capture.content} is on no node" in lost.stderr
+    assert list(tmp_path.glob("*.warc.gz")) == [source.path]
+    assert list(tmp_path.glob(".*.part")) == []
