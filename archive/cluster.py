@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,8 @@ MAX_LISTED = 100_000
 EARLIEST, LATEST = "1000", "99991231235959"
 UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
+# How long a client keeps the list of storage nodes it reads packs from.
+NODES_KEPT = 10.0
 KINDS = ("content", "structure")
 NEIGHBOURS = ("first", "last", "prev", "next")
 PACK_FRAMES = 250
@@ -150,6 +153,7 @@ class ClusterClient:
         # Uploads under way, by name: a batch asked for a content that an earlier batch is still
         # uploading (the index node learns of it only once stored) waits for that upload.
         self._uploading: dict[str, asyncio.Future[bool]] = {}
+        self._nodes: tuple[float, list[str]] | None = None  # when listed, the nodes' addresses
 
     async def __aenter__(self) -> "ClusterClient":
         if self.config.lookup in ("multicast", "both"):
@@ -453,6 +457,64 @@ class ClusterClient:
         raise ClusterError(f"no holder of content {name} served it: {'; '.join(problems)}")
 
     get_header_block = get_content
+
+    async def get_small_contents(self, names: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of the contents of `names` that the storage nodes send in packs (those of
+        at most pack.MAX_PACKED bytes), verified: one request a node for up to pack.MAX_NAMES
+        names, each node asked only for what the ones before it did not send. The caller reads
+        the others alone (`get_content`), so that large ones never wait in memory together."""
+        wanted = list(dict.fromkeys(check_name(name) for name in names))
+        got: dict[str, bytes] = {}
+        for node in await self._storage_nodes():
+            missing = [name for name in wanted if name not in got]
+            if not missing:
+                break
+            for start in range(0, len(missing), pack.MAX_NAMES):
+                got.update(await self._read_pack(node, missing[start : start + pack.MAX_NAMES]))
+        return got
+
+    async def _storage_nodes(self) -> list[str]:
+        """The addresses of the connected storage nodes, those holding the most files first, as
+        the master listed them at most NODES_KEPT s ago (its status is costly to make)."""
+        now = time.monotonic()
+        if self._nodes is not None and now - self._nodes[0] < NODES_KEPT:
+            return self._nodes[1]
+        master = await self.master_url()
+        try:
+            async with self.session.get(f"{master}/status") as r:
+                answer = await r.json(content_type=None)
+            nodes = [n for n in answer["nodes"] if n["connected"]]
+            nodes.sort(key=lambda n: -int(n["files"]))
+            addresses = [str(n["address"]).rstrip("/") for n in nodes]
+            self._nodes = (now, addresses)
+            return addresses
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ClusterError(f"{master}/status answered without a list of nodes") from None
+
+    async def _read_pack(self, node: str, names: list[str]) -> dict[str, bytes]:
+        """The contents of `names` that `node` sends in one pack and whose bytes match their
+        names; nothing from a node that fails (the caller asks another, or reads them alone)."""
+        got: dict[str, bytes] = {}
+        try:
+            async with self.session.post(
+                f"{node}/contents/pack", json={"names": names}, headers=self._auth
+            ) as r:
+                if r.status != 200:
+                    return got
+                async for name, data, _ in pack.read_frames(r.content, names):
+                    if data is not None and hashlib.sha256(data).hexdigest() == name:
+                        got[name] = data
+        except (
+            aiohttp.ClientError,
+            OSError,
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            DlwebError,
+        ) as exc:
+            log.info("pack read from %s cut short: %s", node, failure(exc, self.peer_silence))
+        return got
 
     async def closest(self, url: str, at: int, mode: str = "closest") -> Found:
         """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""

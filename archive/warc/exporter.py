@@ -14,7 +14,7 @@ import os
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,9 @@ from .reader import split_kept
 from .writer import HTTP_RESPONSE, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, WarcWriter
 
 READS_IN_FLIGHT = 16
-FETCH_AHEAD = 32
+# Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
+# the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory.
+FETCH_CHUNK = 128
 WRITES_AHEAD = 8
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
 WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
@@ -181,17 +183,17 @@ async def _write_entries(
             seen.add(content)
     firsts: dict[str, _First] = {}
     responses: dict[tuple[str, int], str] = {}
-    window: deque[tuple[_Plan, Awaitable[list[bytes]]]] = deque()
     loop = asyncio.get_running_loop()
     # One thread writes every record, in order: compressing and hashing (which let go of the
     # GIL) then run while the event loop fetches the next contents.
     writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-export")
     written: deque[asyncio.Future[None]] = deque()
+    chunks = [plans[start : start + FETCH_CHUNK] for start in range(0, len(plans), FETCH_CHUNK)]
 
-    async def fetch(names: list[str]) -> list[bytes]:
-        unique = list(dict.fromkeys(names))
-        got = dict(zip(unique, await asyncio.gather(*map(client.get_content, unique)), strict=True))
-        return [got[name] for name in names]
+    def fetch(chunk: list[_Plan]) -> asyncio.Task[dict[str, bytes]]:
+        return asyncio.ensure_future(
+            client.get_small_contents([name for plan in chunk for name in plan.names])
+        )
 
     def write(plan: _Plan, parts: list[bytes]) -> None:
         rec_type = _write_one(writer, plan, parts, firsts, responses)
@@ -207,22 +209,24 @@ async def _write_entries(
             if on_record is not None:
                 on_record(done, len(plans))
 
-    async def hand_over(plan: _Plan, parts: Awaitable[list[bytes]]) -> None:
-        written.append(loop.run_in_executor(writing, write, plan, await parts))
-        await wait_writes(WRITES_AHEAD)
-
+    fetching = fetch(chunks[0]) if chunks else None
     try:
-        for plan in plans:
-            window.append((plan, asyncio.ensure_future(fetch(plan.names))))
-            if len(window) >= FETCH_AHEAD:
-                await hand_over(*window.popleft())
-        while window:
-            await hand_over(*window.popleft())
+        for index, chunk in enumerate(chunks):
+            assert fetching is not None
+            contents = await fetching
+            # The next chunk's contents come while this one is written.
+            fetching = fetch(chunks[index + 1]) if index + 1 < len(chunks) else None
+            for plan in chunk:
+                parts = [
+                    contents[name] if name in contents else await client.get_content(name)
+                    for name in plan.names
+                ]
+                written.append(loop.run_in_executor(writing, write, plan, parts))
+                await wait_writes(WRITES_AHEAD)
         await wait_writes(0)
     finally:
-        for _, pending in window:
-            if isinstance(pending, asyncio.Future):
-                pending.cancel()
+        if fetching is not None:
+            fetching.cancel()
         # The record being written is finished (the file is removed anyway); the rest are not.
         await asyncio.to_thread(writing.shutdown, True, cancel_futures=True)
 

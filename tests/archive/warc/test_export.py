@@ -6,12 +6,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import surt
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
+from warcio.warcwriter import WARCWriter
 
+from archive import pack
 from archive.cluster import ClusterClient
 from archive.timestamps import parse_time
 
@@ -219,3 +222,52 @@ async def test_an_export_missing_a_content_fails_and_leaves_no_file(cluster_fact
     assert f"content {capture.content} is on no node" in lost.stderr
     assert list(tmp_path.glob("*.warc.gz")) == [source.path]
     assert list(tmp_path.glob(".*.part")) == []
+
+
+def _spread_file(path: Path, count: int) -> dict[str, bytes]:
+    """A .warc.gz of `count` resource records of 2 KB each (large enough for one copy a
+    replica), and their payloads by URL."""
+    payloads = {f"http://spread.example/{n}": (b"%06d " % n) * 300 for n in range(count)}
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url, body in payloads.items():
+            writer.write_record(
+                writer.create_warc_record(
+                    url, "resource", payload=io.BytesIO(body), warc_content_type="text/plain"
+                )
+            )
+    return payloads
+
+
+async def test_an_export_reads_its_contents_from_the_nodes_still_up(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=3, replicas=2)
+    payloads = _spread_file(tmp_path / "spread.warc.gz", 40)
+    big = sources.large_record(tmp_path, pack.MAX_PACKED + 4096)  # too large for a pack
+    done = dlweb(
+        "import", "-c", str(cluster.config_path), str(tmp_path / "spread.warc.gz"), str(big.path)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    names: set[str] = set()
+    async with ClusterClient(cluster.config) as client:
+        for url in [*payloads, big.bad_url, *big.good_urls]:
+            names.update(n for c in await client.captures(url) for n in (c.content, c.header))
+
+    def placed(status: dict[str, Any]) -> bool:
+        return status["files"]["content"] == len(names) and status["below_target"] == 0
+
+    status = cluster.wait_for(placed, "every content to have its copies")
+    # The node holding most, which the export would ask first, is gone: the packs come from the
+    # others, and the content too large for a pack is read alone.
+    first = max(status["nodes"], key=lambda node: node["files"])["id"]
+    cluster.nodes[first].stop()
+    cluster.wait_for(
+        lambda s: not next(n for n in s["nodes"] if n["id"] == first)["connected"],
+        f"{first} to be seen gone",
+    )
+    written = export(cluster.config_path, tmp_path / "all.warc.gz")
+    resources = {r.url: r.block for r in written if r.type == "resource"}
+    assert resources == payloads
+    (large,) = [r for r in written if r.url == big.bad_url]
+    assert len(large.payload) == pack.MAX_PACKED + 4096
+    assert large.payload.startswith(b"0123456789abcdef")
