@@ -16,6 +16,7 @@ from .errors import DlwebError
 from .hashing import sha256_hex
 
 MAX_URL_LENGTH = 8192
+URLS_CACHED = 256
 _SHOWN_LENGTH = 100
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HEX = "0123456789ABCDEFabcdef"
@@ -194,8 +195,9 @@ def _canonical_query(query: str) -> str:
 
 
 # A URL comes in several times in a row: a WARC's request and response records, then the index
-# node and the storage node each naming its structure file; a replayed page asks for it again.
-@functools.lru_cache(maxsize=4096)
+# node and the storage node each naming its structure file. The caches are kept small (about
+# 100 KB): a crawler agent canonicalises every link it finds, and its memory is counted.
+@functools.lru_cache(maxsize=URLS_CACHED)
 def canonical_url(url: str) -> str:
     """The URL in the one spelling under which the archive stores and looks it up."""
     if len(url) > MAX_URL_LENGTH:
@@ -228,7 +230,7 @@ def url_key(url: str) -> bytes:
     return canonical_url(url).encode("utf-8")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=URLS_CACHED)
 def structure_name(url: str) -> str:
     """The name of the structure file holding the captures of `url`."""
     return sha256_hex(url_key(url))
