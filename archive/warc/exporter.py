@@ -15,9 +15,10 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from ..cluster import ClusterClient
 from ..errors import DlwebError, NotFound
@@ -25,13 +26,22 @@ from ..header_block import declares_chunked, parse_header_block
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
 from .reader import split_kept
-from .writer import HTTP_RESPONSE, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED, WarcWriter
+from .writer import (
+    HTTP_RESPONSE,
+    PROFILE_IDENTICAL,
+    PROFILE_NOT_MODIFIED,
+    Record,
+    compress,
+    make_record,
+)
 
 READS_IN_FLIGHT = 16
 # Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
 # the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory.
 FETCH_CHUNK = 128
 WRITES_AHEAD = 8
+COMPRESSORS = 2
+COMPRESSING_AHEAD = 8
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
 WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
 SOFTWARE = "dlweb"
@@ -95,17 +105,17 @@ async def export_warc(
     temp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
     try:
         with open(temp, "wb") as fh:
-            writer = WarcWriter(fh)
             info = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
-            writer.write(
+            warcinfo = make_record(
                 "warcinfo",
                 None,
                 time.time_ns() // 1000,
                 [info],
                 [("WARC-Filename", out.name), ("Content-Type", "application/warc-fields")],
             )
+            fh.write(compress(warcinfo))
             summary.records["warcinfo"] += 1
-            await _write_entries(client, writer, entries, summary, on_record)
+            await _write_entries(client, fh, entries, summary, on_record)
             fh.flush()
             os.fsync(fh.fileno())
             summary.bytes = fh.tell()
@@ -166,7 +176,7 @@ class _Plan:
 
 async def _write_entries(
     client: ClusterClient,
-    writer: WarcWriter,
+    out: BinaryIO,
     entries: list[_Entry],
     summary: ExportSummary,
     on_record: Callable[[int, int], None] | None,
@@ -184,10 +194,13 @@ async def _write_entries(
     firsts: dict[str, _First] = {}
     responses: dict[tuple[str, int], str] = {}
     loop = asyncio.get_running_loop()
-    # One thread writes every record, in order: compressing and hashing (which let go of the
-    # GIL) then run while the event loop fetches the next contents.
+    # One thread makes the records and writes them, in order, while the event loop fetches the
+    # next contents; COMPRESSORS threads compress them meanwhile (hashing and compressing let go
+    # of the GIL).
     writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-export")
+    compressing = ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="dlweb-gzip")
     written: deque[asyncio.Future[None]] = deque()
+    compressed: deque[Future[bytes]] = deque()  # the writing thread's own
     chunks = [plans[start : start + FETCH_CHUNK] for start in range(0, len(plans), FETCH_CHUNK)]
 
     def fetch(chunk: list[_Plan]) -> asyncio.Task[dict[str, bytes]]:
@@ -196,8 +209,15 @@ async def _write_entries(
         )
 
     def write(plan: _Plan, parts: list[bytes]) -> None:
-        rec_type = _write_one(writer, plan, parts, firsts, responses)
+        rec_type, record = _record_of(plan, parts, firsts, responses)
         summary.records[rec_type] += 1
+        compressed.append(compressing.submit(compress, record))
+        while compressed and (len(compressed) > COMPRESSING_AHEAD or compressed[0].done()):
+            out.write(compressed.popleft().result())
+
+    def finish() -> None:
+        while compressed:
+            out.write(compressed.popleft().result())
 
     done = 0
 
@@ -224,21 +244,22 @@ async def _write_entries(
                 written.append(loop.run_in_executor(writing, write, plan, parts))
                 await wait_writes(WRITES_AHEAD)
         await wait_writes(0)
+        await loop.run_in_executor(writing, finish)
     finally:
         if fetching is not None:
             fetching.cancel()
-        # The record being written is finished (the file is removed anyway); the rest are not.
+        # What is being made or compressed is finished (the file is removed anyway), not the rest.
         await asyncio.to_thread(writing.shutdown, True, cancel_futures=True)
+        await asyncio.to_thread(compressing.shutdown, True, cancel_futures=True)
 
 
-def _write_one(
-    writer: WarcWriter,
+def _record_of(
     plan: _Plan,
     parts: list[bytes],
     firsts: dict[str, _First],
     responses: dict[tuple[str, int], str],
-) -> str:
-    """Write the record of one capture; returns its WARC type."""
+) -> tuple[str, Record]:
+    """The record of one capture, and its WARC type."""
     entry, capture = plan.entry, plan.entry.capture
     url, when = entry.url, capture.time
     header = parts[0]
@@ -250,8 +271,7 @@ def _write_one(
         concurrent = responses.get((url, when))
         if concurrent is not None:
             fields.append(("WARC-Concurrent-To", concurrent))
-        writer.write(rec_type, url, when, [block], fields)
-        return rec_type
+        return rec_type, make_record(rec_type, url, when, [block], fields)
     if plan.revisit:
         first = firsts.get(capture.content)
         not_modified = capture.kind is RecordKind.NOT_MODIFIED
@@ -265,19 +285,19 @@ def _write_one(
                 ("WARC-Refers-To-Date", first.date),
                 ("WARC-Payload-Digest", first.payload_digest),
             ]
-        written = writer.write("revisit", url, when, [header], fields + truncated)
-        responses[(url, when)] = written.record_id
-        return "revisit"
+        record = make_record("revisit", url, when, [header], fields + truncated)
+        responses[(url, when)] = record.record_id
+        return "revisit", record
     content = parts[1]
     if capture.flags & RecordFlag.SYNTHETIC_HEADERS:
         content_type = _content_type(header)
-        written = writer.write(
+        record = make_record(
             "resource", url, when, [content], [("Content-Type", content_type)], payload_from=0
         )
         rec_type = "resource"
     else:
         body = _rechunked(content) if declares_chunked(header) else [content]
-        written = writer.write(
+        record = make_record(
             "response",
             url,
             when,
@@ -286,10 +306,10 @@ def _write_one(
             payload_from=1,
         )
         rec_type = "response"
-    assert written.payload_digest is not None
-    firsts.setdefault(capture.content, _First(url, format_iso(when), written.payload_digest))
-    responses[(url, when)] = written.record_id
-    return rec_type
+    assert record.payload_digest is not None
+    firsts.setdefault(capture.content, _First(url, format_iso(when), record.payload_digest))
+    responses[(url, when)] = record.record_id
+    return rec_type, record
 
 
 def _content_type(header: bytes) -> str:

@@ -1,9 +1,10 @@
-"""Writing WARC 1.1 records, each in a gzip member of its own so that readers can seek to any.
+"""Making WARC 1.1 records, each in a gzip member of its own so that readers can seek to any.
 
 Records are written by hand rather than through warcio's writer because the block must be the
 archived bytes exactly: warcio parses and re-serialises HTTP headers, which can change a header
 block's spelling. Digests are SHA-256 in base32; record ids are derived from what the record
-holds, so exporting the same captures twice gives the same records.
+holds, so exporting the same captures twice gives the same records. A record is made (digests,
+header) and compressed in two steps, so that a writer can compress several at once.
 """
 
 import base64
@@ -11,7 +12,6 @@ import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from zlib_ng import zlib_ng
 
@@ -33,51 +33,51 @@ def warc_digest(data: bytes | Sequence[bytes]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Written:
+class Record:
+    """A record made but not yet compressed: its header, its block, and what others link to."""
+
     record_id: str
-    offset: int
-    length: int
     payload_digest: str | None
+    header: bytes
+    block: Sequence[bytes]
 
 
-class WarcWriter:
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
-        self.offset = out.tell()
+def compress(record: Record) -> bytes:
+    """The record as one gzip member (zlib-ng lets go of the GIL while it compresses, so records
+    can be compressed on several threads at once)."""
+    # zlib-ng: the same deflate level as zlib's default, in about two thirds of the time.
+    compressor = zlib_ng.compressobj(6, zlib_ng.DEFLATED, 31)
+    pieces = [compressor.compress(record.header)]
+    pieces.extend(compressor.compress(part) for part in record.block)
+    pieces.append(compressor.compress(b"\r\n\r\n"))
+    pieces.append(compressor.flush())
+    return b"".join(pieces)
 
-    def write(
-        self,
-        rec_type: str,
-        uri: str | None,
-        time: int,
-        block: Sequence[bytes],
-        fields: Sequence[tuple[str, str]] = (),
-        payload_from: int | None = None,
-    ) -> Written:
-        """One record; `block` is its parts, `payload_from` the part the payload starts at (the
-        parts before it are the HTTP header block), None for a record with no payload digest."""
-        block_digest = warc_digest(block)
-        date = format_iso(time)
-        record_id = f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{rec_type} {uri} {date} {block_digest}')}>"
-        head = [("WARC-Type", rec_type), ("WARC-Record-ID", record_id), ("WARC-Date", date)]
-        if uri is not None:
-            head.append(("WARC-Target-URI", uri))
-        head.extend(fields)
-        head.append(("WARC-Block-Digest", block_digest))
-        payload_digest = None if payload_from is None else warc_digest(block[payload_from:])
-        if payload_digest is not None:
-            head.append(("WARC-Payload-Digest", payload_digest))
-        head.append(("Content-Length", str(sum(len(part) for part in block))))
-        lines = [WARC_VERSION, *(f"{name}: {value}" for name, value in head)]
-        header = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
-        # zlib-ng: the same deflate level as zlib's default, in about two thirds of the time.
-        compressor = zlib_ng.compressobj(6, zlib_ng.DEFLATED, 31)
-        pieces = [compressor.compress(header)]
-        pieces.extend(compressor.compress(part) for part in block)
-        pieces.append(compressor.compress(b"\r\n\r\n"))
-        pieces.append(compressor.flush())
-        data = b"".join(pieces)
-        self.out.write(data)
-        written = Written(record_id, self.offset, len(data), payload_digest)
-        self.offset += len(data)
-        return written
+
+def make_record(
+    rec_type: str,
+    uri: str | None,
+    time: int,
+    block: Sequence[bytes],
+    fields: Sequence[tuple[str, str]] = (),
+    payload_from: int | None = None,
+) -> Record:
+    """One record; `block` is its parts, `payload_from` the part the payload starts at (the parts
+    before it are the HTTP header block), None for a record with no payload digest."""
+    block_digest = warc_digest(block)
+    date = format_iso(time)
+    record_id = (
+        f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{rec_type} {uri} {date} {block_digest}')}>"
+    )
+    head = [("WARC-Type", rec_type), ("WARC-Record-ID", record_id), ("WARC-Date", date)]
+    if uri is not None:
+        head.append(("WARC-Target-URI", uri))
+    head.extend(fields)
+    head.append(("WARC-Block-Digest", block_digest))
+    payload_digest = None if payload_from is None else warc_digest(block[payload_from:])
+    if payload_digest is not None:
+        head.append(("WARC-Payload-Digest", payload_digest))
+    head.append(("Content-Length", str(sum(len(part) for part in block))))
+    lines = [WARC_VERSION, *(f"{name}: {value}" for name, value in head)]
+    header = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+    return Record(record_id, payload_digest, header, block)
