@@ -23,7 +23,6 @@ Usage: python benchmarks/bench_crawl.py [--sites N] [--pages M] [--agents N] [--
 import argparse
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from bench_tools import (  # noqa: E402
     MB,
     BenchError,
     checked,
+    children_cpu,
     cluster_pids,
     cpu_seconds,
     dlweb,
@@ -202,7 +202,7 @@ class Memory:
 def measured(command: list[str], log_path: Path, what: str, processes: int = 1) -> dict[str, Any]:
     """Run `command` to its exit, sampling the memory of its process tree: seconds, the CPU it
     and the children it waited for used, memory peaks."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     started = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -217,11 +217,10 @@ def measured(command: list[str], log_path: Path, what: str, processes: int = 1) 
                 os.kill(pid, signal.SIGTERM)
             stop(process)
     seconds = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = children_cpu() - before
     if process.returncode != 0:
         output = log_path.read_text(errors="replace").strip()
         raise BenchError(f"{what} exited with {process.returncode}:\n{output[-4000:]}")
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {"seconds": seconds, "cpu_s": cpu, "memory": memory.summary()}
 
 

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ from bench_tools import (  # noqa: E402
     MB,
     WORDS,
     checked,
+    children_cpu,
     cluster_pids,
     cpu_seconds,
     dlweb,
@@ -203,17 +203,10 @@ def one_pywb(workdir: Path, warc_file: Path) -> tuple[float, float]:
     manager = str(pywb_bin() / "wb-manager")
     workdir.mkdir()
     checked([manager, "init", "coll"], "wb-manager init", workdir)
-    before = _children_cpu()
-    seconds, _ = timed([manager, "add", "coll", str(warc_file)], "wb-manager add", workdir)
-    cpu = _children_cpu() - before
-    print(f"  wb-manager add: {seconds:.2f} s, {cpu:.2f} CPU s")
-    return seconds, cpu
-
-
-def _children_cpu() -> float:
-    """CPU seconds (user and system) of this process's ended children so far."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+    command = [manager, "add", "coll", str(warc_file)]
+    seconds, _, cpu = timed_with_cpu(command, "wb-manager add", {}, workdir)
+    print(f"  wb-manager add: {seconds:.2f} s, {cpu['client']:.2f} CPU s")
+    return seconds, cpu["client"]
 
 
 def raw_store(warc_file: Path, root: Path) -> int:
@@ -280,14 +273,14 @@ def new_contents(output: str) -> int:
 
 
 def timed_with_cpu(
-    command: list[str], what: str, cluster: dict[str, int]
+    command: list[str], what: str, cluster: dict[str, int], cwd: Path | None = None
 ) -> tuple[float, str, dict[str, float]]:
-    """`timed`, with the CPU seconds the command and each cluster process used meanwhile."""
+    """`timed`, with the CPU seconds the command ("client") and each cluster process used
+    meanwhile."""
     before = {name: cpu_seconds([pid]) for name, pid in cluster.items()}
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    seconds, output = timed(command, what)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    client = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    children = children_cpu()
+    seconds, output = timed(command, what, cwd)
+    client = children_cpu() - children
     used = {name: cpu_seconds([pid]) - before[name] for name, pid in cluster.items()}
     return seconds, output, {"client": client, **used}
 

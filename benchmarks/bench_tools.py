@@ -5,6 +5,7 @@ import argparse
 import compileall
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -89,6 +90,12 @@ def compile_dlweb() -> None:
         folder = ROOT / package.rstrip("*")
         if not compileall.compile_dir(folder, quiet=1):
             raise BenchError(f"dlweb's package {folder.name} does not compile")
+
+
+def children_cpu() -> float:
+    """CPU seconds (user and system) of this process's children that ended so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def cpu_seconds(pids: list[int]) -> float:
