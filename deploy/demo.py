@@ -21,7 +21,7 @@ from archive.cluster import ClusterClient
 from archive.config import ClusterConfig, load_config
 from archive.errors import DlwebError, NotFound
 from archive.timestamps import format_digits, format_http_date, format_iso, parse_time
-from archive.warc.batches import DEFAULT_MAX_RECORD
+from archive.warc.batches import BatchReader
 from archive.warc.importer import Importer
 
 from .demo_warc import FIRST, SECOND, SITE, WARC_PATH
@@ -111,10 +111,8 @@ async def _capture_time(config: ClusterConfig, url: str, since: float) -> int:
 async def _import_warc(config: ClusterConfig) -> str:
     """Import the bundled WARC as `dlweb import` does; a one-line summary."""
     problems: list[str] = []
-    async with ClusterClient(config) as client:
-        summary = await Importer(client, DEFAULT_MAX_RECORD, report=problems.append).run(
-            [WARC_PATH]
-        )
+    async with ClusterClient(config) as client, BatchReader([WARC_PATH]) as reading:
+        summary = await Importer(client, report=problems.append).run(reading)
     if summary.problems:
         raise DemoError(f"{WARC_PATH}: {'; '.join(problems) or summary.problems[0].reason}")
     return f"{summary.captures} captures, {summary.added} new"

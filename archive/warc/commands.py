@@ -75,9 +75,9 @@ async def _import(args: argparse.Namespace) -> int:
         from .importer import Importer
 
         async with ClusterClient(config) as client:
-            importer = Importer(client, args.max_record_size, report=progress.write)
+            importer = Importer(client, report=progress.write)
             importer.on_batch = progress.batch
-            summary = await importer.run_from(reading)
+            summary = await importer.run(reading)
     finally:
         progress.bar.close()
         await reading.close()

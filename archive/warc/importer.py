@@ -13,7 +13,7 @@ import functools
 import hashlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from ..header_block import encode_header_block
 from ..inserting import InsertQueue
 from ..structure import RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time
-from .batches import DEFAULT_MAX_RECORD, BatchReader, discard_all
+from .batches import BatchReader, discard_all
 from .digests import Digest, sha256_digest
 from .reader import Ignored, Item, Problem, SourceRecord
 
@@ -111,25 +111,15 @@ class _Pending:
 
 
 class Importer:
-    def __init__(
-        self,
-        client: ClusterClient,
-        max_record: int = DEFAULT_MAX_RECORD,
-        report: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, client: ClusterClient, report: Callable[[str], None] | None = None) -> None:
         self.client = client
-        self.max_record = max_record
         self.report = report or (lambda line: print(line, file=sys.stderr))
         self.summary = ImportSummary()
         self.originals: dict[Digest, Original] = {}
         # Called after each batch is inserted, with the bytes of the files imported so far.
         self.on_batch: Callable[[int, ImportSummary], None] | None = None
 
-    async def run(self, paths: Sequence[Path]) -> ImportSummary:
-        async with BatchReader(paths, self.max_record) as reading:
-            return await self.run_from(reading)
-
-    async def run_from(self, reading: BatchReader) -> ImportSummary:
+    async def run(self, reading: BatchReader) -> ImportSummary:
         """Import the batches of a started reader (which the caller closes)."""
         await self.client.connect()
         inserts = InsertQueue(self.client, INSERTS_AHEAD)
