@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -39,7 +39,6 @@ READS_IN_FLIGHT = 16
 # Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
 # the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory.
 FETCH_CHUNK = 128
-WRITES_AHEAD = 8
 COMPRESSORS = 2
 COMPRESSING_AHEAD = 8
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
@@ -194,37 +193,22 @@ async def _write_entries(
     firsts: dict[str, _First] = {}
     responses: dict[tuple[str, int], str] = {}
     loop = asyncio.get_running_loop()
-    # One thread makes the records and writes them, in order, while the event loop fetches the
-    # next contents; COMPRESSORS threads compress them meanwhile (hashing and compressing let go
-    # of the GIL).
-    writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-export")
+    # Records are made in order here and compressed on COMPRESSORS threads (compressing lets go
+    # of the GIL) while the next contents are fetched; each is written once compressed, in order.
     compressing = ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="dlweb-gzip")
-    written: deque[asyncio.Future[None]] = deque()
-    compressed: deque[Future[bytes]] = deque()  # the writing thread's own
+    compressed: deque[asyncio.Future[bytes]] = deque()
     chunks = [plans[start : start + FETCH_CHUNK] for start in range(0, len(plans), FETCH_CHUNK)]
+    done = 0
 
     def fetch(chunk: list[_Plan]) -> asyncio.Task[dict[str, bytes]]:
         return asyncio.ensure_future(
             client.get_small_contents([name for plan in chunk for name in plan.names])
         )
 
-    def write(plan: _Plan, parts: list[bytes]) -> None:
-        rec_type, record = _record_of(plan, parts, firsts, responses)
-        summary.records[rec_type] += 1
-        compressed.append(compressing.submit(compress, record))
-        while compressed and (len(compressed) > COMPRESSING_AHEAD or compressed[0].done()):
-            out.write(compressed.popleft().result())
-
-    def finish() -> None:
-        while compressed:
-            out.write(compressed.popleft().result())
-
-    done = 0
-
-    async def wait_writes(left: int) -> None:
+    async def write_compressed(left: int) -> None:
         nonlocal done
-        while len(written) > left:
-            await written.popleft()
+        while len(compressed) > left:
+            out.write(await compressed.popleft())
             done += 1
             if on_record is not None:
                 on_record(done, len(plans))
@@ -241,15 +225,15 @@ async def _write_entries(
                     contents[name] if name in contents else await client.get_content(name)
                     for name in plan.names
                 ]
-                written.append(loop.run_in_executor(writing, write, plan, parts))
-                await wait_writes(WRITES_AHEAD)
-        await wait_writes(0)
-        await loop.run_in_executor(writing, finish)
+                rec_type, record = _record_of(plan, parts, firsts, responses)
+                summary.records[rec_type] += 1
+                compressed.append(loop.run_in_executor(compressing, compress, record))
+                await write_compressed(COMPRESSING_AHEAD)
+        await write_compressed(0)
     finally:
         if fetching is not None:
             fetching.cancel()
-        # What is being made or compressed is finished (the file is removed anyway), not the rest.
-        await asyncio.to_thread(writing.shutdown, True, cancel_futures=True)
+        # What is being compressed is finished (the file is removed anyway), not the rest.
         await asyncio.to_thread(compressing.shutdown, True, cancel_futures=True)
 
 
