@@ -9,7 +9,6 @@ import gc
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from . import browse, warc
@@ -100,15 +99,21 @@ def _register_config(subparsers: "argparse._SubParsersAction[argparse.ArgumentPa
     check.set_defaults(run=_config_check)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or, when `argv` asks for one of the kernel's, of the
+    kernel's only: the other packages' are then not loaded (a command starts sooner)."""
     parser = argparse.ArgumentParser(prog="dlweb", description="dlweb web archive")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_config(subparsers)
     browse.register(subparsers, add_config_option)
     warc.register(subparsers, add_config_option)
-    for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
-        entry.load()(subparsers)
+    words = [word for word in (argv or []) if not word.startswith("-")]
+    if not words or words[0] not in subparsers.choices:
+        from importlib.metadata import entry_points
+
+        for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
+            entry.load()(subparsers)
     return parser
 
 
@@ -151,4 +156,5 @@ def standalone(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(build_parser(), argv)
+    argv = sys.argv[1:] if argv is None else argv
+    return run(build_parser(argv), argv)

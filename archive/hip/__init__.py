@@ -37,10 +37,13 @@ heartbeats detect a dead peer; the slave reconnects with capped, jittered expone
 
 from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
-from archive.hip._master import HipMaster
 from archive.hip._params import name_list
 from archive.hip._peer import Handler, Peer, PeerHook
 from archive.hip._slave import HipSlave
+from archive.lazy import lazy_exports
+
+# The master's end is a route of an aiohttp server: clients, which only connect, do not load it.
+__getattr__ = lazy_exports(__name__, {"HipMaster": "_master"})
 
 __all__ = [
     "Handler",

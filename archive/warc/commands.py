@@ -10,8 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
 from ..config import load_config
 from ..errors import DlwebError
 from ..timestamps import BadTime, parse_time
@@ -43,6 +41,8 @@ class _Progress:
     """A progress bar in bytes with records/s, shown only when stderr is a terminal."""
 
     def __init__(self, total: int) -> None:
+        from tqdm import tqdm  # here: it loads importlib.metadata, which other commands need not
+
         self.bar = tqdm(
             total=total,
             unit="B",
@@ -66,11 +66,13 @@ class _Progress:
 async def _import(args: argparse.Namespace) -> int:
     paths = _input_files(args.files)
     config = load_config(args.config)
-    progress = _Progress(sum(p.stat().st_size for p in paths))
+    total = sum(p.stat().st_size for p in paths)
     started = time.monotonic()
     reading = BatchReader(paths, args.max_record_size).start()
+    progress: _Progress | None = None
     try:
-        # Loaded once the reading began (the network modules take a tenth of a second).
+        # Loaded once the reading began (the bar and the network modules take a tenth of a second).
+        progress = _Progress(total)
         from ..cluster import ClusterClient
         from .importer import Importer
 
@@ -79,7 +81,8 @@ async def _import(args: argparse.Namespace) -> int:
             importer.on_batch = progress.batch
             summary = await importer.run(reading)
     finally:
-        progress.bar.close()
+        if progress is not None:
+            progress.bar.close()
         await reading.close()
     elapsed = time.monotonic() - started
     for line in summary.lines():
@@ -110,6 +113,8 @@ async def _export(args: argparse.Namespace) -> int:
     if args.start is not None and args.end is not None and args.start > args.end:
         raise DlwebError("--from is later than --to")
     config = load_config(args.config)
+    from tqdm import tqdm  # as in _Progress
+
     bar = tqdm(unit=" records", disable=not sys.stderr.isatty(), desc="exporting")
     from ..cluster import ClusterClient  # here: every other command would load aiohttp for it
     from .exporter import Selection, export_warc

@@ -89,3 +89,37 @@ def test_the_command_line_loads_no_network_module_before_a_command_needs_one() -
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def _loaded_after(code: str, modules: list[str]) -> list[str]:
+    """Which of `modules` a fresh interpreter has loaded after running `code`."""
+    probe = f"import sys\n{code}\nprint(' '.join(m for m in {modules!r} if m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    return result.stdout.split()
+
+
+OTHER_PACKAGES = ["storage_node", "master", "proxy", "crawler", "deploy", "harbors"]
+
+
+def test_a_kernel_command_loads_no_other_package() -> None:
+    code = "import archive.cli; archive.cli.build_parser(['-v', 'captures', 'http://a.test/'])"
+    assert _loaded_after(code, OTHER_PACKAGES + ["importlib.metadata"]) == []
+
+
+def test_any_other_command_line_loads_every_subcommand() -> None:
+    code = (
+        "import archive.cli\n"
+        "for argv in ([], ['--help'], ['storage-node', '--help'], ['no-such-command']):\n"
+        "    parser = archive.cli.build_parser(argv)\n"
+        "    commands = parser._subparsers._group_actions[0].choices\n"
+        "    assert {'import', 'storage-node', 'crawl', 'proxy'} <= set(commands), argv"
+    )
+    assert set(_loaded_after(code, OTHER_PACKAGES)) >= {"storage_node", "crawler", "proxy"}
+
+
+def test_a_client_of_the_cluster_loads_no_server_module() -> None:
+    code = "import archive.cluster\nfrom archive.hip import HipMaster, HipSlave"
+    assert _loaded_after(code, ["aiohttp.web"]) == ["aiohttp.web"]
+    assert _loaded_after("import archive.cluster", ["aiohttp", "aiohttp.web"]) == ["aiohttp"]
