@@ -8,9 +8,8 @@ than MAX_PACKED with TOO_LARGE (the copier fetches it alone). A client storing m
 POSTs a pack to `/contents`. The receiver verifies every hash.
 """
 
-import asyncio
 import struct
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Container, Iterable, Iterator
 
 import aiohttp
 import aiohttp.abc
@@ -25,6 +24,7 @@ TOO_LARGE = 2**64 - 2
 _HEAD = struct.Struct(">32sQ")
 FLUSH_AT = 256 * 1024
 MAX_UPLOAD = 64 * 1024 * 1024
+_UNSENT = {MISSING: "not held by the source", TOO_LARGE: "too large to pack"}
 
 
 class BadPack(DlwebError):
@@ -79,48 +79,101 @@ class Upload(aiohttp.payload.Payload):
             yield data
 
 
+class _Frames:
+    """Frames cut out of a pack as its bytes arrive, in whatever pieces the network gives: one
+    await a piece rather than two a frame, and each byte copied about once."""
+
+    def __init__(self, bodiless: Container[int] = ()) -> None:
+        self.bodiless = bodiless  # lengths that stand for a content not sent, with no bytes
+        self.given = 0
+        self._data = b""
+        self._at = 0
+        self._more: list[bytes] = []
+        self._held = 0  # bytes received and not cut out yet
+        self._need = _HEAD.size
+        self._head: tuple[bytes, int] | None = None
+
+    def feed(self, piece: bytes) -> list[tuple[bytes, int, bytes | None]]:
+        """The (SHA-256, length, bytes or None) of each frame `piece` completes."""
+        self._more.append(piece)
+        self._held += len(piece)
+        if self._held < self._need:
+            return []
+        rest = [self._data[self._at :]] if self._at < len(self._data) else []
+        pieces = rest + self._more
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        at = 0
+        frames: list[tuple[bytes, int, bytes | None]] = []
+        while True:
+            if self._head is None:
+                if len(data) - at < _HEAD.size:
+                    self._need = _HEAD.size
+                    break
+                digest, length = _HEAD.unpack_from(data, at)
+                at += _HEAD.size
+                if length in self.bodiless:
+                    frames.append((digest, length, None))
+                    self.given += 1
+                    continue
+                if length > MAX_PACKED:
+                    raise BadPack(
+                        f"frame {self.given} announces {length} bytes, more than {MAX_PACKED}"
+                    )
+                self._head = digest, length
+            digest, length = self._head
+            if len(data) - at < length:
+                self._need = length
+                break
+            frames.append((digest, length, data[at : at + length]))
+            at += length
+            self._head = None
+            self.given += 1
+        self._data, self._at, self._more, self._held = data, at, [], len(data) - at
+        return frames
+
+    def finish(self) -> None:
+        """Raise if the stream ended inside a frame."""
+        if self._held or self._head is not None:
+            raise BadPack(f"pack ends inside frame {self.given}")
+
+
 async def read_upload(
     stream: aiohttp.StreamReader, max_frames: int = MAX_NAMES, max_bytes: int = MAX_UPLOAD
 ) -> AsyncIterator[tuple[str, bytes]]:
     """The (name, bytes) of each frame of an uploaded pack, until the stream ends."""
-    total = 0
-    for index in range(max_frames + 1):
-        head = await stream.read(_HEAD.size) if not stream.at_eof() else b""
-        if not head:
-            return
-        if index == max_frames:
-            raise BadPack(f"a pack holds at most {max_frames} contents")
-        try:
-            if len(head) < _HEAD.size:
-                head += await stream.readexactly(_HEAD.size - len(head))
-            digest, length = _HEAD.unpack(head)
-            if length > MAX_PACKED:
-                raise BadPack(f"frame {index} announces {length} bytes, more than {MAX_PACKED}")
+    frames = _Frames()
+    count = total = 0
+    async for piece in stream.iter_any():
+        for digest, length, data in frames.feed(piece):
+            count += 1
+            if count > max_frames:
+                raise BadPack(f"a pack holds at most {max_frames} contents")
             total += length
             if total > max_bytes:
                 raise BadPack(f"a pack holds at most {max_bytes} bytes of contents")
-            yield digest.hex(), await stream.readexactly(length)
-        except asyncio.IncompleteReadError:
-            raise BadPack(f"pack ends inside frame {index}") from None
+            assert data is not None
+            yield digest.hex(), data
+    frames.finish()
 
 
 async def read_frames(
     stream: aiohttp.StreamReader, names: list[str]
 ) -> AsyncIterator[tuple[str, bytes | None, str | None]]:
     """(name, bytes, None) for each content sent, or (name, None, why) for one that was not."""
-    for expected in names:
-        try:
-            digest, length = _HEAD.unpack(await stream.readexactly(_HEAD.size))
-        except Exception as exc:  # readexactly raises IncompleteReadError and client errors
-            raise BadPack(f"pack stream ended early: {exc}") from None
-        name = digest.hex()
-        if name != expected:
-            raise BadPack(f"pack stream sent {name} where {expected} was due")
-        if length == MISSING:
-            yield name, None, "not held by the source"
-        elif length == TOO_LARGE:
-            yield name, None, "too large to pack"
-        elif length > MAX_PACKED:
-            raise BadPack(f"pack stream announces {length} bytes for {name}")
-        else:
-            yield name, await stream.readexactly(length), None
+    frames = _Frames(bodiless=_UNSENT)
+    due = iter(names)
+    try:
+        async for piece in stream.iter_any():
+            for digest, length, data in frames.feed(piece):
+                name, expected = digest.hex(), next(due, None)
+                if expected is None:
+                    raise BadPack(f"pack stream sent {name} after the {len(names)} asked for")
+                if name != expected:
+                    raise BadPack(f"pack stream sent {name} where {expected} was due")
+                yield name, data, None if data is not None else _UNSENT[length]
+            if frames.given == len(names):
+                return
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise BadPack(f"pack stream ended early: {exc}") from None
+    frames.finish()
+    raise BadPack(f"pack stream ended early: {frames.given} of {len(names)} contents came")
