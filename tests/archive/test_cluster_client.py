@@ -8,7 +8,7 @@ import hashlib
 import os
 import socket
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -25,33 +25,13 @@ from archive.multicast import MulticastSettings
 from archive.structure import Capture
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from tests.archive.conftest import Serve
 from tests.conftest import free_port
 
 SECRET = b"secret of the cluster client tests"
 HEADER = b"HTTP/1.1 200 OK\r\n\r\n"
 HEADER_NAME = hashlib.sha256(HEADER).hexdigest()
 T0 = 1_700_000_000_000_000
-
-Serve = Callable[[web.Application], Awaitable[str]]
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    """Serve aiohttp applications on loopback ports; their base URLs."""
-    runners: list[web.AppRunner] = []
-
-    async def start(app: web.Application) -> str:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        port = runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for runner in runners:
-        await runner.cleanup()
 
 
 @dataclass

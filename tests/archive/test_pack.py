@@ -2,7 +2,7 @@
 
 import hashlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
@@ -10,8 +10,7 @@ from aiohttp import web
 
 from archive import pack
 from archive.pack import BadPack, _Frames
-
-Serve = Callable[[web.Application], Awaitable[str]]
+from tests.archive.conftest import Serve
 
 
 def sha(data: bytes) -> str:
@@ -75,22 +74,6 @@ def test_a_frame_announcing_too_many_bytes_is_refused_before_they_come() -> None
     assert frames.feed(pack.encode_frame(sha(b"ok"), b"ok")) != []
     with pytest.raises(BadPack, match=f"frame 1 announces {pack.MAX_PACKED + 1} bytes"):
         frames.feed(head)
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    runners: list[web.AppRunner] = []
-
-    async def start(app: web.Application) -> str:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{runner.addresses[0][1]}"
-
-    yield start
-    for runner in runners:
-        await runner.cleanup()
 
 
 async def sent_in_pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
