@@ -32,6 +32,7 @@ _KIND_AT = struct.calcsize(">q32s32sH")  # the kind's offset in a record: after 
 _SPAN_READ_FACTOR = 16
 _SPAN_READ_MIN = 1_000
 _CRC_SPAN = RECORD_SIZE - 4
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class RecordKind(enum.IntEnum):
@@ -89,10 +90,7 @@ class Capture:
         return self._pack_checked_names()
 
     def _pack_checked_names(self) -> bytes:
-        if not 0 <= self.status <= 999:
-            raise BadRecord(f"HTTP status {self.status} is not between 0 and 999")
-        if not 0 <= self.flags <= 255:
-            raise BadRecord(f"flags {self.flags} do not fit in one byte")
+        self._check_ranges()
         try:
             kind = RecordKind(self.kind)
             body = _RECORD.pack(
@@ -108,6 +106,16 @@ class Capture:
         except (ValueError, struct.error) as exc:
             raise BadRecord(f"capture record cannot be stored: {exc}") from None
         return body[:_CRC_SPAN] + struct.pack(">I", zlib.crc32(body[:_CRC_SPAN]))
+
+    def _check_ranges(self) -> None:
+        """Raise BadRecord naming the first number that does not fit its field of a record."""
+        if not 0 <= self.status <= 999:
+            raise BadRecord(f"HTTP status {self.status} is not between 0 and 999")
+        if not 0 <= self.flags <= 255:
+            raise BadRecord(f"flags {self.flags} do not fit in one byte")
+        for field, value in (("time", self.time), ("offset", self.offset)):
+            if not _INT64_MIN <= value <= _INT64_MAX:
+                raise BadRecord(f"capture record cannot be stored: {field} {value} is not 64-bit")
 
     @classmethod
     def unpack(cls, raw: bytes, where: str) -> "Capture":
@@ -157,7 +165,7 @@ class Capture:
         if not isinstance(kind_name, str) or kind_name.upper() not in RecordKind.__members__:
             raise BadRecord(f"capture kind {kind_name!r} is not one of {_kind_names()}")
         capture = cls(time, content, header, status, RecordKind[kind_name.upper()], flags, offset)
-        capture._pack_checked_names()  # the other fields' ranges: a record that cannot be stored
+        capture._check_ranges()
         return capture
 
 

@@ -415,6 +415,14 @@ def test_from_json_refuses_out_of_range_values(field: str, value: int, message: 
         Capture.from_json({**good_json(), field: value})
 
 
+@pytest.mark.parametrize(
+    ("field", "value"), [("time", -(2**63)), ("time", 2**63 - 1), ("offset", 2**63 - 1)]
+)
+def test_from_json_takes_the_extremes_a_record_holds(field: str, value: int) -> None:
+    capture = Capture.from_json({**good_json(), field: value})
+    assert getattr(Capture.unpack(capture.pack(), "here"), field) == value
+
+
 @pytest.mark.parametrize("field", ["content", "header"])
 def test_from_json_refuses_a_bad_name(field: str) -> None:
     with pytest.raises(DlwebError, match="64 lowercase hex digits"):
