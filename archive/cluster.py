@@ -506,13 +506,7 @@ class ClusterClient:
                 async for name, data, _ in pack.read_frames(r.content, names):
                     if data is not None and hashlib.sha256(data).hexdigest() == name:
                         got[name] = data
-        except (
-            aiohttp.ClientError,
-            OSError,
-            TimeoutError,
-            asyncio.IncompleteReadError,
-            DlwebError,
-        ) as exc:
+        except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
             log.info("pack read from %s cut short: %s", node, failure(exc, self.peer_silence))
         return got
 

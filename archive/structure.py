@@ -87,9 +87,6 @@ class Capture:
     def pack(self) -> bytes:
         check_name(self.content)
         check_name(self.header)
-        return self._pack_checked_names()
-
-    def _pack_checked_names(self) -> bytes:
         self._check_ranges()
         try:
             kind = RecordKind(self.kind)
