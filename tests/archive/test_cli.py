@@ -1,5 +1,6 @@
 """The `dlweb config` commands, run as real processes through the installed console script."""
 
+import gc
 import shutil
 import stat
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from archive.cli import COLLECT_AFTER
 from archive.config import load_config
 
 
@@ -119,3 +121,41 @@ def test_a_client_of_the_cluster_loads_no_server_module() -> None:
     code = "import archive.cluster\nfrom archive.hip import HipMaster, HipSlave"
     assert _loaded_after(code, ["aiohttp.web"]) == ["aiohttp.web"]
     assert _loaded_after("import archive.cluster", ["aiohttp", "aiohttp.web"]) == ["aiohttp"]
+
+
+def _collector_schedule(argv: list[str]) -> str:
+    """The garbage collector's thresholds while a real command line's command runs, in a fresh
+    interpreter (the command's own work replaced by printing them)."""
+    code = (
+        "import gc, archive.cli\n"
+        f"argv = {argv!r}\n"
+        "parser = archive.cli.build_parser(argv)\n"
+        "command = parser._subparsers._group_actions[0].choices[argv[0]]\n"
+        "command.set_defaults(run=lambda args: print(*gc.get_threshold()) or 0)\n"
+        "archive.cli.run(parser, argv)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return result.stdout.strip()
+
+
+def test_servers_and_imports_collect_garbage_less_often_than_python_does() -> None:
+    rarer = " ".join(map(str, COLLECT_AFTER))
+    assert COLLECT_AFTER[0] > gc.get_threshold()[0]
+    for argv in (
+        ["import", "a.warc.gz"],
+        ["export", "--out", "a.warc.gz"],
+        ["storage-node", "--root", "n"],
+        ["master", "--data", "m"],
+        ["index-node", "--data", "i"],
+        ["proxy"],
+    ):
+        assert _collector_schedule(argv) == rarer, argv
+
+
+def test_site_crawler_agents_keep_pythons_collector_schedule() -> None:
+    # Their memory has a budget: garbage collected later is memory held longer.
+    python_schedule = " ".join(map(str, gc.get_threshold()))
+    for argv in (["crawl", "http://a.test/"], ["crawler-agent"]):
+        assert _collector_schedule(argv) == python_schedule, argv
