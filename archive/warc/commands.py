@@ -38,19 +38,12 @@ def _input_files(paths: list[Path]) -> list[Path]:
 
 
 class _Progress:
-    """A progress bar in bytes with records/s, shown only when stderr is a terminal."""
+    """A progress bar in bytes (so MB/s) with records/s, for a terminal."""
 
     def __init__(self, total: int) -> None:
         from tqdm import tqdm  # here: it loads importlib.metadata, which other commands need not
 
-        self.bar = tqdm(
-            total=total,
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1000,
-            disable=not sys.stderr.isatty(),
-            desc="importing",
-        )
+        self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1000, desc="importing")
         self.started = time.monotonic()
 
     def batch(self, done: int, summary: "ImportSummary") -> None:
@@ -72,13 +65,14 @@ async def _import(args: argparse.Namespace) -> int:
     progress: _Progress | None = None
     try:
         # Loaded once the reading began (the bar and the network modules take a tenth of a second).
-        progress = _Progress(total)
+        if sys.stderr.isatty():
+            progress = _Progress(total)
         from ..cluster import ClusterClient
         from .importer import Importer
 
         async with ClusterClient(config) as client:
-            importer = Importer(client, report=progress.write)
-            importer.on_batch = progress.batch
+            importer = Importer(client, report=progress.write if progress else None)
+            importer.on_batch = progress.batch if progress else None
             summary = await importer.run(reading)
     finally:
         if progress is not None:

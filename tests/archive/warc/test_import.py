@@ -1,7 +1,14 @@
 """`dlweb import` of WARC and ARC files written by wget, warcio and by hand, into a real cluster."""
 
+import fcntl
 import hashlib
+import os
+import pty
 import re
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -15,7 +22,7 @@ from archive.warc.reader import split_kept
 from archive.warc.spool import SPOOL_IN_MEMORY
 
 from . import sources
-from .conftest import dlweb
+from .conftest import COMMAND_TIMEOUT, dlweb
 from .site import PAGES, TestSite
 
 
@@ -220,3 +227,44 @@ async def test_a_record_larger_than_memory_spool_goes_through_a_file(cluster_fac
         (capture,) = await client.captures(big.bad_url)
         data = await client.get_content(capture.content)
     assert len(data) == size and data.startswith(b"0123456789abcdef")
+
+
+def _import_on_a_terminal(config: Path, source: Path) -> tuple[int, str]:
+    """`dlweb import` with its stderr on a pseudo-terminal, as a user at a shell runs it: the
+    exit status and what the terminal received."""
+    controller, terminal = pty.openpty()
+    # A terminal of 30 rows and 120 columns (a new pseudo-terminal has none, so no room for a bar).
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "archive", "import", "-c", str(config), str(source)],
+        stdout=subprocess.DEVNULL,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    received = bytearray()
+    while True:
+        try:
+            data = os.read(controller, 65536)
+        except OSError:  # the terminal is gone once the command exited: EIO
+            break
+        if not data:
+            break
+        received += data
+    os.close(controller)
+    return process.wait(timeout=COMMAND_TIMEOUT), received.decode("utf-8", "replace")
+
+
+def test_a_progress_bar_with_records_and_bytes_per_second_on_a_terminal_only(
+    cluster_factory, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = sources.warcio_file(tmp_path)
+    status, shown = _import_on_a_terminal(cluster.config_path, source.path)
+    assert status == 0, shown
+    assert "importing" in shown and "\r" in shown
+    assert re.search(r"[\d.]+ ?[kMG]?B/s", shown), shown
+    assert re.search(r"\d+ records, [\d,]+ records/s", shown), shown
+
+    piped = dlweb("import", "-c", str(cluster.config_path), str(source.path))
+    assert piped.returncode == 0
+    assert "importing" not in piped.stderr and "\r" not in piped.stderr
