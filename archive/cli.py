@@ -11,19 +11,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import browse, warc
+from . import browse, collector, warc
 from .config import load_config, write_new_config
 from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
-# When the cyclic garbage collector runs (Python's default is 700, 10, 10): a server or an import
-# makes hundreds of thousands of short-lived container objects (records, captures, inventory
-# entries), almost none in cycles. Collected after 100,000 more of them, an import of 10,000
-# records runs no collection at all, in the client or the cluster, and takes 9% less time. A
-# command that must stay small (a site crawler agent, whose memory has a budget) says
-# `set_defaults(small_heap=True)` and keeps Python's schedule.
-COLLECT_AFTER = (100_000, 20, 20)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -143,8 +136,12 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
     # What start-up built (modules, classes, the parser) lives as long as the process: the
     # collector's passes need not look at it again.
     gc.freeze()
-    if not getattr(args, "small_heap", False):
-        gc.set_threshold(*COLLECT_AFTER)
+    # A command says how often its collector runs with `set_defaults(collection=...)`: a server
+    # takes collector.SERVING, a command whose memory has a budget (a site crawler agent) None,
+    # for Python's own schedule.
+    collection = getattr(args, "collection", collector.SERVING)
+    if collection is not None:
+        gc.set_threshold(*collection)
     try:
         return runner(args)
     except DlwebError as exc:

@@ -199,7 +199,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report", type=Path, help="write every site's report as JSON to this file"
     )
     add_config_option(parser)
-    parser.set_defaults(run=_run, intermixed="urls", small_heap=True)
+    parser.set_defaults(run=_run, intermixed="urls", collection=None)
 
 
 def _run_agent(args: argparse.Namespace) -> int:
@@ -225,7 +225,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "--monitor", type=parse_listen, metavar="HOST:PORT", help="serve the monitoring page"
     )
     add_config_option(parser)
-    parser.set_defaults(run=_run_agent, small_heap=True)
+    parser.set_defaults(run=_run_agent, collection=None)
 
 
 def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

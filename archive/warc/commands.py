@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import collector
 from ..config import load_config
 from ..errors import DlwebError
 from ..timestamps import BadTime, parse_time
@@ -164,6 +165,7 @@ def register(
     for parser in (importing, exporting):
         add_config_option(parser)
         parser.set_defaults(log_level=logging.WARNING)  # a user's command: no connection chatter
+        parser.set_defaults(collection=collector.BATCH)
     index = subparsers.add_parser("cdxj", help="write a sorted CDXJ index of WARC files")
     index.add_argument("files", nargs="+", type=Path, metavar="WARC", help="WARC file")
     index.add_argument("--out", type=Path, required=True, help="the index file (.cdxj)")

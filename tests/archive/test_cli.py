@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from archive.cli import COLLECT_AFTER
+from archive import collector
 from archive.config import load_config
 
 
@@ -141,17 +141,21 @@ def _collector_schedule(argv: list[str]) -> str:
 
 
 def test_servers_and_imports_collect_garbage_less_often_than_python_does() -> None:
-    rarer = " ".join(map(str, COLLECT_AFTER))
-    assert COLLECT_AFTER[0] > gc.get_threshold()[0]
+    def shown(schedule: tuple[int, ...]) -> str:
+        return " ".join(map(str, schedule))
+
+    assert collector.SERVING[0] > gc.get_threshold()[0]
+    assert collector.BATCH[0] > collector.SERVING[0]
+    for argv in (["import", "a.warc.gz"], ["export", "--out", "a.warc.gz"]):
+        assert _collector_schedule(argv) == shown(collector.BATCH), argv
     for argv in (
-        ["import", "a.warc.gz"],
-        ["export", "--out", "a.warc.gz"],
         ["storage-node", "--root", "n"],
         ["master", "--data", "m"],
         ["index-node", "--data", "i"],
         ["proxy"],
+        ["captures", "http://a.test/"],
     ):
-        assert _collector_schedule(argv) == rarer, argv
+        assert _collector_schedule(argv) == shown(collector.SERVING), argv
 
 
 def test_site_crawler_agents_keep_pythons_collector_schedule() -> None:
