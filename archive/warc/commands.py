@@ -164,8 +164,8 @@ def register(
     exporting.set_defaults(run=lambda args: asyncio.run(_export(args)))
     for parser in (importing, exporting):
         add_config_option(parser)
-        parser.set_defaults(log_level=logging.WARNING)  # a user's command: no connection chatter
-        parser.set_defaults(collection=collector.BATCH)
+        # A user's command: no connection chatter; a batch: the collector runs seldom.
+        parser.set_defaults(log_level=logging.WARNING, collection=collector.BATCH)
     index = subparsers.add_parser("cdxj", help="write a sorted CDXJ index of WARC files")
     index.add_argument("files", nargs="+", type=Path, metavar="WARC", help="WARC file")
     index.add_argument("--out", type=Path, required=True, help="the index file (.cdxj)")
