@@ -44,6 +44,16 @@ _SESSION_QUERY_PARAM = re.compile(
     r"|(?i:sid|cfid|cftoken)=[0-9A-Fa-f\-]{16,}"
 )
 _SESSION_QUERY_SEARCH = re.compile(rf"(?:^|&)(?:{_SESSION_QUERY_PARAM.pattern})(?:&|$)")
+# A URL the rules leave as it is, the common case (what crawlers and WARC writers send): http or
+# https in lowercase, a host of lowercase letters, digits and hyphens in non-empty labels, no
+# port, no user information, a path of characters needing no escape with no ";" and no "/." (so
+# no dot segment), an optional non-empty query of such characters, no fragment. Only a session
+# parameter in its query is then left to look for.
+_ALREADY_CANONICAL = re.compile(
+    r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+    r"(?:/(?!\.)[A-Za-z0-9\-._~!$&'()*+,=:@]*)+"
+    r"(?:\?([A-Za-z0-9\-._~!$&()*+,;=:@/?]+))?"
+)
 
 
 class BadUrl(DlwebError):
@@ -200,6 +210,15 @@ def _canonical_query(query: str) -> str:
 @functools.lru_cache(maxsize=URLS_CACHED)
 def canonical_url(url: str) -> str:
     """The URL in the one spelling under which the archive stores and looks it up."""
+    if len(url) <= MAX_URL_LENGTH and (plain := _ALREADY_CANONICAL.fullmatch(url)) is not None:
+        query = plain.group(1)
+        if query is None or _SESSION_QUERY_SEARCH.search(query) is None:
+            return url
+    return _canonical_url(url)
+
+
+def _canonical_url(url: str) -> str:
+    """`canonical_url` by the rules, one after the other."""
     if len(url) > MAX_URL_LENGTH:
         raise _bad(url, f"longer than {MAX_URL_LENGTH} characters")
     printable = url.isprintable() and " " not in url

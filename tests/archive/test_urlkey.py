@@ -1,14 +1,17 @@
 """The canonical URL key: every rule of docs/urlkey.md, idempotence and the errors."""
 
 import hashlib
+import random
 import re
 
 import pytest
 
 from archive.errors import DlwebError
 from archive.urlkey import (
+    _ALREADY_CANONICAL,
     MAX_URL_LENGTH,
     BadUrl,
+    _canonical_url,
     canonical_url,
     structure_name,
     url_key,
@@ -243,3 +246,116 @@ def test_structure_name_is_sha256_of_the_key() -> None:
     name = structure_name("HTTP://Example.com")
     assert name == hashlib.sha256(b"http://example.com/").hexdigest()
     assert name == "2a1b402420ef46577471cdc7409b0fa2c6a204db316e59ade2d805435489a067"
+
+
+# Pieces of URLs, canonical and not, for the differential test of the fast path below.
+_SCHEMES = ["http://", "https://", "HTTP://", "ftp://", "http:/", ""]
+_HOSTS = [
+    "a.example",
+    "b-c.example",
+    "1.2.3.4",
+    "127.1",
+    "0x7f.1",
+    "x",
+    "A.example",
+    "a..b",
+    "a.example.",
+    ".a",
+    "-a-.b-",
+    "xn--bcher-kva.example",
+    "u@a.example",
+    "a.example:80",
+    "a.example:8080",
+    "a.example:",
+    "[::1]",
+    "a%41.example",
+    "bücher.example",
+    "",
+]
+_PATH_PIECES = [
+    "/",
+    "a",
+    "b.html",
+    ".",
+    "..",
+    "/.",
+    "/..",
+    ";jsessionid=1",
+    ";x=1",
+    "%41",
+    "%7e",
+    "%",
+    "~",
+    "'",
+    "!$&()*+,=:@",
+    " ",
+    "é",
+    "//",
+    ".well-known",
+    "a..b",
+]
+_QUERIES = [
+    "",
+    "?",
+    "?a=1",
+    "?a=1&b=2",
+    "?x=" + "ab" * 16,
+    "?sid=0123456789abcdef0",
+    "?PHPSESSID=x",
+    "?a='",
+    "?a=%41",
+    "?a=/?:@;",
+    "?a b",
+    "?é",
+]
+_FRAGMENTS = ["", "#", "#top"]
+
+
+def _random_urls(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    urls = []
+    for _ in range(count):
+        path = "".join(rng.choice(_PATH_PIECES) for _ in range(rng.randint(0, 5)))
+        if rng.random() < 0.8:
+            path = "/" + path
+        urls.append(
+            rng.choice(_SCHEMES)
+            + rng.choice(_HOSTS)
+            + path
+            + rng.choice(_QUERIES)
+            + rng.choice(_FRAGMENTS)
+        )
+    return urls
+
+
+def _by_the_rules(url: str) -> str:
+    try:
+        return _canonical_url(url)
+    except BadUrl as exc:
+        return f"BadUrl: {exc}"
+
+
+def _as_keyed(url: str) -> str:
+    try:
+        return canonical_url(url)
+    except BadUrl as exc:
+        return f"BadUrl: {exc}"
+
+
+def test_the_fast_path_for_urls_already_canonical_changes_no_key() -> None:
+    urls = _random_urls(50_000, seed=7)
+    for url in urls:
+        assert _as_keyed(url) == _by_the_rules(url), url
+    taken = [url for url in urls if _ALREADY_CANONICAL.fullmatch(url)]
+    assert len(taken) > 200  # the fast path is met, so this test sees it
+
+
+def test_common_urls_take_the_fast_path() -> None:
+    for url in (
+        "http://example.com/",
+        "https://www.example.org/news/2024/05/page.html",
+        "http://cdn.example.net/img/logo-2x.png?v=3&w=200",
+        "http://site7.example/p/123.html",
+    ):
+        assert _ALREADY_CANONICAL.fullmatch(url), url
+        assert canonical_url(url) == url == _canonical_url(url)
