@@ -6,6 +6,7 @@ an empty line. Replay parses it back to send the archived status and headers.
 """
 
 import io
+import re
 from dataclasses import dataclass
 
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
@@ -14,6 +15,7 @@ from .errors import CorruptFile
 
 # Longer spellings first: the parser takes the first prefix that matches.
 _PROTOCOLS = ["HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/2", "HTTP/3"]
+_CHUNKED = re.compile(rb"chunked", re.IGNORECASE)
 # The status line is checked by _status_line; warcio reads the header fields.
 _PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=False)
 
@@ -78,6 +80,8 @@ def _status_line(data: bytes, where: str) -> tuple[str, int, str]:
 
 def declares_chunked(data: bytes) -> bool:
     """True when a header block says its payload was sent with chunked transfer encoding."""
+    if _CHUNKED.search(data) is None:  # the common case: no line can say so
+        return False
     for line in data.split(b"\n")[1:]:
         name, sep, value = line.partition(b":")
         if sep and name.strip().lower() == b"transfer-encoding":

@@ -23,6 +23,8 @@ _WHOLE_BASE32 = re.compile(r"(?:[A-Z2-7]{8})+")
 _BASE32_AS_DIGITS = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789abcdefghijklmnopqrstuv"
 )
+# The spelling nearly every writer uses (Heritrix, wget, warcio), read first: two per record.
+_COMMON_SHA1 = re.compile(r"sha1:([A-Z2-7]{32})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,9 @@ def parse_digest(text: str | None) -> Digest | None:
     """
     if not text:
         return None
+    common = _COMMON_SHA1.fullmatch(text)
+    if common is not None:
+        return Digest("sha1", int(common[1].translate(_BASE32_AS_DIGITS), 32).to_bytes(20, "big"))
     name, sep, value = text.strip().partition(":")
     algorithm = _ALIASES.get(name.lower(), name.lower())
     size = _SIZES.get(algorithm)

@@ -3,7 +3,13 @@
 import pytest
 
 from archive.errors import CorruptFile
-from archive.header_block import HeaderBlock, encode_header_block, parse_header_block, status_of
+from archive.header_block import (
+    HeaderBlock,
+    declares_chunked,
+    encode_header_block,
+    parse_header_block,
+    status_of,
+)
 
 HEADERS = [
     ("Content-Type", "text/html; charset=utf-8"),
@@ -129,3 +135,18 @@ def test_http_2_0_status_line() -> None:
 def test_a_status_code_that_is_not_three_digits_is_corrupt(status: bytes) -> None:
     with pytest.raises(CorruptFile):
         parse_header_block(b"HTTP/1.1 " + status + b" OK\r\n\r\n")
+
+
+@pytest.mark.parametrize(
+    ("block", "chunked"),
+    [
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", True),
+        (b"HTTP/1.1 200 OK\r\ntransfer-encoding:  gzip, CHUNKED\r\n\r\n", True),
+        (b"HTTP/1.1 200 OK\nTRANSFER-ENCODING: Chunked\n\n", True),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", False),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nX-Note: chunked\r\n\r\n", False),
+        (b"HTTP/1.1 200 chunked\r\nContent-Length: 5\r\n\r\n", False),
+    ],
+)
+def test_declares_chunked_reads_the_transfer_encoding_field(block: bytes, chunked: bool) -> None:
+    assert declares_chunked(block) is chunked

@@ -54,6 +54,17 @@ def test_digest_fields_in_every_spelling():
         parse_digest("sha1:not-a-digest")
 
 
+def test_the_common_sha1_spelling_reads_as_every_other():
+    for seed in range(200):
+        raw = hashlib.sha1(seed.to_bytes(2, "big")).digest()
+        b32 = base64.b32encode(raw).decode()
+        assert (
+            parse_digest(f"sha1:{b32}")
+            == parse_digest(f" SHA1:{b32.lower()}")
+            == Digest("sha1", raw)
+        )
+
+
 def test_kept_fields_drop_what_an_export_recomputes():
     fields = [
         ("WARC-Type", "request"),
