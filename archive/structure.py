@@ -32,7 +32,8 @@ _KIND_AT = struct.calcsize(">q32s32sH")  # the kind's offset in a record: after 
 _SPAN_READ_FACTOR = 16
 _SPAN_READ_MIN = 1_000
 _CRC_SPAN = RECORD_SIZE - 4
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# The range of a record's signed 64-bit fields (time, offset).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class RecordKind(enum.IntEnum):
@@ -111,7 +112,7 @@ class Capture:
         if not 0 <= self.flags <= 255:
             raise BadRecord(f"flags {self.flags} do not fit in one byte")
         for field, value in (("time", self.time), ("offset", self.offset)):
-            if not _INT64_MIN <= value <= _INT64_MAX:
+            if not INT64_MIN <= value <= INT64_MAX:
                 raise BadRecord(f"capture record cannot be stored: {field} {value} is not 64-bit")
 
     @classmethod

@@ -6,14 +6,12 @@ from typing import Any
 
 from archive.errors import DlwebError
 from archive.hip import RemoteError
-from archive.structure import Capture
+from archive.structure import INT64_MAX, Capture
 from archive.urlkey import structure_name
 
 MAX_CAPTURES = 5_000
 MAX_URL = 8_192
 DEFAULT_HEADER_SIZE = 512
-# Times (UTC microseconds) and offsets are signed 64-bit integers in the structure files.
-MAX_INT64 = 2**63 - 1
 
 
 def bad(message: str) -> RemoteError:
@@ -42,9 +40,9 @@ def parse_capture(item: object, where: str) -> Incoming:
     url = item.get("url")
     if not isinstance(url, str) or not url or len(url) > MAX_URL:
         raise bad(f"{where}: 'url' must be a string of 1 to {MAX_URL} characters")
-    for key, low in (("time", -MAX_INT64), ("offset", 0)):
+    for key, low in (("time", -INT64_MAX), ("offset", 0)):
         value = item.get(key, 0)
-        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= MAX_INT64:
+        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= INT64_MAX:
             raise bad(f"{where}: {key!r} must be an integer from {low} to 2^63-1")
     try:
         capture = Capture.from_json(item)
