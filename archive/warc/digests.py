@@ -54,7 +54,7 @@ def parse_digest(text: str | None) -> Digest | None:
         return None
     common = _COMMON_SHA1.fullmatch(text)
     if common is not None:
-        return Digest("sha1", int(common[1].translate(_BASE32_AS_DIGITS), 32).to_bytes(20, "big"))
+        return Digest("sha1", _whole_base32(common[1]))
     name, sep, value = text.strip().partition(":")
     algorithm = _ALIASES.get(name.lower(), name.lower())
     size = _SIZES.get(algorithm)
@@ -70,11 +70,16 @@ def parse_digest(text: str | None) -> Digest | None:
 def _base32(value: str) -> bytes | None:
     upper = value.upper()
     if _WHOLE_BASE32.fullmatch(upper):
-        return int(upper.translate(_BASE32_AS_DIGITS), 32).to_bytes(len(value) * 5 // 8, "big")
+        return _whole_base32(upper)
     try:
         return base64.b32decode(upper + "=" * (-len(value) % 8))
     except (binascii.Error, ValueError):
         return None
+
+
+def _whole_base32(upper: str) -> bytes:
+    """Uppercase base32 of whole 5-byte groups, decoded."""
+    return int(upper.translate(_BASE32_AS_DIGITS), 32).to_bytes(len(upper) * 5 // 8, "big")
 
 
 def _base16(value: str) -> bytes | None:
