@@ -79,57 +79,61 @@ class Upload(aiohttp.payload.Payload):
             yield data
 
 
+Frame = tuple[bytes, int, memoryview | None]  # SHA-256, length, the bytes (None: not sent)
+
+
 class _Frames:
-    """Frames cut out of a pack as its bytes arrive, in whatever pieces the network gives: one
-    await a piece rather than two a frame, and each byte copied about once."""
+    """Frames cut out of a pack as its bytes arrive, in whatever pieces the network gives.
+
+    A frame's bytes are a view of the piece that holds them, not a copy; only a head or a body
+    that spans pieces is joined. (Joining each piece to what was left of the last one, then
+    slicing each frame out, copied every byte received twice.)
+    """
 
     def __init__(self, bodiless: Container[int] = ()) -> None:
         self.bodiless = bodiless  # lengths that stand for a content not sent, with no bytes
         self.given = 0
-        self._data = b""
-        self._at = 0
-        self._more: list[bytes] = []
-        self._held = 0  # bytes received and not cut out yet
-        self._need = _HEAD.size
+        self._need = _HEAD.size  # bytes of the head, or of the body, not received yet
         self._head: tuple[bytes, int] | None = None
+        # The part received of a head or a body split across pieces, and its size.
+        self._parts: list[memoryview] = []
+        self._held = 0
 
-    def feed(self, piece: bytes) -> list[tuple[bytes, int, bytes | None]]:
-        """The (SHA-256, length, bytes or None) of each frame `piece` completes."""
-        self._more.append(piece)
-        self._held += len(piece)
-        if self._held < self._need:
-            return []
-        rest = [self._data[self._at :]] if self._at < len(self._data) else []
-        pieces = rest + self._more
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        at = 0
-        frames: list[tuple[bytes, int, bytes | None]] = []
-        while True:
-            if self._head is None:
-                if len(data) - at < _HEAD.size:
-                    self._need = _HEAD.size
+    def feed(self, piece: bytes) -> list[Frame]:
+        """The frames `piece` completes."""
+        frames: list[Frame] = []
+        view = memoryview(piece)
+        while view:
+            if self._held or len(view) < self._need:
+                take = self._need - self._held
+                self._parts.append(view[:take])
+                self._held += len(self._parts[-1])
+                view = view[take:]
+                if self._held < self._need:
                     break
-                digest, length = _HEAD.unpack_from(data, at)
-                at += _HEAD.size
-                if length in self.bodiless:
-                    frames.append((digest, length, None))
-                    self.given += 1
-                    continue
-                if length > MAX_PACKED:
-                    raise BadPack(
-                        f"frame {self.given} announces {length} bytes, more than {MAX_PACKED}"
-                    )
-                self._head = digest, length
-            digest, length = self._head
-            if len(data) - at < length:
-                self._need = length
-                break
-            frames.append((digest, length, data[at : at + length]))
-            at += length
-            self._head = None
-            self.given += 1
-        self._data, self._at, self._more, self._held = data, at, [], len(data) - at
+                whole = memoryview(b"".join(self._parts))
+                self._parts, self._held = [], 0
+            else:
+                whole, view = view[: self._need], view[self._need :]
+            self._cut(whole, frames)
         return frames
+
+    def _cut(self, whole: memoryview, frames: list[Frame]) -> None:
+        """Take a whole head or body: a head announces the body to come (none, for a content
+        not sent or an empty one), a body ends its frame."""
+        if self._head is not None:
+            frames.append((*self._head, whole))
+            self._head, self._need = None, _HEAD.size
+            self.given += 1
+            return
+        digest, length = _HEAD.unpack(whole)
+        if length in self.bodiless or length == 0:
+            frames.append((digest, length, None if length else memoryview(b"")))
+            self.given += 1
+            return
+        if length > MAX_PACKED:
+            raise BadPack(f"frame {self.given} announces {length} bytes, more than {MAX_PACKED}")
+        self._head, self._need = (digest, length), length
 
     def finish(self) -> None:
         """Raise if the stream ended inside a frame."""
@@ -139,8 +143,9 @@ class _Frames:
 
 async def read_upload(
     stream: aiohttp.StreamReader, max_frames: int = MAX_NAMES, max_bytes: int = MAX_UPLOAD
-) -> AsyncIterator[tuple[str, bytes]]:
-    """The (name, bytes) of each frame of an uploaded pack, until the stream ends."""
+) -> AsyncIterator[tuple[str, memoryview]]:
+    """The (name, bytes) of each frame of an uploaded pack, until the stream ends: views of the
+    pieces received, which the node hashes and writes without copying them first."""
     frames = _Frames()
     count = total = 0
     async for piece in stream.iter_any():
@@ -170,7 +175,10 @@ async def read_frames(
                     raise BadPack(f"pack stream sent {name} after the {len(names)} asked for")
                 if name != expected:
                     raise BadPack(f"pack stream sent {name} where {expected} was due")
-                yield name, data, None if data is not None else _UNSENT[length]
+                if data is None:
+                    yield name, None, _UNSENT[length]
+                else:
+                    yield name, bytes(data), None
             if frames.given == len(names):
                 return
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:

@@ -79,7 +79,7 @@ class PendingFile:
     def temp_path(self) -> Path:
         return Path(self._temp)
 
-    def write(self, chunk: bytes) -> None:
+    def write(self, chunk: bytes | memoryview) -> None:
         assert self._fd is not None, "write after seal or abort"
         self._hash.update(chunk)
         view = memoryview(chunk)

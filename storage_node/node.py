@@ -383,7 +383,7 @@ class StorageNode:
             # Shielded: once placed, a file must reach the inventory even if the client left.
             return await asyncio.shield(self._place_content(staged))
 
-    async def put_contents(self, items: list[tuple[str, bytes]]) -> int:
+    async def put_contents(self, items: Sequence[tuple[str, bytes | memoryview]]) -> int:
         """Store many small contents at once (an uploaded pack); returns how many were new.
 
         They are hashed and written aside in one worker call, then put in place through the group
@@ -445,7 +445,9 @@ class StorageNode:
                 fresh.setdefault(entry.name or "", entry)
         return list(fresh.values())
 
-    def _stage_contents(self, items: list[tuple[str, bytes]]) -> list[PendingFile | VolumeEntry]:
+    def _stage_contents(
+        self, items: Sequence[tuple[str, bytes | memoryview]]
+    ) -> list[PendingFile | VolumeEntry]:
         staged: list[PendingFile | VolumeEntry] = []
         try:
             wanted = dict(items)

@@ -156,7 +156,9 @@ class VolumeStore:
         unknown size)."""
         return self.files.writer(expected)
 
-    def stage_content(self, name: str, data: bytes, fsync: bool) -> PendingFile | VolumeEntry:
+    def stage_content(
+        self, name: str, data: bytes | memoryview, fsync: bool
+    ) -> PendingFile | VolumeEntry:
         """Write a content received whole aside, verified, to be placed later."""
         if len(data) <= self.small:
             return self.volumes.stage(name, data)

@@ -209,14 +209,14 @@ class Volumes:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def stage(self, name: str, data: bytes) -> VolumeEntry:
+    def stage(self, name: str, data: bytes | memoryview) -> VolumeEntry:
         """Verify `data` hashes to `name` and append it to the active volume, unflushed."""
         actual = hashlib.sha256(data).hexdigest()
         if actual != name:
             raise HashMismatch(f"received bytes hash to {actual}, not to {name}")
         return self.stage_verified(name, data)
 
-    def stage_verified(self, name: str, data: bytes) -> VolumeEntry:
+    def stage_verified(self, name: str, data: bytes | memoryview) -> VolumeEntry:
         """`stage` for bytes already hashed to `name` by the caller, or named otherwise (a
         structure file)."""
         if len(data) > MAX_ENTRY:

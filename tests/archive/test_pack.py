@@ -48,6 +48,14 @@ def test_frames_come_whole_from_pieces_of_one_byte() -> None:
     assert cut(pieces(small, iter(lambda: 1, None)), _Frames()) == EXPECTED[:-1]
 
 
+def test_a_frame_inside_one_piece_is_a_view_of_it_not_a_copy() -> None:
+    first, second = b"a" * 5_000, b"b" * 7_000
+    piece = pack.encode_frame(sha(first), first) + pack.encode_frame(sha(second), second)
+    frames = _Frames().feed(piece)
+    assert [bytes(data or b"") for _, _, data in frames] == [first, second]
+    assert all(data is not None and data.obj is piece for _, _, data in frames)
+
+
 def test_a_frame_of_a_content_not_sent_has_no_bytes() -> None:
     missing = pack.unsent_frame(sha(b"gone"), pack.MISSING)
     body = missing + pack.encode_frame(sha(b"kept"), b"kept")
