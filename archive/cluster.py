@@ -71,6 +71,9 @@ _SILENT_PEER = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError
 
 # The bytes of a content to upload by name: in memory, in a file, or still to be fetched.
 BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
+# A batch's upload claims: the names it uploads, each with the future telling its outcome, and
+# the names another batch is uploading, with theirs.
+_Claims = tuple[dict[str, asyncio.Future[bool]], dict[str, asyncio.Future[bool]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +245,7 @@ class ClusterClient:
         slave = await self._index()
         gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
         uploading: list[asyncio.Task[None]] = []
+        claimed: list[_Claims] = []
         try:
             for start in range(0, len(captures), INSERT_BATCH):
                 batch = captures[start : start + INSERT_BATCH]
@@ -260,9 +264,16 @@ class ClusterClient:
                     raise ClusterError(f"insert failed: {exc}") from None
                 summary.captures += len(batch)
                 summary.added += int(answer["added"])
+                # Claimed as the answer comes, not when the batch's task begins: a batch that
+                # ended in between (its `stored` answered right after this answer) would no
+                # longer be seen uploading a content both were asked for, which went twice.
+                claims = self._claim(answer["upload"])
+                claimed.append(claims)
                 uploading.append(
                     asyncio.create_task(
-                        self._upload_and_confirm(slave, answer["upload"], body_of, summary, gate)
+                        self._upload_and_confirm(
+                            slave, answer["upload"], claims, body_of, summary, gate
+                        )
                     )
                 )
                 while len(uploading) > UPLOAD_BATCHES_AT_ONCE:
@@ -273,29 +284,47 @@ class ClusterClient:
             for task in uploading:
                 task.cancel()
             await asyncio.gather(*uploading, return_exceptions=True)
+            for mine, _ in claimed:  # those of a batch whose task was cancelled before it began
+                self._release(mine)
         return summary
 
-    async def _upload_and_confirm(
-        self,
-        slave: HipSlave,
-        orders: list[dict[str, Any]],
-        body_of: BodySource,
-        summary: InsertSummary,
-        gate: asyncio.Semaphore,
-    ) -> None:
-        """Upload what the index node asked for, except what another batch is uploading (that
-        upload is waited for instead), then tell the index node it is stored."""
+    def _claim(self, orders: list[dict[str, Any]]) -> _Claims:
+        """The names of a batch's upload orders it uploads itself, each with the future its
+        outcome is told by, and those another batch is uploading, to wait for."""
         loop = asyncio.get_running_loop()
+        names = [check_name(str(order["name"])) for order in orders]  # all, before any is claimed
         mine: dict[str, asyncio.Future[bool]] = {}
         others: dict[str, asyncio.Future[bool]] = {}
-        for order in orders:
-            name = check_name(str(order["name"]))
+        for name in names:
             if name in mine or name in others:
                 continue
             if (theirs := self._uploading.get(name)) is not None:
                 others[name] = theirs
             else:
                 mine[name] = self._uploading[name] = loop.create_future()
+        return mine, others
+
+    def _release(self, mine: dict[str, asyncio.Future[bool]]) -> None:
+        """Let go of a batch's claims (once told it stored them, or failed): a batch waiting on
+        one not decided yet goes on as after a failure."""
+        for name, future in mine.items():
+            if not future.done():
+                future.set_result(False)
+            if self._uploading.get(name) is future:
+                del self._uploading[name]
+
+    async def _upload_and_confirm(
+        self,
+        slave: HipSlave,
+        orders: list[dict[str, Any]],
+        claims: _Claims,
+        body_of: BodySource,
+        summary: InsertSummary,
+        gate: asyncio.Semaphore,
+    ) -> None:
+        """Upload what the index node asked for, except what another batch is uploading (that
+        upload is waited for instead), then tell the index node it is stored."""
+        mine, others = claims
         stored = False
         try:
             await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
@@ -310,8 +339,7 @@ class ClusterClient:
             if orders:
                 await slave.call("stored", {"names": [*mine, *others]}, timeout=120)
         finally:
-            for name in mine:
-                del self._uploading[name]
+            self._release(mine)
 
     async def _upload(
         self,

@@ -278,6 +278,12 @@ class IndexNode:
         if changed:
             await self._tell_master("structure.changed", {"names": changed})
 
+        # A content another insert stored while this one appended (its `stored` came meanwhile)
+        # is known now; asked for again, it would be uploaded twice.
+        stored_meanwhile = self.contents.known(order["name"] for order in upload)
+        if stored_meanwhile:
+            known |= stored_meanwhile
+            upload = [order for order in upload if order["name"] not in stored_meanwhile]
         self._count_refs(refs, known)
         added = sum(added for added, _ in results.values())
         self.stats["captures"] += len(incoming)

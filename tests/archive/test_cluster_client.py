@@ -9,7 +9,7 @@ import os
 import socket
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +248,48 @@ async def test_a_content_another_batch_is_uploading_is_sent_once(serve: Serve) -
     assert sorted(name for name, _ in node.puts) == sorted(bodies)
     assert node.contents == bodies
     assert sum(summary.uploaded for summary in done) == len(bodies)
+    assert sorted(set(master.stored)) == sorted(bodies)
+
+
+@dataclass
+class ConfirmedInBetween(FakeMaster):
+    """Answers the second insert as asked before the first batch confirmed its uploads, and
+    that confirmation right after the answer, so that the client reads both answers at once."""
+
+    second_came: asyncio.Event = field(default_factory=asyncio.Event)
+    stored_came: asyncio.Event = field(default_factory=asyncio.Event)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def insert(self, peer: Peer, params: Any) -> dict[str, Any]:
+        answer = await super().insert(peer, params)
+        if len(self.inserts) == 2:
+            self.second_came.set()
+            await self.stored_came.wait()
+            self.answered.set()
+        return answer
+
+    async def store(self, peer: Peer, params: Any) -> dict[str, Any]:
+        if not self.stored_came.is_set():
+            await self.second_came.wait()
+            self.stored_came.set()
+            await self.answered.wait()
+        return await super().store(peer, params)
+
+
+async def test_a_content_a_batch_just_stored_is_not_sent_again(serve: Serve) -> None:
+    """The first batch ends (its `stored` answered) right after the answer that asks the
+    second batch for the same contents: the second waits for the first's uploads, as while
+    they were under way, instead of sending them again."""
+    node = FakeNode()
+    master = ConfirmedInBetween(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(1_000)
+    again = [replace(c, url=c.url + "?again") for c in captures[:10]]
+    async with ClusterClient(config) as client:
+        summary = await client.insert(captures + again, bodies.__getitem__)
+    assert [len(batch) for batch in master.inserts] == [1_000, 10]
+    assert sorted(name for name, _ in node.puts) == sorted(bodies)
+    assert summary.uploaded == len(bodies)
     assert sorted(set(master.stored)) == sorted(bodies)
 
 

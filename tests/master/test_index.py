@@ -15,6 +15,7 @@ from archive.cluster import ClusterClient, ClusterError
 from archive.config import ClusterConfig, Replication
 from archive.errors import NotFound
 from archive.hip import RemoteError
+from archive.inserting import InsertQueue
 from master.index.captures import MAX_CAPTURES, parse_captures
 from master.index.contents import ContentIndex
 from master.index.placement import NodeInfo, place
@@ -138,6 +139,30 @@ async def test_captures_are_stored_once_and_read_back(cluster_factory) -> None:
             assert found.node in {n.url for n in cluster.nodes.values()}
         with pytest.raises(NotFound, match="no capture"):
             await client.closest(first.url, last.time + 1, "after")
+
+
+async def test_batches_in_flight_that_share_contents_upload_each_once(cluster_factory) -> None:
+    """16 batches inserted three at a time, as an import does, each sharing 70% of its contents
+    with the one before: a content is uploaded once, whether the batch that stored it is still
+    uploading, waiting for its `stored`, or done when the next one is answered."""
+    cluster = cluster_factory(nodes=1, replicas=1)
+    corpus = make_corpus(16 * 120 + 280, urls=50)
+    header = corpus.captures[0].header
+    batches = [
+        [
+            dataclasses.replace(capture, url=f"{capture.url}/in/{number}")
+            for capture in corpus.captures[number * 120 : number * 120 + 400]
+        ]
+        for number in range(16)
+    ]
+    async with ClusterClient(cluster.config) as client:
+        inserts = InsertQueue(client, ahead=3)
+        for batch in batches:
+            await inserts.put(batch, corpus.bodies.__getitem__)
+        summary = await inserts.join()
+    named = {capture.content for batch in batches for capture in batch} | {header}
+    assert summary.uploaded == len(named) == len(corpus.bodies)
+    assert summary.bytes == sum(len(data) for data in corpus.bodies.values())
 
 
 async def test_known_contents_under_new_urls_upload_nothing(cluster_factory) -> None:
