@@ -7,6 +7,7 @@ its holders and verify its SHA-256, falling back to the next holder when one fai
 """
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -245,7 +246,6 @@ class ClusterClient:
         slave = await self._index()
         gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
         uploading: list[asyncio.Task[None]] = []
-        claimed: list[_Claims] = []
         try:
             for start in range(0, len(captures), INSERT_BATCH):
                 batch = captures[start : start + INSERT_BATCH]
@@ -268,14 +268,14 @@ class ClusterClient:
                 # ended in between (its `stored` answered right after this answer) would no
                 # longer be seen uploading a content both were asked for, which went twice.
                 claims = self._claim(answer["upload"])
-                claimed.append(claims)
-                uploading.append(
-                    asyncio.create_task(
-                        self._upload_and_confirm(
-                            slave, answer["upload"], claims, body_of, summary, gate
-                        )
+                task = asyncio.create_task(
+                    self._upload_and_confirm(
+                        slave, answer["upload"], claims, body_of, summary, gate
                     )
                 )
+                # Its claims end with it, however it ends (cancelled before it began, too).
+                task.add_done_callback(functools.partial(self._release, claims[0]))
+                uploading.append(task)
                 while len(uploading) > UPLOAD_BATCHES_AT_ONCE:
                     await uploading.pop(0)
             for task in uploading:
@@ -284,8 +284,6 @@ class ClusterClient:
             for task in uploading:
                 task.cancel()
             await asyncio.gather(*uploading, return_exceptions=True)
-            for mine, _ in claimed:  # those of a batch whose task was cancelled before it began
-                self._release(mine)
         return summary
 
     def _claim(self, orders: list[dict[str, Any]]) -> _Claims:
@@ -304,9 +302,10 @@ class ClusterClient:
                 mine[name] = self._uploading[name] = loop.create_future()
         return mine, others
 
-    def _release(self, mine: dict[str, asyncio.Future[bool]]) -> None:
-        """Let go of a batch's claims (once told it stored them, or failed): a batch waiting on
-        one not decided yet goes on as after a failure."""
+    def _release(self, mine: dict[str, asyncio.Future[bool]], _ended: object = None) -> None:
+        """Let go of a batch's claims as its task ends (`_ended`, as a done callback): a batch
+        waiting on one not decided yet (the task was cancelled before it uploaded) goes on as
+        after a failure."""
         for name, future in mine.items():
             if not future.done():
                 future.set_result(False)
@@ -332,14 +331,11 @@ class ClusterClient:
         finally:
             for future in mine.values():
                 future.set_result(stored)
-        try:
-            for name, future in others.items():
-                if not await asyncio.shield(future):
-                    raise ClusterError(f"the upload of content {name} by another batch failed")
-            if orders:
-                await slave.call("stored", {"names": [*mine, *others]}, timeout=120)
-        finally:
-            self._release(mine)
+        for name, future in others.items():
+            if not await asyncio.shield(future):
+                raise ClusterError(f"the upload of content {name} by another batch failed")
+        if orders:
+            await slave.call("stored", {"names": [*mine, *others]}, timeout=120)
 
     async def _upload(
         self,

@@ -293,6 +293,31 @@ async def test_a_content_a_batch_just_stored_is_not_sent_again(serve: Serve) -> 
     assert sorted(set(master.stored)) == sorted(bodies)
 
 
+async def test_a_cancelled_insert_lets_go_of_the_uploads_it_claimed(serve: Serve) -> None:
+    """The next insert of the same contents uploads them, instead of waiting on a batch that
+    is gone or failing on its cancelled upload."""
+    node = FakeNode()
+    master = FakeMaster(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(20)
+    uploading = asyncio.Event()
+
+    async def never(name: str) -> bytes:
+        uploading.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async with ClusterClient(config) as client:
+        first = asyncio.create_task(client.insert(captures, never))
+        await uploading.wait()
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        summary = await asyncio.wait_for(client.insert(captures, bodies.__getitem__), 10)
+    assert summary.uploaded == len(bodies)
+    assert node.contents == bodies
+
+
 async def test_a_batch_waiting_for_a_failed_upload_fails_and_confirms_nothing(
     serve: Serve,
 ) -> None:
