@@ -2,13 +2,14 @@
 
 import argparse
 import asyncio
+import functools
 import logging
 import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import collector
 from ..config import load_config
@@ -17,6 +18,8 @@ from ..timestamps import BadTime, parse_time
 from .batches import DEFAULT_MAX_RECORD, BatchReader
 
 if TYPE_CHECKING:
+    from tqdm import tqdm
+
     from .importer import ImportSummary
 
 _SIZE_RE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
@@ -38,13 +41,21 @@ def _input_files(paths: list[Path]) -> list[Path]:
     return paths
 
 
+def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
+    """A progress bar when stderr is a terminal, else None: tqdm, which loads importlib.metadata,
+    is then not loaded at all (an import's client would load it while it reads its first batch)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(**options)
+
+
 class _Progress:
-    """A progress bar in bytes (so MB/s) with records/s, for a terminal."""
+    """An import's progress bar in bytes (so MB/s) with records/s."""
 
-    def __init__(self, total: int) -> None:
-        from tqdm import tqdm  # here: it loads importlib.metadata, which other commands need not
-
-        self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1000, desc="importing")
+    def __init__(self, bar: "tqdm[Any]") -> None:
+        self.bar = bar
         self.started = time.monotonic()
 
     def batch(self, done: int, summary: "ImportSummary") -> None:
@@ -66,8 +77,10 @@ async def _import(args: argparse.Namespace) -> int:
     progress: _Progress | None = None
     try:
         # Loaded once the reading began (the bar and the network modules take a tenth of a second).
-        if sys.stderr.isatty():
-            progress = _Progress(total)
+        bar = _terminal_bar(
+            total=total, unit="B", unit_scale=True, unit_divisor=1000, desc="importing"
+        )
+        progress = _Progress(bar) if bar is not None else None
         from ..cluster import ClusterClient
         from .importer import Importer
 
@@ -103,28 +116,30 @@ def _output(path: Path) -> Path:
     return path
 
 
+def _show_export(bar: "tqdm[Any]", done: int, total: int) -> None:
+    """An export's progress: `done` of `total` records written."""
+    bar.total = total
+    bar.update(done - bar.n)
+
+
 async def _export(args: argparse.Namespace) -> int:
     out = _output(args.out)
     if args.start is not None and args.end is not None and args.start > args.end:
         raise DlwebError("--from is later than --to")
     config = load_config(args.config)
-    from tqdm import tqdm  # as in _Progress
-
-    bar = tqdm(unit=" records", disable=not sys.stderr.isatty(), desc="exporting")
+    bar = _terminal_bar(unit=" records", desc="exporting")
     from ..cluster import ClusterClient  # here: every other command would load aiohttp for it
     from .exporter import Selection, export_warc
 
-    def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
-
+    progress = functools.partial(_show_export, bar) if bar is not None else None
     async with ClusterClient(config) as client:
         try:
             summary = await export_warc(
                 client, out, Selection(args.url_prefix, args.start, args.end), progress
             )
         finally:
-            bar.close()
+            if bar is not None:
+                bar.close()
     print(summary.line(out))
     return 0
 
