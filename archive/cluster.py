@@ -303,9 +303,9 @@ class ClusterClient:
         return mine, others
 
     def _release(self, mine: dict[str, asyncio.Future[bool]], _ended: object = None) -> None:
-        """Let go of a batch's claims as its task ends (`_ended`, as a done callback): a batch
-        waiting on one not decided yet (the task was cancelled before it uploaded) goes on as
-        after a failure."""
+        """Let go of a batch's claims as its task ends (`_ended`, as a done callback): one not
+        decided yet (its upload failed, or was cancelled before it ended) is told to the batches
+        waiting on it as a failure."""
         for name, future in mine.items():
             if not future.done():
                 future.set_result(False)
@@ -324,13 +324,10 @@ class ClusterClient:
         """Upload what the index node asked for, except what another batch is uploading (that
         upload is waited for instead), then tell the index node it is stored."""
         mine, others = claims
-        stored = False
-        try:
-            await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
-            stored = True
-        finally:
-            for future in mine.values():
-                future.set_result(stored)
+        await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
+        # Told at once, not when the task ends after `stored`; a failure is told by `_release`.
+        for future in mine.values():
+            future.set_result(True)
         for name, future in others.items():
             if not await asyncio.shield(future):
                 raise ClusterError(f"the upload of content {name} by another batch failed")
