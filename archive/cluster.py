@@ -263,15 +263,12 @@ class ClusterClient:
                 except HipError as exc:
                     raise ClusterError(f"insert failed: {exc}") from None
                 summary.captures += len(batch)
-                summary.added += int(answer["added"])
                 # Claimed as the answer comes, not when the batch's task begins: a batch that
                 # ended in between (its `stored` answered right after this answer) would no
                 # longer be seen uploading a content both were asked for, which went twice.
                 claims = self._claim(answer["upload"])
                 task = asyncio.create_task(
-                    self._upload_and_confirm(
-                        slave, answer["upload"], claims, body_of, summary, gate
-                    )
+                    self._upload_and_confirm(slave, answer, claims, body_of, summary, gate)
                 )
                 # Its claims end with it, however it ends (cancelled before it began, too).
                 task.add_done_callback(functools.partial(self._release, claims[0]))
@@ -315,24 +312,32 @@ class ClusterClient:
     async def _upload_and_confirm(
         self,
         slave: HipSlave,
-        orders: list[dict[str, Any]],
+        answer: dict[str, Any],
         claims: _Claims,
         body_of: BodySource,
         summary: InsertSummary,
         gate: asyncio.Semaphore,
     ) -> None:
         """Upload what the index node asked for, except what another batch is uploading (that
-        upload is waited for instead), then tell the index node it is stored."""
+        upload is waited for instead), then confirm the insert: `stored` answers once the index
+        node has appended the batch's records, which it did while the contents went up."""
         mine, others = claims
-        await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
+        orders = [order for order in answer["upload"] if order["name"] in mine]
+        await self._upload(orders, body_of, summary, gate)
         # Told at once, not when the task ends after `stored`; a failure is told by `_release`.
         for future in mine.values():
             future.set_result(True)
         for name, future in others.items():
             if not await asyncio.shield(future):
                 raise ClusterError(f"the upload of content {name} by another batch failed")
-        if orders:
-            await slave.call("stored", {"names": [*mine, *others]}, timeout=120)
+        params = {"names": [*mine, *others], "insert": answer["insert"]}
+        try:
+            confirmed = await slave.call("stored", params, timeout=300)
+        except RemoteError as exc:
+            raise ClusterError(f"insert refused: {exc.message}") from None
+        except HipError as exc:
+            raise ClusterError(f"insert failed: {exc}") from None
+        summary.added += int(confirmed["added"])
 
     async def _upload(
         self,

@@ -2,6 +2,7 @@
 says which contents are new and where to upload them (docs/cluster.md)."""
 
 import asyncio
+import itertools
 import json
 import logging
 import time
@@ -50,6 +51,9 @@ MAX_CLAIMS = 1_000_000
 MAX_PENDING = 1_000_000
 # Changed structure files kept while the master cannot be told.
 MAX_UNSENT = 1_000_000
+# Inserts answered and not confirmed by `stored` yet (a client's failed batches are never);
+# past this many the oldest are forgotten.
+MAX_UNCONFIRMED = 10_000
 # States of the nodes whose active structure copies may be remembered between calls.
 APPENDABLE = frozenset(("alive", "read-only"))
 # Errors of a storage node's HTTP answer; the append is then retried, and re-claimed.
@@ -120,7 +124,9 @@ class IndexNode:
         self.stats: Counter[str] = Counter()
         self.started = time.time()
         handlers: dict[str, Handler] = {"insert": self._insert, "stored": self._stored}
-        self.hip = HipMaster(options.config.secret, self.id, handlers)
+        self.hip = HipMaster(
+            options.config.secret, self.id, handlers, on_disconnect=self._forget_inserts
+        )
         self.upstream = HipSlave(
             hip_url(options.master),
             options.config.secret,
@@ -133,7 +139,11 @@ class IndexNode:
         self._appending = asyncio.Semaphore(APPENDS_IN_FLIGHT)
         self._refresh: asyncio.Task[None] | None = None
         self._token = options.config.write_token
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        # The appends of each insert answered and not yet confirmed by `stored`, by the number
+        # the answer gave, with the connection they came by.
+        self._appends: dict[int, tuple[Peer, asyncio.Task[int]]] = {}
+        self._insert_numbers = itertools.count(1)
         self._pending: dict[str, int] = {}
         self._appendable: frozenset[str] = frozenset()
         self._unsent: set[str] = set()
@@ -174,6 +184,7 @@ class IndexNode:
             "contents": len(self.contents),
             "claims": len(self.claims),
             "pending_uploads": len(self._pending),
+            "unconfirmed_inserts": len(self._appends),
             "unsent_changes": len(self._unsent),
             "clients": len(self.hip.slaves),
             "counters": dict(self.stats),
@@ -243,6 +254,10 @@ class IndexNode:
     # -- clients -------------------------------------------------------------------------------
 
     async def _insert(self, peer: Peer, params: Any) -> dict[str, Any]:
+        """Answer which contents to upload and where as soon as they are looked up, while the
+        structure records are appended: the client uploads meanwhile, and its `stored` waits for
+        the appends. Nothing is awaited between the lookup and the answer, so a content another
+        insert confirms is either known to this one or still claimed by its uploader."""
         incoming = parse_captures(params)
         refs: Counter[str] = Counter()
         sizes: dict[str, int] = {}
@@ -254,12 +269,30 @@ class IndexNode:
             refs[capture.content] += 1
             refs[capture.header] += 1
             groups.setdefault(item.structure, []).append(item)
-        known = self.contents.known(sizes)
         if not any(node.state == "alive" for node in self.nodes):
             await self._reload_nodes()
+        known = self.contents.known(sizes)
         # Placed before anything is written, so an insert that cannot be stored changes nothing.
         upload = place(self.nodes, {n: s for n, s in sizes.items() if n not in known})
+        number = next(self._insert_numbers)
+        task = asyncio.create_task(self._append_batch(incoming, groups, refs, known))
+        if len(self._appends) >= MAX_UNCONFIRMED:
+            del self._appends[next(iter(self._appends))]
+        self._appends[number] = (peer, task)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_retrieved)
+        self.stats["uploads_asked"] += len(upload)
+        return {"upload": upload, "insert": number}
 
+    async def _append_batch(
+        self,
+        incoming: list[Incoming],
+        groups: dict[str, list[Incoming]],
+        refs: Mapping[str, int],
+        known: set[str],
+    ) -> int:
+        """Append an insert's records to their structure files; the records added."""
         where = {name: self.claims[name] for name in groups if name in self.claims}
         unclaimed = [name for name in groups if name not in where]
         if unclaimed:
@@ -277,19 +310,16 @@ class IndexNode:
         changed = [name for name, (added, created) in results.items() if added and not created]
         if changed:
             await self._tell_master("structure.changed", {"names": changed})
-
-        # A content another insert stored while this one appended (its `stored` came meanwhile)
-        # is known now; asked for again, it would be uploaded twice.
-        stored_meanwhile = self.contents.known(order["name"] for order in upload)
-        if stored_meanwhile:
-            known |= stored_meanwhile
-            upload = [order for order in upload if order["name"] not in stored_meanwhile]
         self._count_refs(refs, known)
         added = sum(added for added, _ in results.values())
         self.stats["captures"] += len(incoming)
         self.stats["records_added"] += added
-        self.stats["uploads_asked"] += len(upload)
-        return {"added": added, "upload": upload}
+        return added
+
+    async def _forget_inserts(self, peer: Peer) -> None:
+        """A client gone cannot confirm its inserts: their appends go on, unawaited."""
+        for number in [n for n, (by, _) in self._appends.items() if by is peer]:
+            del self._appends[number]
 
     def _count_refs(self, refs: Mapping[str, int], known: set[str]) -> None:
         """Count the references: now for known contents, at `stored` for the others."""
@@ -484,8 +514,28 @@ class IndexNode:
             return int(answer["added"]), bool(answer.get("created"))
 
     async def _stored(self, peer: Peer, params: Any) -> dict[str, Any]:
+        """Count the uploaded contents as known once the insert's appends are done; the records
+        they added. An insert whose appends failed confirms nothing: their failure is raised."""
         names = name_list(params, "stored", 2 * MAX_CAPTURES)
+        number = params.get("insert")
+        if type(number) is not int:
+            raise RemoteError("bad_params", "stored: insert must be the number an insert answered")
+        by, task = self._appends.get(number, (None, None))
+        if task is None or by is not peer:
+            raise RemoteError(
+                "bad_params", f"stored: insert {number} is not one of this connection's to confirm"
+            )
+        del self._appends[number]
+        # Shielded: a confirmation cut short (its connection lost) leaves the appends going on.
+        records = await asyncio.shield(task)
         added = {name: self._pending.pop(name, 0) for name in dict.fromkeys(names)}
         self._report_popular(self.contents.add(added), added)
         self.stats["stored"] += len(added)
-        return {}
+        return {"added": records}
+
+
+def _retrieved(task: "asyncio.Task[int]") -> None:
+    """Mark a failed append as seen: its failure goes to the `stored` that awaits it, and an
+    insert nobody confirms (its client gone) is logged, not reported as never retrieved."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.info("the appends of an insert failed: %s", exc)

@@ -145,12 +145,12 @@ class FakeMaster:
             for n, s in sizes.items()
             if n not in self.known
         ]
-        return {"added": len(captures), "upload": upload}
+        return {"upload": upload, "insert": len(self.inserts)}
 
     async def store(self, peer: Peer, params: Any) -> dict[str, Any]:
         self.stored += params["names"]
         self.known.update(params["names"])
-        return {}
+        return {"added": len(self.inserts[params["insert"] - 1])}
 
 
 def config_for(master: str) -> ClusterConfig:

@@ -2,10 +2,12 @@
 and, without processes, the checks of an insert, the placement of uploads and the reference
 counts."""
 
+import asyncio
 import dataclasses
 import hashlib
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -360,9 +362,11 @@ async def test_popular_counts_are_reported_as_they_change(tmp_path: Path) -> Non
 
     node._tell_master = tell  # type: ignore[method-assign]
     a, b = (hashlib.sha256(bytes([i])).hexdigest() for i in range(2))
+    client = object()
+    node._appends[1] = (client, asyncio.ensure_future(asyncio.sleep(0, 0)))  # type: ignore[assignment]
     try:
         node._count_refs({a: 2, b: 1}, known=set())
-        await node._stored(None, {"names": [a, b, a]})  # type: ignore[arg-type]
+        await node._stored(client, {"names": [a, b, a], "insert": 1})  # type: ignore[arg-type]
         assert (node.contents.refs(a), node.contents.refs(b)) == (2, 1)
         node._count_refs({a: 1, b: 1}, known={a, b})
         node._count_refs({a: 5}, known={a})
@@ -370,7 +374,103 @@ async def test_popular_counts_are_reported_as_they_change(tmp_path: Path) -> Non
             await task
         assert told == [{"content.refs": {"refs": {a: 3}}}, {"content.refs": {"refs": {a: 8}}}]
         with pytest.raises(RemoteError, match=r"names\[1\] is not 64 lowercase"):
-            await node._stored(None, {"names": [a, "b"]})  # type: ignore[arg-type]
+            await node._stored(client, {"names": [a, "b"], "insert": 2})  # type: ignore[arg-type]
+    finally:
+        node.contents.close()
+
+
+AppendAll = Callable[[dict[str, Any], dict[str, str]], Awaitable[dict[str, Any]]]
+
+
+async def append_every_record(groups: dict[str, Any], where: dict[str, str]) -> dict[str, Any]:
+    return {name: (len(items), False) for name, items in groups.items()}
+
+
+def unit_index(tmp_path: Path, append_all: AppendAll = append_every_record) -> IndexNode:
+    """An index node without processes, with one alive storage node, whose appends to the
+    structure files are `append_all`."""
+    config = ClusterConfig(name="t", secret=b"s" * 16, master="http://127.0.0.1:9")
+    node = IndexNode(IndexOptions(tmp_path, "127.0.0.1", 0, config, "http://127.0.0.1:9"))
+    node.nodes = [NodeInfo("n", "http://n", "alive", GIB, GIB)]
+    node.claims = {parse_captures({"captures": [GOOD]})[0].structure: "http://n"}
+    node._append_all = append_all  # type: ignore[method-assign]
+    return node
+
+
+async def test_an_insert_is_answered_before_its_records_are_appended(tmp_path: Path) -> None:
+    """The uploads are named at once; `stored` answers once the appends are done, with the
+    records they added, and only then are the contents known."""
+    appending, appended = asyncio.Event(), asyncio.Event()
+
+    async def append_all(groups: dict[str, Any], where: dict[str, str]) -> dict[str, Any]:
+        appending.set()
+        await appended.wait()
+        return await append_every_record(groups, where)
+
+    node = unit_index(tmp_path, append_all)
+    client = object()
+    try:
+        answer = await node._insert(client, {"captures": [GOOD, {**GOOD, "time": 5}]})  # type: ignore[arg-type]
+        assert [order["name"] for order in answer["upload"]] == ["a" * 64, "b" * 64]
+        await appending.wait()
+        confirming = asyncio.ensure_future(
+            node._stored(client, {"names": ["a" * 64, "b" * 64], "insert": answer["insert"]})  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0.01)
+        assert not confirming.done() and node.contents.known(["a" * 64]) == set()
+        appended.set()
+        assert await confirming == {"added": 2}
+        assert node.contents.known(["a" * 64, "b" * 64]) == {"a" * 64, "b" * 64}
+        assert node.contents.refs("a" * 64) == 2
+    finally:
+        node.contents.close()
+
+
+async def test_an_insert_whose_appends_failed_confirms_nothing(tmp_path: Path) -> None:
+    async def append_all(groups: dict[str, Any], where: dict[str, str]) -> dict[str, Any]:
+        raise RemoteError("bad_params", "insert: a storage node refused files[0]: bad record")
+
+    node = unit_index(tmp_path, append_all)
+    client = object()
+    try:
+        answer = await node._insert(client, {"captures": [GOOD]})  # type: ignore[arg-type]
+        with pytest.raises(RemoteError, match="a storage node refused files"):
+            await node._stored(client, {"names": ["a" * 64], "insert": answer["insert"]})  # type: ignore[arg-type]
+        assert node.contents.known(["a" * 64]) == set()
+        # Confirmed once: asked again, the number is no longer this connection's.
+        with pytest.raises(RemoteError, match="insert 1 is not one of this connection's"):
+            await node._stored(client, {"names": ["a" * 64], "insert": answer["insert"]})  # type: ignore[arg-type]
+    finally:
+        node.contents.close()
+
+
+@pytest.mark.parametrize(
+    ("insert", "message"),
+    [
+        (None, "insert must be the number an insert answered"),
+        ("1", "insert must be the number an insert answered"),
+        (True, "insert must be the number an insert answered"),
+        (7, "insert 7 is not one of this connection's to confirm"),
+    ],
+)
+async def test_a_confirmation_of_no_insert_of_its_own_is_refused(
+    tmp_path: Path, insert: object, message: str
+) -> None:
+    """Only the connection that inserted confirms, each insert once; one whose connection
+    closed is forgotten, and its appends go on."""
+    node = unit_index(tmp_path)
+    mine, other = object(), object()
+    try:
+        answer = await node._insert(mine, {"captures": [GOOD]})  # type: ignore[arg-type]
+        with pytest.raises(RemoteError, match=message) as refused:
+            await node._stored(mine, {"names": [], "insert": insert})  # type: ignore[arg-type]
+        assert refused.value.code == "bad_params"
+        with pytest.raises(RemoteError, match="not one of this connection's"):
+            await node._stored(other, {"names": [], "insert": answer["insert"]})  # type: ignore[arg-type]
+        await node._forget_inserts(mine)  # type: ignore[arg-type]
+        assert node._appends == {}
+        with pytest.raises(RemoteError, match="not one of this connection's"):
+            await node._stored(mine, {"names": [], "insert": answer["insert"]})  # type: ignore[arg-type]
     finally:
         node.contents.close()
 
