@@ -118,6 +118,7 @@ class FakeMaster:
     inserts: list[list[dict[str, Any]]] = field(default_factory=list)
     stored: list[str] = field(default_factory=list)
     refuse: RemoteError | None = None
+    refuse_stored: RemoteError | None = None
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -148,6 +149,8 @@ class FakeMaster:
         return {"upload": upload, "insert": len(self.inserts)}
 
     async def store(self, peer: Peer, params: Any) -> dict[str, Any]:
+        if self.refuse_stored is not None:
+            raise self.refuse_stored
         self.stored += params["names"]
         self.known.update(params["names"])
         return {"added": len(self.inserts[params["insert"] - 1])}
@@ -334,6 +337,21 @@ async def test_a_refused_insert_says_why(serve: Serve) -> None:
     async with ClusterClient(config) as client:
         with pytest.raises(ClusterError, match=r"captures\[0\]: 'size'"):
             await client.insert(corpus(1)[0], bytes)
+
+
+async def test_an_insert_whose_records_were_not_appended_says_why(serve: Serve) -> None:
+    """The index node answers an insert before it appends the records; a failed append is told
+    by the `stored` that confirms the insert, which every batch calls, uploads or not."""
+    node = FakeNode()
+    refused = RemoteError("bad_params", "insert: a storage node refused files[3]: bad record")
+    master = FakeMaster(upload_to=await serve(node.app()), refuse_stored=refused)
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(3)
+    master.known.update(bodies)
+    async with ClusterClient(config) as client:
+        with pytest.raises(ClusterError, match=r"insert refused: .* files\[3\]: bad record"):
+            await client.insert(captures, bodies.__getitem__)
+    assert node.puts == []
 
 
 async def test_an_upload_the_node_refuses_fails_the_insert(serve: Serve) -> None:
