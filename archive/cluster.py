@@ -1,7 +1,7 @@
 """The cluster client: one API for inserting captures and reading the archive back.
 
 Insertion goes through the master, which redirects the client to an index node; the index node
-appends the structure records and names the contents to upload and where. Reads locate a file
+names the contents to upload and where, and appends the structure records while they go up. Reads locate a file
 (by multicast, by asking the master, or both, as the configuration says), fetch it from one of
 its holders and verify its SHA-256, falling back to the next holder when one fails.
 """

@@ -1,8 +1,9 @@
 """Inserting batches of captures while the caller makes the next ones.
 
-An importer or a crawler makes batches faster than one insert takes (the index node appends the
-structure records, then the new contents are uploaded): waiting for each batch before making the
-next leaves the caller and the cluster idle in turn. An InsertQueue keeps a few batches in flight
+An importer or a crawler makes batches faster than one insert takes (the index node names the new
+contents, they are uploaded while it appends the structure records, then the insert is
+confirmed): waiting for each batch before making the next leaves the caller and the cluster idle
+in turn. An InsertQueue keeps a few batches in flight
 and adds up what they stored.
 """
 
