@@ -149,22 +149,28 @@ class Capture:
             raise BadRecord(f"capture record lacks the field {exc.args[0]!r}") from None
         kind_name = data.get("kind", "response")
         flags, offset = data.get("flags", 0), data.get("offset", 0)
-        for field, value in (
-            ("time", time),
-            ("status", status),
-            ("flags", flags),
-            ("offset", offset),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise BadRecord(f"capture field {field!r} must be an integer")
+        # Plain ints, as JSON gives them, pass at once; anything else is looked at field by field.
+        if not (type(time) is type(status) is type(flags) is type(offset) is int):
+            for field, value in (
+                ("time", time),
+                ("status", status),
+                ("flags", flags),
+                ("offset", offset),
+            ):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise BadRecord(f"capture field {field!r} must be an integer")
         for field, value in (("content", content), ("header", header)):
-            if not isinstance(value, str) or not is_valid_name(value):
+            if not is_valid_name(value):
                 raise BadRecord(f"capture field {field!r} must be 64 lowercase hex digits")
-        if not isinstance(kind_name, str) or kind_name.upper() not in RecordKind.__members__:
+        kind = _KINDS.get(kind_name.upper()) if isinstance(kind_name, str) else None
+        if kind is None:
             raise BadRecord(f"capture kind {kind_name!r} is not one of {_kind_names()}")
-        capture = cls(time, content, header, status, RecordKind[kind_name.upper()], flags, offset)
+        capture = cls(time, content, header, status, kind, flags, offset)
         capture._check_ranges()
         return capture
+
+
+_KINDS = dict(RecordKind.__members__)
 
 
 def _kind_names() -> str:

@@ -27,33 +27,34 @@ class Incoming:
     header_size: int
 
 
-def _int(item: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
+def _int(item: Mapping[str, Any], key: str, default: int | None = None) -> int:
     value = item.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise bad(f"{where}: {key!r} must be a non-negative integer")
+        raise DlwebError(f"{key!r} must be a non-negative integer")
     return value
 
 
-def parse_capture(item: object, where: str) -> Incoming:
+def parse_capture(item: object, index: int) -> Incoming:
+    """Capture `index` of an insert call; the message of a bad one names it and its field."""
     if not isinstance(item, dict):
-        raise bad(f"{where} must be an object")
+        raise bad(f"insert: captures[{index}] must be an object")
     url = item.get("url")
-    if not isinstance(url, str) or not url or len(url) > MAX_URL:
-        raise bad(f"{where}: 'url' must be a string of 1 to {MAX_URL} characters")
-    for key, low in (("time", -INT64_MAX), ("offset", 0)):
-        value = item.get(key, 0)
-        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= INT64_MAX:
-            raise bad(f"{where}: {key!r} must be an integer from {low} to 2^63-1")
     try:
+        if not isinstance(url, str) or not url or len(url) > MAX_URL:
+            raise DlwebError(f"'url' must be a string of 1 to {MAX_URL} characters")
+        for key, low in (("time", -INT64_MAX), ("offset", 0)):
+            value = item.get(key, 0)
+            if type(value) is int and not low <= value <= INT64_MAX:
+                raise DlwebError(f"{key!r} must be an integer from {low} to 2^63-1")
         capture = Capture.from_json(item)
+        try:
+            name = structure_name(url)
+        except DlwebError as exc:
+            raise DlwebError(f"'url': {exc}") from None
+        size = _int(item, "size")
+        header_size = _int(item, "header_size", DEFAULT_HEADER_SIZE)
     except DlwebError as exc:
-        raise bad(f"{where}: {exc}") from None
-    try:
-        name = structure_name(url)
-    except DlwebError as exc:
-        raise bad(f"{where}: 'url': {exc}") from None
-    size = _int(item, "size", where)
-    header_size = _int(item, "header_size", where, DEFAULT_HEADER_SIZE)
+        raise bad(f"insert: captures[{index}]: {exc}") from None
     return Incoming(url, name, capture, size, header_size)
 
 
@@ -64,4 +65,4 @@ def parse_captures(params: object) -> list[Incoming]:
     raw = params["captures"]
     if not raw or len(raw) > MAX_CAPTURES:
         raise bad(f"insert: give 1 to {MAX_CAPTURES} captures a call, not {len(raw)}")
-    return [parse_capture(item, f"insert: captures[{i}]") for i, item in enumerate(raw)]
+    return [parse_capture(item, index) for index, item in enumerate(raw)]
