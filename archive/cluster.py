@@ -131,6 +131,25 @@ class ClusterError(DlwebError):
     """The cluster could not do what was asked (no index node, no replica answered...)."""
 
 
+def _insert_answer(answer: object) -> tuple[list[dict[str, Any]], int]:
+    """The upload orders and the number of an index node's answer to `insert`, checked (an
+    index node of another version may answer otherwise)."""
+    orders = answer.get("upload") if isinstance(answer, dict) else None
+    number = answer.get("insert") if isinstance(answer, dict) else None
+    if (
+        not isinstance(orders, list)
+        or type(number) is not int
+        or not all(
+            isinstance(o, dict)
+            and isinstance(o.get("name"), str)
+            and isinstance(o.get("node"), str)
+            for o in orders
+        )
+    ):
+        raise ClusterError("the index node answered insert without upload orders and a number")
+    return orders, number
+
+
 class ClusterClient:
     """Use as `async with ClusterClient(config) as client:`."""
 
@@ -262,13 +281,14 @@ class ClusterClient:
                     raise ClusterError(f"insert refused: {exc.message}") from None
                 except HipError as exc:
                     raise ClusterError(f"insert failed: {exc}") from None
+                orders, number = _insert_answer(answer)
                 summary.captures += len(batch)
                 # Claimed as the answer comes, not when the batch's task begins: a batch that
                 # ended in between (its `stored` answered right after this answer) would no
                 # longer be seen uploading a content both were asked for, which went twice.
-                claims = self._claim(answer["upload"])
+                claims = self._claim(orders)
                 task = asyncio.create_task(
-                    self._upload_and_confirm(slave, answer, claims, body_of, summary, gate)
+                    self._upload_and_confirm(slave, orders, number, claims, body_of, summary, gate)
                 )
                 # Its claims end with it, however it ends (cancelled before it began, too).
                 task.add_done_callback(functools.partial(self._release, claims[0]))
@@ -312,7 +332,8 @@ class ClusterClient:
     async def _upload_and_confirm(
         self,
         slave: HipSlave,
-        answer: dict[str, Any],
+        orders: list[dict[str, Any]],
+        number: int,
         claims: _Claims,
         body_of: BodySource,
         summary: InsertSummary,
@@ -322,22 +343,24 @@ class ClusterClient:
         upload is waited for instead), then confirm the insert: `stored` answers once the index
         node has appended the batch's records, which it did while the contents went up."""
         mine, others = claims
-        orders = [order for order in answer["upload"] if order["name"] in mine]
-        await self._upload(orders, body_of, summary, gate)
+        await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
         # Told at once, not when the task ends after `stored`; a failure is told by `_release`.
         for future in mine.values():
             future.set_result(True)
         for name, future in others.items():
             if not await asyncio.shield(future):
                 raise ClusterError(f"the upload of content {name} by another batch failed")
-        params = {"names": [*mine, *others], "insert": answer["insert"]}
+        params = {"names": [*mine, *others], "insert": number}
         try:
             confirmed = await slave.call("stored", params, timeout=300)
         except RemoteError as exc:
             raise ClusterError(f"insert refused: {exc.message}") from None
         except HipError as exc:
             raise ClusterError(f"insert failed: {exc}") from None
-        summary.added += int(confirmed["added"])
+        added = confirmed.get("added") if isinstance(confirmed, dict) else None
+        if type(added) is not int:
+            raise ClusterError("the index node confirmed an insert without the records it added")
+        summary.added += added
 
     async def _upload(
         self,

@@ -354,6 +354,42 @@ async def test_an_insert_whose_records_were_not_appended_says_why(serve: Serve) 
     assert node.puts == []
 
 
+@dataclass
+class AnswersAsBefore(FakeMaster):
+    """An index node of the version before inserts were numbered: it answered `added` with the
+    uploads, and `stored` with nothing."""
+
+    async def insert(self, peer: Peer, params: Any) -> dict[str, Any]:
+        answer = await super().insert(peer, params)
+        return {"added": len(params["captures"]), "upload": answer["upload"]}
+
+
+@dataclass
+class ConfirmsAsBefore(FakeMaster):
+    async def store(self, peer: Peer, params: Any) -> dict[str, Any]:
+        await super().store(peer, params)
+        return {}
+
+
+@pytest.mark.parametrize(
+    ("fake", "message"),
+    [
+        (AnswersAsBefore, "answered insert without upload orders and a number"),
+        (ConfirmsAsBefore, "confirmed an insert without the records it added"),
+    ],
+)
+async def test_an_answer_of_another_version_fails_clearly(
+    serve: Serve, fake: type[FakeMaster], message: str
+) -> None:
+    node = FakeNode()
+    master = fake(upload_to=await serve(node.app()))
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(3)
+    async with ClusterClient(config) as client:
+        with pytest.raises(ClusterError, match=message):
+            await client.insert(captures, bodies.__getitem__)
+
+
 async def test_an_upload_the_node_refuses_fails_the_insert(serve: Serve) -> None:
     node = FakeNode(put_status=507)
     master = FakeMaster(upload_to=await serve(node.app()))
