@@ -1,9 +1,10 @@
 """The cluster client: one API for inserting captures and reading the archive back.
 
 Insertion goes through the master, which redirects the client to an index node; the index node
-names the contents to upload and where, and appends the structure records while they go up. Reads locate a file
-(by multicast, by asking the master, or both, as the configuration says), fetch it from one of
-its holders and verify its SHA-256, falling back to the next holder when one fails.
+names the contents to upload and where, and appends the structure records while they go up.
+Reads locate a file (by multicast, by asking the master, or both, as the configuration says),
+fetch it from one of its holders and verify its SHA-256, falling back to the next holder when one
+fails.
 """
 
 import asyncio
@@ -133,20 +134,17 @@ class ClusterError(DlwebError):
 
 def _insert_answer(answer: object) -> tuple[list[dict[str, Any]], int]:
     """The upload orders and the number of an index node's answer to `insert`, checked (an
-    index node of another version may answer otherwise)."""
+    index node of another version may answer otherwise), every name before any is used."""
     orders = answer.get("upload") if isinstance(answer, dict) else None
     number = answer.get("insert") if isinstance(answer, dict) else None
     if (
         not isinstance(orders, list)
         or type(number) is not int
-        or not all(
-            isinstance(o, dict)
-            and isinstance(o.get("name"), str)
-            and isinstance(o.get("node"), str)
-            for o in orders
-        )
+        or not all(isinstance(o, dict) and isinstance(o.get("node"), str) for o in orders)
     ):
         raise ClusterError("the index node answered insert without upload orders and a number")
+    for order in orders:
+        check_name(order.get("name"))
     return orders, number
 
 
@@ -307,10 +305,9 @@ class ClusterClient:
         """The names of a batch's upload orders it uploads itself, each with the future its
         outcome is told by, and those another batch is uploading, to wait for."""
         loop = asyncio.get_running_loop()
-        names = [check_name(str(order["name"])) for order in orders]  # all, before any is claimed
         mine: dict[str, asyncio.Future[bool]] = {}
         others: dict[str, asyncio.Future[bool]] = {}
-        for name in names:
+        for name in (order["name"] for order in orders):
             if name in mine or name in others:
                 continue
             if (theirs := self._uploading.get(name)) is not None:
@@ -374,7 +371,7 @@ class ClusterClient:
         packs: dict[str, list[tuple[str, bytes]]] = {}
         alone: list[tuple[str, str, bytes | Path | Awaitable[bytes]]] = []
         for order in orders:
-            name, node = str(order["name"]), str(order["node"])
+            name, node = order["name"], order["node"]
             body = body_of(name)
             if isinstance(body, bytes) and len(body) <= pack.MAX_PACKED:
                 packs.setdefault(node, []).append((name, body))

@@ -3,8 +3,7 @@
 An importer or a crawler makes batches faster than one insert takes (the index node names the new
 contents, they are uploaded while it appends the structure records, then the insert is
 confirmed): waiting for each batch before making the next leaves the caller and the cluster idle
-in turn. An InsertQueue keeps a few batches in flight
-and adds up what they stored.
+in turn. An InsertQueue keeps a few batches in flight and adds up what they stored.
 """
 
 import asyncio

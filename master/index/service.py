@@ -8,10 +8,10 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -35,6 +35,7 @@ from .contents import ContentIndex
 from .placement import NodeInfo, node_info, place
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 APPENDS_IN_FLIGHT = 32
 APPEND_BATCH = 1_000
@@ -275,22 +276,16 @@ class IndexNode:
         # Placed before anything is written, so an insert that cannot be stored changes nothing.
         upload = place(self.nodes, {n: s for n, s in sizes.items() if n not in known})
         number = next(self._insert_numbers)
-        task = asyncio.create_task(self._append_batch(incoming, groups, refs, known))
+        task = self._spawn(self._append_batch(groups, refs, known))
+        task.add_done_callback(_retrieved)
         if len(self._appends) >= MAX_UNCONFIRMED:
             del self._appends[next(iter(self._appends))]
         self._appends[number] = (peer, task)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        task.add_done_callback(_retrieved)
         self.stats["uploads_asked"] += len(upload)
         return {"upload": upload, "insert": number}
 
     async def _append_batch(
-        self,
-        incoming: list[Incoming],
-        groups: dict[str, list[Incoming]],
-        refs: Mapping[str, int],
-        known: set[str],
+        self, groups: dict[str, list[Incoming]], refs: Mapping[str, int], known: set[str]
     ) -> int:
         """Append an insert's records to their structure files; the records added."""
         where = {name: self.claims[name] for name in groups if name in self.claims}
@@ -302,9 +297,7 @@ class IndexNode:
         except BaseException:
             # Some appends may have landed (one whose answer was lost among them), and one still
             # travelling may land until its deadline: the replicas are refreshed after that.
-            task = asyncio.create_task(self._tell_later(list(groups)))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self._tell_later(list(groups)))
             raise
         # A file just created has no replica yet: the master's copies of it will be fresh.
         changed = [name for name, (added, created) in results.items() if added and not created]
@@ -312,9 +305,16 @@ class IndexNode:
             await self._tell_master("structure.changed", {"names": changed})
         self._count_refs(refs, known)
         added = sum(added for added, _ in results.values())
-        self.stats["captures"] += len(incoming)
+        self.stats["captures"] += sum(len(items) for items in groups.values())
         self.stats["records_added"] += added
         return added
+
+    def _spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
+        """Run `work` on its own, cancelled when the index node stops."""
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     async def _forget_inserts(self, peer: Peer) -> None:
         """A client gone cannot confirm its inserts: their appends go on, unawaited."""
@@ -345,9 +345,7 @@ class IndexNode:
         items = list(popular.items())
         for start in range(0, len(items), MAX_CAPTURES):
             part = dict(items[start : start + MAX_CAPTURES])
-            task = asyncio.create_task(self._tell_master("content.refs", {"refs": part}))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self._tell_master("content.refs", {"refs": part}))
 
     async def _tell_later(self, names: list[str]) -> None:
         """Tell the master these files changed once no append sent before now can land."""
