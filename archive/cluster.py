@@ -68,6 +68,8 @@ CONNECT_TIMEOUT = 10.0
 # aiohttp has no timeout on sending a body: an upload larger than the socket buffers, sent to a
 # cut node, waits for this bound on the whole request instead of for TCP to give up (minutes).
 UPLOAD_TIMEOUT = 300.0
+# An insert or its confirmation waits on a loaded index node (lookups, then appends) this long.
+INDEX_CALL_TIMEOUT = 300.0
 # The error of sock_read (aiohttp before 3.10 raises its parent for a connect timeout too).
 _SILENT_PEER = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
 
@@ -266,19 +268,9 @@ class ClusterClient:
         try:
             for start in range(0, len(captures), INSERT_BATCH):
                 batch = captures[start : start + INSERT_BATCH]
-                try:
-                    await slave.wait_connected(self.connect_timeout)
-                    answer = await slave.call(
-                        "insert", {"captures": [c.to_json() for c in batch]}, timeout=300
-                    )
-                except RemoteError as exc:
-                    if exc.code == "no_index":
-                        # Connect anew next time: the master redirects once an index node joins.
-                        await slave.stop()
-                        self._slave = None
-                    raise ClusterError(f"insert refused: {exc.message}") from None
-                except HipError as exc:
-                    raise ClusterError(f"insert failed: {exc}") from None
+                answer = await self._call_index(
+                    slave, "insert", {"captures": [c.to_json() for c in batch]}
+                )
                 orders, number = _insert_answer(answer)
                 summary.captures += len(batch)
                 # Claimed as the answer comes, not when the batch's task begins: a batch that
@@ -300,6 +292,21 @@ class ClusterClient:
                 task.cancel()
             await asyncio.gather(*uploading, return_exceptions=True)
         return summary
+
+    async def _call_index(self, slave: HipSlave, method: str, params: dict[str, Any]) -> Any:
+        """Call `method` (insert or stored) on the index node, connected within connect_timeout;
+        a refusal or a failure is a ClusterError."""
+        try:
+            await slave.wait_connected(self.connect_timeout)
+            return await slave.call(method, params, timeout=INDEX_CALL_TIMEOUT)
+        except RemoteError as exc:
+            if exc.code == "no_index":
+                # Connect anew next time: the master redirects once an index node joins.
+                await slave.stop()
+                self._slave = None
+            raise ClusterError(f"insert refused: {exc.message}") from None
+        except HipError as exc:
+            raise ClusterError(f"insert failed: {exc}") from None
 
     def _claim(self, orders: list[dict[str, Any]]) -> _Claims:
         """The names of a batch's upload orders it uploads itself, each with the future its
@@ -348,12 +355,7 @@ class ClusterClient:
             if not await asyncio.shield(future):
                 raise ClusterError(f"the upload of content {name} by another batch failed")
         params = {"names": [*mine, *others], "insert": number}
-        try:
-            confirmed = await slave.call("stored", params, timeout=300)
-        except RemoteError as exc:
-            raise ClusterError(f"insert refused: {exc.message}") from None
-        except HipError as exc:
-            raise ClusterError(f"insert failed: {exc}") from None
+        confirmed = await self._call_index(slave, "stored", params)
         added = confirmed.get("added") if isinstance(confirmed, dict) else None
         if type(added) is not int:
             raise ClusterError("the index node confirmed an insert without the records it added")

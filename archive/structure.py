@@ -48,6 +48,8 @@ class RecordKind(enum.IntEnum):
     METADATA = 6
 
 
+# The kinds by their names (a capture sent as JSON spells them in lower case).
+_KINDS = dict(RecordKind.__members__)
 REPLAYED_KINDS = frozenset(
     (RecordKind.RESPONSE, RecordKind.REVISIT, RecordKind.NOT_MODIFIED, RecordKind.STREAM_SEGMENT)
 )
@@ -168,9 +170,6 @@ class Capture:
         capture = cls(time, content, header, status, kind, flags, offset)
         capture._check_ranges()
         return capture
-
-
-_KINDS = dict(RecordKind.__members__)
 
 
 def _kind_names() -> str:
