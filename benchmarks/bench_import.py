@@ -13,11 +13,15 @@ run and on the same file:
    then the same import again, which has nothing new to store; with the CPU seconds the command
    and each process of the cluster used, since on a machine of few cores they add up.
 
-The two take turns, TRIES rounds of one pywb run (on a fresh collection) then one dlweb run (on a
+The two take turns, rounds of one pywb run (on a fresh collection) then one dlweb run (on a
 fresh cluster), and the best of each counts: on a shared machine whose load drifts, runs that
-alternate meet the same conditions, where all of one then all of the other would not.
+alternate meet the same conditions, where all of one then all of the other would not. Five rounds
+by default: the speed of a shared machine drifts by a third over minutes, and dlweb, which keeps
+every core busy, feels such drift more than pywb on one core, so the best of fewer rounds often
+compares a slow moment of one with a fast moment of the other.
 
-Usage: python benchmarks/bench_import.py [--quick] [--records N] [--seed N] [--json FILE]
+Usage: python benchmarks/bench_import.py [--quick] [--records N] [--rounds N] [--seed N]
+       [--json FILE]
 """
 
 import argparse
@@ -70,7 +74,6 @@ RECENT = 500
 SITES = 50
 STARTED = datetime(2024, 5, 1, tzinfo=UTC)
 USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
-TRIES = 3
 INVENTORY_WAIT = 30.0
 
 
@@ -336,11 +339,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raw = bench_raw(work, warc_file, warc)
         print(
             f"pywb {PYWB_VERSION} wb-manager add, and dlweb import into a local cluster (1 storage"
-            f" node, replica 1), in turns: {TRIES} rounds, each on a fresh collection or cluster ..."
+            f" node, replica 1), in turns: {args.rounds} rounds, each on a fresh collection or"
+            " cluster ..."
         )
         pywb_tries: list[tuple[float, float, float]] = []
         dlweb_tries: list[dict[str, Any]] = []
-        for attempt in range(TRIES):
+        for attempt in range(args.rounds):
             pywb_tries.append(one_pywb(work / f"pywb-{attempt}", warc_file))
             dlweb_tries.append(one_dlweb(work / f"cluster-{attempt}", warc_file, warc))
         seconds, cpu, flushed = min(pywb_tries)
@@ -410,12 +414,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 responses instead of 5,000")
     parser.add_argument("--records", type=int, default=None, help="responses in the WARC")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds, best kept (5)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the WARC's contents")
     parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     args.records = args.records or (1_000 if args.quick else 5_000)
+    args.rounds = args.rounds or (2 if args.quick else 5)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     outcome = run_benchmark(args, run, show, "cluster stopped and files removed")
     return outcome if isinstance(outcome, int) else 0
 
