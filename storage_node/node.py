@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import uuid
-import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from archive.urlkey import structure_name
 
 from .commit import GroupCommitter
 from .inventory import Entry, InventoryLog
+from .name_locks import NameLocks
 from .stores import SMALL_CONTENT, SMALL_STRUCTURE, Staged, VolumeStore
 from .volumes import Span, VolumeEntry
 
@@ -112,7 +112,7 @@ class StorageNode:
         self._saving: asyncio.Event | None = None
         # While the filter is rebuilt from the stores, the changes applied meanwhile.
         self._journal: list[tuple[str, str]] | None = None
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self.names = NameLocks()
         self.on_new_group: Callable[[int], None] = lambda group: None
         # Structure files whose copy here the master said lacks records of the active copy on
         # another node, each with the number of the mark, until a copy read after that mark
@@ -358,12 +358,6 @@ class StorageNode:
             self._apply_added(kind, [(name, size)])
         await self.inventory.durable(entry)
 
-    def lock(self, name: str) -> asyncio.Lock:
-        lock = self._locks.get(name)
-        if lock is None:
-            lock = self._locks[name] = asyncio.Lock()
-        return lock
-
     async def run_io(self, func: Callable[..., T], *args: object) -> T:
         """Run a blocking call (fsync, rename) off the event loop."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, func, *args)
@@ -400,24 +394,11 @@ class StorageNode:
 
     async def _place_contents(self, staged: list[PendingFile | VolumeEntry]) -> int:
         """Put staged contents in place together: one inventory write, one group commit."""
-        async with self._locked(entry.name or "" for entry in staged):
+        async with self.names.hold(entry.name or "" for entry in staged):
             fresh = await self.run_io(self._not_held, staged)
             if fresh:
                 await self._add_files(CONTENT, [(e.name or "", e.size, e) for e in fresh])
             return len(fresh)
-
-    @contextlib.asynccontextmanager
-    async def _locked(self, names: Iterable[str]) -> AsyncIterator[None]:
-        """Hold the locks of many names, taken in name order so that two batches never wait
-        on each other."""
-        locks = [self.lock(name) for name in sorted(set(names))]
-        for lock in locks:
-            await lock.acquire()
-        try:
-            yield
-        finally:
-            for lock in locks:
-                lock.release()
 
     async def _add_files(self, kind: str, files: Sequence[tuple[str, int, Staged]]) -> None:
         """`_add_file` for a batch of staged files: one inventory write, one group commit."""
@@ -466,7 +447,7 @@ class StorageNode:
     async def _place_content(self, staged: PendingFile | VolumeEntry) -> bool:
         name = staged.name
         assert name is not None
-        async with self.lock(name):
+        async with self.names.hold((name,)):
             if self.holds(CONTENT, name):
                 return False
             committer = self.committer
@@ -482,7 +463,7 @@ class StorageNode:
 
     async def delete(self, kind: str, name: str) -> bool:
         store = self.store_for(kind)
-        async with self.lock(name):
+        async with self.names.hold((name,)):
             try:
                 size = store.size(name)
             except FileNotFoundError:
@@ -496,7 +477,7 @@ class StorageNode:
 
     async def quarantine(self, kind: str, name: str) -> bool:
         """Move a damaged file out of the store into quarantine/, logged as removed."""
-        async with self.lock(name):
+        async with self.names.hold((name,)):
             return await self._quarantine(kind, name)
 
     async def check_file(
@@ -504,7 +485,7 @@ class StorageNode:
     ) -> str | None:
         """Run `fault` on a held file under its lock, so no write is seen half done; quarantine
         the file when it names a problem, and return that. FileNotFoundError if it is gone."""
-        async with self.lock(name):
+        async with self.names.hold((name,)):
             problem = await self.run_io(fault, self.store_for(kind).span(name))
             if problem is not None and await self._quarantine(kind, name):
                 log.warning("%s %s is bad (%s)", kind, name, problem)
@@ -539,7 +520,7 @@ class StorageNode:
         new and whether the file was created. The caller has checked that the URL belongs to the
         file name (the HTTP handlers do)."""
         store = self.structures
-        async with self.lock(name):
+        async with self.names.hold((name,)):
             if not self.holds(STRUCTURE, name):
                 unique = list(dict.fromkeys(captures))
                 data = encode_file(url, unique)
@@ -593,7 +574,7 @@ class StorageNode:
             wanted.setdefault(name, captures)
         if not wanted:
             return {}
-        async with self._locked(wanted):
+        async with self.names.hold(wanted):
             planned = await self.run_io(self._plan_appends, list(wanted.items()))
             versions = [version for _, _, _, version in planned if version is not None]
             try:
@@ -655,7 +636,7 @@ class StorageNode:
             if name not in wanted:
                 wanted[name] = (url, [])
             wanted[name][1].extend(captures)
-        async with self._locked(wanted):
+        async with self.names.hold(wanted):
             staged = await self.run_io(self._stage_structures, list(wanted.items()))
             if staged:
                 await self._add_files(
@@ -706,7 +687,7 @@ class StorageNode:
                     await self.run_io(store.stage_version, name, None, temp)
                 )
 
-            async with self.lock(name):
+            async with self.names.hold((name,)):
                 if not self.holds(STRUCTURE, name):
                     await self._add_file(STRUCTURE, name, size, put_in_place)
                     self.unmark_stale(name, read_after)
