@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
     from .importer import ImportSummary
 
+# The reading thread lets the GIL go at every piece it inflates or hashes, then waits for the
+# event loop's thread to give it back: by default up to 5 ms each time, which held up the reading,
+# the stage that sets an import's pace. At 0.5 ms an import of 10,000 records took 4% less time
+# (13 of 18 alternated runs) and no more CPU; the servers, tried the same way, gained nothing.
+IMPORT_SWITCH_INTERVAL = 0.0005
+
 _SIZE_RE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -73,6 +79,8 @@ async def _import(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     total = sum(p.stat().st_size for p in paths)
     started = time.monotonic()
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(IMPORT_SWITCH_INTERVAL)
     reading = BatchReader(paths, args.max_record_size).start()
     progress: _Progress | None = None
     try:
@@ -92,6 +100,7 @@ async def _import(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.bar.close()
         await reading.close()
+        sys.setswitchinterval(switch_interval)
     elapsed = time.monotonic() - started
     for line in summary.lines():
         print(line)
