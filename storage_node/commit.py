@@ -12,9 +12,11 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from archive.store import sync_filesystem
+
+from .volumes import VolumeEntry, Volumes
 
 
 class Staged(Protocol):
@@ -29,6 +31,28 @@ class _Nothing:
 
 
 _NOTHING_TO_PLACE = _Nothing()
+
+
+def place_all(files: Sequence[Staged], sync_dir: bool = True) -> list[BaseException | None]:
+    """Put staged files in place; the outcome of each, in order. The entries of one store's
+    volumes are placed together: one write of their index records, not one each."""
+    outcomes: list[BaseException | None] = [None] * len(files)
+    entries: dict[Volumes, list[int]] = {}
+    for index, pending in enumerate(files):
+        if isinstance(pending, VolumeEntry):
+            entries.setdefault(pending.volumes, []).append(index)
+            continue
+        try:
+            pending.place(sync_dir=sync_dir)
+        except OSError as exc:
+            outcomes[index] = exc
+    for volumes, indexes in entries.items():
+        try:
+            volumes.place_many([cast(VolumeEntry, files[i]) for i in indexes], sync=sync_dir)
+        except OSError as exc:
+            for index in indexes:
+                outcomes[index] = exc
+    return outcomes
 
 
 class GroupCommitter:
@@ -90,14 +114,7 @@ class GroupCommitter:
             sync_filesystem(self._fd)
         except OSError as exc:
             return [exc] * len(batch)
-        outcomes: list[BaseException | None] = []
-        for pending in batch:
-            try:
-                pending.place(sync_dir=False)
-                outcomes.append(None)
-            except OSError as exc:
-                outcomes.append(exc)
-        return outcomes
+        return place_all(batch, sync_dir=False)
 
     def close(self) -> None:
         os.close(self._fd)

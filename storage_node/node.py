@@ -19,7 +19,7 @@ from archive.store import PendingFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import structure_name
 
-from .commit import GroupCommitter
+from .commit import GroupCommitter, place_all
 from .inventory import Entry, InventoryLog
 from .name_locks import NameLocks
 from .stores import SMALL_CONTENT, SMALL_STRUCTURE, Staged, VolumeStore
@@ -408,7 +408,7 @@ class StorageNode:
             entries = self.inventory.append_many("add", kind, sizes)
             try:
                 if self.committer is None:
-                    await self.run_io(_place_each, staged)
+                    await self.run_io(_place_flushed, staged)
                 else:
                     await self.committer.place_all(staged)
             except BaseException:
@@ -429,20 +429,10 @@ class StorageNode:
     def _stage_contents(
         self, items: Sequence[tuple[str, bytes | memoryview]]
     ) -> list[PendingFile | VolumeEntry]:
-        staged: list[PendingFile | VolumeEntry] = []
-        try:
-            wanted = dict(items)
-            held = self.holds_many(CONTENT, list(wanted))
-            for (name, data), is_held in zip(wanted.items(), held, strict=True):
-                if not is_held:
-                    staged.append(
-                        self.contents.stage_content(name, data, fsync=self.committer is None)
-                    )
-        except BaseException:
-            for entry in staged:
-                entry.abort()
-            raise
-        return staged
+        wanted = dict(items)
+        held = self.holds_many(CONTENT, list(wanted))
+        fresh = [item for item, is_held in zip(wanted.items(), held, strict=True) if not is_held]
+        return self.contents.stage_contents(fresh, fsync=self.committer is None)
 
     async def _place_content(self, staged: PendingFile | VolumeEntry) -> bool:
         name = staged.name
@@ -579,7 +569,7 @@ class StorageNode:
             versions = [version for _, _, _, version in planned if version is not None]
             try:
                 if versions and self.committer is None:
-                    await self.run_io(_place_each, versions)
+                    await self.run_io(_place_flushed, versions)
                 elif versions and self.committer is not None:
                     await self.committer.place_all(versions)
                     # Replacements have no inventory entry to flush them: flush here.
@@ -597,32 +587,27 @@ class StorageNode:
         """For each file kept in a volume: (name, new records, bytes grown, new version staged,
         or None when nothing is new)."""
         store = self.structures
-        planned: list[tuple[str, int, int, Staged | None]] = []
-        try:
-            held = self.holds_many(STRUCTURE, [name for name, _ in wanted])
-            for (name, captures), is_held in zip(wanted, held, strict=True):
-                span = store.volume_span(name) if is_held else None
-                if span is None:
-                    continue
-                try:
-                    with StructureFile(
-                        Path(span.path), start=span.offset, length=span.size
-                    ) as sfile:
-                        fresh, _ = sfile.plan_append(captures)
-                        data = sfile.merged_bytes(fresh) if fresh else b""
-                except FileNotFoundError:
-                    continue  # its volume was compacted meanwhile: left for append_captures
-                if not fresh:
-                    planned.append((name, 0, 0, None))
-                    continue
-                version = store.stage_version(name, data, absent=True)
-                planned.append((name, len(fresh), len(data) - span.size, version))
-        except BaseException:
-            for *_, staged in planned:
-                if staged is not None:
-                    staged.abort()
-            raise
-        return planned
+        unchanged: list[tuple[str, int, int, Staged | None]] = []
+        grown: list[tuple[str, int, int]] = []
+        files: list[tuple[str, bytes]] = []
+        held = self.holds_many(STRUCTURE, [name for name, _ in wanted])
+        for (name, captures), is_held in zip(wanted, held, strict=True):
+            span = store.volume_span(name) if is_held else None
+            if span is None:
+                continue
+            try:
+                with StructureFile(Path(span.path), start=span.offset, length=span.size) as sfile:
+                    fresh, _ = sfile.plan_append(captures)
+                    data = sfile.merged_bytes(fresh) if fresh else b""
+            except FileNotFoundError:
+                continue  # its volume was compacted meanwhile: left for append_captures
+            if not fresh:
+                unchanged.append((name, 0, 0, None))
+                continue
+            grown.append((name, len(fresh), len(data) - span.size))
+            files.append((name, data))
+        versions = store.stage_versions(files, absent=True)
+        return unchanged + [(*plan, version) for plan, version in zip(grown, versions, strict=True)]
 
     async def create_structures(
         self, files: Sequence[tuple[str, str, Sequence[Capture]]]
@@ -648,21 +633,19 @@ class StorageNode:
         self, wanted: list[tuple[str, tuple[str, list[Capture]]]]
     ) -> list[tuple[str, int, int, Staged]]:
         """Write each absent file aside: (name, records, size, staged file)."""
-        staged: list[tuple[str, int, int, Staged]] = []
         held = self.holds_many(STRUCTURE, [name for name, _ in wanted])
-        try:
-            for (name, (url, captures)), is_held in zip(wanted, held, strict=True):
-                if is_held:
-                    continue
+        files: list[tuple[str, bytes]] = []
+        records: list[int] = []
+        for (name, (url, captures)), is_held in zip(wanted, held, strict=True):
+            if not is_held:
                 unique = list(dict.fromkeys(captures))
-                data = encode_file(url, unique)
-                version = self.structures.stage_version(name, data, absent=True)
-                staged.append((name, len(unique), len(data), version))
-        except BaseException:
-            for *_, sfile in staged:
-                sfile.abort()
-            raise
-        return staged
+                files.append((name, encode_file(url, unique)))
+                records.append(len(unique))
+        versions = self.structures.stage_versions(files, absent=True)
+        return [
+            (name, count, len(data), version)
+            for (name, data), count, version in zip(files, records, versions, strict=True)
+        ]
 
     async def put_structure(
         self, name: str, body: AsyncIterable[bytes], read_after: int | None = None
@@ -723,6 +706,9 @@ class StorageNode:
         return usage.free, usage.total
 
 
-def _place_each(files: Sequence[Staged]) -> None:
-    for staged in files:
-        staged.place()
+def _place_flushed(files: Sequence[Staged]) -> None:
+    """Put staged files in place, each flushed (there is no group commit); raises the first
+    failure, after the others are in place."""
+    failure = next((outcome for outcome in place_all(files) if outcome is not None), None)
+    if failure is not None:
+        raise failure

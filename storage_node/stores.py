@@ -9,7 +9,7 @@ a file and removing the volume entry it replaced.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from archive.hashing import check_name
@@ -156,20 +156,26 @@ class VolumeStore:
         unknown size)."""
         return self.files.writer(expected)
 
-    def stage_content(
-        self, name: str, data: bytes | memoryview, fsync: bool
-    ) -> PendingFile | VolumeEntry:
-        """Write a content received whole aside, verified, to be placed later."""
-        if len(data) <= self.small:
-            return self.volumes.stage(name, data)
-        pending = self.files.writer(name)
+    def stage_contents(
+        self, files: Sequence[tuple[str, bytes | memoryview]], fsync: bool
+    ) -> list[PendingFile | VolumeEntry]:
+        """Write contents received whole aside, verified, to be placed later: the small ones
+        appended to the volumes together, each larger one to a file of its own."""
+        staged: list[PendingFile | VolumeEntry] = list(
+            self.volumes.stage_many([(n, data) for n, data in files if len(data) <= self.small])
+        )
         try:
-            pending.write(data)
-            pending.seal(fsync=fsync)
+            for name, data in files:
+                if len(data) > self.small:
+                    pending = self.files.writer(name)
+                    staged.append(pending)
+                    pending.write(data)
+                    pending.seal(fsync=fsync)
         except BaseException:
-            pending.abort()
+            for entry in staged:
+                entry.abort()
             raise
-        return pending
+        return staged
 
     def stage_file(self, pending: PendingFile) -> PendingFile | VolumeEntry:
         """A received content file, or, when it is small, its bytes moved into a volume."""
@@ -192,12 +198,44 @@ class VolumeStore:
         to be placed later: a volume entry while it is small and has no file, else a file.
         `absent` says the caller knows it is not held as a file (no stat is needed to find out)."""
         size = len(data) if data is not None else os.stat(temp or "").st_size
-        if size <= self.small and (absent or not self.files.exists(name)):
-            if data is None:
-                assert temp is not None
-                data = temp.read_bytes()
-                temp.unlink()
-            return self.volumes.stage_verified(name, data)
+        if not self._kept_in_volume(name, size, absent):
+            return self._stage_file_version(name, data, temp)
+        if data is None:
+            assert temp is not None
+            data = temp.read_bytes()
+            temp.unlink()
+        return self.volumes.stage_verified(name, data)
+
+    def stage_versions(
+        self, files: Sequence[tuple[str, bytes]], absent: bool = False
+    ) -> list[StagedFile | VolumeEntry | _Graduation]:
+        """`stage_version` for the bytes of many files, in order; those kept in volumes are
+        appended together."""
+        small = [self._kept_in_volume(name, len(data), absent) for name, data in files]
+        entries = iter(
+            self.volumes.stage_many(
+                [file for file, is_small in zip(files, small, strict=True) if is_small],
+                verified=True,
+            )
+        )
+        staged: list[StagedFile | VolumeEntry | _Graduation] = []
+        try:
+            for (name, data), is_small in zip(files, small, strict=True):
+                staged.append(next(entries) if is_small else self._stage_file_version(name, data))
+        except BaseException:
+            for version in [*staged, *entries]:
+                version.abort()
+            raise
+        return staged
+
+    def _kept_in_volume(self, name: str, size: int, absent: bool) -> bool:
+        """Whether a version of a structure file goes to a volume: while it is small and the
+        file has no file of its own."""
+        return size <= self.small and (absent or not self.files.exists(name))
+
+    def _stage_file_version(
+        self, name: str, data: bytes | None, temp: Path | None = None
+    ) -> StagedFile | _Graduation:
         staged = self.files.stage(name, data, temp)
         if name in self.volumes:
             return _Graduation(staged, self.volumes, name)

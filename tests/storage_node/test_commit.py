@@ -1,13 +1,15 @@
 """The group commit: files of many concurrent writes put in place after shared flushes."""
 
 import asyncio
+import hashlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from storage_node.commit import GroupCommitter
+from storage_node.commit import GroupCommitter, place_all
+from storage_node.volumes import Volumes
 
 
 class Renamed:
@@ -57,3 +59,38 @@ async def test_a_call_with_no_files_returns_at_once(committer: GroupCommitter) -
     assert committer.batches == 0
     await committer.flush()
     assert committer.batches == 1
+
+
+def test_volume_entries_are_placed_together_and_each_file_gets_its_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good, bad = Volumes(tmp_path / "good"), Volumes(tmp_path / "bad")
+    placings: list[int] = []
+    real = Volumes.place_many
+
+    def place_many(volumes: Volumes, entries: list, sync: bool) -> None:
+        placings.append(len(entries))
+        if volumes is bad:
+            raise OSError("disk gone")
+        real(volumes, entries, sync)
+
+    monkeypatch.setattr(Volumes, "place_many", place_many)
+    datas = [b"one", b"two", b"three"]
+    kept = good.stage_many([(hashlib.sha256(d).hexdigest(), d) for d in datas])
+    (lost,) = bad.stage_many([(hashlib.sha256(b"four").hexdigest(), b"four")])
+    placed: list[str] = []
+    files = [kept[0], Renamed(placed, "file"), lost, kept[1], Renamed(placed, "x", fails=True)]
+    outcomes = place_all([*files, kept[2]])
+    assert sorted(placings) == [1, 3]  # one placing per store
+    assert [type(o).__name__ for o in outcomes] == [
+        "NoneType",
+        "NoneType",
+        "OSError",
+        "NoneType",
+        "OSError",
+        "NoneType",
+    ]
+    assert placed == ["file"]
+    assert all(entry.name in good for entry in kept) and lost.name not in bad
+    good.close()
+    bad.close()

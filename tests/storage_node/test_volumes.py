@@ -171,8 +171,8 @@ def test_a_crash_before_the_old_volume_is_deleted_loses_nothing(
 def test_the_content_store_keeps_large_contents_as_files(tmp_path: Path) -> None:
     store = VolumeStore(tmp_path, SMALL_CONTENT, mutable=False)
     small, large = os.urandom(1000), os.urandom(SMALL_CONTENT + 1)
-    for data in (small, large):
-        store.stage_content(sha(data), data, fsync=True).place()
+    for staged in store.stage_contents([(sha(large), large), (sha(small), small)], fsync=True):
+        staged.place()
     assert (tmp_path / sha(large)[:2] / sha(large)[2:4] / sha(large)).exists()
     assert not (tmp_path / sha(small)[:2]).exists()
     assert store.read_small(sha(small))[1] == small
@@ -259,3 +259,77 @@ def test_a_file_wins_over_a_volume_entry_a_crash_left_behind(tmp_path: Path) -> 
     assert store.delete(name) is True
     assert not store.exists(name)
     store.close()
+
+
+def _pwritev_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of pieces of each os.pwritev the volumes make, from now on."""
+    calls: list[int] = []
+    real = os.pwritev
+
+    def counted(fd: int, pieces: list[bytes], offset: int) -> int:
+        calls.append(len(pieces))
+        return real(fd, pieces, offset)
+
+    monkeypatch.setattr(volumes_module.os, "pwritev", counted)
+    return calls
+
+
+def test_a_batch_is_appended_with_a_write_for_many_files_and_read_back_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(volumes_module, "_FILES_A_WRITE", 4)
+    calls = _pwritev_calls(monkeypatch)
+    vols = Volumes(tmp_path)
+    payloads = [os.urandom(100 + n) for n in range(10)]
+    entries = vols.stage_many([(sha(data), data) for data in payloads])
+    assert [entry.name for entry in entries] == [sha(data) for data in payloads]
+    assert calls == [8, 8, 4]  # a head and the bytes of each file, 4 files a write
+    vols.place_many(entries, sync=True)
+    vols = reopen(vols)
+    for data in payloads:
+        span = vols.span(sha(data))
+        assert span is not None and span.read() == data
+    vols.close()
+
+
+def test_a_batch_with_one_wrong_file_writes_none_of_them(tmp_path: Path) -> None:
+    vols = Volumes(tmp_path)
+    good = b"as promised"
+    with pytest.raises(HashMismatch):
+        vols.stage_many([(sha(good), good), (sha(b"promised"), b"delivered")])
+    assert (tmp_path / "00000001.vol").stat().st_size == 0
+    vols.close()
+
+
+def test_a_batch_rolls_over_to_the_next_volume_where_one_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(volumes_module, "VOLUME_SIZE", 10_000)
+    vols = Volumes(tmp_path)
+    payloads = [os.urandom(3000) for _ in range(7)]
+    vols.place_many(vols.stage_many([(sha(data), data) for data in payloads]), sync=True)
+    vols = reopen(vols)
+    assert len(list(tmp_path.glob("*.vol"))) == 3
+    for data in payloads:
+        span = vols.span(sha(data))
+        assert span is not None and span.read() == data
+    vols.close()
+
+
+def test_placing_a_batch_keeps_the_first_content_and_the_last_structure_version(
+    tmp_path: Path,
+) -> None:
+    name = sha(b"content")
+    contents = Volumes(tmp_path / "contents")
+    first, second = contents.stage_many([(name, b"content"), (name, b"content")])
+    contents.place_many([first, second], sync=True)
+    span = contents.span(name)
+    assert span is not None and span.offset == first.offset
+    structures = Volumes(tmp_path / "structures", replace=True)
+    old, new = structures.stage_many([("ab" * 32, b"old"), ("ab" * 32, b"new")], verified=True)
+    structures.place_many([old, new], sync=True)
+    structures = reopen(structures)
+    span = structures.span("ab" * 32)
+    assert span is not None and span.read() == b"new"
+    contents.close()
+    structures.close()
