@@ -40,18 +40,23 @@ async def test_overlapping_batches_wait_and_disjoint_ones_do_not() -> None:
     await asyncio.gather(a, b, c)
 
 
+async def _c_behind_b_behind_a(
+    locks: NameLocks, log: list[str], release: dict[str, asyncio.Event]
+) -> list[asyncio.Task[None]]:
+    """a holds x; b waits for x and y; c wants only y, which is free, but b has reserved it."""
+    tasks = []
+    for tag, names in (("a", ["x"]), ("b", ["x", "y"]), ("c", ["y"])):
+        tasks.append(asyncio.create_task(_hold_until(locks, names, release[tag], log, tag)))
+        await _settle()
+    assert log == ["a in"]
+    return tasks
+
+
 async def test_a_waiting_batch_is_not_overtaken_by_a_later_one_on_its_names() -> None:
     locks = NameLocks()
     log: list[str] = []
     release = {tag: asyncio.Event() for tag in "abc"}
-    a = asyncio.create_task(_hold_until(locks, ["x"], release["a"], log, "a"))
-    await _settle()
-    # b waits for x; c wants only y, which is free, but b has reserved it.
-    b = asyncio.create_task(_hold_until(locks, ["x", "y"], release["b"], log, "b"))
-    await _settle()
-    c = asyncio.create_task(_hold_until(locks, ["y"], release["c"], log, "c"))
-    await _settle()
-    assert log == ["a in"]
+    a, b, c = await _c_behind_b_behind_a(locks, log, release)
     release["a"].set()
     await _settle()
     assert log == ["a in", "a out", "b in"]
@@ -75,13 +80,7 @@ async def test_a_waiter_cancelled_gives_up_its_reservation() -> None:
     locks = NameLocks()
     log: list[str] = []
     release = {tag: asyncio.Event() for tag in "abc"}
-    a = asyncio.create_task(_hold_until(locks, ["x"], release["a"], log, "a"))
-    await _settle()
-    b = asyncio.create_task(_hold_until(locks, ["x", "y"], release["b"], log, "b"))
-    await _settle()
-    c = asyncio.create_task(_hold_until(locks, ["y"], release["c"], log, "c"))
-    await _settle()
-    assert log == ["a in"]
+    a, b, c = await _c_behind_b_behind_a(locks, log, release)
     b.cancel()
     await _settle()
     assert log == ["a in", "c in"]
