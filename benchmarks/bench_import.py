@@ -58,6 +58,7 @@ from bench_tools import (  # noqa: E402
     run_benchmark,
 )
 
+from archive.cli import positive_int  # noqa: E402
 from archive.config import load_config  # noqa: E402
 from archive.store import sync_filesystem  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
@@ -414,7 +415,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 responses instead of 5,000")
     parser.add_argument("--records", type=int, default=None, help="responses in the WARC")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds, best kept (5)")
+    parser.add_argument("--rounds", type=positive_int, default=None, help="rounds, best kept (5)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the WARC's contents")
     parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -422,8 +423,6 @@ def main() -> int:
     args = parser.parse_args()
     args.records = args.records or (1_000 if args.quick else 5_000)
     args.rounds = args.rounds or (2 if args.quick else 5)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
     outcome = run_benchmark(args, run, show, "cluster stopped and files removed")
     return outcome if isinstance(outcome, int) else 0
 

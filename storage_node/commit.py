@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
 from archive.store import sync_filesystem
 
@@ -20,7 +20,8 @@ from .volumes import VolumeEntry, Volumes
 
 
 class Staged(Protocol):
-    """A file written aside without fsync (a PendingFile or a StagedFile), to be put in place."""
+    """A file written aside without fsync (a PendingFile, a StagedFile or a VolumeEntry), to be
+    put in place."""
 
     def place(self, sync_dir: bool = True) -> None: ...
 
@@ -37,20 +38,20 @@ def place_all(files: Sequence[Staged], sync_dir: bool = True) -> list[BaseExcept
     """Put staged files in place; the outcome of each, in order. The entries of one store's
     volumes are placed together: one write of their index records, not one each."""
     outcomes: list[BaseException | None] = [None] * len(files)
-    entries: dict[Volumes, list[int]] = {}
+    entries: dict[Volumes, list[tuple[int, VolumeEntry]]] = {}
     for index, pending in enumerate(files):
         if isinstance(pending, VolumeEntry):
-            entries.setdefault(pending.volumes, []).append(index)
+            entries.setdefault(pending.volumes, []).append((index, pending))
             continue
         try:
             pending.place(sync_dir=sync_dir)
         except OSError as exc:
             outcomes[index] = exc
-    for volumes, indexes in entries.items():
+    for volumes, indexed in entries.items():
         try:
-            volumes.place_many([cast(VolumeEntry, files[i]) for i in indexes], sync=sync_dir)
+            volumes.place_many([entry for _, entry in indexed], sync=sync_dir)
         except OSError as exc:
-            for index in indexes:
+            for index, _ in indexed:
                 outcomes[index] = exc
     return outcomes
 

@@ -79,9 +79,10 @@ async def _import(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     total = sum(p.stat().st_size for p in paths)
     started = time.monotonic()
+    reading = BatchReader(paths, args.max_record_size).start()
+    # Set where nothing can fail before the `try` that puts it back.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(IMPORT_SWITCH_INTERVAL)
-    reading = BatchReader(paths, args.max_record_size).start()
     progress: _Progress | None = None
     try:
         # Loaded once the reading began (the bar and the network modules take a tenth of a second).

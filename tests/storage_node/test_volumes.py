@@ -18,7 +18,7 @@ def sha(data: bytes) -> str:
 
 def put(vols: Volumes, data: bytes, sync: bool = True) -> str:
     name = sha(data)
-    vols.stage(name, data).place(sync_dir=sync)
+    vols.stage_many([(name, data)])[0].place(sync_dir=sync)
     return name
 
 
@@ -47,7 +47,7 @@ def test_contents_are_read_back_after_a_restart(tmp_path: Path) -> None:
 def test_wrong_bytes_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     vols = Volumes(tmp_path)
     with pytest.raises(HashMismatch, match="hash to"):
-        vols.stage(sha(b"promised"), b"delivered")
+        vols.stage_many([(sha(b"promised"), b"delivered")])
     assert sha(b"promised") not in vols
     assert (tmp_path / "00000001.vol").stat().st_size == 0
     vols.close()
@@ -57,7 +57,7 @@ def test_bytes_staged_but_never_placed_are_not_held_after_a_crash(tmp_path: Path
     vols = Volumes(tmp_path)
     kept = put(vols, b"placed")
     lost = sha(b"staged only")
-    vols.stage(lost, b"staged only")
+    vols.stage_many([(lost, b"staged only")])
     assert lost not in vols
     vols = reopen(vols)
     assert kept in vols and lost not in vols
@@ -120,7 +120,7 @@ def test_full_volumes_roll_over(
         vols.place_many(vols.stage_many(list(zip(names, payloads, strict=True))), sync=False)
     else:
         for name, data in zip(names, payloads, strict=True):
-            vols.stage(name, data).place(sync_dir=False)
+            vols.stage_many([(name, data)])[0].place(sync_dir=False)
     vols = reopen(vols)
     assert len(list(tmp_path.glob("*.vol"))) == 4
     assert all((tmp_path / f"{n:08d}.vol").stat().st_size <= 10_000 for n in (1, 2, 3))
