@@ -61,6 +61,7 @@ class RecordFlag(enum.IntFlag):
     TRUNCATED = 1  # the capture was cut short (size limit, time limit, connection lost)
     IMPORTED = 2  # came from a WARC file rather than from our crawler
     SYNTHETIC_HEADERS = 4  # the header block was made up (a WARC resource record has none)
+    BUNDLED = 8  # a side record kept in a bundle: the metadata field gives its slice
 
 
 class Mode(enum.StrEnum):

@@ -24,6 +24,7 @@ from ..inserting import InsertQueue
 from ..structure import RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time
 from .batches import BatchReader, discard_all
+from .bundles import Bundle, Bundler, slice_field
 from .digests import Digest, sha256_digest
 from .reader import Ignored, Item, Problem, SourceRecord
 
@@ -116,6 +117,7 @@ class Importer:
         self.report = report or (lambda line: print(line, file=sys.stderr))
         self.summary = ImportSummary()
         self.originals: dict[Digest, Original] = {}
+        self.bundler = Bundler()
         # Called after each batch is inserted, with the bytes of the files imported so far.
         self.on_batch: Callable[[int, ImportSummary], None] | None = None
 
@@ -126,7 +128,7 @@ class Importer:
         pending: list[_Pending] = []
         try:
             while (batch := await reading.next()) is not None:
-                captures, bodies = self._captures(batch.items, pending)
+                captures, bodies = self._captures(batch.items, pending, batch.end_of is not None)
                 await inserts.put(
                     captures, _body_of(bodies), functools.partial(discard_all, batch.items)
                 )
@@ -150,10 +152,11 @@ class Importer:
     # -- the event loop --------------------------------------------------------------------------
 
     def _captures(
-        self, items: list[Item], pending: list[_Pending]
+        self, items: list[Item], pending: list[_Pending], end_of_file: bool
     ) -> tuple[list[NewCapture], dict[str, bytes | Path]]:
-        """The captures a batch becomes and the bodies they name; problems are reported and
-        revisits of an original not read yet are kept in `pending`."""
+        """The captures a batch becomes and the bodies they name; problems are reported,
+        revisits of an original not read yet are kept in `pending`, and side records wait for
+        their bundle to close (at the latest at the end of the file)."""
         captures: list[NewCapture] = []
         bodies: dict[str, bytes | Path] = {}
         for item in items:
@@ -161,11 +164,45 @@ class Importer:
                 self._problem(item)
             elif isinstance(item, Ignored):
                 self.summary.ignored[item.reason if item.type != "warcinfo" else "warcinfo"] += 1
+            elif self.bundler.takes(item):
+                self._count(item)
+                self._bundled(self.bundler.add(item), captures, bodies)
             else:
                 capture = self._capture(item, bodies, pending)
                 if capture is not None:
                     captures.append(capture)
+        if end_of_file:
+            self._bundled(self.bundler.close(), captures, bodies)
         return captures, bodies
+
+    def _count(self, record: SourceRecord) -> None:
+        self.summary.read_bytes += record.read_bytes
+        self.summary.records[record.type] += 1
+
+    @staticmethod
+    def _bundled(
+        bundle: Bundle | None, captures: list[NewCapture], bodies: dict[str, bytes | Path]
+    ) -> None:
+        """The captures of the records of a closed bundle, and the bundle as their content."""
+        if bundle is None:
+            return
+        bodies[bundle.name] = bundle.body
+        for record, start, length in bundle.records:
+            kind = RecordKind.REQUEST if record.type == "request" else RecordKind.METADATA
+            captures.append(
+                NewCapture(
+                    url=record.uri,
+                    time=record.time,
+                    content=bundle.name,
+                    header=bundle.name,
+                    status=record.status,
+                    size=len(bundle.body),
+                    header_size=0,
+                    kind=kind.name.lower(),
+                    flags=int(RecordFlag.IMPORTED | RecordFlag.BUNDLED),
+                    offset=slice_field(start, length),
+                )
+            )
 
     def _problem(self, problem: Problem) -> None:
         self.summary.problems.append(problem)
@@ -176,8 +213,8 @@ class Importer:
     ) -> NewCapture | None:
         """The capture a record becomes (None for a revisit resolved later); its bodies go in
         `bodies`."""
-        self.summary.read_bytes += record.read_bytes
         if record.type == "revisit":
+            self.summary.read_bytes += record.read_bytes
             digest = record.payload_digest
             original = self.originals.get(digest) if digest is not None else None
             if original is None:
@@ -185,7 +222,7 @@ class Importer:
                 return None
             self.summary.records["revisit"] += 1
             return self._revisit(record, original, bodies)
-        self.summary.records[record.type] += 1
+        self._count(record)
         content = record.body.name
         bodies[content] = record.body.body()
         kind, flags, status = RecordKind.RESPONSE, RecordFlag.IMPORTED, record.status

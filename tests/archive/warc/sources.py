@@ -12,6 +12,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -287,6 +288,20 @@ def warcio_file(directory: Path) -> Source:
 
 
 CONTENT_TYPES = {"resource": "text/plain", "metadata": "application/warc-fields"}
+
+
+def exchanges_file(directory: Path, name: str, first: int, count: int) -> Source:
+    """`count` responses with their requests, one a second from 2024-03-01 (number `first` on)."""
+    path = directory / name
+    entries: list[Entry] = []
+    start = datetime(2024, 3, 1, tzinfo=UTC)
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        for number in range(first, first + count):
+            date = (start + timedelta(seconds=number)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            url = f"{WARCIO_HOST}/many/{number}"
+            entries += _write_exchange(writer, url, date, _html(f"Page {number}"))
+    return Source(path, entries)
 
 
 def _write_block(writer: WARCWriter, rec_type: str, url: str, date: str, block: bytes) -> Entry:

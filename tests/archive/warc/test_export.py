@@ -179,6 +179,22 @@ async def test_export_chooses_by_url_prefix_and_dates(cluster_factory, tmp_path)
     assert {r.type for r in window} >= {"resource", "metadata", "response"}
 
 
+async def test_export_writes_back_each_request_of_the_bundles(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    # 600 requests in bundles of up to a few hundred: bundles span the export's fetch chunks.
+    source = sources.exchanges_file(tmp_path, "many.warc.gz", 0, 600)
+    assert dlweb("import", "-c", str(cluster.config_path), str(source.path)).returncode == 0
+    written = export(cluster.config_path, tmp_path / "many-out.warc.gz")
+    requests = by_url_and_time(written, "request")
+    responses = by_url_and_time(written, "response")
+    sent = [e for e in source.entries if e.type == "request"]
+    assert len(requests) == len(sent) == 600
+    for entry in sent:
+        key = (entry.url, parse_time(entry.date))
+        assert requests[key].block == entry.header_block
+        assert requests[key].fields["WARC-Concurrent-To"] == responses[key].fields["WARC-Record-ID"]
+
+
 def test_export_refuses_bad_options_and_leaves_nothing(cluster_factory, tmp_path):
     cluster = cluster_factory(nodes=1, replicas=1)
     config = str(cluster.config_path)

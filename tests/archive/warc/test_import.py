@@ -18,11 +18,13 @@ from archive.errors import NotFound
 from archive.structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from archive.warc.bundles import bundled_body
 from archive.warc.reader import split_kept
 from archive.warc.spool import SPOOL_IN_MEMORY
 
 from . import sources
 from .conftest import COMMAND_TIMEOUT, dlweb
+from .records import bundle_all, requests_in
 from .site import PAGES, TestSite
 
 
@@ -121,16 +123,52 @@ async def test_every_record_type_and_revisit_of_a_warcio_file(cluster_factory, t
         kinds = {c.kind: c for c in records if c.kind not in REPLAYED_KINDS}
         assert set(kinds) == {RecordKind.REQUEST, RecordKind.METADATA}
         assert all(c.kind in REPLAYED_KINDS for c in await client.captures(meta.url))
-        fields, block = split_kept(await client.get_content(kinds[RecordKind.METADATA].content))
+        stored = kinds[RecordKind.METADATA]
+        assert stored.flags & RecordFlag.BUNDLED
+        fields, block = split_kept(bundled_body(stored, await client.get_content(stored.content)))
         assert block == meta.payload
         assert ("Content-Type", "application/warc-fields") in fields
-        fields, block = split_kept(await client.get_content(kinds[RecordKind.REQUEST].content))
+        stored = kinds[RecordKind.REQUEST]
+        fields, block = split_kept(bundled_body(stored, await client.get_content(stored.content)))
         assert block.startswith(b"GET /a HTTP/1.1\r\n")
         # Lookups never meet the records kept for export.
         assert (await client.closest(meta.url, parse_time(meta.date))).capture.kind in (
             RecordKind.RESPONSE,
             RecordKind.REVISIT,
         )
+
+
+async def test_request_records_go_in_bundles_that_the_same_records_always_make(
+    cluster_factory, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    # 1,200 exchanges: the bundles span the import's batches of 1,000 records.
+    first = sources.exchanges_file(tmp_path, "first.warc.gz", 0, 1_200)
+    summary = import_ok(cluster.config_path, first.path)
+    first_bundles = bundle_all(requests_in(first.path, tmp_path))
+    responses = [e for e in first.entries if e.type == "response"]
+    contents = {sha(e.payload) for e in responses} | {sha(e.header_block) for e in responses}
+    assert f"{len(contents) + len(first_bundles):,} new contents" in summary
+    again = import_ok(cluster.config_path, first.path)
+    assert "0 new captures" in again and "0 new contents" in again
+
+    # The same records in a file joined from two: only those bundled across the join are new.
+    second = sources.exchanges_file(tmp_path, "second.warc.gz", 1_200, 300)
+    import_ok(cluster.config_path, second.path)
+    joined = tmp_path / "joined.warc.gz"
+    joined.write_bytes(first.path.read_bytes() + second.path.read_bytes())
+    apart = {b.name for b in first_bundles + bundle_all(requests_in(second.path, tmp_path))}
+    across = [b for b in bundle_all(requests_in(joined, tmp_path)) if b.name not in apart]
+    new = sum(len(b.records) for b in across)
+    assert len(across) == 1 and new < 1_500 // 2
+    assert f"{new:,} new captures" in import_ok(cluster.config_path, joined)
+
+    async with ClusterClient(cluster.config) as client:
+        for entry in [e for e in first.entries + second.entries if e.type == "request"][::50]:
+            _, records = await client.read_structure(structure_name(entry.url))
+            request = next(r for r in records if r.kind is RecordKind.REQUEST)
+            stored = bundled_body(request, await client.get_content(request.content))
+            assert split_kept(stored)[1] == entry.header_block
 
 
 async def test_revisits_of_originals_already_in_the_archive(cluster_factory, tmp_path):
