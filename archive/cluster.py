@@ -482,7 +482,7 @@ class ClusterClient:
 
     async def get_content(self, name: str) -> bytes:
         """A content's bytes, verified against its name, from the first holder that serves them."""
-        if self.cache is not None and (kept := self.cache.contents.get(name)) is not None:
+        if (kept := self._kept(name)) is not None:
             return kept
         problems = []
         async for address in self._holders("content", name):
@@ -496,8 +496,7 @@ class ClusterClient:
                 problems.append(f"{address}: {failure(exc, self.peer_silence)}")
                 continue
             if hashlib.sha256(data).hexdigest() == name:
-                if self.cache is not None and len(data) <= SMALL_CONTENT:
-                    self.cache.contents.put(name, data, len(data))
+                self._keep(name, data)
                 return data
             problems.append(f"{address} served bytes of another hash")
         if not problems:
@@ -510,16 +509,30 @@ class ClusterClient:
         """The bytes of the contents of `names` that the storage nodes send in packs (those of
         at most pack.MAX_PACKED bytes), verified: one request a node for up to pack.MAX_NAMES
         names, each node asked only for what the ones before it did not send. The caller reads
-        the others alone (`get_content`), so that large ones never wait in memory together."""
+        the others alone (`get_content`), so that large ones never wait in memory together.
+        Like `get_content`, it takes what the client's cache holds and keeps what it reads."""
         wanted = list(dict.fromkeys(check_name(name) for name in names))
-        got: dict[str, bytes] = {}
+        got = {name: kept for name in wanted if (kept := self._kept(name)) is not None}
         for node in await self._storage_nodes():
             missing = [name for name in wanted if name not in got]
             if not missing:
                 break
             for start in range(0, len(missing), pack.MAX_NAMES):
-                got.update(await self._read_pack(node, missing[start : start + pack.MAX_NAMES]))
+                read = await self._read_pack(node, missing[start : start + pack.MAX_NAMES])
+                for name, data in read.items():
+                    self._keep(name, data)
+                got.update(read)
         return got
+
+    def _kept(self, name: str) -> bytes | None:
+        """A content's bytes from the client's cache, if it has one that holds them."""
+        return self.cache.contents.get(name) if self.cache is not None else None
+
+    def _keep(self, name: str, data: bytes) -> None:
+        """Keep a verified content in the client's cache, if it has one and the content is
+        small."""
+        if self.cache is not None and len(data) <= SMALL_CONTENT:
+            self.cache.contents.put(name, data, len(data))
 
     async def _storage_nodes(self) -> list[str]:
         """The addresses of the connected storage nodes, those holding the most files first, as

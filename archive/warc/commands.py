@@ -138,11 +138,14 @@ async def _export(args: argparse.Namespace) -> int:
         raise DlwebError("--from is later than --to")
     config = load_config(args.config)
     bar = _terminal_bar(unit=" records", desc="exporting")
+    from ..cache import ReadCache
     from ..cluster import ClusterClient  # here: every other command would load aiohttp for it
     from .exporter import Selection, export_warc
 
     progress = functools.partial(_show_export, bar) if bar is not None else None
-    async with ClusterClient(config) as client:
+    # The cache keeps the small contents read lately: a bundle of request records is read once,
+    # though its records are written among other captures, in time order.
+    async with ClusterClient(config, cache=ReadCache()) as client:
         try:
             summary = await export_warc(
                 client, out, Selection(args.url_prefix, args.start, args.end), progress

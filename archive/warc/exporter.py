@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..cache import Lru
 from ..cluster import ClusterClient
 from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, parse_header_block
@@ -39,11 +38,9 @@ from .writer import (
 
 READS_IN_FLIGHT = 16
 # Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
-# the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory.
+# the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory,
+# besides what the client's cache keeps (`dlweb export` gives it one, for bundles read again).
 FETCH_CHUNK = 128
-# Bundles of side records kept across chunks: a bundle's records are near each other in time,
-# but captures of other imports can come between them.
-BUNDLES_KEPT = 16 * 1024 * 1024
 COMPRESSORS = 2
 COMPRESSING_AHEAD = 8
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
@@ -203,18 +200,12 @@ async def _write_entries(
     compressing = ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="dlweb-gzip")
     compressed: deque[asyncio.Future[bytes]] = deque()
     chunks = [plans[start : start + FETCH_CHUNK] for start in range(0, len(plans), FETCH_CHUNK)]
-    bundles: Lru[str, bytes] = Lru(BUNDLES_KEPT)
     done = 0
 
     def fetch(chunk: list[_Plan]) -> asyncio.Task[dict[str, bytes]]:
-        names = [name for plan in chunk for name in plan.names if bundles.get(name) is None]
-        return asyncio.ensure_future(client.get_small_contents(names))
-
-    async def content_of(name: str, contents: dict[str, bytes]) -> bytes:
-        found = contents.get(name)
-        if found is None:
-            found = bundles.get(name)
-        return found if found is not None else await client.get_content(name)
+        return asyncio.ensure_future(
+            client.get_small_contents([name for plan in chunk for name in plan.names])
+        )
 
     async def write_compressed(left: int) -> None:
         nonlocal done
@@ -229,17 +220,13 @@ async def _write_entries(
         for index, chunk in enumerate(chunks):
             assert fetching is not None
             contents = await fetching
-            for plan in chunk:
-                capture = plan.entry.capture
-                bundle = (
-                    contents.get(capture.content) if capture.flags & RecordFlag.BUNDLED else None
-                )
-                if bundle is not None:
-                    bundles.put(capture.content, bundle, len(bundle))
             # The next chunk's contents come while this one is written.
             fetching = fetch(chunks[index + 1]) if index + 1 < len(chunks) else None
             for plan in chunk:
-                parts = [await content_of(name, contents) for name in plan.names]
+                parts = [
+                    contents[name] if name in contents else await client.get_content(name)
+                    for name in plan.names
+                ]
                 rec_type, record = _record_of(plan, parts, firsts, responses)
                 summary.records[rec_type] += 1
                 compressed.append(loop.run_in_executor(compressing, compress, record))

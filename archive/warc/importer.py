@@ -164,20 +164,16 @@ class Importer:
                 self._problem(item)
             elif isinstance(item, Ignored):
                 self.summary.ignored[item.reason if item.type != "warcinfo" else "warcinfo"] += 1
-            elif self.bundler.takes(item):
-                self._count(item)
-                self._bundled(self.bundler.add(item), captures, bodies)
             else:
-                capture = self._capture(item, bodies, pending)
-                if capture is not None:
+                self.summary.read_bytes += item.read_bytes
+                if self.bundler.takes(item):
+                    self.summary.records[item.type] += 1
+                    self._bundled(self.bundler.add(item), captures, bodies)
+                elif (capture := self._capture(item, bodies, pending)) is not None:
                     captures.append(capture)
         if end_of_file:
             self._bundled(self.bundler.close(), captures, bodies)
         return captures, bodies
-
-    def _count(self, record: SourceRecord) -> None:
-        self.summary.read_bytes += record.read_bytes
-        self.summary.records[record.type] += 1
 
     @staticmethod
     def _bundled(
@@ -188,7 +184,6 @@ class Importer:
             return
         bodies[bundle.name] = bundle.body
         for record, start, length in bundle.records:
-            kind = RecordKind.REQUEST if record.type == "request" else RecordKind.METADATA
             captures.append(
                 NewCapture(
                     url=record.uri,
@@ -198,7 +193,7 @@ class Importer:
                     status=record.status,
                     size=len(bundle.body),
                     header_size=0,
-                    kind=kind.name.lower(),
+                    kind=record.type,
                     flags=int(RecordFlag.IMPORTED | RecordFlag.BUNDLED),
                     offset=slice_field(start, length),
                 )
@@ -214,7 +209,6 @@ class Importer:
         """The capture a record becomes (None for a revisit resolved later); its bodies go in
         `bodies`."""
         if record.type == "revisit":
-            self.summary.read_bytes += record.read_bytes
             digest = record.payload_digest
             original = self.originals.get(digest) if digest is not None else None
             if original is None:
@@ -222,7 +216,7 @@ class Importer:
                 return None
             self.summary.records["revisit"] += 1
             return self._revisit(record, original, bodies)
-        self._count(record)
+        self.summary.records[record.type] += 1
         content = record.body.name
         bodies[content] = record.body.body()
         kind, flags, status = RecordKind.RESPONSE, RecordFlag.IMPORTED, record.status

@@ -15,8 +15,11 @@ from warcio.bufferedreaders import ChunkedDataReader
 from warcio.warcwriter import WARCWriter
 
 from archive import pack
+from archive.cache import ReadCache
 from archive.cluster import ClusterClient
+from archive.structure import RecordFlag
 from archive.timestamps import parse_time
+from archive.urlkey import structure_name
 
 from . import sources
 from .conftest import dlweb
@@ -193,6 +196,15 @@ async def test_export_writes_back_each_request_of_the_bundles(cluster_factory, t
         key = (entry.url, parse_time(entry.date))
         assert requests[key].block == entry.header_block
         assert requests[key].fields["WARC-Concurrent-To"] == responses[key].fields["WARC-Record-ID"]
+
+    # A bundle is read once by a client with a cache (as `dlweb export` has), then kept.
+    async with ClusterClient(cluster.config, cache=ReadCache()) as client:
+        home = await client.read_structure(structure_name(sent[0].url))
+        bundle = next(c.content for c in home[1] if c.flags & RecordFlag.BUNDLED)
+        first = await client.get_small_contents([bundle])
+        for node in cluster.nodes.values():
+            node.stop()
+        assert await client.get_small_contents([bundle]) == first and bundle in first
 
 
 def test_export_refuses_bad_options_and_leaves_nothing(cluster_factory, tmp_path):
