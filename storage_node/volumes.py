@@ -139,21 +139,16 @@ class VolumeEntry:
     """A file whose bytes are appended to a volume and not yet flushed or indexed."""
 
     def __init__(self, volumes: "Volumes", name: str, volume: _Volume, offset: int, size: int):
-        self._volumes = volumes
+        self.volumes = volumes  # the store it is staged in, which places many entries together
         self.name = name
         self.size = size
         self.volume = volume
         self.offset = offset
 
-    @property
-    def volumes(self) -> "Volumes":
-        """The store it is staged in (whose `place_many` places many entries together)."""
-        return self._volumes
-
     def place(self, sync_dir: bool = True) -> None:
         """Write the index record; with `sync_dir` False the caller has flushed the bytes and
         flushes the record later."""
-        self._volumes.place_many([self], sync=sync_dir)
+        self.volumes.place_many([self], sync=sync_dir)
 
     def abort(self) -> None:
         """Nothing to undo: bytes with no index record are unused space."""

@@ -3,9 +3,10 @@
 A crawl's WARC file holds a request record beside nearly every response. Each is small (about
 half a kilobyte), unique (the WARC fields kept with it hold its URL and date, so it never
 deduplicates) and read only by an export; stored one content each, they were a third of an
-import's contents and cost as much to place, index and inventory as the payloads. So consecutive small side records go
-into one content, a bundle, and each one's structure record names the bundle, with the bundled
-flag, and its slice of it in the metadata field (`slice_field`).
+import's contents and cost as much to place, index and inventory as the payloads. So
+consecutive small side records go into one content, a bundle, and each one's structure record
+names the bundle, with the bundled flag, and its slice of it in the metadata field
+(`slice_field`).
 
 Where a bundle ends depends only on the records: after a record whose SHA-256 starts with a
 multiple of BOUNDARY (64 records on average), at BUNDLE_RECORDS records or BUNDLE_BYTES bytes,

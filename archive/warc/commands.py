@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import collector
+from ..cache import ReadCache
 from ..config import load_config
 from ..errors import DlwebError
 from ..timestamps import BadTime, parse_time
@@ -138,7 +139,6 @@ async def _export(args: argparse.Namespace) -> int:
         raise DlwebError("--from is later than --to")
     config = load_config(args.config)
     bar = _terminal_bar(unit=" records", desc="exporting")
-    from ..cache import ReadCache
     from ..cluster import ClusterClient  # here: every other command would load aiohttp for it
     from .exporter import Selection, export_warc
 
