@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 import os
 import struct
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import xxhash
 
+from .atomic import atomic_file
 from .errors import CorruptFile, NotFound
 from .hashing import check_name
 
@@ -342,20 +342,6 @@ def _corrupt(path: Path, what: str) -> CorruptFile:
 
 
 def _write_atomically(path: Path, parts: Iterable[bytes | memoryview]) -> None:
-    """Write a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder."""
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                out.write(part)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    with atomic_file(path) as out:
+        for part in parts:
+            out.write(part)

@@ -4,7 +4,7 @@ import hashlib
 import re
 from collections.abc import AsyncIterable, Iterable
 
-from .errors import BadName
+from .errors import BadName, HashMismatch
 
 NAME_LENGTH = 64
 _NAME_RE = re.compile(r"[0-9a-f]{64}")
@@ -40,3 +40,28 @@ async def sha256_of_async_chunks(chunks: AsyncIterable[bytes]) -> str:
     async for chunk in chunks:
         h.update(chunk)
     return h.hexdigest()
+
+
+class HeldBackCheck:
+    """Checks a content's bytes against its name as they pass, one piece behind: each piece is
+    given on when the next arrives, and the last only once the whole hashes to the name, so a
+    reader of a damaged copy never receives all of it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._digest = hashlib.sha256()
+        self._held = b""
+
+    def feed(self, piece: bytes) -> bytes:
+        """Take a piece; give the one before it."""
+        self._digest.update(piece)
+        given, self._held = self._held, piece
+        return given
+
+    def finish(self) -> bytes:
+        """The last piece, when every byte hashes to the name; HashMismatch otherwise."""
+        actual = self._digest.hexdigest()
+        if actual != self.name:
+            raise HashMismatch(f"content {self.name}: the bytes hash to {actual}")
+        given, self._held = self._held, b""
+        return given

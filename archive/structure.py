@@ -46,6 +46,10 @@ class RecordKind(enum.IntEnum):
     # Kept so that a WARC export can write them again; never replayed: lookups pass over them.
     REQUEST = 5
     METADATA = 6
+    # In the structure file of a URL up to its `?`: the URL of the same path with a query whose
+    # structure file is named by the record's content field, first captured at the record's
+    # time. Fuzzy lookup finds a URL's variants by these; never replayed.
+    VARIANT = 7
 
 
 # The kinds by their names (a capture sent as JSON spells them in lower case).

@@ -17,7 +17,7 @@ from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl, structure_name
 
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
-from .scrub import ScrubRunning, scrub
+from .scrub import ScrubRunning, content_fault, scrub
 from .sendfile import send_file
 from .stores import SMALL_CONTENT, VolumeStore
 
@@ -133,6 +133,17 @@ async def _send_stored(
     if data is not None:
         return web.Response(body=data, headers=headers)
     return await send_file(request, span.path, headers, request.app[NODE].executor)
+
+
+async def check_content(request: web.Request) -> web.Response:
+    """Re-hash one content now, as a scrub would: a reader that got bytes of another hash from
+    this node asks; a bad copy is quarantined (the master then repairs it from another)."""
+    name = _name(request)
+    try:
+        problem = await request.app[NODE].check_file(CONTENT, name, content_fault)
+    except FileNotFoundError:
+        raise NotFound(f"content {name} is not on this node") from None
+    return _json({"name": name, "bad": problem is not None, "reason": problem})
 
 
 async def post_pack(request: web.Request) -> web.StreamResponse:
@@ -443,6 +454,7 @@ def build_app(
     app.router.add_get("/content/{name}", get_content)
     app.router.add_put("/content/{name}", put_content)
     app.router.add_delete("/content/{name}", delete_file)
+    app.router.add_post("/content/{name}/check", check_content)
     app.router.add_get("/structure/{name}", get_structure)
     app.router.add_post("/structure/{name}", append_structure)
     app.router.add_put("/structure/{name}", put_structure)

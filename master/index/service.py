@@ -29,6 +29,8 @@ from archive.hip import (
     hip_url,
     name_list,
 )
+from archive.urlkey import structure_name
+from archive.variants import path_of, variant_record
 
 from .captures import MAX_CAPTURES, Incoming, parse_captures
 from .contents import ContentIndex
@@ -105,6 +107,23 @@ def _identity(data: Path) -> str:
 
 def _records(items: list[Incoming]) -> list[dict[str, object]]:
     return [item.capture.to_json() for item in items]
+
+
+def _variants(
+    groups: dict[str, list[Incoming]], results: dict[str, tuple[int, bool]]
+) -> dict[str, list[Incoming]]:
+    """The variant records of the structure files just created for URLs with a query, grouped
+    by the structure file of their path."""
+    variants: dict[str, list[Incoming]] = {}
+    for name, (_, created) in results.items():
+        first = groups[name][0]
+        path = path_of(first.url) if created else None
+        if path is None:
+            continue
+        when = min(item.capture.time for item in groups[name])
+        incoming = Incoming(path, structure_name(path), variant_record(name, when), 0, 0)
+        variants.setdefault(incoming.structure, []).append(incoming)
+    return variants
 
 
 def _deadline() -> float:
@@ -287,7 +306,23 @@ class IndexNode:
     async def _append_batch(
         self, groups: dict[str, list[Incoming]], refs: Mapping[str, int], known: set[str]
     ) -> int:
-        """Append an insert's records to their structure files; the records added."""
+        """Append an insert's records to their structure files, then the variant records of
+        the files it created for URLs with a query; the records added."""
+        results = await self._append_groups(groups)
+        variants = _variants(groups, results)
+        if variants:
+            await self._append_groups(variants)
+        self._count_refs(refs, known)
+        added = sum(added for added, _ in results.values())
+        self.stats["captures"] += sum(len(items) for items in groups.values())
+        self.stats["records_added"] += added
+        return added
+
+    async def _append_groups(
+        self, groups: dict[str, list[Incoming]]
+    ) -> dict[str, tuple[int, bool]]:
+        """Append records to their structure files, claimed first where not known; each file's
+        records added and whether it was created."""
         where = {name: self.claims[name] for name in groups if name in self.claims}
         unclaimed = [name for name in groups if name not in where]
         if unclaimed:
@@ -303,11 +338,7 @@ class IndexNode:
         changed = [name for name, (added, created) in results.items() if added and not created]
         if changed:
             await self._tell_master("structure.changed", {"names": changed})
-        self._count_refs(refs, known)
-        added = sum(added for added, _ in results.values())
-        self.stats["captures"] += sum(len(items) for items in groups.values())
-        self.stats["records_added"] += added
-        return added
+        return results
 
     def _spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
         """Run `work` on its own, cancelled when the index node stops."""
