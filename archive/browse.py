@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .atomic import atomic_file
 from .config import load_config
 from .timestamps import BadTime, format_iso, parse_time
 
@@ -24,22 +25,31 @@ def _time(text: str) -> int:
 
 async def _get(args: argparse.Namespace) -> int:
     from .cluster import ClusterClient  # here: every other command would load aiohttp for it
+    from .reading import Asked, CaptureReader
 
     at = args.at if args.at is not None else time.time_ns() // 1000
     async with ClusterClient(load_config(args.config)) as client:
-        found = await client.closest(args.url, at, args.mode)
-        body = await client.get_content(found.capture.content)
-        header = await client.get_header_block(found.capture.header) if args.headers else b""
-    print(
-        f"capture of {format_iso(found.capture.time)}, status {found.capture.status},"
-        f" {len(body)} bytes",
-        file=sys.stderr,
-    )
-    if args.out is not None:
-        args.out.write_bytes(header + body)
-    else:
-        sys.stdout.buffer.write(header + body)
-        sys.stdout.buffer.flush()
+        reader = CaptureReader(client)
+        if args.mode == "closest":
+            reading = await reader.read(Asked(args.url, at))
+        else:
+            reading = await reader.read_at(args.url, at, args.mode)
+        print(
+            f"capture of {format_iso(reading.capture.time)}, status {reading.capture.status},"
+            f" {reading.size} bytes" + (f" (fuzzy match: {reading.key})" if reading.fuzzy else ""),
+            file=sys.stderr,
+        )
+        header = await client.get_header_block(reading.capture.header) if args.headers else b""
+        if args.out is None:
+            sys.stdout.buffer.write(header)
+            async for piece in reader.pieces(reading):
+                sys.stdout.buffer.write(piece)
+            sys.stdout.buffer.flush()
+            return 0
+        with atomic_file(args.out) as out:
+            out.write(header)
+            async for piece in reader.pieces(reading):
+                out.write(piece)
     return 0
 
 

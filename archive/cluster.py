@@ -27,19 +27,21 @@ import aiohttp
 from . import discovery, pack
 from .cache import SMALL_CONTENT, ReadCache
 from .config import ClusterConfig
-from .errors import DlwebError, NotFound
-from .hashing import check_name
+from .errors import DlwebError, HashMismatch, NotFound
+from .hashing import HeldBackCheck, check_name
 from .hip import HipError, HipSlave, RemoteError, hip_url
 from .multicast import LookupClient
-from .structure import REPLAYED_KINDS, Capture, Mode
+from .structure import REPLAYED_KINDS, Capture, Mode, RecordKind
 from .timestamps import format_iso
 from .urlkey import structure_name
+from .variants import path_of
 
 __all__ = [
     "BodySource",
     "ClusterClient",
     "ClusterError",
     "Found",
+    "Held",
     "InsertSummary",
     "NewCapture",
     "failure",
@@ -49,6 +51,7 @@ log = logging.getLogger(__name__)
 
 INSERT_BATCH = 1_000
 MAX_LISTED = 100_000
+MAX_VARIANTS = 100
 EARLIEST, LATEST = "1000", "99991231235959"
 UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
@@ -128,6 +131,16 @@ class Found:
     node: str
     # The first, last, previous and next captures of the URL, when the node sent them.
     neighbours: dict[str, Capture | None] = field(default_factory=dict)
+    url: str = ""  # the URL the structure file holds
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A content too large to read whole: a holder that serves it, and its size."""
+
+    name: str
+    address: str
+    size: int
 
 
 class ClusterError(DlwebError):
@@ -482,16 +495,27 @@ class ClusterClient:
 
     async def get_content(self, name: str) -> bytes:
         """A content's bytes, verified against its name, from the first holder that serves them."""
+        found = await self.content_or_holder(name, None)
+        assert isinstance(found, bytes)
+        return found
+
+    async def content_or_holder(self, name: str, whole_up_to: int | None) -> "bytes | Held":
+        """A content's verified bytes when it has at most `whole_up_to` bytes (any size with
+        None), else the first holder that serves it and its size, read no further: the caller
+        streams it (`stream_content`) instead of holding it whole."""
         if (kept := self._kept(name)) is not None:
             return kept
         problems = []
         async for address in self._holders("content", name):
             try:
                 async with self.session.get(f"{address}/content/{name}") as r:
-                    data = await r.read()
                     if r.status != 200:
                         problems.append(f"{address} answered {r.status}")
                         continue
+                    size = r.content_length
+                    if whole_up_to is not None and size is not None and size > whole_up_to:
+                        return Held(name, address, size)
+                    data = await r.read()
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 problems.append(f"{address}: {failure(exc, self.peer_silence)}")
                 continue
@@ -499,9 +523,53 @@ class ClusterClient:
                 self._keep(name, data)
                 return data
             problems.append(f"{address} served bytes of another hash")
+            await self.report_bad(address, name)
         if not problems:
             raise NotFound(f"content {name} is on no node of the cluster")
         raise ClusterError(f"no holder of content {name} served it: {'; '.join(problems)}")
+
+    async def stream_content(
+        self, held: Held, first: int = 0, last: int | None = None
+    ) -> AsyncIterator[bytes]:
+        """The bytes of a held content from `first` to `last` (inclusive; the end by default),
+        as they arrive. A whole read is verified on the way: when the bytes end with another
+        hash, the copy is reported bad and ClusterError raised before the last piece is given,
+        so a reader never receives all of a wrong content."""
+        whole = first == 0 and (last is None or last >= held.size - 1)
+        headers = {} if whole else {"Range": f"bytes={first}-{'' if last is None else last}"}
+        check = HeldBackCheck(held.name) if whole else None
+        url = f"{held.address}/content/{held.name}"
+        try:
+            async with self.session.get(url, headers=headers) as r:
+                if r.status != (200 if whole else 206):
+                    raise ClusterError(f"{url} answered {r.status}")
+                async for piece in r.content.iter_any():
+                    if check is None:
+                        yield piece
+                    elif given := check.feed(piece):
+                        yield given
+                if check is not None:
+                    try:
+                        yield check.finish()
+                    except HashMismatch as exc:
+                        await self.report_bad(held.address, held.name)
+                        raise ClusterError(f"{held.address} served {exc}") from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ClusterError(f"reading {url} failed: {failure(exc, self.peer_silence)}") from None
+
+    async def report_bad(self, address: str, name: str) -> None:
+        """Ask the node that served bytes of another hash to check its copy of `name` (it
+        quarantines a bad one, and the master has it repaired), and read it elsewhere next."""
+        if self.cache is not None:
+            self.cache.locations.drop(("content", name))
+        log.warning("%s served content %s with another hash; asking it to check", address, name)
+        try:
+            async with self.session.post(
+                f"{address}/content/{name}/check", headers=self._auth
+            ) as r:
+                await r.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.warning("%s could not be asked to check %s: %s", address, name, failure(exc))
 
     get_header_block = get_content
 
@@ -573,9 +641,12 @@ class ClusterClient:
 
     async def closest(self, url: str, at: int, mode: str = "closest") -> Found:
         """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""
+        return await self.closest_in(structure_name(url), url, at, mode)
+
+    async def closest_in(self, name: str, url: str, at: int, mode: str = "closest") -> Found:
+        """As `closest`, in the structure file `name` (`url` names it in messages)."""
         if mode not in (Mode.CLOSEST, Mode.BEFORE, Mode.AFTER, Mode.EXACT):
             raise ClusterError(f"mode must be closest, before, after or exact, not {mode!r}")
-        name = structure_name(url)
         asked = (name, mode, at)
         if self.cache is not None and (kept := self.cache.answers.get(asked)) is not None:
             if isinstance(kept, NotFound):
@@ -596,12 +667,28 @@ class ClusterClient:
                 key: None if answer.get(key) is None else Capture.from_json(answer[key])
                 for key in NEIGHBOURS
             }
-            found = Found(Capture.from_json(answer["records"][0]), address, neighbours)
+            found = Found(
+                Capture.from_json(answer["records"][0]), address, neighbours, str(answer["url"])
+            )
         except (KeyError, IndexError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without a record: {exc}") from None
         if self.cache is not None:
             self.cache.answers.put(asked, found)
         return found
+
+    async def variants(self, url: str, at: int, limit: int = MAX_VARIANTS) -> list[str]:
+        """The structure file names of the URLs of `url`'s path with other queries, those
+        first captured nearest to `at` first, at most `limit` (none when `url` has no query)."""
+        path = path_of(url)
+        if path is None:
+            return []
+        try:
+            records = (await self.read_structure(structure_name(path), path))[1]
+        except NotFound:
+            return []
+        named = [r for r in records if r.kind is RecordKind.VARIANT]
+        named.sort(key=lambda record: abs(record.time - at))
+        return list(dict.fromkeys(record.content for record in named))[:limit]
 
     async def captures(self, url: str) -> list[Capture]:
         """Every capture of `url` (its WARC request and metadata records aside), oldest first."""

@@ -51,6 +51,7 @@ class Consultation:
     allow: tuple[str, ...] = ("127.0.0.0/8", "::1/128")  # client networks; others get 403
     live: bool = False  # whether a client may turn on the live web for pages the archive lacks
     auth: str | None = None  # an htpasswd file: clients then give a user name and password
+    fuzzy_rules: str | None = None  # a YAML file of fuzzy-lookup rules beside the built-in ones
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def _consultation(section: _Section) -> Consultation:
         allow=tuple(str(network) for network in allow),
         live=section.get("live", bool, defaults.live),
         auth=section.get("auth", str, defaults.auth),
+        fuzzy_rules=section.get("fuzzy_rules", str, defaults.fuzzy_rules),
     )
     section.finish()
     return consultation

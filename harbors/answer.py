@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Protocol
 
 from archive.cluster import ClusterClient
+from archive.reading import CaptureReader
 
 from .settings import ClientSettings
 
@@ -27,6 +28,9 @@ class HarborContext(Protocol):
     """The proxy's parts a harbor uses."""
 
     settings: ClientSettings
-    client: ClusterClient
+    reader: CaptureReader
     live_allowed: bool
     ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate
+
+    @property
+    def client(self) -> ClusterClient: ...

@@ -65,7 +65,7 @@ async def _document(context: HarborContext, request: HarborRequest) -> Answer:
         else:
             chosen = context.settings.get(request.client).at
             at = chosen if chosen is not None else MAX_TIME
-        found, header, body = await document.read(context.client, url, at)
+        found, header, body = await document.read(context.reader, url, at)
         if request.path == "/capture":
             return _json(200, {"url": url, **document.metadata(found, header)})
         parsed = document.parse(url, header, body)

@@ -8,9 +8,10 @@ from typing import Any
 import lxml.html
 from lxml.etree import ParserError
 
-from archive.cluster import ClusterClient, Found
+from archive.cluster import Found
 from archive.errors import DlwebError
-from archive.header_block import HeaderBlock, parse_header_block
+from archive.header_block import HeaderBlock
+from archive.reading import Asked, CaptureReader
 from archive.timestamps import format_iso
 
 MAX_DOCUMENT = 32 * 1024 * 1024
@@ -57,12 +58,13 @@ def metadata(found: Found, header: HeaderBlock) -> dict[str, Any]:
     }
 
 
-async def read(client: ClusterClient, url: str, at: int) -> tuple[Found, HeaderBlock, bytes]:
-    found = await client.closest(url, at, "closest")
-    block = await client.get_header_block(found.capture.header)
-    header = parse_header_block(block, f"header block of {url}")
-    body = await client.get_content(found.capture.content)
-    return found, header, body
+async def read(reader: CaptureReader, url: str, at: int) -> tuple[Found, HeaderBlock, bytes]:
+    """The capture of `url` a browser gets at `at`, with its body whole (at most
+    MAX_DOCUMENT bytes: NotADocument for a larger one)."""
+    reading = await reader.read(Asked(url, at))
+    if reading.size > MAX_DOCUMENT:
+        raise NotADocument(f"the archived document is larger than {MAX_DOCUMENT} bytes")
+    return reading.found, reading.header, await reader.whole_body(reading)
 
 
 def _decoded(header: HeaderBlock, body: bytes) -> bytes:

@@ -1,15 +1,39 @@
-"""Replaying a capture: the archived status, headers and payload, with Memento headers."""
+"""The replay addon: each request answered from the capture the archive holds for it.
 
-import asyncio
+The capture is found and read by archive.reading (exact key, method and body folded in, fuzzy
+fallback, self-redirects passed over). Its archived status and headers go back unchanged, with
+Memento headers, `Accept-Ranges` and, for a fuzzy match, `X-Dlweb-Match`. A small body is sent
+from memory (ranges cut from it); a large one is streamed from its storage node
+(proxy/streaming.py). A URL the archive lacks gets a fault content, or, for a client that turned
+live mode on where the operator allows it, the live web.
+"""
+
+import logging
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from mitmproxy import http
+
+import harbors
 from archive.cache import Lru
-from archive.cluster import ClusterClient, Found
+from archive.cluster import Found, Held
 from archive.errors import DlwebError, NotFound
-from archive.header_block import parse_header_block
-from archive.structure import Capture
-from archive.timestamps import format_http_date
+from archive.ranges import (
+    ByteRange,
+    RangeNotSatisfiable,
+    if_range_holds,
+    requested_range,
+    unsatisfied_range,
+)
+from archive.reading import Asked, CaptureReader, Reading
+from archive.timestamps import format_http_date, format_iso
+
+from .dates import AT
+from .faults import fault
+from .guard import client_of
+from .streaming import STREAMED, Streamed, node_answered, node_failed, send_to_node
+
+log = logging.getLogger(__name__)
 
 # Hop-by-hop and framing headers belong to the archived connection, not to this one; the length
 # is that of the payload as stored (chunked encoding removed).
@@ -27,55 +51,189 @@ NOT_REPLAYED = frozenset(
     }
 )
 TIMEMAP = "http://captures.dlweb/?format=link&url="
-MADE_OVERHEAD = 1024  # what a kept response weighs beside its body
+MADE_OVERHEAD = 1024  # what a kept answer weighs beside its body
+LIVE = "dlweb-live"
+MADE = "dlweb-made"  # the key of the answer a streamed replay was made from
+PREFLIGHT_HEADERS = ("Access-Control-Request-Method", "Origin")
 
 
-class ArchiveFault(DlwebError):
-    """The URL is archived but a file it needs cannot be read (500, not 404)."""
+@dataclass(frozen=True)
+class Prepared:
+    """A capture ready to send: archived status, the headers to send (encoded once), the body
+    or where to stream it from, and the capture's date."""
 
-
-@dataclass
-class Replayed:
     status: int
-    fields: list[tuple[bytes, bytes]]  # the headers to send, encoded once
-    body: bytes
-    capture: Capture
+    fields: list[tuple[bytes, bytes]]
+    body: bytes | Held
+    time: int
+    etag: str | None
+    last_modified: str | None
 
 
-class Replayer:
-    """Replays captures, keeping the responses it made for as long as the cluster client keeps
-    structure answers, so that a hot page is sent without being made again."""
+class Replay:
+    """Answers every request that no addon before it answered, from the archive."""
 
-    def __init__(self, client: ClusterClient, cache_bytes: int = 64 * 1024 * 1024) -> None:
-        self.client = client
-        ttl = client.cache.answers.ttl if client.cache is not None else None
-        self._made: Lru[tuple[str, int], Replayed] = Lru(cache_bytes if ttl else 0, ttl)
+    def __init__(
+        self,
+        reader: CaptureReader,
+        settings: harbors.ClientSettings,
+        live_allowed: bool = False,
+        log_requests: bool = False,
+        cache_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        self.reader = reader
+        self.settings = settings
+        self.live_allowed = live_allowed
+        self.log_requests = log_requests
+        cache = reader.client.cache
+        ttl = cache.answers.ttl if cache is not None else None
+        # Answers made, for as long as the cluster client keeps structure answers: a hot page
+        # is sent without being made again.
+        self._made: Lru[tuple[str, int], Prepared] = Lru(cache_bytes if ttl else 0, ttl)
 
-    async def replay(self, url: str, at: int) -> Replayed:
-        made = self._made.get((url, at))
-        if made is None:
-            made = await replay(self.client, url, at)
-            self._made.put((url, at), made, len(made.body) + MADE_OVERHEAD)
-        return made
-
-
-async def replay(client: ClusterClient, url: str, at: int) -> Replayed:
-    """The capture of `url` closest to `at`, ready to send; NotFound when the URL is not
-    archived, ArchiveFault when its files cannot be read."""
-    found = await client.closest(url, at, "closest")
-    capture = found.capture
-    try:
-        block, body = await asyncio.gather(
-            client.get_header_block(capture.header), client.get_content(capture.content)
+    async def request(self, flow: http.HTTPFlow) -> None:
+        at = flow.metadata.get(AT)
+        if flow.response is not None or not isinstance(at, int):
+            return
+        request = flow.request
+        asked = Asked(
+            request.pretty_url,
+            at,
+            request.method,
+            request.headers.get("content-type"),
+            request.raw_content or b"",
         )
-        archived = parse_header_block(block, f"header block {capture.header}")
-    except NotFound as exc:
-        raise ArchiveFault(str(exc)) from None
-    except DlwebError as exc:
-        raise ArchiveFault(str(exc)) from None
-    headers = [(k, v) for k, v in archived.headers if k.lower() not in NOT_REPLAYED]
-    headers.extend(memento_headers(url, found))
-    return Replayed(archived.status, encoded(headers), body, capture)
+        accept = request.headers.get("accept", "")
+        flow.metadata[MADE] = (asked.key, asked.at)
+        try:
+            prepared = await self._prepared(asked)
+        except NotFound as exc:
+            self._log_missing(flow, exc)
+            if request.method == "OPTIONS" and all(h in request.headers for h in PREFLIGHT_HEADERS):
+                flow.response = _preflight(request)
+            elif self.live_allowed and self.settings.get(client_of(flow)).live:
+                flow.metadata[LIVE] = True  # left to mitmproxy, which fetches it from the web
+            else:
+                flow.response = _fault(404, asked.url, accept, "it was never captured")
+            return
+        except DlwebError as exc:  # ArchiveFault, or no lookup answered (ClusterError)
+            log.warning("cannot replay %s: %s", asked.url, exc)
+            flow.response = _fault(500, asked.url, accept, "the archive cannot read it now")
+            return
+        self._send(flow, prepared)
+        if self.log_requests:
+            log.info(
+                "replayed %s %s %s: %d, capture of %s",
+                client_of(flow),
+                request.method,
+                asked.url,
+                prepared.status,
+                format_iso(prepared.time),
+            )
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        node_answered(flow)
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        if flow.response is None:
+            return
+        if flow.metadata.get(LIVE):
+            flow.response.headers["X-Dlweb-Live"] = "fetched from the live web, not archived"
+            return
+        streamed = flow.metadata.get(STREAMED)
+        if not isinstance(streamed, Streamed):
+            return
+        if streamed.bad:
+            self._made.drop(flow.metadata[MADE])
+            await self.reader.client.report_bad(streamed.held.address, streamed.held.name)
+            flow.kill()  # type: ignore[no-untyped-call]
+        elif node_failed(flow):
+            self._made.drop(flow.metadata[MADE])
+            log.warning(
+                "cannot stream %s: %s answered %d for content %s",
+                streamed.url,
+                streamed.held.address,
+                flow.response.status_code,
+                streamed.held.name,
+            )
+            flow.response = _fault(500, streamed.url, "", "the archive cannot read it now")
+
+    async def _prepared(self, asked: Asked) -> Prepared:
+        key = (asked.key, asked.at)
+        prepared = self._made.get(key)
+        if prepared is None:
+            prepared = _prepare(asked.url, await self.reader.read(asked))
+            body = prepared.body
+            self._made.put(
+                key, prepared, MADE_OVERHEAD + (len(body) if isinstance(body, bytes) else 0)
+            )
+        return prepared
+
+    def _send(self, flow: http.HTTPFlow, prepared: Prepared) -> None:
+        """Answer from memory, or send the request on to the node that streams the body."""
+        request = flow.request
+        size = prepared.body.size if isinstance(prepared.body, Held) else len(prepared.body)
+        try:
+            span = self._span(request, prepared, size)
+        except RangeNotSatisfiable:
+            flow.response = _make(416, prepared.fields, b"", 0)
+            flow.response.headers["Content-Range"] = unsatisfied_range(size)
+            return
+        if isinstance(prepared.body, Held) and request.method != "HEAD":
+            streamed = Streamed(
+                request.pretty_url, prepared.body, prepared.status, prepared.fields, span
+            )
+            send_to_node(flow, streamed)
+            return
+        status, length = prepared.status, size
+        if span is not None:
+            status, length = 206, span.length
+        body = b""
+        if request.method != "HEAD" and isinstance(prepared.body, bytes):
+            body = prepared.body if span is None else prepared.body[span.start : span.end + 1]
+        flow.response = _make(status, prepared.fields, body, length)
+        if span is not None:
+            flow.response.headers["Content-Range"] = span.content_range(size)
+
+    @staticmethod
+    def _span(request: http.Request, prepared: Prepared, size: int) -> ByteRange | None:
+        """The byte range to send: only of an archived 200, and only while If-Range holds."""
+        wanted = request.headers.get("range")
+        if wanted is None or prepared.status != 200:
+            return None
+        if not if_range_holds(
+            request.headers.get("if-range"), prepared.etag, prepared.last_modified
+        ):
+            return None
+        return requested_range(wanted, size)
+
+    def _log_missing(self, flow: http.HTTPFlow, exc: NotFound) -> None:
+        if self.log_requests:
+            log.info(
+                "not archived %s %s %s",
+                client_of(flow),
+                flow.request.method,
+                flow.request.pretty_url,
+            )
+        else:
+            log.debug("not archived: %s", exc)
+
+
+def _prepare(url: str, reading: Reading) -> Prepared:
+    header = reading.header
+    headers = [(k, v) for k, v in header.headers if k.lower() not in NOT_REPLAYED]
+    headers.extend(memento_headers(url, reading.found))
+    headers.append(("Accept-Ranges", "bytes"))
+    if reading.fuzzy is not None:
+        headers.append(("X-Dlweb-Match", f"fuzzy; url={reading.key}; rule={reading.fuzzy.rule}"))
+    return Prepared(
+        header.status,
+        encoded(headers),
+        reading.body,
+        reading.capture.time,
+        header.get("ETag"),
+        header.get("Last-Modified"),
+    )
 
 
 def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -100,3 +258,35 @@ def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
         ("Link", ", ".join(links)),
         ("Vary", "accept-datetime"),
     ]
+
+
+def _make(
+    status: int, fields: list[tuple[bytes, bytes]], body: bytes, length: int
+) -> http.Response:
+    """A response with headers in the order given, repeated names kept (as archived), and the
+    body sent raw: as archived, a gzip body stays gzip (its header says so)."""
+    response = http.Response.make(status, b"", http.Headers(fields))
+    response.raw_content = body
+    response.headers["Content-Length"] = str(length)
+    return response
+
+
+def _preflight(request: http.Request) -> http.Response:
+    """The answer to a CORS preflight the archive holds no capture of: what the browser asks
+    for is allowed, so that the archived request it precedes can be replayed."""
+    headers = {
+        "Access-Control-Allow-Origin": request.headers["Origin"],
+        "Access-Control-Allow-Methods": request.headers["Access-Control-Request-Method"],
+        "Access-Control-Allow-Credentials": "true",
+        "Access-Control-Max-Age": "600",
+        "Vary": "Origin",
+    }
+    wanted = request.headers.get("Access-Control-Request-Headers")
+    if wanted:
+        headers["Access-Control-Allow-Headers"] = wanted
+    return http.Response.make(204, b"", headers)
+
+
+def _fault(status: int, url: str, accept: str, reason: str) -> http.Response:
+    body, content_type = fault(status, url, accept, reason)
+    return http.Response.make(status, body, {"Content-Type": content_type})

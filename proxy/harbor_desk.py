@@ -1,0 +1,54 @@
+"""The harbor addon: requests to `*.dlweb` are answered by the harbors, never from the archive."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+from mitmproxy import http
+
+import harbors
+from archive.cluster import ClusterClient
+from archive.reading import CaptureReader
+
+from .guard import client_of
+
+
+@dataclass
+class HarborDesk:
+    """What the harbors may use of the proxy (harbors.HarborContext), and the addon that hands
+    them their requests."""
+
+    settings: harbors.ClientSettings
+    reader: CaptureReader
+    live_allowed: bool
+    ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate
+
+    @property
+    def client(self) -> ClusterClient:
+        return self.reader.client
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        request = flow.request
+        if flow.response is not None or not harbors.is_harbor(request.pretty_host):
+            return
+        path, _, query = request.path.partition("?")
+        asked = harbors.HarborRequest(
+            client=client_of(flow),
+            method=request.method,
+            host=request.pretty_host,
+            path=path or "/",
+            query=dict(parse_qsl(query)),
+            headers={
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers.fields
+            },
+            body=request.raw_content or b"",
+        )
+        answer = await harbors.answer(self, asked)
+        response = http.Response.make(answer.status, b"", http.Headers(encoded(answer)))
+        response.raw_content = answer.body
+        response.headers["Content-Length"] = str(len(answer.body))
+        flow.response = response
+
+
+def encoded(answer: harbors.Answer) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.all_headers()]
