@@ -5,8 +5,10 @@ The structure files are listed by the master and read from their holders; the ca
 response record with its header block and payload; a later capture of the same content becomes
 a revisit record pointing at that first one (WARC-Refers-To-Target-URI and -Date), so the export
 is deduplicated as the archive is. Request and metadata records kept by an import are written
-again, linked to the response they came with. The file is written under a temporary name and
-renamed when complete.
+again, linked to the response they came with. A response archived under the lookup URL of a
+request other than GET (archive/requestkey.py) is written under the URL it was made from, as the
+WARC file it came from had it. The file is written under a temporary name and renamed when
+complete.
 """
 
 import asyncio
@@ -23,6 +25,7 @@ from typing import BinaryIO
 from ..cluster import ClusterClient
 from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, parse_header_block
+from ..requestkey import original_url
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
 from .bundles import bundled_body
@@ -80,8 +83,9 @@ class _Entry:
     capture: Capture
 
     @property
-    def order(self) -> tuple[int, str, int]:
-        return self.capture.time, self.url, int(self.capture.kind)
+    def order(self) -> tuple[int, str, int, str]:
+        """Time order, and each response just before the request and metadata it came with."""
+        return self.capture.time, original_url(self.url), int(self.capture.kind), self.url
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,12 @@ async def _select(
         summary.structures += 1
         if selection.url_prefix is not None and not url.startswith(selection.url_prefix):
             return
-        entries.extend(_Entry(url, c) for c in captures if selection.wants(c))
+        # A variant record indexes the URLs of one path for fuzzy lookups: no WARC record.
+        entries.extend(
+            _Entry(url, c)
+            for c in captures
+            if c.kind is not RecordKind.VARIANT and selection.wants(c)
+        )
 
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -258,6 +267,7 @@ def _record_of(
         if concurrent is not None:
             fields.append(("WARC-Concurrent-To", concurrent))
         return rec_type, make_record(rec_type, url, when, [block], fields)
+    url = original_url(url)
     if plan.revisit:
         first = firsts.get(capture.content)
         not_modified = capture.kind is RecordKind.NOT_MODIFIED

@@ -6,9 +6,12 @@ client, which uploads only the contents the index node does not know yet. Revisi
 resolved to the content of the record they repeat: from the records already read, by their
 payload digest, or else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's
 earlier captures). A record is inserted only once it was read whole and checked, so a damaged
-one leaves nothing.
+one leaves nothing. The response to a request other than GET or HEAD (a POST of a form or of
+JSON) is inserted under the lookup URL its request makes (archive/requestkey.py), as pywb
+indexes it, so that the proxy finds it by the method and body a browser sends again.
 """
 
+import dataclasses
 import functools
 import hashlib
 import sys
@@ -19,20 +22,26 @@ from pathlib import Path
 
 from ..cluster import ClusterClient, NewCapture
 from ..errors import DlwebError, NotFound
-from ..header_block import encode_header_block
+from ..header_block import declares_chunked, encode_header_block
 from ..inserting import InsertQueue
+from ..requestkey import lookup_url
 from ..structure import RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time
+from ..urlkey import BadUrl, canonical_url
 from .batches import BatchReader, discard_all
 from .bundles import Bundle, Bundler, slice_field
+from .dechunk import Dechunker
 from .digests import Digest, sha256_digest
-from .reader import Ignored, Item, Problem, SourceRecord
+from .reader import Ignored, Item, Problem, SourceRecord, kept_fields
 
 INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
 SAME_URL_CANDIDATES = 5
 NOT_MODIFIED_PROFILE = "server-not-modified"
 MAX_ORIGINALS = 500_000  # about 200 MB of memory at most
+# A request body larger than this (an upload) is folded into its lookup URL from its start only.
+MAX_FOLDED_BODY = 16 * 1024 * 1024
+_PLAIN_METHODS = (b"GET ", b"HEAD ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,7 @@ class ImportSummary:
 
 
 _PROBLEM_KINDS = (
+    ("lookup URL", "lookup URL not archivable"),
     ("does not match", "digest mismatch"),
     ("larger than the limit", "too large"),
     ("revisit of a payload", "revisit without its original"),
@@ -126,12 +136,13 @@ class Importer:
         await self.client.connect()
         inserts = InsertQueue(self.client, INSERTS_AHEAD)
         pending: list[_Pending] = []
+        exchanges = _Exchanges()
         try:
             while (batch := await reading.next()) is not None:
-                captures, bodies = self._captures(batch.items, pending, batch.end_of is not None)
-                await inserts.put(
-                    captures, _body_of(bodies), functools.partial(discard_all, batch.items)
-                )
+                end_of_file = batch.end_of is not None
+                items = exchanges.order(batch.items, end_of_file)
+                captures, bodies = self._captures(items, pending, end_of_file)
+                await inserts.put(captures, _body_of(bodies), functools.partial(discard_all, items))
                 if self.on_batch is not None:
                     self.on_batch(batch.position, self.summary)
                 if batch.end_of is not None:
@@ -339,6 +350,147 @@ class Importer:
         except (NotFound, BadTime):
             return None
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    """What a request other than GET or HEAD folds into the lookup URL of its response."""
+
+    method: str
+    content_type: str | None
+    body: bytes
+
+
+class _Exchanges:
+    """Puts each response and revisit under the URL its request makes: the lookup URL of a
+    request other than GET or HEAD, else its own URI.
+
+    A request goes with a response when either names the other's WARC-Record-ID in
+    WARC-Concurrent-To, or, when neither names a record, when they are next to each other with
+    the same WARC-Target-URI; beside a GET request the URI alone decides, since the URL is the
+    response's own either way. Some tools write the request before its response (wget), others
+    after it (warcio, pywb), so a response with no request just before it is held back until
+    the next request or response comes, into the next batch if need be: one record at most.
+    """
+
+    def __init__(self) -> None:
+        self._held: SourceRecord | None = None
+        # The last request no response took yet, and what it folds (None for GET and HEAD).
+        self._request: SourceRecord | None = None
+        self._folded: _Folded | None = None
+
+    def order(self, items: list[Item], end_of_file: bool) -> list[Item]:
+        """The items to insert now, in file order but for a response held back or let go."""
+        out: list[Item] = []
+        for item in items:
+            if not isinstance(item, SourceRecord):
+                out.append(item)
+            elif item.type == "request":
+                self._on_request(item, out)
+            elif item.type in ("response", "revisit"):
+                self._on_response(item, out)
+            else:
+                out.append(item)
+        if end_of_file:
+            if self._held is not None:
+                out.append(self._held)
+            self._held, self._request, self._folded = None, None, None
+        return out
+
+    def _on_request(self, request: SourceRecord, out: list[Item]) -> None:
+        held, self._held = self._held, None
+        head = request.http_header
+        folded = _folded(request, head) if head and not head.startswith(_PLAIN_METHODS) else None
+        self._request, self._folded = request, folded
+        if held is not None:
+            if folded is None:
+                taken = held.uri == request.uri
+                out.append(held)
+            else:
+                taken = _paired(held, request)
+                out.append(_keyed(held, folded) if taken else held)
+            if taken:
+                self._request, self._folded = None, None
+        out.append(request)
+
+    def _on_response(self, response: SourceRecord, out: list[Item]) -> None:
+        if self._held is not None:
+            out.append(self._held)
+            self._held = None
+        request, folded = self._request, self._folded
+        self._request, self._folded = None, None
+        if request is None:
+            self._held = response
+        elif folded is None:
+            if request.uri == response.uri:
+                out.append(response)
+            else:
+                self._held = response
+        elif _paired(response, request):
+            out.append(_keyed(response, folded))
+        else:
+            self._held = response
+
+
+def _folded(request: SourceRecord, head: bytes) -> _Folded:
+    """The method, Content-Type and body of a request record, read while its body is at hand."""
+    method = head.split(b" ", 1)[0].decode("latin-1")
+    start = len(kept_fields(request.fields)) + len(head)
+    stored = request.body.body()
+    if isinstance(stored, Path):
+        with open(stored, "rb") as fh:
+            fh.seek(start)
+            body = fh.read(MAX_FOLDED_BODY)
+    else:
+        body = stored[start : start + MAX_FOLDED_BODY]
+    if declares_chunked(head):
+        dechunker = Dechunker()
+        body = dechunker.feed(body) + dechunker.finish()
+    return _Folded(method, _header_value(head, b"content-type"), body)
+
+
+def _header_value(head: bytes, name: bytes) -> str | None:
+    """The first value of a field of an HTTP header block (`name` in lower case)."""
+    for line in head.split(b"\n")[1:]:
+        field, sep, value = line.partition(b":")
+        if sep and field.strip().lower() == name:
+            return value.strip().decode("latin-1")
+    return None
+
+
+def _paired(response: SourceRecord, request: SourceRecord) -> bool:
+    response_links = _links(response)
+    request_links = _links(request)
+    if _record_id(request) in response_links or _record_id(response) in request_links:
+        return True
+    return not response_links and not request_links and response.uri == request.uri
+
+
+def _links(record: SourceRecord) -> set[str]:
+    """The records a record's WARC-Concurrent-To fields name."""
+    return {_bare_id(v) for k, v in record.fields if k.lower() == "warc-concurrent-to"} - {""}
+
+
+def _record_id(record: SourceRecord) -> str:
+    return _bare_id(record.field("WARC-Record-ID") or "")
+
+
+def _bare_id(value: str) -> str:
+    return value.strip().strip("<>")
+
+
+def _keyed(response: SourceRecord, folded: _Folded) -> Item:
+    """The response under its lookup URL, or a problem when that URL cannot be archived."""
+    key = lookup_url(folded.method, response.uri, folded.content_type, folded.body)
+    if key == response.uri:
+        return response
+    try:
+        canonical_url(key)
+    except BadUrl as exc:
+        response.body.discard()
+        reason = f"the lookup URL of its {folded.method} request cannot be archived: {exc}"
+        return Problem(response.path, response.offset, reason)
+    return dataclasses.replace(response, uri=key)
 
 
 def _body_of(bodies: dict[str, bytes | Path]) -> Callable[[str], bytes | Path]:

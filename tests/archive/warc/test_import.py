@@ -2,6 +2,7 @@
 
 import fcntl
 import hashlib
+import io
 import os
 import pty
 import re
@@ -9,15 +10,22 @@ import struct
 import subprocess
 import sys
 import termios
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
+from archive.requestkey import lookup_url
 from archive.structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from archive.warc.batches import BATCH_RECORDS
 from archive.warc.bundles import bundled_body
 from archive.warc.reader import split_kept
 from archive.warc.spool import SPOOL_IN_MEMORY
@@ -306,3 +314,200 @@ def test_a_progress_bar_with_records_and_bytes_per_second_on_a_terminal_only(
     piped = dlweb("import", "-c", str(cluster.config_path), str(source.path))
     assert piped.returncode == 0
     assert "importing" not in piped.stderr and "\r" not in piped.stderr
+
+
+POST_HOST = "http://post.example"
+JSON = "application/json"
+FORM = "application/x-www-form-urlencoded"
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """A request and its response as written: where the response is found is `lookup`."""
+
+    method: str
+    url: str
+    date: str
+    content_type: str | None
+    body: bytes
+    answer: bytes
+
+    @property
+    def lookup(self) -> str:
+        return lookup_url(self.method, self.url, self.content_type, self.body)
+
+
+def write_exchange(
+    writer: WARCWriter, exchange: Exchange, request_first: bool, linked: bool = True
+) -> None:
+    """The response and request records of an exchange, in either order; with `linked`, the
+    second names the first in WARC-Concurrent-To."""
+    parts = urlsplit(exchange.url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    headers = [("Host", parts.netloc)]
+    if exchange.content_type is not None:
+        headers.append(("Content-Type", exchange.content_type))
+    if exchange.body:
+        headers.append(("Content-Length", str(len(exchange.body))))
+    request = writer.create_warc_record(
+        exchange.url,
+        "request",
+        payload=io.BytesIO(exchange.body),
+        length=len(exchange.body),
+        http_headers=StatusAndHeaders(f"{exchange.method} {target} HTTP/1.1", headers),
+        warc_headers_dict={"WARC-Date": exchange.date},
+    )
+    answer = exchange.answer
+    response = writer.create_warc_record(
+        exchange.url,
+        "response",
+        payload=io.BytesIO(answer),
+        length=len(answer),
+        http_headers=StatusAndHeaders(
+            "200 OK",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))],
+            protocol="HTTP/1.1",
+        ),
+        warc_headers_dict={"WARC-Date": exchange.date},
+    )
+    first, second = (request, response) if request_first else (response, request)
+    if linked:
+        record_id = first.rec_headers.get_header("WARC-Record-ID")
+        second.rec_headers.add_header("WARC-Concurrent-To", record_id)
+    writer.write_record(first)
+    writer.write_record(second)
+
+
+async def kinds_of(client: ClusterClient, url: str) -> list[RecordKind]:
+    """The kinds of the records kept under a URL itself (not the variants of its query)."""
+    _, records = await client.read_structure(structure_name(url))
+    return [record.kind for record in records if record.kind is not RecordKind.VARIANT]
+
+
+API = f"{POST_HOST}/api"
+CATS = Exchange("POST", API, "2024-04-01T00:00:00Z", JSON, b'{"q": "cats"}', b'["tabby"]')
+DOGS = Exchange("POST", API, "2024-04-01T00:00:01Z", JSON, b'{"q": "dogs"}', b'["collie"]')
+FORM_POST = Exchange(
+    "POST", f"{POST_HOST}/form?x=1", "2024-04-01T00:00:02Z", FORM, b"a=1&b=two", b'"sent"'
+)
+PUT = Exchange("PUT", f"{POST_HOST}/item/7", "2024-04-01T00:00:03Z", None, b"\x00\x01", b'"put"')
+GET = Exchange("GET", API, "2024-04-01T00:00:04Z", None, b"", b'["all"]')
+
+
+def post_exchanges_file(path: Path) -> list[Exchange]:
+    """POST and PUT exchanges with the request before the response (as wget writes them) and
+    after it (as warcio and pywb do), linked by WARC-Concurrent-To or only next to each other,
+    and a GET of the same URL as the POSTs."""
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        write_exchange(writer, CATS, request_first=True)
+        write_exchange(writer, DOGS, request_first=False)
+        write_exchange(writer, FORM_POST, request_first=False, linked=False)
+        write_exchange(writer, PUT, request_first=True, linked=False)
+        write_exchange(writer, GET, request_first=False)
+    return [CATS, DOGS, FORM_POST, PUT, GET]
+
+
+async def test_a_post_response_is_imported_under_the_lookup_url_of_its_request(
+    cluster_factory, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    path = tmp_path / "post.warc.gz"
+    exchanges = post_exchanges_file(path)
+    import_ok(cluster.config_path, path)
+    assert CATS.lookup != DOGS.lookup
+    assert GET.lookup == API
+    async with ClusterClient(cluster.config) as client:
+        for exchange in exchanges:
+            (capture,) = await client.captures(exchange.lookup)
+            assert capture.time == parse_time(exchange.date), exchange
+            assert await client.get_content(capture.content) == exchange.answer, exchange
+            found = await client.closest(exchange.lookup, parse_time(exchange.date))
+            assert found.capture == capture
+        # The request records stay under their own URI, beside the GET's response.
+        assert (
+            sorted(await kinds_of(client, API)) == [RecordKind.RESPONSE] + [RecordKind.REQUEST] * 3
+        )
+    again = import_ok(cluster.config_path, path)
+    assert "0 new captures" in again and "0 new contents" in again
+
+
+async def test_a_post_exchange_split_between_two_batches_keeps_its_lookup_url(
+    cluster_factory, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    path = tmp_path / "straddle.warc.gz"
+    written = 0
+
+    def fill(writer: WARCWriter, up_to: int) -> None:
+        """GET exchanges (and a metadata record when the count is odd) up to record `up_to`."""
+        nonlocal written
+        if (up_to - written) % 2:
+            url = f"{POST_HOST}/note/{written}"
+            notes = writer.create_warc_record(
+                url,
+                "metadata",
+                payload=io.BytesIO(b"note: filler\r\n"),
+                length=len(b"note: filler\r\n"),
+                warc_content_type="application/warc-fields",
+                warc_headers_dict={"WARC-Date": "2024-03-01T00:00:00Z"},
+            )
+            writer.write_record(notes)
+            written += 1
+        while written < up_to:
+            url = f"{POST_HOST}/page/{written}"
+            page = Exchange("GET", url, "2024-03-01T00:00:00Z", None, b"", url.encode())
+            write_exchange(writer, page, request_first=written // 2 % 2 == 0)
+            written += 2
+
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        # The response ends the first batch, and its request starts the second.
+        fill(writer, BATCH_RECORDS - 1)
+        write_exchange(writer, CATS, request_first=False)
+        written += 2
+        # The request ends the second batch, and its response starts the third.
+        fill(writer, 2 * BATCH_RECORDS - 1)
+        write_exchange(writer, DOGS, request_first=True)
+    import_ok(cluster.config_path, path)
+    async with ClusterClient(cluster.config) as client:
+        for exchange in (CATS, DOGS):
+            print(exchange.lookup, await client.captures(exchange.lookup))
+            (capture,) = await client.captures(exchange.lookup)
+            assert await client.get_content(capture.content) == exchange.answer
+        assert await kinds_of(client, API) == [RecordKind.REQUEST] * 2
+        (page,) = await client.captures(f"{POST_HOST}/page/1001")
+        assert await client.get_content(page.content) == f"{POST_HOST}/page/1001".encode()
+
+
+async def test_an_export_writes_a_post_response_under_its_original_uri(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    source = tmp_path / "post.warc.gz"
+    exchanges = post_exchanges_file(source)
+    import_ok(cluster.config_path, source)
+    out = tmp_path / "exported.warc.gz"
+    done = dlweb("export", "-c", str(cluster.config_path), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    responses: dict[str, tuple[str, bytes]] = {}
+    requests: dict[tuple[str, bytes], str] = {}
+    with open(out, "rb") as fh:
+        for record in ArchiveIterator(fh):
+            uri = record.rec_headers.get_header("WARC-Target-URI")
+            record_id = record.rec_headers.get_header("WARC-Record-ID")
+            if record.rec_type == "response":
+                responses[record_id] = (uri, record.content_stream().read())
+            elif record.rec_type == "request":
+                linked = record.rec_headers.get_header("WARC-Concurrent-To")
+                requests[(uri, record.content_stream().read())] = linked
+    assert sorted(responses.values()) == sorted((e.url, e.answer) for e in exchanges)
+    # Each request is linked to its response, so that a replay tool pairs them again.
+    for exchange in exchanges:
+        linked = requests[(exchange.url, exchange.body)]
+        assert responses[linked] == (exchange.url, exchange.answer)
+    # Imported again, the exported file puts each response back under the same URL (beside
+    # the first import's, from which it differs by its payload digest, SHA-256 here).
+    import_ok(cluster.config_path, out)
+    async with ClusterClient(cluster.config) as client:
+        for exchange in exchanges:
+            captures = await client.captures(exchange.lookup)
+            assert {c.content for c in captures} == {sha(exchange.answer)}, exchange
