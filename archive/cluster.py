@@ -667,9 +667,9 @@ class ClusterClient:
                 key: None if answer.get(key) is None else Capture.from_json(answer[key])
                 for key in NEIGHBOURS
             }
-            found = Found(
-                Capture.from_json(answer["records"][0]), address, neighbours, str(answer["url"])
-            )
+            # A node of the version before may not say the URL: the one asked for stands in.
+            held = str(answer.get("url", url))
+            found = Found(Capture.from_json(answer["records"][0]), address, neighbours, held)
         except (KeyError, IndexError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without a record: {exc}") from None
         if self.cache is not None:

@@ -15,9 +15,14 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 PYWB_VERSION = "2.8.3"
 # gevent 22.10 (pinned by pywb) loads its plugins through pkg_resources, which cannot find the
@@ -160,3 +165,100 @@ def replay(
     body as sent (chunked framing aside), redirects not followed and content-encoding not undone,
     so that dlweb's replay can be compared with it byte for byte."""
     return _get(base, f"/{collection}/{timestamp}id_/{url}", {"Accept-Encoding": ACCEPT_ENCODING})
+
+
+# pywb's recording proxy: what it fetches comes from the live web ("$live") and is written to the
+# proxy's collection. Content rewriting is off, so that a browser gets the site's bytes as they are
+# (no banner, no wombat.js) and the WARC holds what the site sent.
+RECORDING_CONFIG = """\
+collections:
+  live: $live
+recorder:
+  source_coll: live
+  rollover_idle_secs: 3600
+proxy:
+  coll: {collection}
+  recording: true
+  enable_content_rewrite: false
+enable_memento: true
+"""
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A running pywb recording proxy."""
+
+    proxy: str  # its address, http://127.0.0.1:PORT, to set as a browser's HTTP proxy
+    archive: Path  # where it writes its WARC files
+
+    def warcs(self) -> list[Path]:
+        return sorted(self.archive.glob("*.warc*"))
+
+    def records(self) -> list[tuple[str, str, bytes]]:
+        """Type, target URI and payload of every record written so far; a record still being
+        written ends the list."""
+        found: list[tuple[str, str, bytes]] = []
+        for warc in self.warcs():
+            with warc.open("rb") as stream:
+                try:
+                    for record in ArchiveIterator(stream):
+                        uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                        found.append((record.rec_type, uri, record.content_stream().read()))
+                except (ArchiveLoadFailed, EOFError, OSError, ValueError, zlib.error):
+                    pass  # a gzip member or a record cut short: not all written yet
+        return found
+
+    def wait_recorded(
+        self, condition: Callable[[list[tuple[str, str, bytes]]], bool], timeout: float = 30
+    ) -> list[tuple[str, str, bytes]]:
+        """Poll the WARC files until their records satisfy `condition`: pywb writes a request
+        and its response from a queue of its own, after the response has gone to the browser."""
+        deadline = time.monotonic() + timeout
+        while True:
+            records = self.records()
+            if condition(records):
+                return records
+            if time.monotonic() > deadline:
+                kinds = [(kind, uri) for kind, uri, _ in records]
+                raise AssertionError(f"pywb did not write the records awaited; it wrote {kinds}")
+            time.sleep(0.05)
+
+
+@contextmanager
+def recording_pywb(workdir: Path, collection: str = "rec") -> Iterator[Recording]:
+    """pywb's `wayback` as a recording HTTP proxy on a free loopback port: every request a client
+    sends through it is fetched from the live web and written, request and response records (a
+    POST's body in its request record), to a WARC under `collections/<collection>/archive/`.
+
+    pywb writes each pair of records after the response went back, each record a gzip member
+    flushed whole: wait with `Recording.wait_recorded` for the records expected before leaving,
+    and the WARC is complete when pywb is stopped."""
+    bin_dir = pywb_bin()
+    _run([str(bin_dir / "wb-manager"), "init", collection], cwd=workdir)
+    (workdir / "config.yaml").write_text(RECORDING_CONFIG.format(collection=collection))
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = workdir / "wayback-recording.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(bin_dir / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
+            cwd=workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not _answers(base):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"wayback did not start on {base}:\n{log_path.read_text(errors='replace')}"
+                )
+            time.sleep(0.05)
+        yield Recording(base, workdir / "collections" / collection / "archive")
+    finally:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
