@@ -682,13 +682,21 @@ class ClusterClient:
         path = path_of(url)
         if path is None:
             return []
-        try:
-            records = (await self.read_structure(structure_name(path), path))[1]
-        except NotFound:
-            return []
-        named = [r for r in records if r.kind is RecordKind.VARIANT]
-        named.sort(key=lambda record: abs(record.time - at))
-        return list(dict.fromkeys(record.content for record in named))[:limit]
+        name = structure_name(path)
+        asked = (name, "variants", 0)
+        kept = self.cache.answers.get(asked) if self.cache is not None else None
+        if isinstance(kept, list):
+            named: list[Capture] = kept
+        else:
+            try:
+                records = (await self.read_structure(name, path))[1]
+            except NotFound:
+                records = []
+            named = [r for r in records if r.kind is RecordKind.VARIANT]
+            if self.cache is not None:
+                self.cache.answers.put(asked, named)
+        nearest = sorted(named, key=lambda record: abs(record.time - at))
+        return list(dict.fromkeys(record.content for record in nearest))[:limit]
 
     async def captures(self, url: str) -> list[Capture]:
         """Every capture of `url` (its WARC request and metadata records aside), oldest first."""

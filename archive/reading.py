@@ -13,6 +13,7 @@ the caller to stream (`ClusterClient.stream_content`), so that no large content 
 """
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ class Asked:
     content_type: str | None = None
     body: bytes = b""
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """The URL the capture asked for is stored under."""
         return lookup_url(self.method, self.url, self.content_type, self.body)

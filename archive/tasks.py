@@ -1,7 +1,11 @@
-"""Stopping asyncio tasks without swallowing the cancellation of the task that stops them."""
+"""Running asyncio tasks on their own, and stopping them without swallowing the cancellation of
+the task that stops them."""
 
 import asyncio
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(task: "asyncio.Task[Any]") -> None:
@@ -15,3 +19,21 @@ async def cancel_and_wait(task: "asyncio.Task[Any]") -> None:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
+
+
+class Background:
+    """Tasks run on their own, each kept until it ends (the event loop keeps only weak
+    references to tasks) and all cancelled together when their owner stops."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()

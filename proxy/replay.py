@@ -26,6 +26,7 @@ from archive.ranges import (
     unsatisfied_range,
 )
 from archive.reading import Asked, CaptureReader, Reading
+from archive.tasks import Background
 from archive.timestamps import format_http_date, format_iso
 
 from .dates import AT
@@ -90,6 +91,7 @@ class Replay:
         # Answers made, for as long as the cluster client keeps structure answers: a hot page
         # is sent without being made again.
         self._made: Lru[tuple[str, int], Prepared] = Lru(cache_bytes if ttl else 0, ttl)
+        self._reports = Background()
 
     async def request(self, flow: http.HTTPFlow) -> None:
         at = flow.metadata.get(AT)
@@ -131,6 +133,9 @@ class Replay:
                 format_iso(prepared.time),
             )
 
+    def done(self) -> None:
+        self._reports.cancel()
+
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         node_answered(flow)
 
@@ -145,8 +150,10 @@ class Replay:
             return
         if streamed.bad:
             self._made.drop(flow.metadata[MADE])
-            await self.reader.client.report_bad(streamed.held.address, streamed.held.name)
             flow.kill()  # type: ignore[no-untyped-call]
+            # Told on its own: the node re-hashes the whole content before it answers.
+            report = self.reader.client.report_bad(streamed.held.address, streamed.held.name)
+            self._reports.spawn(report)
         elif node_failed(flow):
             self._made.drop(flow.metadata[MADE])
             log.warning(

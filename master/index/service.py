@@ -29,6 +29,7 @@ from archive.hip import (
     hip_url,
     name_list,
 )
+from archive.tasks import Background
 from archive.urlkey import structure_name
 from archive.variants import path_of, variant_record
 
@@ -159,7 +160,7 @@ class IndexNode:
         self._appending = asyncio.Semaphore(APPENDS_IN_FLIGHT)
         self._refresh: asyncio.Task[None] | None = None
         self._token = options.config.write_token
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background = Background()
         # The appends of each insert answered and not yet confirmed by `stored`, by the number
         # the answer gave, with the connection they came by.
         self._appends: dict[int, tuple[Peer, asyncio.Task[int]]] = {}
@@ -186,8 +187,7 @@ class IndexNode:
             self._refresh.cancel()
         await self.hip.close()
         await self.upstream.stop()
-        for task in list(self._background):
-            task.cancel()
+        self._background.cancel()
 
     async def close(self) -> None:
         if self._session is not None:
@@ -342,10 +342,7 @@ class IndexNode:
 
     def _spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
         """Run `work` on its own, cancelled when the index node stops."""
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
+        return self._background.spawn(work)
 
     async def _forget_inserts(self, peer: Peer) -> None:
         """A client gone cannot confirm its inserts: their appends go on, unawaited."""

@@ -18,6 +18,8 @@ from archive.config import ClusterConfig, Replication
 from archive.errors import NotFound
 from archive.hip import RemoteError
 from archive.inserting import InsertQueue
+from archive.structure import RecordKind
+from archive.urlkey import structure_name
 from master.index.captures import MAX_CAPTURES, parse_captures
 from master.index.contents import ContentIndex
 from master.index.placement import NodeInfo, place
@@ -141,6 +143,43 @@ async def test_captures_are_stored_once_and_read_back(cluster_factory) -> None:
             assert found.node in {n.url for n in cluster.nodes.values()}
         with pytest.raises(NotFound, match="no capture"):
             await client.closest(first.url, last.time + 1, "after")
+
+
+async def test_a_new_url_with_a_query_is_named_once_in_the_structure_file_of_its_path(
+    cluster_factory,
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    corpus = make_corpus(4, urls=1)
+    base = corpus.captures[0]
+    path = "http://site0.example/app.js"
+    captures = [
+        dataclasses.replace(base, url=f"{path}?_=1", time=base.time),
+        dataclasses.replace(base, url=f"{path}?_=1", time=base.time + SECOND),
+        dataclasses.replace(base, url=f"{path}?_=2", time=base.time + 2 * SECOND),
+        dataclasses.replace(base, url=path, time=base.time + 3 * SECOND),
+    ]
+    async with ClusterClient(cluster.config) as client:
+        await client.insert(captures[:2], corpus.bodies.__getitem__)
+        await client.insert(captures[2:], corpus.bodies.__getitem__)
+        await client.insert(captures[:1], corpus.bodies.__getitem__)
+        assert await client.variants(f"{path}?_=3", base.time) == [
+            structure_name(f"{path}?_=1"),
+            structure_name(f"{path}?_=2"),
+        ]
+        assert await client.variants(f"{path}?_=3", base.time + 2 * SECOND) == [
+            structure_name(f"{path}?_=2"),
+            structure_name(f"{path}?_=1"),
+        ]
+        records = (await client.read_structure(structure_name(path)))[1]
+        assert [(r.kind, r.time) for r in records] == [
+            (RecordKind.VARIANT, base.time),
+            (RecordKind.VARIANT, base.time + 2 * SECOND),
+            (RecordKind.RESPONSE, base.time + 3 * SECOND),
+        ]
+        # Lookups and the list of captures pass over variant records.
+        assert (await client.closest(path, base.time)).capture.time == base.time + 3 * SECOND
+        assert len(await client.captures(path)) == 1
+        assert await client.variants(path, base.time) == []
 
 
 async def test_batches_in_flight_that_share_contents_upload_each_once(cluster_factory) -> None:
