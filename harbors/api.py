@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from archive.errors import DlwebError, NotFound
+from archive.reading import Asked
 from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_time
 
 from . import document
@@ -65,10 +66,10 @@ async def _document(context: HarborContext, request: HarborRequest) -> Answer:
         else:
             chosen = context.settings.get(request.client).at
             at = chosen if chosen is not None else MAX_TIME
-        found, header, body = await document.read(context.reader, url, at)
+        reading = await context.reader.read(Asked(url, at))
         if request.path == "/capture":
-            return _json(200, {"url": url, **document.metadata(found, header)})
-        parsed = document.parse(url, header, body)
+            return _json(200, {"url": url, **document.metadata(reading.found, reading.header)})
+        parsed = document.parse(url, reading.header, await document.body(context.reader, reading))
         if request.path == "/links":
             return _json(200, {"url": url, "links": document.links(parsed)})
         return _json(200, {"url": url, "text": document.text(parsed)})

@@ -11,7 +11,7 @@ from lxml.etree import ParserError
 from archive.cluster import Found
 from archive.errors import DlwebError
 from archive.header_block import HeaderBlock
-from archive.reading import Asked, CaptureReader
+from archive.reading import CaptureReader, Reading
 from archive.timestamps import format_iso
 
 MAX_DOCUMENT = 32 * 1024 * 1024
@@ -58,13 +58,12 @@ def metadata(found: Found, header: HeaderBlock) -> dict[str, Any]:
     }
 
 
-async def read(reader: CaptureReader, url: str, at: int) -> tuple[Found, HeaderBlock, bytes]:
-    """The capture of `url` a browser gets at `at`, with its body whole (at most
-    MAX_DOCUMENT bytes: NotADocument for a larger one)."""
-    reading = await reader.read(Asked(url, at))
+async def body(reader: CaptureReader, reading: Reading) -> bytes:
+    """The body of a capture to parse as a document: NotADocument when larger than
+    MAX_DOCUMENT."""
     if reading.size > MAX_DOCUMENT:
         raise NotADocument(f"the archived document is larger than {MAX_DOCUMENT} bytes")
-    return reading.found, reading.header, await reader.whole_body(reading)
+    return await reader.whole_body(reading)
 
 
 def _decoded(header: HeaderBlock, body: bytes) -> bytes:
@@ -85,8 +84,6 @@ def parse(url: str, header: HeaderBlock, body: bytes) -> lxml.html.HtmlElement:
     content_type = (header.get("Content-Type") or "").lower()
     if "html" not in content_type:
         raise NotADocument(f"the archived resource is {content_type or 'untyped'}, not HTML")
-    if len(body) > MAX_DOCUMENT:
-        raise NotADocument(f"the archived document is larger than {MAX_DOCUMENT} bytes")
     try:
         document = lxml.html.document_fromstring(_decoded(header, body))
     except (ParserError, ValueError) as exc:

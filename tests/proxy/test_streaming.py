@@ -5,8 +5,10 @@ proxy's memory flat whatever the size."""
 import asyncio
 import hashlib
 import http.client
+import json
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 from tests.master.conftest import Cluster, alive
 
@@ -69,6 +71,9 @@ def test_a_large_capture_streams_whole_with_its_archived_headers(
     assert headers["content-type"] == "application/octet-stream"
     assert headers["accept-ranges"] == "bytes"
     assert "memento-datetime" in headers
+    status, _, got = request(proxy, f"http://api.dlweb/capture?url={quote(BIG, safe='')}")
+    assert status == 200
+    assert json.loads(got)["content"] == hashlib.sha256(body).hexdigest()
 
 
 def test_ranges_of_a_large_capture_are_read_from_the_node(cluster_factory, proxy_factory) -> None:
