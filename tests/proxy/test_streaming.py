@@ -7,6 +7,7 @@ import hashlib
 import http.client
 import json
 import os
+import ssl
 from pathlib import Path
 from urllib.parse import quote
 
@@ -178,3 +179,24 @@ async def _insert_file(cluster: Cluster, name: str, source: Path, header: bytes,
     )
     async with ClusterClient(cluster.config) as client:
         await client.insert([capture], files.__getitem__)
+
+
+def test_a_large_capture_of_an_https_site_streams_inside_the_tunnel(
+    cluster_factory, proxy_factory
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    body = os.urandom(3 * 1024 * 1024)
+    header = header_block(200, "OK", ("Content-Type", "video/mp4"))
+    url = "https://media.example/secure.mp4"
+    asyncio.run(archive(cluster, [Version(url, "2024-01-01", 200, header, body)]))
+    proxy = proxy_factory(cluster)
+    trusting = ssl.create_default_context(cafile=str(proxy.data / "ca" / "mitmproxy-ca-cert.pem"))
+    connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=trusting, timeout=60)
+    connection.set_tunnel("media.example", 443)
+    try:
+        for asked, status, expected in ((None, 200, body), ("bytes=10-19", 206, body[10:20])):
+            connection.request("GET", "/secure.mp4", headers={"Range": asked} if asked else {})
+            answer = connection.getresponse()
+            assert (answer.status, answer.read()) == (status, expected)
+    finally:
+        connection.close()
