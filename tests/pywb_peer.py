@@ -124,18 +124,16 @@ def _get(
 
 
 @contextmanager
-def running_pywb(workdir: Path, warcs: list[Path], collection: str = "coll") -> Iterator[str]:
-    """A `wayback` server on a free loopback port replaying `warcs`; yields its base URL."""
-    bin_dir = pywb_bin()
-    manager = str(bin_dir / "wb-manager")
-    _run([manager, "init", collection], cwd=workdir)
-    _run([manager, "add", collection, *map(str, warcs)], cwd=workdir)
+def _wayback(workdir: Path, log_name: str) -> Iterator[str]:
+    """pywb's `wayback` server started in `workdir` (where it finds its collections and
+    configuration) on a free loopback port, its output in `workdir / log_name`; yields its base
+    URL once it answers, and stops it on leaving."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    log_path = workdir / "wayback.log"
+    log_path = workdir / log_name
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [str(bin_dir / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
+            [str(pywb_bin() / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
             cwd=workdir,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -156,6 +154,16 @@ def running_pywb(workdir: Path, warcs: list[Path], collection: str = "coll") -> 
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def running_pywb(workdir: Path, warcs: list[Path], collection: str = "coll") -> Iterator[str]:
+    """A `wayback` server on a free loopback port replaying `warcs`; yields its base URL."""
+    manager = str(pywb_bin() / "wb-manager")
+    _run([manager, "init", collection], cwd=workdir)
+    _run([manager, "add", collection, *map(str, warcs)], cwd=workdir)
+    with _wayback(workdir, "wayback.log") as base:
+        yield base
 
 
 def replay(
@@ -233,32 +241,7 @@ def recording_pywb(workdir: Path, collection: str = "rec") -> Iterator[Recording
     pywb writes each pair of records after the response went back, each record a gzip member
     flushed whole: wait with `Recording.wait_recorded` for the records expected before leaving,
     and the WARC is complete when pywb is stopped."""
-    bin_dir = pywb_bin()
-    _run([str(bin_dir / "wb-manager"), "init", collection], cwd=workdir)
+    _run([str(pywb_bin() / "wb-manager"), "init", collection], cwd=workdir)
     (workdir / "config.yaml").write_text(RECORDING_CONFIG.format(collection=collection))
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    log_path = workdir / "wayback-recording.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(bin_dir / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
-            cwd=workdir,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not _answers(base):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"wayback did not start on {base}:\n{log_path.read_text(errors='replace')}"
-                )
-            time.sleep(0.05)
+    with _wayback(workdir, "wayback-recording.log") as base:
         yield Recording(base, workdir / "collections" / collection / "archive")
-    finally:
-        process.terminate()
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -12,19 +12,15 @@ The answer of `/api/items` depends on the body POSTed: another `query` names oth
 site records every request it gets, so that a test can tell which ones a browser really made.
 """
 
-import asyncio
 import json
-import socket
 import struct
-import threading
-import urllib.request
 import zlib
 from dataclasses import dataclass
-from types import TracebackType
 
 from aiohttp import web
 
-READY_TIMEOUT = 10.0
+from tests.threaded_site import ThreadedSite
+
 IMAGE_SIZE = (160, 120)
 READY_TITLE = "ready"
 # What the page's script POSTs to /api/items, byte for byte (JSON.stringify's spelling).
@@ -167,63 +163,16 @@ class Received:
     body: bytes
 
 
-class ScriptedSite:
-    """The site, served by aiohttp from a thread of its own on 127.0.0.1 and a free port."""
+class ScriptedSite(ThreadedSite):
+    """The site, served from a thread of its own on 127.0.0.1 and a free port; it answers any
+    method and records every request."""
 
     def __init__(self) -> None:
-        self._socket = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._socket.getsockname()[1]
+        super().__init__(self._serve)
         self.received: list[Received] = []
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._run, name="scripted-site", daemon=True)
-        self._probe = f"/ready-{id(self)}"
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def requests_for(self, path: str, method: str = "GET") -> list[Received]:
-        """The requests received for `path` (its query aside) with that method."""
-        return [r for r in list(self.received) if r.path == path and r.method == method]
-
-    def start(self) -> None:
-        """Serve, and return once a request is answered."""
-        self._thread.start()
-        # The socket listens already, so this request waits in its backlog until the loop serves.
-        try:
-            with urllib.request.urlopen(self.base + self._probe, timeout=READY_TIMEOUT) as answer:
-                answer.read()
-        except OSError as exc:
-            raise RuntimeError(f"the scripted site at {self.base} did not answer: {exc}") from exc
-
-    def stop(self) -> None:
-        """Stop serving: from then on nothing listens on its port."""
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result()
-            self._runner = None
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-            self._loop.close()
-        self._socket.close()
-
-    def __enter__(self) -> "ScriptedSite":
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        if request.path == self._probe:
-            return web.Response(text="ready\n")
         self.received.append(Received(request.method, request.path, request.query_string, body))
         if request.method == "GET" and request.path == "/":
             return web.Response(body=PAGE, content_type="text/html", charset="utf-8")
@@ -240,13 +189,3 @@ class ScriptedSite:
                 return web.Response(status=400, text="a JSON body with a query, please\n")
             return web.Response(body=items_answer(str(query)), content_type="application/json")
         return web.Response(status=404, text="not found\n")
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("*", "/{path:.*}", self._serve)
-        runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(runner.setup())
-        self._loop.run_until_complete(web.SockSite(runner, self._socket).start())
-        self._runner = runner
-        self._loop.run_forever()

@@ -177,6 +177,14 @@ def imported(media: Media, cluster_factory: Callable[..., Cluster]) -> Cluster:
     return cluster
 
 
+@pytest.fixture
+def proxy(
+    media: Media, cluster_factory: Callable[..., Cluster], proxy_factory: Callable[..., Proxy]
+) -> Proxy:
+    """A proxy on a cluster of its own that holds the media imported."""
+    return proxy_factory(imported(media, cluster_factory))
+
+
 def fetch(
     url: str, proxy: str | None, method: str = "GET", **headers: str
 ) -> tuple[int, Message, bytes]:
@@ -218,11 +226,8 @@ def test_the_video_is_imported_whole_and_its_storage_node_answers_a_range(
 
 
 def test_a_plain_get_offers_byte_ranges_and_head_gives_the_length_without_a_body(
-    media: Media,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
+    media: Media, proxy: Proxy
 ) -> None:
-    proxy = proxy_factory(imported(media, cluster_factory))
     for body in media.bodies:
         status, headers, data = fetch(body.url, proxy.url)
         assert status == 200, body.url
@@ -237,12 +242,7 @@ def test_a_plain_get_offers_byte_ranges_and_head_gives_the_length_without_a_body
         assert data == b"", body.url
 
 
-def test_byte_ranges_are_answered_206_with_exactly_those_bytes(
-    media: Media,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
-) -> None:
-    proxy = proxy_factory(imported(media, cluster_factory))
+def test_byte_ranges_are_answered_206_with_exactly_those_bytes(media: Media, proxy: Proxy) -> None:
     for body in media.bodies:
         size, middle = body.size, body.size // 2
         assert_partial(ranged(body.url, proxy.url, "bytes=0-0"), body, 0, 0)
@@ -264,12 +264,7 @@ def test_byte_ranges_are_answered_206_with_exactly_those_bytes(
         )
 
 
-def test_a_range_beyond_the_end_is_answered_416_with_the_size(
-    media: Media,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
-) -> None:
-    proxy = proxy_factory(imported(media, cluster_factory))
+def test_a_range_beyond_the_end_is_answered_416_with_the_size(media: Media, proxy: Proxy) -> None:
     for body in media.bodies:
         for value in (f"bytes={body.size}-", f"bytes={body.size + 100}-{body.size + 200}"):
             status, headers, _ = ranged(body.url, proxy.url, value)
@@ -278,11 +273,8 @@ def test_a_range_beyond_the_end_is_answered_416_with_the_size(
 
 
 def test_if_range_with_the_archived_validator_gives_the_range_and_another_gives_everything(
-    media: Media,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
+    media: Media, proxy: Proxy
 ) -> None:
-    proxy = proxy_factory(imported(media, cluster_factory))
     for body in media.bodies:
         for validator in (body.etag, LAST_MODIFIED):
             answer = ranged(body.url, proxy.url, "bytes=100-199", **{"If-Range": validator})
@@ -297,12 +289,8 @@ def test_if_range_with_the_archived_validator_gives_the_range_and_another_gives_
 
 
 def test_chromium_seeks_the_archived_h264_video_and_plays_from_the_sought_time(
-    media: Media,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
-    tmp_path: Path,
+    media: Media, proxy: Proxy, tmp_path: Path
 ) -> None:
-    proxy = proxy_factory(imported(media, cluster_factory))
     net_log = tmp_path / "net-log.json"
     dom = browse(
         proxy.url, tmp_path / "profile", f"{SITE}/", "--dump-dom", f"--log-net-log={net_log}"

@@ -56,6 +56,10 @@ class Recorded:
     records: list[tuple[str, str, bytes]]
     reference: bytes
 
+    def asked(self, path: str, method: str = "GET") -> list[Received]:
+        """The requests the site received for `path` (its query aside) with that method."""
+        return [r for r in self.received if r.path == path and r.method == method]
+
 
 def post(opener: urllib.request.OpenerDirector, url: str, body: bytes) -> tuple[int, bytes]:
     """POST a JSON body; the status and the body answered, faults included."""
@@ -103,7 +107,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     return Recorded(site.base, received, warcs, records, reference)
 
 
-def replaying(
+@pytest.fixture
+def proxy(
     recorded: Recorded,
     cluster_factory: Callable[..., Cluster],
     proxy_factory: Callable[..., Proxy],
@@ -116,19 +121,16 @@ def replaying(
 
 
 def test_the_live_page_asks_for_a_cache_buster_a_timestamp_and_a_post(recorded: Recorded) -> None:
-    def asked(path: str, method: str = "GET") -> list[Received]:
-        return [r for r in recorded.received if r.path == path and r.method == method]
-
     # Two loads of the page, each with a cache buster and a timestamp of its own.
-    busters = [r.query for r in asked("/app.js")]
+    busters = [r.query for r in recorded.asked("/app.js")]
     assert len(busters) == 2 and len(set(busters)) == 2, busters
     assert all(re.fullmatch(r"_=\d{13}", query) for query in busters), busters
-    stamps = [r.query for r in asked("/config.json")]
+    stamps = [r.query for r in recorded.asked("/config.json")]
     assert len(stamps) == 2 and all(re.fullmatch(r"ts=\d{10}", query) for query in stamps), stamps
-    posted = [r.body for r in asked("/api/items", "POST")]
+    posted = [r.body for r in recorded.asked("/api/items", "POST")]
     assert posted.count(post_body(QUERY)) == 2 and posted.count(post_body(GARDEN)) == 1
     for item in ITEMS["museum"]:
-        assert len(asked(item.path)) == 2, item.path
+        assert len(recorded.asked(item.path)) == 2, item.path
     # The live page drew its background, its three images in a row, and the done box.
     live = png_pixels(recorded.reference)
     assert live.rgb(WINDOW[0] - 10, WINDOW[1] - 10) == (236, 228, 206)
@@ -151,12 +153,8 @@ def test_pywb_records_each_post_body_in_a_request_record(recorded: Recorded) -> 
 
 
 def test_chromium_replays_the_scripted_page_pixel_for_pixel_once_the_site_is_gone(
-    recorded: Recorded,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
-    tmp_path: Path,
+    recorded: Recorded, proxy: Proxy, tmp_path: Path
 ) -> None:
-    proxy = replaying(recorded, cluster_factory, proxy_factory)
     page = recorded.site + "/"
     net_log = tmp_path / "net-log.json"
     dom = browse(
@@ -187,7 +185,7 @@ def test_chromium_replays_the_scripted_page_pixel_for_pixel_once_the_site_is_gon
     for path in ("/app.js", "/config.json"):
         asked = [e for e in exchanges if urlsplit(e.url).path == path]
         assert asked, path
-        recorded_queries = {r.query for r in recorded.received if r.path == path}
+        recorded_queries = {r.query for r in recorded.asked(path)}
         for exchange in asked:
             assert urlsplit(exchange.url).query not in recorded_queries, exchange.url
             assert match_kind(exchange.response.get("x-dlweb-match")) == "fuzzy", exchange
@@ -195,12 +193,7 @@ def test_chromium_replays_the_scripted_page_pixel_for_pixel_once_the_site_is_gon
     assert [urlsplit(e.url).path for e in posts] == ["/api/items"], posts
 
 
-def test_cache_busters_and_timestamps_are_matched_fuzzily(
-    recorded: Recorded,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
-) -> None:
-    proxy = replaying(recorded, cluster_factory, proxy_factory)
+def test_cache_busters_and_timestamps_are_matched_fuzzily(recorded: Recorded, proxy: Proxy) -> None:
     opener = through(proxy.url)
     now = time.time()
     for url, body in (
@@ -212,7 +205,7 @@ def test_cache_busters_and_timestamps_are_matched_fuzzily(
             assert match_kind(answer.headers["X-Dlweb-Match"]) == "fuzzy", url
             assert answer.read() == body, url
     # The URL as recorded is an exact match, not a fuzzy one.
-    buster = next(r.query for r in recorded.received if r.path == "/app.js")
+    buster = recorded.asked("/app.js")[0].query
     with opener.open(f"{recorded.site}/app.js?{buster}", timeout=30) as answer:
         assert answer.status == 200
         assert match_kind(answer.headers["X-Dlweb-Match"]) != "fuzzy"
@@ -220,11 +213,8 @@ def test_cache_busters_and_timestamps_are_matched_fuzzily(
 
 
 def test_a_post_is_answered_with_the_capture_of_its_own_body(
-    recorded: Recorded,
-    cluster_factory: Callable[..., Cluster],
-    proxy_factory: Callable[..., Proxy],
+    recorded: Recorded, proxy: Proxy
 ) -> None:
-    proxy = replaying(recorded, cluster_factory, proxy_factory)
     opener = through(proxy.url)
     items = recorded.site + "/api/items"
     assert post(opener, items, post_body(QUERY)) == (200, items_answer("museum"))

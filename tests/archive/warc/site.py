@@ -5,17 +5,13 @@ can compare what was imported with `PAGES[path].body`, the payload exactly as se
 /gzip.html the gzip bytes; for /chunked.html the body without its chunk framing).
 """
 
-import asyncio
 import gzip
-import socket
-import threading
-import urllib.request
 from dataclasses import dataclass
-from types import TracebackType
 
 from aiohttp import web
 
-READY_TIMEOUT = 10.0
+from tests.threaded_site import ThreadedSite
+
 # A 1x1 transparent PNG.
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -111,58 +107,10 @@ async def _serve(request: web.Request) -> web.StreamResponse:
     return response
 
 
-class TestSite:
-    """The site, served by aiohttp from a thread of its own on 127.0.0.1 and a free port."""
+class TestSite(ThreadedSite):
+    """The site, served from a thread of its own on 127.0.0.1 and a free port; GET only."""
 
     __test__ = False  # not a test class, whatever pytest thinks of its name
 
     def __init__(self) -> None:
-        self._socket = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._socket.getsockname()[1]
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._run, name="test-site", daemon=True)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        """Serve, and return once a request is answered."""
-        self._thread.start()
-        # The socket listens already, so this request waits in its backlog until the loop serves.
-        try:
-            with urllib.request.urlopen(self.base + "/robots.txt", timeout=READY_TIMEOUT) as answer:
-                answer.read()
-        except OSError as exc:
-            raise RuntimeError(f"the test site at {self.base} did not answer: {exc}") from exc
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
-        self._socket.close()
-
-    def __enter__(self) -> "TestSite":
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("GET", "/{path:.*}", _serve)
-        runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(runner.setup())
-        self._loop.run_until_complete(web.SockSite(runner, self._socket).start())
-        self._runner = runner
-        self._loop.run_forever()
+        super().__init__(_serve, "GET")
