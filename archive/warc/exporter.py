@@ -7,11 +7,14 @@ a revisit record pointing at that first one (WARC-Refers-To-Target-URI and -Date
 is deduplicated as the archive is. Request and metadata records kept by an import are written
 again, linked to the response they came with. A response archived under the lookup URL of a
 request other than GET (archive/requestkey.py) is written under the URL it was made from, as the
-WARC file it came from had it. The file is written under a temporary name and renamed when
-complete.
+WARC file it came from had it. A content too large to hold whole is read twice instead, once for
+the digests its record's header gives, once to write it. The file is written under a temporary
+name and renamed when complete.
 """
 
 import asyncio
+import functools
+import hashlib
 import os
 import time
 import uuid
@@ -22,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..cluster import ClusterClient
+from ..cluster import ClusterClient, Held
 from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, parse_header_block
+from ..reading import STREAMED_OVER
 from ..requestkey import original_url
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
@@ -34,9 +38,12 @@ from .writer import (
     HTTP_RESPONSE,
     PROFILE_IDENTICAL,
     PROFILE_NOT_MODIFIED,
+    GzipMember,
     Record,
     compress,
     make_record,
+    record_header,
+    spelled_digest,
 )
 
 READS_IN_FLIGHT = 16
@@ -46,6 +53,9 @@ READS_IN_FLIGHT = 16
 FETCH_CHUNK = 128
 COMPRESSORS = 2
 COMPRESSING_AHEAD = 8
+# A content of more than STREAMED_OVER bytes (as the proxy streams, and too large for a pack) is
+# never held whole: its record is written as it is read, compressed by pieces of this size.
+STREAMED_PIECE = 1024 * 1024
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
 WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
 SOFTWARE = "dlweb"
@@ -181,7 +191,31 @@ class _Plan:
         self.revisit = capture.kind in REPLAYED_KINDS and (
             not first_of_content or capture.kind is RecordKind.NOT_MODIFIED
         )
-        self.names = [capture.header] if self.revisit else [capture.header, capture.content]
+        self.header = capture.header
+        self.content = None if self.revisit else capture.content
+        self.names = [self.header] if self.content is None else [self.header, self.content]
+        # A response's or resource's content of more than STREAMED_OVER bytes is streamed; a
+        # request's or metadata record's is read whole, to split its kept fields off its block.
+        self.whole_up_to = (
+            STREAMED_OVER if capture.kind in REPLAYED_KINDS and not self.revisit else None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """A response or resource record around its content: its block is `before`, the content,
+    then `after`, and its payload starts at before[payload_from]. The same whether the content is
+    in memory or streamed, so that both make the same record."""
+
+    rec_type: str
+    url: str
+    fields: list[tuple[str, str]]
+    before: list[bytes]
+    after: list[bytes]
+    payload_from: int
+
+    def block(self, content: bytes) -> list[bytes]:
+        return [*self.before, content, *self.after]
 
 
 async def _write_entries(
@@ -216,13 +250,16 @@ async def _write_entries(
             client.get_small_contents([name for plan in chunk for name in plan.names])
         )
 
-    async def write_compressed(left: int) -> None:
+    def wrote() -> None:
         nonlocal done
+        done += 1
+        if on_record is not None:
+            on_record(done, len(plans))
+
+    async def write_compressed(left: int) -> None:
         while len(compressed) > left:
             out.write(await compressed.popleft())
-            done += 1
-            if on_record is not None:
-                on_record(done, len(plans))
+            wrote()
 
     fetching = fetch(chunks[0]) if chunks else None
     try:
@@ -232,11 +269,27 @@ async def _write_entries(
             # The next chunk's contents come while this one is written.
             fetching = fetch(chunks[index + 1]) if index + 1 < len(chunks) else None
             for plan in chunk:
-                parts = [
-                    contents[name] if name in contents else await client.get_content(name)
-                    for name in plan.names
-                ]
-                rec_type, record = _record_of(plan, parts, firsts, responses)
+                header = contents.get(plan.header)
+                if header is None:
+                    header = await client.get_header_block(plan.header)
+                found: bytes | Held | None = None
+                if plan.content is not None:
+                    found = contents.get(plan.content)
+                    if found is None:
+                        found = await client.content_or_holder(plan.content, plan.whole_up_to)
+                if isinstance(found, Held):
+                    # Written as it is read, after the records before it.
+                    await write_compressed(0)
+                    layout = _layout(plan, header, found.size)
+                    when = plan.entry.capture.time
+                    record_id, payload_digest = await _write_streamed(
+                        client, out, compressing, layout, when, found
+                    )
+                    _remember(plan, layout.url, record_id, payload_digest, firsts, responses)
+                    summary.records[layout.rec_type] += 1
+                    wrote()
+                    continue
+                rec_type, record = _record_of(plan, header, found, firsts, responses)
                 summary.records[rec_type] += 1
                 compressed.append(loop.run_in_executor(compressing, compress, record))
                 await write_compressed(COMPRESSING_AHEAD)
@@ -250,25 +303,25 @@ async def _write_entries(
 
 def _record_of(
     plan: _Plan,
-    parts: list[bytes],
+    header: bytes,
+    content: bytes | None,
     firsts: dict[str, _First],
     responses: dict[tuple[str, int], str],
 ) -> tuple[str, Record]:
-    """The record of one capture, and its WARC type."""
+    """The record of one capture, and its WARC type; `content` is None for a revisit."""
     entry, capture = plan.entry, plan.entry.capture
     url, when = entry.url, capture.time
-    header = parts[0]
-    truncated = [("WARC-Truncated", "unspecified")] if capture.flags & RecordFlag.TRUNCATED else []
     if capture.kind in (RecordKind.REQUEST, RecordKind.METADATA):
+        assert content is not None
         rec_type = capture.kind.name.lower()
-        kept, block = split_kept(bundled_body(capture, parts[1]))
+        kept, block = split_kept(bundled_body(capture, content))
         fields = [kv for kv in kept if kv[0].lower() not in WRITER_FIELDS]
         concurrent = responses.get((url, when))
         if concurrent is not None:
             fields.append(("WARC-Concurrent-To", concurrent))
         return rec_type, make_record(rec_type, url, when, [block], fields)
-    url = original_url(url)
-    if plan.revisit:
+    if content is None:
+        url = original_url(url)
         first = firsts.get(capture.content)
         not_modified = capture.kind is RecordKind.NOT_MODIFIED
         fields = [
@@ -281,31 +334,114 @@ def _record_of(
                 ("WARC-Refers-To-Date", first.date),
                 ("WARC-Payload-Digest", first.payload_digest),
             ]
-        record = make_record("revisit", url, when, [header], fields + truncated)
+        record = make_record("revisit", url, when, [header], fields + _truncated(capture))
         responses[(url, when)] = record.record_id
         return "revisit", record
-    content = parts[1]
-    if capture.flags & RecordFlag.SYNTHETIC_HEADERS:
-        content_type = _content_type(header)
-        record = make_record(
-            "resource", url, when, [content], [("Content-Type", content_type)], payload_from=0
-        )
-        rec_type = "resource"
-    else:
-        body = _rechunked(content) if declares_chunked(header) else [content]
-        record = make_record(
-            "response",
-            url,
-            when,
-            [header, *body],
-            [("Content-Type", HTTP_RESPONSE), *truncated],
-            payload_from=1,
-        )
-        rec_type = "response"
+    layout = _layout(plan, header, len(content))
+    record = make_record(
+        layout.rec_type,
+        layout.url,
+        when,
+        layout.block(content),
+        layout.fields,
+        payload_from=layout.payload_from,
+    )
     assert record.payload_digest is not None
-    firsts.setdefault(capture.content, _First(url, format_iso(when), record.payload_digest))
-    responses[(url, when)] = record.record_id
-    return rec_type, record
+    _remember(plan, layout.url, record.record_id, record.payload_digest, firsts, responses)
+    return layout.rec_type, record
+
+
+def _layout(plan: _Plan, header: bytes, size: int) -> _Layout:
+    """The record of the first capture of a content of `size` bytes."""
+    capture = plan.entry.capture
+    url = original_url(plan.entry.url)
+    if capture.flags & RecordFlag.SYNTHETIC_HEADERS:
+        return _Layout("resource", url, [("Content-Type", _content_type(header))], [], [], 0)
+    before, after = [header], []
+    if declares_chunked(header):
+        # The payload as one chunk, since the archived header block says it was sent chunked.
+        before.append(f"{size:x}\r\n".encode() if size else b"")
+        after.append(b"\r\n0\r\n\r\n" if size else b"0\r\n\r\n")
+    fields = [("Content-Type", HTTP_RESPONSE), *_truncated(capture)]
+    return _Layout("response", url, fields, before, after, payload_from=1)
+
+
+def _truncated(capture: Capture) -> list[tuple[str, str]]:
+    return [("WARC-Truncated", "unspecified")] if capture.flags & RecordFlag.TRUNCATED else []
+
+
+def _remember(
+    plan: _Plan,
+    url: str,
+    record_id: str,
+    payload_digest: str,
+    firsts: dict[str, _First],
+    responses: dict[tuple[str, int], str],
+) -> None:
+    """What later records name: the first record of a content (its revisits) and the response
+    of a URL and time (its request and metadata records)."""
+    when = plan.entry.capture.time
+    firsts.setdefault(plan.entry.capture.content, _First(url, format_iso(when), payload_digest))
+    responses[(url, when)] = record_id
+
+
+async def _write_streamed(
+    client: ClusterClient,
+    out: BinaryIO,
+    compressing: ThreadPoolExecutor,
+    layout: _Layout,
+    when: int,
+    held: Held,
+) -> tuple[str, str]:
+    """Write the record of a content too large to hold, as it is read, compressed by pieces of
+    about STREAMED_PIECE bytes (one on a thread while the next is read); its record id and
+    payload digest. Each read of the content is verified: a wrong one ends the export."""
+    block_digest, payload_digest = await _streamed_digests(client, layout, held)
+    length = sum(len(part) for part in layout.before) + held.size
+    length += sum(len(part) for part in layout.after)
+    record_id, head = record_header(
+        layout.rec_type, layout.url, when, layout.fields, block_digest, payload_digest, length
+    )
+    loop = asyncio.get_running_loop()
+    member = GzipMember()
+    compressed: asyncio.Future[bytes] | None = None
+    pieces, size = [head, *layout.before], 0
+    async for piece in client.stream_content(held):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= STREAMED_PIECE:
+            if compressed is not None:
+                out.write(await compressed)
+            compressed = loop.run_in_executor(compressing, member.compress, pieces)
+            pieces, size = [], 0
+    if compressed is not None:
+        out.write(await compressed)
+    end = functools.partial(member.compress, [*pieces, *layout.after], last=True)
+    out.write(await loop.run_in_executor(compressing, end))
+    return record_id, payload_digest
+
+
+async def _streamed_digests(client: ClusterClient, layout: _Layout, held: Held) -> tuple[str, str]:
+    """The block and payload digests of a record whose content is streamed: its header comes
+    before its block, so they are known first. A content's name is its SHA-256, so a block or
+    payload that is the content alone takes no reading; one with more (the header block, chunk
+    framing) takes a first read of the content."""
+    named = spelled_digest(bytes.fromhex(held.name))
+    payload_before = layout.before[layout.payload_from :]
+    more = any(layout.after)
+    block = hashlib.sha256(b"".join(layout.before)) if more or any(layout.before) else None
+    payload = hashlib.sha256(b"".join(payload_before)) if more or any(payload_before) else None
+    hashes = [digest for digest in (block, payload) if digest is not None]
+    if hashes:
+        async for piece in client.stream_content(held):
+            for digest in hashes:
+                digest.update(piece)
+        for digest in hashes:
+            digest.update(b"".join(layout.after))
+    return (
+        named if block is None else spelled_digest(block.digest()),
+        named if payload is None else spelled_digest(payload.digest()),
+    )
 
 
 def _content_type(header: bytes) -> str:
@@ -313,10 +449,3 @@ def _content_type(header: bytes) -> str:
         return parse_header_block(header).get("Content-Type") or "application/octet-stream"
     except DlwebError:
         return "application/octet-stream"
-
-
-def _rechunked(content: bytes) -> list[bytes]:
-    """The payload as one chunk, since the archived header block says it was sent chunked."""
-    if not content:
-        return [b"0\r\n\r\n"]
-    return [f"{len(content):x}\r\n".encode(), content, b"\r\n0\r\n\r\n"]

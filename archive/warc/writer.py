@@ -4,13 +4,15 @@ Records are written by hand rather than through warcio's writer because the bloc
 archived bytes exactly: warcio parses and re-serialises HTTP headers, which can change a header
 block's spelling. Digests are SHA-256 in base32; record ids are derived from what the record
 holds, so exporting the same captures twice gives the same records. A record is made (digests,
-header) and compressed in two steps, so that a writer can compress several at once.
+header) and compressed in two steps, so that a writer can compress several at once. A record
+whose content is too large to hold gets its header from digests computed beforehand
+(`record_header`) and is compressed piece by piece as the content is read (`GzipMember`).
 """
 
 import base64
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from zlib_ng import zlib_ng
@@ -24,12 +26,21 @@ HTTP_RESPONSE = "application/http; msgtype=response"
 HTTP_REQUEST = "application/http; msgtype=request"
 
 
+# What ends every record, after its block.
+_RECORD_END = b"\r\n\r\n"
+
+
 def warc_digest(data: bytes | Sequence[bytes]) -> str:
     """`sha256:` and the base32 digest of the bytes, as WARC digest fields spell it."""
     digest = hashlib.sha256()
     for part in [data] if isinstance(data, bytes) else data:
         digest.update(part)
-    return "sha256:" + base64.b32encode(digest.digest()).decode("ascii")
+    return spelled_digest(digest.digest())
+
+
+def spelled_digest(sha256: bytes) -> str:
+    """A SHA-256 digest as WARC digest fields spell it (a content's name is its hex form)."""
+    return "sha256:" + base64.b32encode(sha256).decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +53,29 @@ class Record:
     block: Sequence[bytes]
 
 
+class GzipMember:
+    """One record compressed into one gzip member piece by piece, so that a block too large to
+    hold is written as it is read. zlib-ng lets go of the GIL while it compresses, so pieces (and
+    records) can be compressed on other threads than the one reading, one piece of a member at a
+    time and in order."""
+
+    def __init__(self) -> None:
+        # zlib-ng: the same deflate level as zlib's default, in about two thirds of the time.
+        self._compressor = zlib_ng.compressobj(6, zlib_ng.DEFLATED, 31)
+
+    def compress(self, parts: Iterable[bytes], last: bool = False) -> bytes:
+        """The member's bytes for the record's next parts (deflate may keep some for later);
+        with `last`, they end the record and the member."""
+        pieces = [self._compressor.compress(part) for part in parts]
+        if last:
+            pieces.append(self._compressor.compress(_RECORD_END))
+            pieces.append(self._compressor.flush())
+        return b"".join(pieces)
+
+
 def compress(record: Record) -> bytes:
-    """The record as one gzip member (zlib-ng lets go of the GIL while it compresses, so records
-    can be compressed on several threads at once)."""
-    # zlib-ng: the same deflate level as zlib's default, in about two thirds of the time.
-    compressor = zlib_ng.compressobj(6, zlib_ng.DEFLATED, 31)
-    pieces = [compressor.compress(record.header)]
-    pieces.extend(compressor.compress(part) for part in record.block)
-    pieces.append(compressor.compress(b"\r\n\r\n"))
-    pieces.append(compressor.flush())
-    return b"".join(pieces)
+    """The record as one gzip member."""
+    return GzipMember().compress([record.header, *record.block], last=True)
 
 
 def make_record(
@@ -64,7 +88,30 @@ def make_record(
 ) -> Record:
     """One record; `block` is its parts, `payload_from` the part the payload starts at (the parts
     before it are the HTTP header block), None for a record with no payload digest."""
-    block_digest = warc_digest(block)
+    payload_digest = None if payload_from is None else warc_digest(block[payload_from:])
+    record_id, header = record_header(
+        rec_type,
+        uri,
+        time,
+        fields,
+        warc_digest(block),
+        payload_digest,
+        sum(len(part) for part in block),
+    )
+    return Record(record_id, payload_digest, header, block)
+
+
+def record_header(
+    rec_type: str,
+    uri: str | None,
+    time: int,
+    fields: Sequence[tuple[str, str]],
+    block_digest: str,
+    payload_digest: str | None,
+    length: int,
+) -> tuple[str, bytes]:
+    """The record id and the header of a record whose block has `length` bytes and these
+    digests: the block follows the header, so they are known before it is written."""
     date = format_iso(time)
     record_id = (
         f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{rec_type} {uri} {date} {block_digest}')}>"
@@ -74,10 +121,8 @@ def make_record(
         head.append(("WARC-Target-URI", uri))
     head.extend(fields)
     head.append(("WARC-Block-Digest", block_digest))
-    payload_digest = None if payload_from is None else warc_digest(block[payload_from:])
     if payload_digest is not None:
         head.append(("WARC-Payload-Digest", payload_digest))
-    head.append(("Content-Length", str(sum(len(part) for part in block))))
+    head.append(("Content-Length", str(length)))
     lines = [WARC_VERSION, *(f"{name}: {value}" for name, value in head)]
-    header = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
-    return Record(record_id, payload_digest, header, block)
+    return record_id, ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")

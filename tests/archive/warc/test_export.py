@@ -1,9 +1,12 @@
 """`dlweb export` and `dlweb cdxj`: the archive written back out as standard WARC 1.1."""
 
+import base64
+import hashlib
 import io
 import json
 import shutil
 import subprocess
+import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ import aiohttp
 import surt
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
+from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from archive import pack
@@ -20,6 +24,8 @@ from archive.cluster import ClusterClient
 from archive.structure import RecordFlag
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from archive.warc.exporter import Selection, export_warc
+from tests.disk import damage_content
 
 from . import sources
 from .conftest import dlweb
@@ -299,3 +305,182 @@ async def test_an_export_reads_its_contents_from_the_nodes_still_up(cluster_fact
     (large,) = [r for r in written if r.url == big.bad_url]
     assert len(large.payload) == pack.MAX_PACKED + 4096
     assert large.payload.startswith(b"0123456789abcdef")
+
+
+LARGE_HOST = "http://large.example"
+LARGE = 3 * 1024 * 1024
+
+
+def _pattern(size: int, seed: int = 0) -> bytes:
+    """`size` bytes where every 16 differ from the others, so that pieces out of place show."""
+    lines = (b"%02d:%012d\n" % (seed, n) for n in range(size // 16 + 1))
+    return b"".join(lines)[:size]
+
+
+def _write_response(
+    writer: WARCWriter,
+    url: str,
+    date: str,
+    body: bytes,
+    headers: list[tuple[str, str]] | None = None,
+) -> None:
+    """A response record whose HTTP body is `body` as given (already chunked, if it says so)."""
+    if headers is None:
+        headers = [("Content-Type", "application/octet-stream"), ("Content-Length", str(len(body)))]
+    writer.write_record(
+        writer.create_warc_record(
+            url,
+            "response",
+            payload=io.BytesIO(body),
+            length=len(body),
+            http_headers=StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1"),
+            warc_headers_dict={"WARC-Date": date},
+        )
+    )
+
+
+def _large_file(path: Path, payloads: dict[str, bytes]) -> None:
+    """A .warc.gz of the large payloads by URL, between two small responses: /large and /copy
+    (the same payload, so a revisit in the export) as responses, /chunked as a response sent in
+    HTTP chunks, /resource as a resource record."""
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True, warc_version="1.1")
+        _write_response(writer, f"{LARGE_HOST}/before", "2024-05-01T00:00:00Z", b"small before")
+        for second, url in enumerate(["/large", "/copy"], 1):
+            date = f"2024-05-01T00:00:{second:02d}Z"
+            _write_response(writer, LARGE_HOST + url, date, payloads[LARGE_HOST + url])
+        chunked = payloads[f"{LARGE_HOST}/chunked"]
+        pieces = [chunked[start : start + 700_000] for start in range(0, len(chunked), 700_000)]
+        body = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+        headers = [("Content-Type", "application/octet-stream"), ("Transfer-Encoding", "chunked")]
+        _write_response(writer, f"{LARGE_HOST}/chunked", "2024-05-01T00:00:03Z", body, headers)
+        resource = payloads[f"{LARGE_HOST}/resource"]
+        writer.write_record(
+            writer.create_warc_record(
+                f"{LARGE_HOST}/resource",
+                "resource",
+                payload=io.BytesIO(resource),
+                length=len(resource),
+                warc_content_type="application/octet-stream",
+                warc_headers_dict={"WARC-Date": "2024-05-01T00:00:04Z"},
+            )
+        )
+        _write_response(writer, f"{LARGE_HOST}/after", "2024-05-01T00:00:05Z", b"small after")
+
+
+def _warc_digest(data: bytes) -> str:
+    return "sha256:" + base64.b32encode(hashlib.sha256(data).digest()).decode("ascii")
+
+
+async def test_an_export_streams_large_contents_into_valid_records(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    large = _pattern(LARGE)
+    payloads = {
+        f"{LARGE_HOST}/large": large,
+        f"{LARGE_HOST}/copy": large,
+        f"{LARGE_HOST}/chunked": _pattern(LARGE + 5, seed=1),
+        f"{LARGE_HOST}/resource": _pattern(LARGE, seed=2),
+    }
+    source = tmp_path / "large.warc.gz"
+    _large_file(source, payloads)
+    done = dlweb("import", "-c", str(cluster.config_path), str(source))
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "large-out.warc.gz"
+    written = export(cluster.config_path, out)
+
+    warcio = shutil.which("warcio")
+    assert warcio is not None
+    check = subprocess.run([warcio, "check", "-v", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("digest pass") == 6 and "digest failed" not in check.stdout
+
+    records = {r.url: r for r in written if r.type != "warcinfo"}
+    assert [r.url.removeprefix(LARGE_HOST) for r in written[1:]] == [
+        "/before",
+        "/large",
+        "/copy",
+        "/chunked",
+        "/resource",
+        "/after",
+    ]
+    assert [r.type for r in written[1:]] == [
+        "response",
+        "response",
+        "revisit",
+        "response",
+        "resource",
+        "response",
+    ]
+    assert records[f"{LARGE_HOST}/before"].payload == b"small before"
+    assert records[f"{LARGE_HOST}/after"].payload == b"small after"
+    first = records[f"{LARGE_HOST}/large"]
+    assert first.payload == large
+    # The payload digest of a content is its name, spelled in base32.
+    assert first.fields["WARC-Payload-Digest"] == _warc_digest(large)
+    assert first.fields["WARC-Block-Digest"] == _warc_digest(first.block)
+    copy = records[f"{LARGE_HOST}/copy"]
+    assert copy.fields["WARC-Refers-To-Target-URI"] == first.url
+    assert copy.fields["WARC-Payload-Digest"] == first.fields["WARC-Payload-Digest"]
+    # Sent in chunks, it is written as one chunk of the whole payload.
+    chunked = records[f"{LARGE_HOST}/chunked"]
+    assert chunked.block.partition(b"\r\n\r\n")[2].startswith(b"%x\r\n" % (LARGE + 5))
+    assert chunked.payload == payloads[f"{LARGE_HOST}/chunked"]
+    resource = records[f"{LARGE_HOST}/resource"]
+    assert resource.block == payloads[f"{LARGE_HOST}/resource"]
+    assert resource.fields["WARC-Block-Digest"] == _warc_digest(resource.block)
+
+
+async def test_an_export_of_a_huge_content_never_holds_it(cluster_factory, tmp_path):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    huge = _pattern(64 * 1024 * 1024)
+    digest = hashlib.sha256(huge).hexdigest()
+    source = tmp_path / "huge.warc.gz"
+    with open(source, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version="1.1")
+        _write_response(writer, f"{LARGE_HOST}/huge", "2024-05-01T00:00:00Z", huge)
+    del huge
+    done = dlweb("import", "-c", str(cluster.config_path), str(source))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    out = tmp_path / "huge-out.warc.gz"
+    async with ClusterClient(cluster.config, cache=ReadCache()) as client:
+        tracemalloc.start()
+        try:
+            summary = await export_warc(client, out, Selection())
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert summary.records == {"warcinfo": 1, "response": 1}
+    # Read whole, the content alone would be 64 MiB of it (about 130 MB with its copies).
+    assert peak < 16 * 1024 * 1024, f"{peak:,} bytes at the peak"
+
+    read = hashlib.sha256()
+    with open(out, "rb") as fh:
+        for record in ArchiveIterator(fh, check_digests=True):
+            if record.rec_type == "response":
+                while piece := record.content_stream().read(1024 * 1024):
+                    read.update(piece)
+                assert record.digest_checker.passed is True
+    assert read.hexdigest() == digest
+
+
+async def test_a_large_content_read_wrong_ends_the_export_and_leaves_no_file(
+    cluster_factory, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    large = _pattern(LARGE)
+    source = tmp_path / "large.warc.gz"
+    with open(source, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version="1.1")
+        _write_response(writer, f"{LARGE_HOST}/large", "2024-05-01T00:00:00Z", large)
+    assert dlweb("import", "-c", str(cluster.config_path), str(source)).returncode == 0
+    name = hashlib.sha256(large).hexdigest()
+    damage_content(cluster.root / "node1", name, at=-1)
+
+    out = tmp_path / "damaged.warc.gz"
+    failed = dlweb("export", "-c", str(cluster.config_path), "--out", str(out))
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert f"content {name}: the bytes hash to" in failed.stderr
+    assert list(tmp_path.glob("*.warc.gz")) == [source]
+    assert list(tmp_path.glob(".*.part")) == []
