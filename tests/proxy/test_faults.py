@@ -6,6 +6,7 @@ import struct
 import zipfile
 from xml.etree import ElementTree
 
+import pypdf
 import pytest
 
 from proxy.faults import DOCX, fault, kind_of
@@ -128,8 +129,7 @@ def test_the_pdf_page_fits_a_very_long_url() -> None:
     assert len(lines) <= 42
 
 
-def test_the_pdf_reads_with_pypdf_when_it_is_installed() -> None:
-    pypdf = pytest.importorskip("pypdf")
+def test_the_pdf_reads_with_pypdf() -> None:
     pdf, _ = body_of("http://old.example/report.pdf")
     reader = pypdf.PdfReader(io.BytesIO(pdf), strict=True)
     assert len(reader.pages) == 1
