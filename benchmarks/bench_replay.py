@@ -15,12 +15,25 @@ proxies up side by side:
    one at a time, each at another date, through dlweb's proxy and pywb's; median latency, and
    the capture served checked by its Memento-Datetime.
 
+Then media, in the same cluster: a capture of 1 GiB (streamed by the proxy from its storage node)
+beside one of 4 KB, each comparison's sides taking turns for several rounds (min, median, max):
+
+3. throughput of a whole GET through dlweb's proxy and straight from the storage node;
+4. time to the first byte of the 1 GiB capture and of the 4 KB one through the proxy: the first
+   request, then repeated, then each at another date (which the proxy has no answer kept for);
+5. random 64 KiB Range requests over the 1 GiB capture, on 1 and on 4 keep-alive connections,
+   through the proxy and straight from the node.
+
 Usage: python benchmarks/bench_replay.py [--quick] [--seconds S] [--captures N] [--json FILE]
+       [--skip-pages | --skip-media]
 """
 
 import argparse
 import asyncio
+import functools
+import hashlib
 import io
+import itertools
 import random
 import socket
 import ssl
@@ -30,13 +43,15 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import uvloop
@@ -45,10 +60,23 @@ from warcio.warcwriter import WARCWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tools import MB, WORDS, BenchError, checked, dlweb, run_benchmark  # noqa: E402
+from bench_tools import (  # noqa: E402
+    MB,
+    WORDS,
+    BenchError,
+    checked,
+    cluster_pids,
+    cpu_seconds,
+    dlweb,
+    run_benchmark,
+)
 
+from archive.cluster import ClusterClient, Held, NewCapture  # noqa: E402
 from archive.config import load_config  # noqa: E402
+from archive.reading import STREAMED_OVER  # noqa: E402
+from archive.timestamps import parse_time  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
+from deploy.processes import RUN_DIR  # noqa: E402
 from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
 
 NAN = float("nan")
@@ -75,6 +103,23 @@ REQUEST_TIMEOUT = 120.0
 # As browsers send it: pywb keeps a CONNECT tunnel open for another request only when asked so.
 KEEP_ALIVE = {"Connection": "keep-alive"}
 TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8}
+FILM_URL = "http://media.example/film.mp4"
+STILL_URL = "http://media.example/still.jpg"
+MISSING_URL = "http://media.example/never-captured.html"
+FILM_SIZE = 2**30
+STILL_SIZE = 4096
+MEDIA_AT = datetime(2024, 1, 1, tzinfo=UTC)
+PIECE = 2**20  # of the file written, and of each client read
+SEEK = 64 * 1024
+SEEK_CONNECTIONS = (1, 4)
+FIRST_BYTES = 20  # requests of each size, for each way of asking but the first
+MEDIA_LABELS = {"film": "1 GiB", "still": "4 KB", "node": "1 GiB straight from the node"}
+WAYS = {"cold": "first request", "warm": "repeated", "dated": "another date each"}
+MEDIA_GOALS = {
+    "throughput": (">=", 0.5),
+    "first_byte warm": ("<=", 2.0),
+    "first_byte dated": ("<=", 2.0),
+}
 
 # The ceiling: mitmproxy set up by proxy/server.py's own lean_master, with an addon answering from the
 # latest response of each URL in the WARC, held in a dict; no archive, no cluster.
@@ -440,6 +485,393 @@ def throughput(
     return best
 
 
+# -- media ---------------------------------------------------------------------------------------
+
+
+class WrongAnswer(Exception):
+    """An answer of another status or length than asked for: its figure would mean nothing."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a GET goes: the address connected to, and the request target and Host sent there
+    (an absolute URL to a proxy, a path to the storage node)."""
+
+    address: tuple[str, int]
+    target: str
+    host: str
+
+
+def via_proxy(proxy: str, url: str) -> Source:
+    where = urlsplit(proxy)
+    return Source((where.hostname or "127.0.0.1", where.port or 80), url, urlsplit(url).netloc)
+
+
+def from_node(held: Held) -> Source:
+    where = urlsplit(held.address)
+    address = (where.hostname or "127.0.0.1", where.port or 80)
+    return Source(address, f"/content/{held.name}", where.netloc)
+
+
+class Wire:
+    """One keep-alive HTTP/1.1 connection read in large pieces. Of each answer only the status
+    and Content-Length are parsed, and nothing is hashed: the client costs little beside the
+    servers measured, which share the machine with it."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.sock = socket.create_connection(source.address, timeout=REQUEST_TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.stream = io.BufferedReader(socket.SocketIO(self.sock, "rb"), PIECE)
+
+    def close(self) -> None:
+        self.stream.close()
+        self.sock.close()
+
+    def ask(self, headers: dict[str, str] | None = None) -> tuple[int, int]:
+        """Send a GET and read the answer's head: its status and Content-Length."""
+        lines = [f"GET {self.source.target} HTTP/1.1", f"Host: {self.source.host}"]
+        lines.extend(f"{name}: {value}" for name, value in (headers or {}).items())
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        status = self.stream.readline().split()
+        if len(status) < 2:
+            raise WrongAnswer(f"{self.source.target}: the connection ended without an answer")
+        length = 0
+        while (line := self.stream.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return int(status[1]), length
+
+    def read_body(self, length: int, buffer: memoryview) -> int:
+        """Read `length` bytes into `buffer`, again and again; how many came before the end."""
+        left = length
+        while left and (got := self.stream.readinto(buffer[: min(left, len(buffer))])):
+            left -= got
+        return length - left
+
+
+def expect(source: Source, got: tuple[int, int], wanted: tuple[int, int]) -> None:
+    """Raise WrongAnswer unless the (status, length) got are those wanted."""
+    if got != wanted:
+        raise WrongAnswer(f"{source.target}: {got[0]}, {got[1]:,} bytes where {wanted[1]:,} are")
+
+
+def whole_get(source: Source) -> float:
+    """MB/s of one GET of the 1 GiB capture, from the request to the last byte read."""
+    buffer = memoryview(bytearray(PIECE))
+    with closing(Wire(source)) as wire:
+        began = time.perf_counter()
+        status, length = wire.ask()
+        got = wire.read_body(length, buffer)
+        elapsed = time.perf_counter() - began
+    expect(source, (status, got), (200, FILM_SIZE))
+    return FILM_SIZE / MB / elapsed
+
+
+def first_byte(source: Source, size: int, headers: dict[str, str] | None = None) -> float:
+    """Milliseconds from a request on a new connection to the first byte of its body. The
+    connection is closed then, as a player that reads no further would: the rest of a large
+    body is never sent."""
+    with closing(Wire(source)) as wire:
+        began = time.perf_counter()
+        status, length = wire.ask(headers)
+        first = wire.stream.read(1)
+        elapsed = time.perf_counter() - began
+    expect(source, (status, length if first else 0), (200, size))
+    return elapsed * 1000
+
+
+def seek_until(source: Source, until: float, rng: random.Random) -> int:
+    """Random 64 KiB ranges of the 1 GiB capture, one after another on one keep-alive
+    connection, until `until`; how many were answered."""
+    buffer = memoryview(bytearray(SEEK))
+    answered = 0
+    with closing(Wire(source)) as wire:
+        while time.monotonic() < until:
+            start = rng.randrange(FILM_SIZE - SEEK)
+            status, length = wire.ask({"Range": f"bytes={start}-{start + SEEK - 1}"})
+            expect(source, (status, wire.read_body(length, buffer)), (206, SEEK))
+            answered += 1
+    return answered
+
+
+def seeks(source: Source, connections: int, seconds: float, rng: random.Random) -> float:
+    """Range requests per second on `connections` connections at once, a thread each (a thread
+    waiting on its socket lets the others run)."""
+    began = time.monotonic()
+    rngs = [random.Random(rng.random()) for _ in range(connections)]
+    with ThreadPoolExecutor(connections) as pool:
+        answered = sum(pool.map(lambda r: seek_until(source, began + seconds, r), rngs))
+    return answered / (time.monotonic() - began)
+
+
+def alternated(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, dict[str, Any]]:
+    """Each side's figure once a round, the sides in turns, the first one changing from round to
+    round: the machine's other work falls on all alike. Their spread, and any wrong answer."""
+    tallies = {name: Tally([]) for name in sides}
+    order = list(sides)
+    for round_ in range(rounds):
+        for name in order if round_ % 2 == 0 else order[::-1]:
+            try:
+                tallies[name].latencies.append(sides[name]())
+            except (WrongAnswer, OSError) as exc:
+                tallies[name].fail(repr(exc))
+    return {name: spread(tally) for name, tally in tallies.items()}
+
+
+def spread(tally: Tally) -> dict[str, Any]:
+    """Min, median and max of a tally's figures (MB/s, ms or req/s), with its wrong answers."""
+    values = tally.latencies
+    return {
+        "runs": len(values),
+        "min": min(values, default=NAN),
+        "median": statistics.median(values or [NAN]),
+        "max": max(values, default=NAN),
+        "values": values,
+        "errors": tally.errors,
+        "first_error": tally.first_error,
+    }
+
+
+def write_film(path: Path, rng: random.Random) -> str:
+    """Write the 1 GiB capture's random bytes, a piece at a time (never held whole); their
+    SHA-256."""
+    digest = hashlib.sha256()
+    with path.open("wb") as out:
+        for _ in range(FILM_SIZE // PIECE):
+            piece = rng.randbytes(PIECE)
+            out.write(piece)
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+async def insert_media(config: Path, film: Path, film_name: str, still: bytes) -> Held:
+    """Insert both captures, the large content uploaded from its file by the client; the node
+    that holds it, as the proxy finds it."""
+    still_name = hashlib.sha256(still).hexdigest()
+    bodies: dict[str, bytes | Path] = {film_name: film, still_name: still}
+    captures = []
+    for url, name, size, kind in (
+        (FILM_URL, film_name, FILM_SIZE, "video/mp4"),
+        (STILL_URL, still_name, STILL_SIZE, "image/jpeg"),
+    ):
+        header = f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\n\r\n".encode()
+        header_name = hashlib.sha256(header).hexdigest()
+        bodies[header_name] = header
+        when = parse_time(warc_date(MEDIA_AT))
+        captures.append(NewCapture(url, when, name, header_name, 200, size, len(header)))
+    async with ClusterClient(load_config(config)) as client:
+        await client.insert(captures, bodies.__getitem__)
+        held = await client.content_or_holder(film_name, STREAMED_OVER)
+    if not isinstance(held, Held):
+        raise BenchError(f"the {FILM_SIZE:,} bytes of {FILM_URL} were read whole, not held")
+    return held
+
+
+def media_throughput(
+    proxy: Source, node: Source, rounds: int, pids: dict[str, list[int]]
+) -> dict[str, Any]:
+    """Whole GETs of the 1 GiB capture through the proxy and from its node, in turns; with the
+    CPU seconds the serving processes spent on each (the proxy's and the node's, the node's)."""
+    cpu: dict[str, list[float]] = {"proxy": [], "node": []}
+
+    def costed(side: str, source: Source) -> Callable[[], float]:
+        def sample() -> float:
+            before = cpu_seconds(pids[side])
+            rate = whole_get(source)
+            cpu[side].append(cpu_seconds(pids[side]) - before)
+            return rate
+
+        return sample
+
+    figures = alternated(rounds, {"proxy": costed("proxy", proxy), "node": costed("node", node)})
+    for side, spent in cpu.items():
+        figures[side]["cpu_s"] = statistics.median(spent or [NAN])
+    return figures
+
+
+def media_first_bytes(proxy: str, node: Source) -> dict[str, Any]:
+    """Time to first byte through the proxy, 1 GiB beside 4 KB, in turns: each one's first
+    request (after one for a URL never captured, which opens the proxy's connections to the
+    cluster); then requests repeated, answered from the answer the proxy made (the 4 KB body kept
+    in it), with the node's own first byte of 1 GiB in the same turns, to tell what the proxy
+    adds; then each at another date, which the proxy looks up again."""
+    sources = {
+        "film": (via_proxy(proxy, FILM_URL), FILM_SIZE),
+        "still": (via_proxy(proxy, STILL_URL), STILL_SIZE),
+    }
+    with closing(Wire(via_proxy(proxy, MISSING_URL))) as wire:
+        wire.ask()
+    dates = (MEDIA_AT + timedelta(hours=n) for n in itertools.count(1))
+
+    def sample(what: str, way: str) -> Callable[[], float]:
+        source, size = sources[what]
+
+        def one() -> float:
+            if way != "dated":
+                return first_byte(source, size)
+            asked = format_datetime(next(dates), usegmt=True)
+            return first_byte(source, size, {"Accept-Datetime": asked})
+
+        return one
+
+    figures: dict[str, Any] = {}
+    for way in WAYS:
+        sides = {f"{what} {way}": sample(what, way) for what in sources}
+        if way == "warm":
+            sides["node warm"] = functools.partial(first_byte, node, FILM_SIZE)
+        figures |= alternated(1 if way == "cold" else FIRST_BYTES, sides)
+    return figures
+
+
+def media_seeks(
+    proxy: Source, node: Source, rounds: int, seconds: float, rng: random.Random
+) -> dict[str, Any]:
+    """Random ranges through the proxy and from the node, on 1 and on 4 connections, in turns."""
+    sides: dict[str, Callable[[], float]] = {}
+    for connections in SEEK_CONNECTIONS:
+        for side, source in (("proxy", proxy), ("node", node)):
+            sides[f"{side} {connections}"] = functools.partial(
+                seeks, source, connections, seconds, rng
+            )
+    return alternated(rounds, sides)
+
+
+def media(work: Path, cluster: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Insert the two captures into the running cluster, then measure its proxy on them."""
+    config = cluster / CONFIG_FILE
+    rng = random.Random(args.seed)
+    print(f"writing {FILM_SIZE // MB:,} MB of random bytes and inserting them as {FILM_URL} ...")
+    with tempfile.TemporaryDirectory(dir=work) as folder:
+        film = Path(folder) / "film.mp4"
+        began = time.monotonic()
+        name = write_film(film, rng)
+        written = time.monotonic()
+        held = uvloop.run(insert_media(config, film, name, rng.randbytes(STILL_SIZE)))
+    report: dict[str, Any] = {
+        "write_s": written - began,
+        "insert_s": time.monotonic() - written,
+        "rounds": args.media_rounds,
+        "seek_seconds": args.seek_seconds,
+    }
+    print(f"  written in {report['write_s']:.1f} s, inserted in {report['insert_s']:.1f} s")
+    proxy = load_config(config).proxy
+    if proxy is None:
+        raise BenchError(f"{config} names no proxy")
+    pids = cluster_pids(cluster / RUN_DIR)
+    node_pids = [pid for process, pid in pids.items() if process.startswith("node")]
+    serving = {"proxy": [pids["proxy"], *node_pids], "node": node_pids}
+    film_proxy, film_node = via_proxy(proxy, FILM_URL), from_node(held)
+    print(f"throughput of whole GETs, proxy and node in turns, {args.media_rounds} rounds ...")
+    report["throughput"] = media_throughput(film_proxy, film_node, args.media_rounds, serving)
+    print(f"time to first byte, 1 GiB and 4 KB in turns, {FIRST_BYTES} requests each way ...")
+    report["first_byte"] = media_first_bytes(proxy, film_node)
+    print(
+        f"random {SEEK // 1024} KiB ranges, {args.seek_seconds:g} s a run, proxy and node in"
+        f" turns, {args.media_rounds} rounds ..."
+    )
+    report["seeks"] = media_seeks(film_proxy, film_node, args.media_rounds, args.seek_seconds, rng)
+    report["ratios"] = media_ratios(report)
+    report["seconds"] = time.monotonic() - began
+    return report
+
+
+def media_ratios(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each comparison's ratio of medians, whether its figures came without a wrong answer, and
+    where it has a goal, whether that is met."""
+    flow, first, seek = report["throughput"], report["first_byte"], report["seeks"]
+    pairs = {
+        "throughput": (flow["proxy"], flow["node"]),
+        **{f"first_byte {way}": (first[f"film {way}"], first[f"still {way}"]) for way in WAYS},
+        **{f"seeks {n}": (seek[f"proxy {n}"], seek[f"node {n}"]) for n in SEEK_CONNECTIONS},
+    }
+    result: dict[str, dict[str, Any]] = {}
+    for key, (top, bottom) in pairs.items():
+        ratio = quotient(top["median"], bottom["median"])
+        entry = result[key] = {"ratio": ratio, "clean": top["errors"] == bottom["errors"] == 0}
+        if key in MEDIA_GOALS:
+            sense, goal = MEDIA_GOALS[key]
+            entry["goal"] = f"{sense} {goal:g}"
+            entry["met"] = entry["clean"] and (ratio >= goal if sense == ">=" else ratio <= goal)
+    return result
+
+
+def show_media(report: dict[str, Any]) -> None:
+    flow, first, seek = report["throughput"], report["first_byte"], report["seeks"]
+    print()
+    print(
+        f"Media: a capture of {FILM_SIZE // MB:,} MB streamed by the proxy from its node, one of"
+        f" {STILL_SIZE:,} bytes; each comparison's sides in turns ({report['seconds']:.0f} s)"
+    )
+    print(f"  {'':<42}{'runs':>5}{'min':>9}{'median':>9}{'max':>9}{'errors':>8}")
+    sections: list[tuple[str, str, list[tuple[str, dict[str, Any]]]]] = [
+        (
+            f"throughput of a whole GET, MB/s, {report['rounds']} rounds",
+            ",.0f",
+            [("dlweb proxy", flow["proxy"]), ("storage node, direct", flow["node"])],
+        ),
+        (
+            "time to first byte through the proxy, ms",
+            ".2f",
+            [
+                (f"{WAYS[key.split()[1]]}, {MEDIA_LABELS[key.split()[0]]}", row)
+                for key, row in first.items()
+            ],
+        ),
+        (
+            f"random {SEEK // 1024} KiB ranges of the 1 GiB capture, req/s,"
+            f" {report['seek_seconds']:g} s a run",
+            ",.0f",
+            [
+                (f"{label}, {n} connection{'s' if n > 1 else ''}", seek[f"{side} {n}"])
+                for n in SEEK_CONNECTIONS
+                for side, label in (("proxy", "dlweb proxy"), ("node", "storage node, direct"))
+            ],
+        ),
+    ]
+    for title, form, rows in sections:
+        print(f"  {title}")
+        for label, row in rows:
+            figures = "".join(f"{row[key]:>9{form}}" for key in ("min", "median", "max"))
+            print(f"    {label:<40}{row['runs']:>5}{figures}{row['errors']:>8,}")
+    print(
+        f"  CPU seconds of a whole GET (median): proxy and node {flow['proxy']['cpu_s']:.2f},"
+        f" node alone {flow['node']['cpu_s']:.2f}"
+    )
+    print()
+    ratios = report["ratios"]
+    names = {
+        "throughput": "proxy / node, throughput",
+        **{
+            f"first_byte {way}": f"1 GiB / 4 KB, first byte, {label}" for way, label in WAYS.items()
+        },
+        **{f"seeks {n}": f"proxy / node, ranges, {n} connection(s)" for n in SEEK_CONNECTIONS},
+    }
+    for key, name in names.items():
+        entry = ratios[key]
+        goal = (
+            f"   goal {entry['goal']}: {'PASS' if entry['met'] else 'MISS'}"
+            if "goal" in entry
+            else ""
+        )
+        print(f"  ratio ({name}){'':<{44 - len(name)}}{entry['ratio']:>8.2f}{goal}")
+    errors = [
+        f"{section} {key}: {row['errors']:,} ({row['first_error']})"
+        for section in ("throughput", "first_byte", "seeks")
+        for key, row in report[section].items()
+        if row["errors"]
+    ]
+    if errors:
+        print("\nWRONG ANSWERS (a goal resting on them is a MISS):")
+        for line in errors:
+            print(f"  {line}")
+    print(
+        "These are measurements, not pass/fail tests: PASS or MISS says where a figure stands"
+        " against its goal."
+    )
+
+
 # -- the run -------------------------------------------------------------------------------------
 
 
@@ -454,6 +886,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
+    """The pages' comparison, then media, in one cluster, its proxy taking both."""
+    cluster = work / "cluster"
+    report: dict[str, Any] = {}
+    if args.skip_pages:
+        stack.enter_context(dlweb_cluster(cluster))
+    else:
+        report = compare_pages(work, cluster, args, stack)
+    if not args.skip_media:
+        report["media"] = media(work, cluster, args)
+    return report
+
+
+def compare_pages(
+    work: Path, cluster: Path, args: argparse.Namespace, stack: ExitStack
+) -> dict[str, Any]:
     pages_warc, many_warc = work / "pages.warc.gz", work / "many.warc.gz"
     print(f"writing {PAGES} pages x {len(SCHEMES)} schemes x {len(DATES)} dates ...")
     pages = make_pages_warc(pages_warc, random.Random(args.seed))
@@ -474,7 +921,6 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
     pywb = pywb_bin()
     manager = str(pywb / "wb-manager")
     checked([manager, "init", "coll"], "wb-manager init", pywb_dir)
-    cluster = work / "cluster"
     config = stack.enter_context(dlweb_cluster(cluster))
     for key, warc in (("pages", pages_warc), ("many", many_warc)):
         add = [manager, "add", "coll", str(warc)]
@@ -564,6 +1010,13 @@ def ratios(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def show(report: dict[str, Any]) -> None:
+    if "ratios" in report:
+        show_pages(report)
+    if "media" in report:
+        show_media(report["media"])
+
+
+def show_pages(report: dict[str, Any]) -> None:
     warcs, imports = report["warcs"], report["imports"]
     print()
     print(
@@ -636,18 +1089,25 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--skip-pages", action="store_true", help="media only, no pywb")
+    parser.add_argument("--skip-media", action="store_true", help="no 1 GiB capture")
     args = parser.parse_args()
+    if args.skip_pages and args.skip_media:
+        parser.error("--skip-pages and --skip-media leave nothing to measure")
     args.seconds = args.seconds or (3.0 if args.quick else 8.0)
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.warmup = 3.0
     args.captures = args.captures or (20_000 if args.quick else 100_000)
+    args.media_rounds = 2 if args.quick else 4
+    args.seek_seconds = 1.0 if args.quick else 2.0
     outcome = run_benchmark(args, with_ratios, show, "proxies and cluster stopped, files removed")
     return outcome if isinstance(outcome, int) else 0
 
 
 def with_ratios(args: argparse.Namespace) -> dict[str, Any]:
     report = run(args)
-    report["ratios"] = ratios(report)
+    if not args.skip_pages:
+        report["ratios"] = ratios(report)
     return report
 
 
