@@ -6,14 +6,14 @@ The public names load mitmproxy, which is slow to import, so they are loaded on 
 
 from typing import Any
 
-__all__ = ["ProxyOptions", "archive_addons", "serve"]
+__all__ = ["ArchiveAddon", "ProxyOptions", "serve"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "archive_addons":
-        from .addon import archive_addons
+    if name == "ArchiveAddon":
+        from .addon import ArchiveAddon
 
-        return archive_addons
+        return ArchiveAddon
     if name in ("ProxyOptions", "serve"):
         from . import server
 

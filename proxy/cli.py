@@ -1,7 +1,6 @@
 """`dlweb proxy`: the consultation proxy that researchers set in their browser."""
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
@@ -33,7 +32,9 @@ def _run(args: argparse.Namespace) -> int:
         log_requests=args.log_requests,
         auth=None if auth is None else Path(auth),
     )
-    asyncio.run(serve(options))
+    import uvloop  # here, as mitmproxy: loaded only when a proxy runs
+
+    uvloop.run(serve(options))
     return 0
 
 

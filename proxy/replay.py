@@ -139,7 +139,7 @@ class Replay:
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         node_answered(flow)
 
-    async def response(self, flow: http.HTTPFlow) -> None:
+    def response(self, flow: http.HTTPFlow) -> None:
         if flow.response is None:
             return
         if flow.metadata.get(LIVE):

@@ -27,7 +27,7 @@ from archive.fuzzy import FuzzyRules
 from archive.reading import CaptureReader
 
 from .access import Access, Network
-from .addon import archive_addons
+from .addon import ArchiveAddon
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ async def serve(opts: ProxyOptions) -> None:
     rules = FuzzyRules.load(None if extra is None else Path(extra))
     async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
         master.addons.add(  # type: ignore[no-untyped-call]
-            *archive_addons(
+            ArchiveAddon(
                 CaptureReader(client, rules),
                 settings,
                 Access(opts.allowed),
