@@ -37,3 +37,7 @@ class Background:
     def cancel(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+    async def wait(self) -> None:
+        """Wait for the tasks running now to end."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,4 +1,4 @@
-"""The cluster client reads through damage: a holder serving wrong bytes is skipped."""
+"""The cluster client reads through damage: a holder serving wrong bytes is skipped, and asked\nto check its copy."""
 
 import hashlib
 
@@ -6,7 +6,7 @@ import pytest
 
 from archive.cluster import ClusterClient, ClusterError
 from archive.errors import NotFound
-from tests.disk import overwrite_content
+from tests.disk import overwrite_content, stored_bytes
 
 from .conftest import make_corpus
 
@@ -17,19 +17,21 @@ async def test_a_replica_with_wrong_bytes_is_skipped(cluster_factory) -> None:
     async with ClusterClient(cluster.config) as client:
         await client.insert(corpus.captures, corpus.bodies.__getitem__)
         cluster.wait_settled(len(corpus.bodies))
-        name = corpus.captures[1].content
         roots = [cluster.root / n for n in ("node1", "node2")]
+        # Whichever holder answers first, the read falls back to the good copy if it must.
+        name = corpus.captures[1].content
         good = corpus.bodies[name]
-        rotten = b"rotten" + good[6:]
-        # Whichever holder answers first, one of these two reads must fall back to the other.
+        overwrite_content(roots[0], name, b"rotten" + good[6:])
+        assert await client.get_content(name) == good
+        # A copy that served bytes of another hash is checked by its node and quarantined.
+        both = corpus.captures[2].content
         for root in roots:
-            overwrite_content(root, name, rotten)
-            assert await client.get_content(name) == good
-            overwrite_content(root, name, good)
-        for root in roots:
-            overwrite_content(root, name, rotten)
+            overwrite_content(root, both, b"rotten" + corpus.bodies[both][6:])
         with pytest.raises(ClusterError, match="served bytes of another hash"):
-            await client.get_content(name)
+            await client.get_content(both)
+        for root in roots:
+            assert stored_bytes(root, both) is None
+            assert (root / "quarantine" / "content" / both).exists()
 
         unknown = hashlib.sha256(b"never stored").hexdigest()
         with pytest.raises(NotFound, match="on no node"):

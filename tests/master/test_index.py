@@ -409,8 +409,7 @@ async def test_popular_counts_are_reported_as_they_change(tmp_path: Path) -> Non
         assert (node.contents.refs(a), node.contents.refs(b)) == (2, 1)
         node._count_refs({a: 1, b: 1}, known={a, b})
         node._count_refs({a: 5}, known={a})
-        for task in list(node._background):
-            await task
+        await node._background.wait()
         assert told == [{"content.refs": {"refs": {a: 3}}}, {"content.refs": {"refs": {a: 8}}}]
         with pytest.raises(RemoteError, match=r"names\[1\] is not 64 lowercase"):
             await node._stored(client, {"names": [a, "b"], "insert": 2})  # type: ignore[arg-type]
