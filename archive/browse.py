@@ -39,7 +39,7 @@ async def _get(args: argparse.Namespace) -> int:
             f" {reading.size} bytes" + (f" (fuzzy match: {reading.key})" if reading.fuzzy else ""),
             file=sys.stderr,
         )
-        header = await client.get_header_block(reading.capture.header) if args.headers else b""
+        header = reading.block if args.headers else b""
         if args.out is None:
             sys.stdout.buffer.write(header)
             async for piece in reader.pieces(reading):

@@ -8,7 +8,7 @@ The lookup goes, in order:
    `archive/fuzzy.py`;
 3. a redirect to the request's own URL (ignoring the scheme and a trailing slash) is passed over
    for the nearest capture that is not one, so that replay never loops on it.
-A body of at most `whole_up_to` bytes is read whole and verified; a larger one is left held, for
+A body of at most STREAMED_OVER bytes is read whole and verified; a larger one is left held, for
 the caller to stream (`ClusterClient.stream_content`), so that no large content is ever in memory.
 """
 
@@ -17,6 +17,8 @@ import functools
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urljoin
 
 from .cache import Lru
@@ -57,6 +59,13 @@ class Asked:
         return lookup_url(self.method, self.url, self.content_type, self.body)
 
 
+class _Head(NamedTuple):
+    """A capture's header block as stored, and parsed."""
+
+    block: bytes
+    header: HeaderBlock
+
+
 @dataclass(frozen=True)
 class Reading:
     """A capture found for a request: the URL it was stored under, its record, its archived
@@ -65,6 +74,7 @@ class Reading:
     key: str
     found: Found
     header: HeaderBlock
+    block: bytes  # the header block as stored, which `header` parses
     body: bytes | Held
     fuzzy: FuzzyMatch | None = None
 
@@ -80,36 +90,35 @@ class Reading:
 class CaptureReader:
     """Finds and reads captures as `archive/reading.py` says, for one cluster client."""
 
-    def __init__(
-        self,
-        client: ClusterClient,
-        rules: FuzzyRules | None = None,
-        whole_up_to: int | None = STREAMED_OVER,
-    ) -> None:
+    def __init__(self, client: ClusterClient, rules: FuzzyRules | None = None) -> None:
+        """Read through `client`, matching by `rules` (by default, the built-in ones and the
+        file its configuration names: ConfigError at once when that file is bad)."""
         self.client = client
-        self.rules = rules if rules is not None else FuzzyRules.load()
-        self.whole_up_to = whole_up_to
+        if rules is None:
+            extra = client.config.consultation.fuzzy_rules
+            rules = FuzzyRules.load(None if extra is None else Path(extra))
+        self.rules = rules
         self._urls: Lru[str, str] = Lru(KNOWN_URLS)
 
     async def read(self, asked: Asked) -> Reading:
         """The capture a request gets; NotFound when none, ArchiveFault when its files cannot
         be read."""
-        key, found, header, fuzzy = await self.find(asked)
-        return await self._reading(key, found, header, fuzzy)
+        key, found, head, fuzzy = await self.find(asked)
+        return await self._reading(key, found, head, fuzzy)
 
     async def read_at(self, url: str, at: int, mode: str) -> Reading:
         """The capture of exactly `url` before, after, closest to or exactly at `at`."""
         found = await self.client.closest(url, at, mode)
-        return await self._reading(url, found, await self._header(found), None)
+        return await self._reading(url, found, await self._head(found), None)
 
     async def _reading(
-        self, key: str, found: Found, header: HeaderBlock, fuzzy: FuzzyMatch | None
+        self, key: str, found: Found, head: "_Head", fuzzy: FuzzyMatch | None
     ) -> Reading:
         try:
-            body = await self.client.content_or_holder(found.capture.content, self.whole_up_to)
+            body = await self.client.content_or_holder(found.capture.content, STREAMED_OVER)
         except DlwebError as exc:
             raise ArchiveFault(str(exc)) from None
-        return Reading(key, found, header, body, fuzzy)
+        return Reading(key, found, head.header, head.block, body, fuzzy)
 
     async def whole_body(self, reading: Reading) -> bytes:
         """A reading's body in memory, read from its node when it was held (the caller bounds
@@ -129,7 +138,7 @@ class CaptureReader:
         except DlwebError as exc:
             raise ArchiveFault(str(exc)) from None
 
-    async def find(self, asked: Asked) -> tuple[str, Found, HeaderBlock, FuzzyMatch | None]:
+    async def find(self, asked: Asked) -> tuple[str, Found, "_Head", FuzzyMatch | None]:
         """The key a request's capture is under, the capture, its header block, and the fuzzy
         match that chose it (None for an exact one)."""
         key, fuzzy = asked.key, None
@@ -142,16 +151,16 @@ class CaptureReader:
             fuzzy, found = matched
             key = fuzzy.url
             log.info("fuzzy match for %s: %s (%s)", asked.url, key, fuzzy.rule)
-        header = await self._header(found)
-        if _redirects_to(header, found.url or key, asked.url):
-            found, header = await self._not_to_itself(key, asked, found)
-        return key, found, header, fuzzy
+        head = await self._head(found)
+        if _redirects_to(head.header, found.url or key, asked.url):
+            found, head = await self._not_to_itself(key, asked, found)
+        return key, found, head, fuzzy
 
-    async def _header(self, found: Found) -> HeaderBlock:
+    async def _head(self, found: Found) -> "_Head":
         name = found.capture.header
         try:
             block = await self.client.get_header_block(name)
-            return parse_header_block(block, f"header block {name}")
+            return _Head(block, parse_header_block(block, f"header block {name}"))
         except DlwebError as exc:
             raise ArchiveFault(str(exc)) from None
 
@@ -161,6 +170,7 @@ class CaptureReader:
         if not names:
             return None
         gate = asyncio.Semaphore(CANDIDATES_AT_ONCE)
+        looked_up: dict[str, Found] = {}  # the captures read to learn their URLs
 
         async def url_of(name: str) -> str | None:
             if (known := self._urls.get(name)) is not None:
@@ -171,25 +181,27 @@ class CaptureReader:
                 except DlwebError:
                     return None
             self._urls.put(name, found.url)
+            looked_up[found.url] = found
             return found.url
 
         urls = [url for url in await asyncio.gather(*map(url_of, names)) if url]
         match = self.rules.match(key, urls)
         if match is None:
             return None
-        return match, await self.client.closest_in(structure_name(match.url), match.url, at)
+        found = looked_up.get(match.url)
+        if found is None:
+            found = await self.client.closest_in(structure_name(match.url), match.url, at)
+        return match, found
 
-    async def _not_to_itself(
-        self, key: str, asked: Asked, found: Found
-    ) -> tuple[Found, HeaderBlock]:
+    async def _not_to_itself(self, key: str, asked: Asked, found: Found) -> tuple[Found, "_Head"]:
         """The capture nearest to the date that does not redirect to the request's URL."""
         others = [c for c in await self.client.captures(key) if c != found.capture]
         others.sort(key=lambda capture: abs(capture.time - asked.at))
         for capture in others:
             other = Found(capture, found.node, {}, found.url)
-            header = await self._header(other)
-            if not _redirects_to(header, found.url or key, asked.url):
-                return other, header
+            head = await self._head(other)
+            if not _redirects_to(head.header, found.url or key, asked.url):
+                return other, head
         raise NotFound(f"every capture of {asked.url} redirects to itself")
 
 

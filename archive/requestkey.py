@@ -29,7 +29,7 @@ from email.policy import compat32
 from email.utils import collapse_rfc2231_value
 from itertools import repeat
 from typing import Any
-from urllib.parse import quote, unquote, unquote_plus, urlencode
+from urllib.parse import quote, unquote_plus, urlencode
 
 MAX_FOLDED = 4096
 METHOD_ARG = "__wb_method="
@@ -59,15 +59,6 @@ def original_url(url: str) -> str:
     """The URL a lookup URL was made from (a plain URL is its own)."""
     at = _method_arg_at(url)
     return url if at < 0 else url[:at]
-
-
-def method_of(url: str) -> str:
-    """The method a lookup URL stands for: GET for a plain URL."""
-    at = _method_arg_at(url)
-    if at < 0:
-        return "GET"
-    value = url[at + 1 + len(METHOD_ARG) :].partition("&")[0]
-    return unquote(value).upper() or "GET"
 
 
 def _method_arg_at(url: str) -> int:

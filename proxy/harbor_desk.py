@@ -11,6 +11,7 @@ from archive.cluster import ClusterClient
 from archive.reading import CaptureReader
 
 from .guard import client_of
+from .responses import encoded, made
 
 
 @dataclass
@@ -44,11 +45,6 @@ class HarborDesk:
             body=request.raw_content or b"",
         )
         answer = await harbors.answer(self, asked)
-        response = http.Response.make(answer.status, b"", http.Headers(encoded(answer)))
-        response.raw_content = answer.body
-        response.headers["Content-Length"] = str(len(answer.body))
-        flow.response = response
-
-
-def encoded(answer: harbors.Answer) -> list[tuple[bytes, bytes]]:
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.all_headers()]
+        flow.response = made(
+            answer.status, encoded(answer.all_headers()), answer.body, len(answer.body)
+        )

@@ -32,6 +32,7 @@ from archive.timestamps import format_http_date, format_iso
 from .dates import AT
 from .faults import fault
 from .guard import client_of
+from .responses import encoded, made
 from .streaming import STREAMED, Streamed, node_answered, node_failed, send_to_node
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class Replay:
         try:
             span = self._span(request, prepared, size)
         except RangeNotSatisfiable:
-            flow.response = _make(416, prepared.fields, b"", 0)
+            flow.response = made(416, prepared.fields, b"", 0)
             flow.response.headers["Content-Range"] = unsatisfied_range(size)
             return
         if isinstance(prepared.body, Held) and request.method != "HEAD":
@@ -198,7 +199,7 @@ class Replay:
         body = b""
         if request.method != "HEAD" and isinstance(prepared.body, bytes):
             body = prepared.body if span is None else prepared.body[span.start : span.end + 1]
-        flow.response = _make(status, prepared.fields, body, length)
+        flow.response = made(status, prepared.fields, body, length)
         if span is not None:
             flow.response.headers["Content-Range"] = span.content_range(size)
 
@@ -243,10 +244,6 @@ def _prepare(url: str, reading: Reading) -> Prepared:
     )
 
 
-def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-
-
 def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
     """RFC 7089 headers of a memento served in proxy mode, where the original URL is also its
     own time gate (the date comes with Accept-Datetime or the client's date harbor)."""
@@ -265,17 +262,6 @@ def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
         ("Link", ", ".join(links)),
         ("Vary", "accept-datetime"),
     ]
-
-
-def _make(
-    status: int, fields: list[tuple[bytes, bytes]], body: bytes, length: int
-) -> http.Response:
-    """A response with headers in the order given, repeated names kept (as archived), and the
-    body sent raw: as archived, a gzip body stays gzip (its header says so)."""
-    response = http.Response.make(status, b"", http.Headers(fields))
-    response.raw_content = body
-    response.headers["Content-Length"] = str(length)
-    return response
 
 
 def _preflight(request: http.Request) -> http.Response:

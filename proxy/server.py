@@ -23,7 +23,6 @@ import harbors
 from archive.cache import ReadCache
 from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
-from archive.fuzzy import FuzzyRules
 from archive.reading import CaptureReader
 
 from .access import Access, Network
@@ -96,12 +95,10 @@ async def serve(opts: ProxyOptions) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
-    extra = opts.config.consultation.fuzzy_rules
-    rules = FuzzyRules.load(None if extra is None else Path(extra))
     async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
         master.addons.add(  # type: ignore[no-untyped-call]
             ArchiveAddon(
-                CaptureReader(client, rules),
+                CaptureReader(client),
                 settings,
                 Access(opts.allowed),
                 opts.data / CA_FOLDER,

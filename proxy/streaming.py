@@ -8,7 +8,7 @@ against its name as it passes, one piece behind (archive.hashing.HeldBackCheck):
 the last piece is withheld, the connection cut, and the node asked to check its copy.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from mitmproxy import http
@@ -31,7 +31,7 @@ class Streamed:
     status: int
     fields: list[tuple[bytes, bytes]]
     span: ByteRange | None
-    check: HeldBackCheck | None = field(default=None)
+    check: HeldBackCheck | None = None  # made once the node answers a whole read
     bad: bool = False
 
     def __call__(self, piece: bytes) -> bytes:

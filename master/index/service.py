@@ -117,8 +117,7 @@ def _variants(
     by the structure file of their path."""
     variants: dict[str, list[Incoming]] = {}
     for name, (_, created) in results.items():
-        first = groups[name][0]
-        path = path_of(first.url) if created else None
+        path = path_of(groups[name][0].url) if created else None
         if path is None:
             continue
         when = min(item.capture.time for item in groups[name])
