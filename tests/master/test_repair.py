@@ -82,7 +82,11 @@ async def test_a_full_scan_finds_a_file_whose_marker_was_lost(cluster_factory) -
     cluster.master.stop(signal.SIGKILL)
     lose_location(cluster, victim, first_holder)
     cluster.start_master("--full-scan-every", "1")
-    cluster.wait_for(lambda s: s["index_nodes"] and s["below_target"] == 0, "the repair")
+    # Until its first scan the master does not know the location is lost: below_target is 0.
+    cluster.wait_for(
+        lambda s: s["index_nodes"] and s["repairs"]["full_scans"] >= 1 and s["below_target"] == 0,
+        "the scan at start-up and the repair",
+    )
     assert len(holders(cluster, victim)) == 2
 
     # Lost while it runs: the scan it makes every second finds it.
