@@ -1,7 +1,9 @@
 """Exceptions shared by every dlweb component.
 
 Every error that reaches a user carries a message naming what was wrong and where, so that the
-command line and the HTTP servers can print it instead of a traceback.
+command line and the HTTP servers can print it instead of a traceback. An error a server may
+answer a request with derives from `ClientFault` (4xx) or `ServerFault` (5xx), whose `status`
+the servers answer with (archive/serving.py `status_of`); any other error is a 500.
 """
 
 
@@ -9,21 +11,46 @@ class DlwebError(Exception):
     """Base of every error dlweb reports to a user."""
 
 
-class BadName(DlwebError):
+class ClientFault(DlwebError):
+    """A request its sender must change before it can succeed: answered with `status` (4xx)."""
+
+    status = 400
+
+
+class ServerFault(DlwebError):
+    """A request that failed on the serving side, whoever sent it: answered with `status` (5xx)
+    and logged."""
+
+    status = 500
+
+
+class BadName(ClientFault):
     """A file name that is not exactly 64 lowercase hex digits."""
 
 
-class HashMismatch(DlwebError):
+class HashMismatch(ClientFault):
     """Bytes whose SHA-256 differs from the name they were sent under."""
 
+    # Not 422: the name is the body's checksum, so a mismatch is a body damaged on its way or at
+    # its sender, a malformed request (as with a wrong Content-MD5), not a well-formed one refused.
+    status = 400
 
-class CorruptFile(DlwebError):
+
+class CorruptFile(ServerFault):
     """A stored file whose bytes do not follow its format."""
 
 
-class ConfigError(DlwebError):
+class ConfigError(ServerFault):
     """A configuration file or option that is missing, malformed or out of range."""
 
 
-class NotFound(DlwebError):
+class NotFound(ClientFault):
     """A file or record the caller asked for does not exist."""
+
+    status = 404
+
+
+class InsufficientStorage(ServerFault):
+    """A write refused because the disk that would hold it is full."""
+
+    status = 507

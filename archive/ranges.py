@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from .errors import DlwebError
+from .errors import ClientFault
 
 # Longer fields are ignored: this bounds the work a hostile one costs.
 MAX_FIELD = 1000
@@ -43,8 +43,10 @@ class ByteRange:
         return f"bytes {self.start}-{self.end}/{size}"
 
 
-class RangeNotSatisfiable(DlwebError):
+class RangeNotSatisfiable(ClientFault):
     """A Range field none of whose ranges holds a byte of the body (HTTP 416)."""
+
+    status = 416
 
     def __init__(self, field: str, size: int) -> None:
         super().__init__(f"Range {field!r} selects no byte of a {size}-byte body")

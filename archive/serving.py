@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from .errors import DlwebError
+from .errors import ClientFault, DlwebError, ServerFault
 
 # Seconds a stopping server gives requests and HIP connections still open to end.
 SHUTDOWN_TIMEOUT = 5.0
@@ -48,9 +48,36 @@ def json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+def status_of(exc: BaseException) -> int:
+    """The HTTP status of a request that failed with `exc`, so every service answers an error
+    alike: its class says whose fault it is, and a failure of no class is the server's (500)."""
+    if isinstance(exc, web.HTTPException | ClientFault | ServerFault):
+        return exc.status
+    return 500
+
+
+def error_response(exc: Exception, request: web.Request, who: str) -> web.Response:
+    """The JSON error answering a request that failed with `exc`. A client's fault is told what
+    to change; a server's is logged, and named with the failing service (`who`), its message
+    kept when it was written for a user, a bug's left in the log."""
+    status = status_of(exc)
+    if isinstance(exc, web.HTTPException):
+        return json_error(status, exc.reason)
+    if isinstance(exc, ClientFault):
+        return json_error(status, str(exc))
+    where = f"{request.method} {request.path} on the {who}"
+    if isinstance(exc, ServerFault):
+        log.error("%s: %s", where, exc)
+    else:
+        log.error("internal error on %s", where, exc_info=exc)
+    if isinstance(exc, DlwebError):
+        return json_error(status, f"on the {who}: {exc}")
+    return json_error(status, f"internal error on the {who}")
+
+
 def token_guard(token_of: Callable[[web.Request], str], who: str) -> Middleware:
-    """Middleware: writes need the cluster token; every failure is a JSON error, never a
-    traceback. `who` names the service in the message of an internal error."""
+    """Middleware: writes need the cluster token; every failure is a JSON error (`error_response`),
+    never a traceback. `who` names the service in the message of a server's error."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -64,11 +91,10 @@ def token_guard(token_of: Callable[[web.Request], str], who: str) -> Middleware:
             return await handler(request)
         except web.HTTPException as exc:
             if exc.status >= 400:
-                return json_error(exc.status, exc.reason)
+                return error_response(exc, request, who)
             raise
-        except Exception:
-            log.exception("internal error on %s %s", request.method, request.path)
-            return json_error(500, f"internal error on the {who}")
+        except Exception as exc:
+            return error_response(exc, request, who)
 
     return guard
 

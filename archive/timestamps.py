@@ -7,7 +7,7 @@ import email.utils
 import re
 from datetime import UTC, datetime, timedelta
 
-from .errors import DlwebError
+from .errors import ClientFault
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DIGITS_RE = re.compile(r"\d{4,}")
@@ -15,7 +15,7 @@ _DIGITS_RE = re.compile(r"\d{4,}")
 MAX_TIME = 253402300799999999
 
 
-class BadTime(DlwebError):
+class BadTime(ClientFault):
     """A date or time a user gave that cannot be read."""
 
 

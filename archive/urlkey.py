@@ -12,7 +12,7 @@ from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import idna
 
-from .errors import DlwebError
+from .errors import ClientFault
 from .hashing import sha256_hex
 
 MAX_URL_LENGTH = 8192
@@ -56,7 +56,7 @@ _ALREADY_CANONICAL = re.compile(
 )
 
 
-class BadUrl(DlwebError):
+class BadUrl(ClientFault):
     """A URL the archive cannot key: not http(s), no host, bad port, too long, malformed."""
 
 

@@ -3,11 +3,11 @@
 import argparse
 import ipaddress
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from archive.atomic import atomic_write
 from archive.cli import (
     add_config_option,
     checked_directory,
@@ -107,9 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     pages = sum(r.get("pages", 0) + r.get("components", 0) for r in reports)
     print(f"{len(reports)} sites, {pages} documents in {seconds:.1f} s ({pages / seconds:.1f}/s)")
     if args.report is not None:
-        temporary = args.report.with_name(args.report.name + ".part")
-        temporary.write_text(json.dumps({"sites": reports}, indent=1), encoding="utf-8")
-        os.replace(temporary, args.report)
+        atomic_write(args.report, json.dumps({"sites": reports}, indent=1).encode())
     return 1 if any("failed" in r for r in reports) else 0
 
 

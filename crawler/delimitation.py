@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from archive.errors import DlwebError
+from archive.errors import ClientFault
 from archive.urlkey import BadUrl, canonical_url
 
 SCRIPT_EXTENSIONS = frozenset(
@@ -45,7 +45,7 @@ _HTTP = "http://"
 _T = TypeVar("_T")
 
 
-class BadOrder(DlwebError, ValueError):
+class BadOrder(ClientFault, ValueError):
     """A collect order whose delimitation is missing, of the wrong type or out of range."""
 
 

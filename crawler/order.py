@@ -6,18 +6,18 @@ crawler ask with If-None-Match / If-Modified-Since and tell new contents from kn
 """
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archive.atomic import AtomicFile
 from archive.cluster import NewCapture
 
 from .delimitation import BadOrder, Delimitation
 from .fetch import Politeness
 
-__all__ = ["BadOrder", "Order", "Signature", "PendingFile", "SignatureLog", "read_signatures"]
+__all__ = ["BadOrder", "Order", "Signature", "SignatureLog", "read_signatures"]
 
 _POLITENESS_KEYS = {
     "delay": float,
@@ -128,31 +128,9 @@ def read_signatures(path: Path) -> dict[str, Signature]:
     return found
 
 
-class PendingFile:
-    """A file written as the crawl goes (memory stays flat) under a temporary name, flushed and
-    renamed when the site is done, removed if it is not."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._temporary = path.with_name(path.name + ".part")
-        self._out = self._temporary.open("wb")
-
-    def write(self, data: bytes) -> None:
-        self._out.write(data)
-
-    def commit(self) -> None:
-        self._out.flush()
-        os.fsync(self._out.fileno())
-        self._out.close()
-        os.replace(self._temporary, self.path)
-
-    def abandon(self) -> None:
-        self._out.close()
-        self._temporary.unlink(missing_ok=True)
-
-
-class SignatureLog(PendingFile):
-    """This crawl's signature file: one JSON line per URL fetched."""
+class SignatureLog(AtomicFile):
+    """This crawl's signature file: one JSON line per URL fetched, written as the crawl goes
+    (memory stays flat) and there only once the site is done."""
 
     def add(self, signature: Signature) -> None:
         self.write(json.dumps(signature.to_json(), separators=(",", ":")).encode() + b"\n")

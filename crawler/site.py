@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
+from archive.atomic import AtomicFile
 from archive.cluster import ClusterClient
 from archive.errors import DlwebError
 from archive.header_block import parse_header_block
@@ -26,7 +27,7 @@ from . import parsers
 from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
 from .links import Link, LinkKind
-from .order import Order, PendingFile, Signature, SignatureLog, read_signatures
+from .order import Order, Signature, SignatureLog, read_signatures
 from .report import SiteReport
 from .robots import Robots, origin_of
 from .storage import CaptureSink
@@ -101,7 +102,7 @@ class SiteCrawler:
         self.progress.site = self.delimitation.start_url
         self.progress.started = time.time()
         signatures = SignatureLog(signature_path)
-        chunks = PendingFile(signature_path.with_suffix(".chunks"))
+        chunks = AtomicFile(signature_path.with_suffix(".chunks"))
         self.report.text.out = chunks.write
         frontier = Frontier(self.work / "queues")
         self.progress.queues = frontier.sizes

@@ -2,7 +2,6 @@
 processes, recorded in DIR/cluster.json and DIR/run/*.pid so `dlweb down` can stop them."""
 
 import json
-import os
 import random
 import socket
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from archive.atomic import atomic_write
 from archive.config import load_config, write_new_config
 from archive.errors import DlwebError
 
@@ -87,14 +87,7 @@ def read_record(data: Path) -> dict[str, Any]:
 
 
 def _write_record(data: Path, record: dict[str, Any]) -> None:
-    path = data / STATE_FILE
-    temp = path.with_suffix(".part")
-    with open(temp, "w") as out:
-        json.dump(record, out, indent=2)
-        out.write("\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, path)
+    atomic_write(data / STATE_FILE, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def write_config(path: Path, host: str, master_port: int, replicas: int) -> None:
@@ -281,12 +274,7 @@ def _record_proxy(config_path: Path, url: str) -> None:
         for line in config_path.read_text(encoding="utf-8").splitlines()
         if not line.startswith("proxy:")
     ]
-    temp = config_path.with_name(config_path.name + ".part")
-    with open(temp, "w", encoding="utf-8") as out:
-        out.write("\n".join([*lines, f"proxy: {url}"]) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, config_path)
+    atomic_write(config_path, ("\n".join([*lines, f"proxy: {url}"]) + "\n").encode())
 
 
 def _proxy_answers(proxy: str) -> bool:

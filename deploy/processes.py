@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from archive.atomic import atomic_write
+
 RUN_DIR = "run"
 LOG_DIR = "logs"
 
@@ -84,7 +86,7 @@ def spawn(data: Path, name: str, command: list[str]) -> int:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     try:
-        pid_file(data, name).write_text(f"{process.pid}\n")
+        atomic_write(pid_file(data, name), f"{process.pid}\n".encode())
     except BaseException:
         # Interrupted before anything recorded it: nobody could stop it later.
         _signal(process.pid, signal.SIGKILL)

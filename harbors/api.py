@@ -12,8 +12,9 @@
 import json
 from typing import Any
 
-from archive.errors import DlwebError, NotFound
+from archive.errors import DlwebError
 from archive.reading import Asked
+from archive.serving import status_of
 from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_time
 
 from . import document
@@ -45,10 +46,8 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
             return _json(400, {"error": "give the URL: /captures?url=..."})
         try:
             captures = await context.client.captures(url)
-        except NotFound as exc:
-            return _json(404, {"error": str(exc)})
         except DlwebError as exc:
-            return _json(500, {"error": str(exc)})
+            return _json(status_of(exc), {"error": str(exc)})
         listed = [{**c.to_json(), "date": format_iso(c.time)} for c in captures]
         return _json(200, {"url": url, "captures": listed})
     if request.path in ("/capture", "/links", "/text") and request.method == "GET":
@@ -73,14 +72,8 @@ async def _document(context: HarborContext, request: HarborRequest) -> Answer:
         if request.path == "/links":
             return _json(200, {"url": url, "links": document.links(parsed)})
         return _json(200, {"url": url, "text": document.text(parsed)})
-    except BadTime as exc:
-        return _json(400, {"error": str(exc)})
-    except NotFound as exc:
-        return _json(404, {"error": str(exc)})
-    except document.NotADocument as exc:
-        return _json(422, {"error": str(exc)})
     except DlwebError as exc:
-        return _json(500, {"error": str(exc)})
+        return _json(status_of(exc), {"error": str(exc)})
 
 
 def _put_date(context: HarborContext, request: HarborRequest) -> Answer:

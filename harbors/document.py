@@ -9,7 +9,7 @@ import lxml.html
 from lxml.etree import ParserError
 
 from archive.cluster import Found
-from archive.errors import DlwebError
+from archive.errors import ClientFault
 from archive.header_block import HeaderBlock
 from archive.reading import CaptureReader, Reading
 from archive.timestamps import format_iso
@@ -41,8 +41,10 @@ BLOCKS = (
 )
 
 
-class NotADocument(DlwebError):
+class NotADocument(ClientFault):
     """An archived payload that cannot be read as an HTML document."""
+
+    status = 422
 
 
 def metadata(found: Found, header: HeaderBlock) -> dict[str, Any]:

@@ -9,11 +9,11 @@ again when it has changed, looking at most once a second.
 import fcntl
 import ipaddress
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from archive.atomic import atomic_write
 from archive.errors import ConfigError
 
 RECHECK_EVERY = 1.0
@@ -50,12 +50,7 @@ class ClientSettings:
                 address: {"at": value.at, "live": value.live}
                 for address, value in sorted(self._settings.items())
             }
-            temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
-            with open(temp, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=1)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, self.path)
+            atomic_write(self.path, json.dumps(data, indent=1).encode())
             self._seen = self.path.stat().st_mtime
 
     def _reload(self) -> None:

@@ -46,20 +46,23 @@ def _status_page(status: dict[str, Any]) -> str:
             f"<td>{html.escape(str(node.get(key)))}</td>"
             for key in ("id", "address", "state", "domain", "reliability", "files", "bytes", "free")
         )
-        + "</tr>"
+        + f"<td>{html.escape(str(node.get('reason') or ''))}</td></tr>"
         for node in status["nodes"]
     )
     repairs = status["repairs"]
+    causes = status["below_target_causes"]
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>dlweb cluster {html.escape(status["cluster"])}</title>
 <style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
 </head><body><h1>Cluster {html.escape(status["cluster"])}</h1>
 <p>{status["files"]["content"]} contents, {status["files"]["structure"]} structure files;
-<b>{status["below_target"]}</b> below replica target, <b>{status["lost"]}</b> without a readable
-copy; repairs running: {repairs["running"]}, copied {repairs["copied"]}, failed
+<b>{status["below_target"]}</b> below replica target: {causes["repairing"]} being repaired,
+<b>{causes["cannot_place"]}</b> that cannot be placed ({status["placing"]["nodes"]} nodes take new
+files, in {status["placing"]["domains"]} failure domains), <b>{status["lost"]}</b> without a
+readable copy; repairs running: {repairs["running"]}, copied {repairs["copied"]}, failed
 {repairs["failed"]}; rebalance: {html.escape(str(status["rebalance"].get("state")))}.</p>
 <table><tr><th>node</th><th>address</th><th>state</th><th>domain</th><th>reliability</th>
-<th>files</th><th>bytes</th><th>free</th></tr>{rows}</table></body></html>"""
+<th>files</th><th>bytes</th><th>free</th><th>why</th></tr>{rows}</table></body></html>"""
 
 
 async def locate(request: web.Request) -> web.Response:
@@ -93,13 +96,7 @@ async def fsck(request: web.Request) -> web.Response:
 
 async def set_state(request: web.Request) -> web.Response:
     body = await _body(request)
-    node = request.match_info["node"]
-    try:
-        row = request.app[MASTER].set_node_state(node, str(body.get("state")))
-    except KeyError:
-        return json_error(404, f"no node {node[:100]!r} in this cluster")
-    except ValueError as exc:
-        return json_error(400, str(exc))
+    row = request.app[MASTER].set_node_state(request.match_info["node"], str(body.get("state")))
     return web.json_response(row)
 
 
