@@ -8,6 +8,8 @@ The lookup goes, in order:
    `archive/fuzzy.py`;
 3. a redirect to the request's own URL (ignoring the scheme and a trailing slash) is passed over
    for the nearest capture that is not one, so that replay never loops on it.
+A revisit whose original is not archived yet is found like any capture but cannot be read: it is
+answered with PendingRevisit, a fault that says so.
 A body of at most STREAMED_OVER bytes is read whole and verified; a larger one is left held, for
 the caller to stream (`ClusterClient.stream_content`), so that no large content is ever in memory.
 """
@@ -23,11 +25,12 @@ from urllib.parse import urljoin
 
 from .cache import Lru
 from .cluster import ClusterClient, Found, Held
-from .errors import DlwebError, NotFound
+from .errors import DlwebError, NotFound, ServerFault
 from .fuzzy import FuzzyMatch, FuzzyRules
 from .header_block import HeaderBlock, parse_header_block
 from .requestkey import lookup_url
-from .structure import Capture
+from .structure import Capture, RecordKind
+from .timestamps import format_iso
 from .urlkey import canonical_url, structure_name
 
 log = logging.getLogger(__name__)
@@ -39,8 +42,13 @@ CANDIDATES_AT_ONCE = 16
 KNOWN_URLS = 100_000
 
 
-class ArchiveFault(DlwebError):
+class ArchiveFault(ServerFault):
     """The URL is archived but a file it needs cannot be read (500, not 404)."""
+
+
+class PendingRevisit(ArchiveFault):
+    """The capture is a revisit whose original is not archived yet (archive/warc/pending.py):
+    it cannot be replayed until an import brings the original."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,7 @@ class CaptureReader:
 
     async def read_at(self, url: str, at: int, mode: str) -> Reading:
         """The capture of exactly `url` before, after, closest to or exactly at `at`."""
-        found = await self.client.closest(url, at, mode)
+        found = _replayable(await self.client.closest(url, at, mode), url)
         return await self._reading(url, found, await self._head(found), None)
 
     async def _reading(
@@ -151,7 +159,7 @@ class CaptureReader:
             fuzzy, found = matched
             key = fuzzy.url
             log.info("fuzzy match for %s: %s (%s)", asked.url, key, fuzzy.rule)
-        head = await self._head(found)
+        head = await self._head(_replayable(found, key))
         if _redirects_to(head.header, found.url or key, asked.url):
             found, head = await self._not_to_itself(key, asked, found)
         return key, found, head, fuzzy
@@ -203,6 +211,17 @@ class CaptureReader:
             if not _redirects_to(head.header, found.url or key, asked.url):
                 return other, head
         raise NotFound(f"every capture of {asked.url} redirects to itself")
+
+
+def _replayable(found: Found, url: str) -> Found:
+    """The capture found, unless it is a pending revisit (PendingRevisit)."""
+    capture = found.capture
+    if capture.kind is RecordKind.PENDING:
+        raise PendingRevisit(
+            f"the capture of {url} at {format_iso(capture.time)} is a revisit whose original"
+            " is not archived yet"
+        )
+    return found
 
 
 def _redirects_to(header: HeaderBlock, base: str, url: str) -> bool:

@@ -6,6 +6,7 @@ record it returns, so a file of a million captures answers in microseconds witho
 """
 
 import enum
+import errno
 import os
 import struct
 import zlib
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CorruptFile, DlwebError
+from .errors import ClientFault, CorruptFile
 from .hashing import check_name, is_valid_name
 
 MAGIC = b"DLWEBSTR"
@@ -50,6 +51,10 @@ class RecordKind(enum.IntEnum):
     # structure file is named by the record's content field, first captured at the record's
     # time. Fuzzy lookup finds a URL's variants by these; never replayed.
     VARIANT = 7
+    # A WARC revisit whose original is not archived yet (archive/warc/pending.py): its content
+    # describes the revisit. Lookups find it, so that a reader can say why it cannot be replayed,
+    # unless a capture at the same time replaces it (the revisit, written once its original came).
+    PENDING = 8
 
 
 # The kinds by their names (a capture sent as JSON spells them in lower case).
@@ -58,6 +63,7 @@ REPLAYED_KINDS = frozenset(
     (RecordKind.RESPONSE, RecordKind.REVISIT, RecordKind.NOT_MODIFIED, RecordKind.STREAM_SEGMENT)
 )
 _REPLAYED_CODES = frozenset(int(kind) for kind in REPLAYED_KINDS)
+_PENDING_CODE = int(RecordKind.PENDING)
 
 
 class RecordFlag(enum.IntFlag):
@@ -66,6 +72,7 @@ class RecordFlag(enum.IntFlag):
     IMPORTED = 2  # came from a WARC file rather than from our crawler
     SYNTHETIC_HEADERS = 4  # the header block was made up (a WARC resource record has none)
     BUNDLED = 8  # a side record kept in a bundle: the metadata field gives its slice
+    RESOLVED = 16  # an entry of the pending revisits' registry whose revisit was written since
 
 
 class Mode(enum.StrEnum):
@@ -76,7 +83,7 @@ class Mode(enum.StrEnum):
     RANGE = "range"
 
 
-class BadRecord(DlwebError):
+class BadRecord(ClientFault):
     """A capture record whose fields are out of range."""
 
 
@@ -295,14 +302,31 @@ class StructureReader:
         return lo
 
     def replayed_from(self, index: int, step: int) -> int | None:
-        """The nearest record a lookup may answer with (not a request or metadata record) at
-        `index` or past it going by `step` (1 or -1), or None."""
+        """The nearest record a lookup may answer with (a capture, or a pending revisit that no
+        capture at the same time replaces) at `index` or past it going by `step` (1 or -1), or
+        None."""
         while 0 <= index < self.count:
-            kind = os.pread(self._fd, 1, self.base + index * RECORD_SIZE + _KIND_AT)
-            if kind and kind[0] in _REPLAYED_CODES:
+            kind = self._kind_at(index)
+            if kind in _REPLAYED_CODES or kind == _PENDING_CODE and not self._replaced(index):
                 return index
             index += step
         return None
+
+    def _kind_at(self, index: int) -> int:
+        kind = os.pread(self._fd, 1, self.base + index * RECORD_SIZE + _KIND_AT)
+        return kind[0] if kind else 0
+
+    def _replaced(self, index: int) -> bool:
+        """True when a capture has the same time as the pending revisit at `index`: the revisit
+        written once its original was archived, which lookups answer with instead."""
+        time = self.time_at(index)
+        for step in (-1, 1):
+            other = index + step
+            while 0 <= other < self.count and self.time_at(other) == time:
+                if self._kind_at(other) in _REPLAYED_CODES:
+                    return True
+                other += step
+        return False
 
     def find(self, mode: Mode, time: int) -> int | None:
         """Index of the record a single-answer query picks, or None; request and metadata
@@ -388,7 +412,8 @@ class StructureFile:
         written = os.pwrite(self._fd, data, end)
         if written != len(data):
             os.ftruncate(self._fd, end)
-            raise OSError(f"{self.path}: short write while appending")
+            # A regular file takes fewer bytes than asked only when its disk is full.
+            raise OSError(errno.ENOSPC, f"{self.path}: short write while appending")
         if fsync:
             os.fsync(self._fd)
         self.reader.count += len(captures)

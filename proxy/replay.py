@@ -5,7 +5,8 @@ fallback, self-redirects passed over). Its archived status and headers go back u
 Memento headers, `Accept-Ranges` and, for a fuzzy match, `X-Dlweb-Match`. A small body is sent
 from memory (ranges cut from it); a large one is streamed from its storage node
 (proxy/streaming.py). A URL the archive lacks gets a fault content, or, for a client that turned
-live mode on where the operator allows it, the live web.
+live mode on where the operator allows it, the live web; a capture that cannot be read, such as
+a revisit whose original is not archived yet, a fault content of status 500 that says why.
 """
 
 import logging
@@ -25,7 +26,7 @@ from archive.ranges import (
     requested_range,
     unsatisfied_range,
 )
-from archive.reading import Asked, CaptureReader, Reading
+from archive.reading import Asked, CaptureReader, PendingRevisit, Reading
 from archive.tasks import Background
 from archive.timestamps import format_http_date, format_iso
 
@@ -118,6 +119,11 @@ class Replay:
                 flow.metadata[LIVE] = True  # left to mitmproxy, which fetches it from the web
             else:
                 flow.response = _fault(404, asked.url, accept, "it was never captured")
+            return
+        except PendingRevisit as exc:
+            log.info("cannot replay %s: %s", asked.url, exc)
+            reason = "the capture is a revisit whose original is not archived yet"
+            flow.response = _fault(500, asked.url, accept, reason)
             return
         except DlwebError as exc:  # ArchiveFault, or no lookup answered (ClusterError)
             log.warning("cannot replay %s: %s", asked.url, exc)

@@ -97,7 +97,17 @@ async def _import(args: argparse.Namespace) -> int:
         async with ClusterClient(config) as client:
             importer = Importer(client, report=progress.write if progress else None)
             importer.on_batch = progress.batch if progress else None
-            summary = await importer.run(reading)
+            try:
+                summary = await importer.run(reading)
+            except DlwebError as exc:
+                # The cluster refused a batch (no node has room for it, say): a batch it did
+                # not confirm is not counted as stored, and importing again adds what is missing.
+                print(
+                    f"dlweb import: error: the import stopped: {exc}; what the cluster did not"
+                    " confirm is not stored, and importing the same files again stores the rest",
+                    file=sys.stderr,
+                )
+                return 1
     finally:
         if progress is not None:
             progress.bar.close()

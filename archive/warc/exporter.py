@@ -5,7 +5,8 @@ The structure files are listed by the master and read from their holders; the ca
 response record with its header block and payload; a later capture of the same content becomes
 a revisit record pointing at that first one (WARC-Refers-To-Target-URI and -Date), so the export
 is deduplicated as the archive is. Request and metadata records kept by an import are written
-again, linked to the response they came with. A response archived under the lookup URL of a
+again, linked to the response they came with, and so is a revisit kept pending since its original
+is not archived (warc/pending.py), as it was read. A response archived under the lookup URL of a
 request other than GET (archive/requestkey.py) is written under the URL it was made from, as the
 WARC file it came from had it. A content too large to hold whole is read twice instead, once for
 the digests its record's header gives, once to write it. The file is written under a temporary
@@ -33,7 +34,8 @@ from ..requestkey import original_url
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
 from .bundles import bundled_body
-from .reader import split_kept
+from .pending import REGISTRY_URL, Revisit
+from .reader import RECOMPUTED_FIELDS, split_kept
 from .writer import (
     HTTP_RESPONSE,
     PROFILE_IDENTICAL,
@@ -58,6 +60,9 @@ COMPRESSING_AHEAD = 8
 STREAMED_PIECE = 1024 * 1024
 # The fields a record gets from the writer, so a kept copy of them is not written twice.
 WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
+# The fields of a pending revisit not written again: those the writer makes or recomputes, but
+# its payload digest, which names its original's payload.
+PENDING_DROPPED = WRITER_FIELDS | (RECOMPUTED_FIELDS - {"warc-payload-digest"})
 SOFTWARE = "dlweb"
 
 
@@ -94,8 +99,11 @@ class _Entry:
 
     @property
     def order(self) -> tuple[int, str, int, str]:
-        """Time order, and each response just before the request and metadata it came with."""
-        return self.capture.time, original_url(self.url), int(self.capture.kind), self.url
+        """Time order, and each response just before the request and metadata it came with (a
+        pending revisit too, which is written as a revisit)."""
+        kind = self.capture.kind
+        rank = int(RecordKind.REVISIT if kind is RecordKind.PENDING else kind)
+        return self.capture.time, original_url(self.url), rank, self.url
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,13 +170,18 @@ async def _select(
             except NotFound:
                 return
         summary.structures += 1
-        if selection.url_prefix is not None and not url.startswith(selection.url_prefix):
+        if url == REGISTRY_URL or (
+            selection.url_prefix is not None and not url.startswith(selection.url_prefix)
+        ):
             return
-        # A variant record indexes the URLs of one path for fuzzy lookups: no WARC record.
+        # A pending revisit that a capture at its time replaces was resolved since.
+        captured = (
+            {c.time for c in captures if c.kind in REPLAYED_KINDS}
+            if any(c.kind is RecordKind.PENDING for c in captures)
+            else set()
+        )
         entries.extend(
-            _Entry(url, c)
-            for c in captures
-            if c.kind is not RecordKind.VARIANT and selection.wants(c)
+            _Entry(url, c) for c in captures if _exported(c, captured) and selection.wants(c)
         )
 
     tasks: list[asyncio.Task[None]] = []
@@ -180,6 +193,14 @@ async def _select(
         for task in tasks:
             task.cancel()
     return entries
+
+
+def _exported(capture: Capture, captured: set[int]) -> bool:
+    """Whether a record makes a WARC record: not a variant record, which indexes the URLs of
+    one path for fuzzy lookups, nor a pending revisit resolved since (a capture at its time)."""
+    if capture.kind is RecordKind.PENDING:
+        return capture.time not in captured
+    return capture.kind is not RecordKind.VARIANT
 
 
 class _Plan:
@@ -320,6 +341,14 @@ def _record_of(
         if concurrent is not None:
             fields.append(("WARC-Concurrent-To", concurrent))
         return rec_type, make_record(rec_type, url, when, [block], fields)
+    if capture.kind is RecordKind.PENDING:
+        assert content is not None
+        url = original_url(url)
+        revisit = Revisit.decode(content, capture.content)
+        fields = [kv for kv in revisit.fields if kv[0].lower() not in PENDING_DROPPED]
+        record = make_record("revisit", url, when, [revisit.http_header or b""], fields)
+        responses[(url, when)] = record.record_id
+        return "revisit", record
     if content is None:
         url = original_url(url)
         first = firsts.get(capture.content)

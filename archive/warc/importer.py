@@ -5,12 +5,14 @@ over batches; the event loop turns each batch into captures and inserts it with 
 client, which uploads only the contents the index node does not know yet. Revisit records are
 resolved to the content of the record they repeat: from the records already read, by their
 payload digest, or else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's
-earlier captures). A record is inserted only once it was read whole and checked, so a damaged
+earlier captures); one whose original is in neither is kept pending until an import brings it
+(warc/pending.py). A record is inserted only once it was read whole and checked, so a damaged
 one leaves nothing. The response to a request other than GET or HEAD (a POST of a form or of
 JSON) is inserted under the lookup URL its request makes (archive/requestkey.py), as pywb
 indexes it, so that the proxy finds it by the method and body a browser sends again.
 """
 
+import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -19,24 +21,37 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..cluster import ClusterClient, NewCapture
 from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, encode_header_block
 from ..inserting import InsertQueue
 from ..requestkey import lookup_url
-from ..structure import RecordFlag, RecordKind
+from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time
-from ..urlkey import BadUrl, canonical_url
+from ..urlkey import BadUrl, canonical_url, structure_name
 from .batches import BatchReader, discard_all
 from .bundles import Bundle, Bundler, slice_field
 from .dechunk import Dechunker
 from .digests import Digest, sha256_digest
+from .pending import (
+    REGISTRY_URL,
+    Revisit,
+    SeenUrls,
+    described,
+    pending_capture,
+    registry_entry,
+    resolved_entry,
+    unresolved,
+)
 from .reader import Ignored, Item, Problem, SourceRecord, kept_fields
 
 INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
 SAME_URL_CANDIDATES = 5
+# Revisits looked for in the archive at once, at the end of a file or of an import.
+LOOKUPS_AT_ONCE = 16
 NOT_MODIFIED_PROFILE = "server-not-modified"
 MAX_ORIGINALS = 500_000  # about 200 MB of memory at most
 # A request body larger than this (an upload) is folded into its lookup URL from its start only.
@@ -65,6 +80,11 @@ class ImportSummary:
     read_bytes: int = 0
     ignored: Counter[str] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
+    # Revisits whose original is not archived yet: kept so by this import, resolved by it, and
+    # pending in the archive once it ended.
+    pending_kept: int = 0
+    pending_resolved: int = 0
+    pending_left: int = 0
 
     @property
     def deduplicated_bytes(self) -> int:
@@ -80,6 +100,12 @@ class ImportSummary:
             f"  {self.new_contents:,} new contents, {_mb(self.stored_bytes)} stored;"
             f" {_mb(self.deduplicated_bytes)} deduplicated",
         ]
+        if self.pending_kept or self.pending_resolved or self.pending_left:
+            lines.append(
+                f"  {self.pending_left:,} revisits pending, their originals not archived yet"
+                f" ({self.pending_kept:,} kept by this import); {self.pending_resolved:,}"
+                " pending revisits resolved"
+            )
         if self.ignored:
             reasons = "; ".join(f"{why}: {n:,}" for why, n in sorted(self.ignored.items()))
             lines.append(f"  {sum(self.ignored.values()):,} records not imported ({reasons})")
@@ -96,7 +122,6 @@ _PROBLEM_KINDS = (
     ("lookup URL", "lookup URL not archivable"),
     ("does not match", "digest mismatch"),
     ("larger than the limit", "too large"),
-    ("revisit of a payload", "revisit without its original"),
     ("gzip", "damaged gzip member"),
     ("truncated record", "truncated record"),
     ("does not end where", "wrong Content-Length"),
@@ -121,12 +146,32 @@ class _Pending:
     digest: Digest | None
 
 
+class _Revisiting(Protocol):
+    """A revisit record as read (SourceRecord) or as kept pending (pending.Revisit)."""
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def time(self) -> int: ...
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def http_header(self) -> bytes | None: ...
+
+    def field(self, name: str) -> str | None: ...
+
+
 class Importer:
     def __init__(self, client: ClusterClient, report: Callable[[str], None] | None = None) -> None:
         self.client = client
         self.report = report or (lambda line: print(line, file=sys.stderr))
         self.summary = ImportSummary()
         self.originals: dict[Digest, Original] = {}
+        # The URLs captured, for the pending revisits this import may resolve at its end.
+        self.seen = SeenUrls()
         self.bundler = Bundler()
         # Called after each batch is inserted, with the bytes of the files imported so far.
         self.on_batch: Callable[[int, ImportSummary], None] | None = None
@@ -134,6 +179,9 @@ class Importer:
     async def run(self, reading: BatchReader) -> ImportSummary:
         """Import the batches of a started reader (which the caller closes)."""
         await self.client.connect()
+        # Looked for while the first batches are read: when there is none, the lookup waits out
+        # the whole lookup window, which the import then does not wait for at its end.
+        registry = asyncio.create_task(self._registry_exists())
         inserts = InsertQueue(self.client, INSERTS_AHEAD)
         pending: list[_Pending] = []
         exchanges = _Exchanges()
@@ -151,7 +199,11 @@ class Importer:
                     await self._resolve_pending(pending, inserts)
                     pending = []
             await inserts.join()
+            if await registry or self.summary.pending_kept:
+                await self._resolve_registered(inserts)
         finally:
+            registry.cancel()
+            await asyncio.gather(registry, return_exceptions=True)
             await inserts.cancel()
         done = inserts.summary
         self.summary.captures = done.captures
@@ -226,6 +278,7 @@ class Importer:
                 pending.append(_Pending(record, digest))
                 return None
             self.summary.records["revisit"] += 1
+            self.seen.add(record.key)
             return self._revisit(record, original, bodies)
         self.summary.records[record.type] += 1
         content = record.body.name
@@ -257,6 +310,7 @@ class Importer:
             if record.payload_digest is not None:
                 self._remember(record.payload_digest, original)
             self._remember(sha256_digest(content), original)
+            self.seen.add(record.key)
         return NewCapture(
             url=record.uri,
             time=record.time,
@@ -279,7 +333,7 @@ class Importer:
             del self.originals[next(iter(self.originals))]
 
     def _revisit(
-        self, record: SourceRecord, original: Original, bodies: dict[str, bytes | Path]
+        self, record: _Revisiting, original: Original, bodies: dict[str, bytes | Path]
     ) -> NewCapture:
         header_name, status, header_size = original.header, original.status, 0
         if record.http_header:
@@ -301,44 +355,110 @@ class Importer:
         )
 
     async def _resolve_pending(self, pending: list[_Pending], inserts: InsertQueue) -> None:
-        """Revisits whose original came later in the file or is already in the archive."""
+        """Revisits whose original came later in the file or is already in the archive; the
+        others are kept pending (warc/pending.py)."""
+        gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
+
+        async def original_of(item: _Pending) -> Original | None:
+            found = self.originals.get(item.digest) if item.digest is not None else None
+            if found is not None:
+                return found
+            async with gate:
+                return await self._find_in_archive(item.record, item.digest)
+
+        originals = await asyncio.gather(*map(original_of, pending))
         captures: list[NewCapture] = []
+        entries: list[NewCapture] = []
         bodies: dict[str, bytes | Path] = {}
-        for item in pending:
+        for item, original in zip(pending, originals, strict=True):
             record = item.record
-            original = self.originals.get(item.digest) if item.digest is not None else None
-            if original is None:
-                original = await self._find_in_archive(record, item.digest)
-            if original is None:
-                self._problem(
-                    Problem(
-                        record.path,
-                        record.offset,
-                        f"revisit of a payload that is neither in the files read nor in the"
-                        f" archive (WARC-Payload-Digest {item.digest or 'absent'})",
-                    )
-                )
-                continue
             self.summary.records["revisit"] += 1
-            captures.append(self._revisit(record, original, bodies))
+            if original is not None:
+                self.seen.add(record.key)
+                captures.append(self._revisit(record, original, bodies))
+                continue
+            revisit = Revisit.of(record)
+            name, body = described(revisit)
+            bodies[name] = body
+            captures.append(pending_capture(revisit, name, len(body)))
+            entries.append(registry_entry(captures[-1]))
+            self.summary.pending_kept += 1
         await inserts.put(captures, _body_of(bodies))
         await inserts.join()
+        if entries:
+            # Not counted as captures: the registry is the archive's own.
+            await self.client.insert(entries, _body_of(bodies))
 
-    async def _find_in_archive(
-        self, record: SourceRecord, digest: Digest | None
-    ) -> Original | None:
+    async def _registry_exists(self) -> bool:
+        """Whether the registry of pending revisits holds an entry."""
+        try:
+            await self.client.closest(REGISTRY_URL, 0)
+        except NotFound:
+            return False
+        return True
+
+    async def _resolve_registered(self, inserts: InsertQueue) -> None:
+        """Resolve the pending revisits whose original this import brought, from the registry
+        read once every capture of the import is stored."""
+        try:
+            _, records = await self.client.read_structure(
+                structure_name(REGISTRY_URL), REGISTRY_URL
+            )
+        except NotFound:
+            return
+        waiting = unresolved(records)
+        gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
+
+        async def resolve(entry: Capture) -> tuple[Capture, bytes, Revisit, Original | None]:
+            async with gate:
+                body = await self.client.get_content(entry.content)
+                revisit = Revisit.decode(body, entry.content)
+                digest = revisit.payload_digest
+                original = self.originals.get(digest) if digest is not None else None
+                if original is None:
+                    original = await self._find_in_archive(revisit, digest)
+            return entry, body, revisit, original
+
+        candidates = [entry for entry in waiting if self.seen.may_resolve(entry)]
+        captures: list[NewCapture] = []
+        marks: list[NewCapture] = []
+        bodies: dict[str, bytes | Path] = {}
+        for entry, body, revisit, original in await asyncio.gather(*map(resolve, candidates)):
+            if original is not None:
+                captures.append(self._revisit(revisit, original, bodies))
+                marks.append(resolved_entry(entry, len(body)))
+                bodies[entry.content] = body
+        if captures:
+            await inserts.put(captures, _body_of(bodies))
+            await inserts.join()
+            # Marked only once the revisits are stored: an import that fails in between leaves
+            # them to be resolved again (the same captures, which are not added twice).
+            await self.client.insert(marks, _body_of(bodies))
+        self.summary.pending_resolved = len(captures)
+        self.summary.pending_left = len(waiting) - len(captures)
+
+    async def _find_in_archive(self, record: _Revisiting, digest: Digest | None) -> Original | None:
+        """The original of a revisit in the archive: the capture its WARC-Refers-To-Target-URI
+        and -Date name, else one of the latest captures of its own URL before it that has its
+        payload digest."""
         target = record.field("WARC-Refers-To-Target-URI")
         date = record.field("WARC-Refers-To-Date")
-        try:
-            if target and date:
+        if target and date:
+            try:
                 at = parse_time(date)
-                found = await self.client.closest(target.strip("<>"), at, "closest")
-                capture = found.capture
-                if abs(capture.time - at) <= REFERS_TO_SLACK:
-                    return Original(capture.content, capture.header, capture.status, 0)
-                return None
-            if digest is None:
-                return None
+                capture = (await self.client.closest(target.strip().strip("<>"), at)).capture
+            except (NotFound, BadTime, BadUrl):
+                capture = None
+            # A pending revisit found there is not an original.
+            if (
+                capture is not None
+                and capture.kind in REPLAYED_KINDS
+                and abs(capture.time - at) <= REFERS_TO_SLACK
+            ):
+                return Original(capture.content, capture.header, capture.status, 0)
+        if digest is None:
+            return None
+        try:
             earlier = [c for c in await self.client.captures(record.uri) if c.time <= record.time]
             for capture in reversed(earlier[-SAME_URL_CANDIDATES:]):
                 if capture.offset == digest.key() or digest == sha256_digest(capture.content):
@@ -347,7 +467,7 @@ class Importer:
                     data = await self.client.get_content(capture.content)
                     if hashlib.new(digest.algorithm, data).digest() == digest.value:
                         return Original(capture.content, capture.header, capture.status, len(data))
-        except (NotFound, BadTime):
+        except NotFound:
             return None
         return None
 
@@ -485,12 +605,12 @@ def _keyed(response: SourceRecord, folded: _Folded) -> Item:
     if key == response.uri:
         return response
     try:
-        canonical_url(key)
+        canonical = canonical_url(key)
     except BadUrl as exc:
         response.body.discard()
         reason = f"the lookup URL of its {folded.method} request cannot be archived: {exc}"
         return Problem(response.path, response.offset, reason)
-    return dataclasses.replace(response, uri=key)
+    return dataclasses.replace(response, uri=key, key=canonical)
 
 
 def _body_of(bodies: dict[str, bytes | Path]) -> Callable[[str], bytes | Path]:

@@ -12,6 +12,7 @@ at the next gzip member or the next `WARC/1.` line, so the good records after it
 
 import dataclasses
 import os
+import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -57,6 +58,13 @@ RECOMPUTED_FIELDS = frozenset(
     }
 )
 GZIP_MAGIC = b"\x1f\x8b\x08"
+# Where reading may go on after a damaged record: the next gzip member, or the next line that
+# starts `WARC/1.` in any case (warcio reads `warc/1.0` as `WARC/1.0`).
+_NEXT_MEMBER = re.compile(re.escape(GZIP_MAGIC))
+_NEXT_WARC_LINE = re.compile(rb"\n(?i:warc)/1\.")
+# The end of an HTTP header block, as warcio finds it: the first line that is empty once its
+# trailing white space is stripped, so that lines ended by CRLF, LF or CR CR LF all end it.
+_HEAD_END = re.compile(rb"\n[\t\x0b\x0c\r\x1c-\x1f ]*\n")
 _NOT_DECODED = "\ufffd"
 # WARC-Type by FastWARC's record type (a bit each), read without looking the field up again.
 _FASTWARC_TYPES = {
@@ -113,6 +121,7 @@ class SourceRecord:
     payload_digest: Digest | None = None
     truncated: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    key: str = ""  # the canonical form of `uri` (archive/urlkey.py)
 
     def field(self, name: str) -> str | None:
         wanted = name.lower()
@@ -332,8 +341,9 @@ def _describe(exc: BaseException, gzipped: bool) -> str:
 
 def _next_start(fh: IO[bytes], position: int, gzipped: bool) -> int | None:
     """Where the next record may start: the next gzip member, or the next `WARC/1.` line."""
-    pattern = GZIP_MAGIC if gzipped else b"\nWARC/1."
-    skip = 0 if gzipped else 1
+    pattern, width, skip = (
+        (_NEXT_MEMBER, len(GZIP_MAGIC), 0) if gzipped else (_NEXT_WARC_LINE, len(b"\nWARC/1."), 1)
+    )
     carry = b""
     fh.seek(position)
     base = position
@@ -342,10 +352,10 @@ def _next_start(fh: IO[bytes], position: int, gzipped: bool) -> int | None:
         if not data:
             return None
         window = carry + data
-        found = window.find(pattern)
-        if found >= 0:
-            return base - len(carry) + found + skip
-        carry = window[-(len(pattern) - 1) :]
+        found = pattern.search(window)
+        if found is not None:
+            return base - len(carry) + found.start() + skip
+        carry = window[-(width - 1) :]
         base += len(data)
 
 
@@ -394,7 +404,7 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
     if scheme not in ("http", "https"):
         return Ignored(path, offset, rec_type, f"{uri[:100]!r} is not an http(s) URL")
     try:
-        canonical_url(uri)
+        key = canonical_url(uri)
     except DlwebError as exc:
         return Problem(path, offset, str(exc))
     try:
@@ -415,12 +425,15 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
         return Problem(path, offset, str(exc))
     spool = Spool(spool_dir)
     try:
-        return _read_block(
+        item = _read_block(
             record, path, offset, rec_type, uri, time, length, spool, block_digest, payload_digest
         )
     except BaseException:
         spool.discard()
         raise
+    if isinstance(item, SourceRecord):
+        item.key = key
+    return item
 
 
 def _read_block(
@@ -459,7 +472,12 @@ def _read_block(
         if head is None:
             spool.discard()
             _drain(next_piece)
-            return Problem(path, offset, "malformed HTTP header block: no blank line ends it")
+            return Problem(
+                path,
+                offset,
+                f"malformed HTTP header block: no blank line ends it in its first"
+                f" {MAX_HTTP_HEADER // 1024} KiB",
+            )
         if rec_type != "request":
             try:
                 status = status_of(head, "HTTP header block")
@@ -537,19 +555,20 @@ def _read_block(
 
 
 def _split_head(data: bytes, more: Any) -> tuple[bytes | None, bytes]:
-    """The HTTP header block at the start of a block (through its blank line), and the rest."""
+    """The HTTP header block at the start of a block (through its blank line, see _HEAD_END),
+    and the rest; None when no blank line comes in MAX_HTTP_HEADER bytes."""
     while True:
-        for end_mark in (b"\r\n\r\n", b"\n\n"):
-            end = data.find(end_mark)
-            if end >= 0:
-                cut = end + len(end_mark)
-                return data[:cut], data[cut:]
+        end = _HEAD_END.search(data)
+        if end is not None:
+            return data[: end.end()], data[end.end() :]
         if len(data) > MAX_HTTP_HEADER:
             return None, b""
         piece = more()
         if not piece:
-            # A block of headers only (a revisit, a bodiless response) may lack the blank line.
-            return (data, b"") if data.endswith(b"\n") else (None, b"")
+            # A block of headers only (a revisit, a bodiless response or request), or of a
+            # status line only, may end without the blank line: as for warcio, the block ends
+            # the headers.
+            return data, b""
         data += piece
 
 

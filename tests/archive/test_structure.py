@@ -98,6 +98,13 @@ def queries_for(rng: random.Random, times: Sequence[int], count: int) -> list[in
     return edges + [rng.randint(low, high) for _ in range(count)]
 
 
+def answers(capture: Capture, captured: set[int]) -> bool:
+    """Whether a lookup may answer with this record, given the times of the replayed ones."""
+    if capture.kind is RecordKind.PENDING:
+        return capture.time not in captured
+    return capture.kind in REPLAYED_KINDS
+
+
 @pytest.mark.parametrize("seed", range(2 * len(SIZES)))
 def test_single_answer_modes_agree_with_brute_force(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -106,8 +113,10 @@ def test_single_answer_modes_agree_with_brute_force(tmp_path: Path, seed: int) -
     times = [rng.randint(-size * spread, size * spread) for _ in range(size)]
     captures = [random_capture(rng, time) for time in times]
     path = write_file(tmp_path / "s", encode_file(URL, captures))
-    # Request and metadata records (a third of the random kinds) are passed over.
-    replayed = sorted(c.time for c in captures if c.kind in REPLAYED_KINDS)
+    # Request, metadata and variant records are passed over, and so is a pending revisit when a
+    # capture has its time (the revisit written once its original came).
+    captured = {c.time for c in captures if c.kind in REPLAYED_KINDS}
+    replayed = sorted(c.time for c in captures if answers(c, captured))
     with StructureFile(path) as structure:
         reader = structure.reader
         assert reader.count == size
@@ -115,7 +124,7 @@ def test_single_answer_modes_agree_with_brute_force(tmp_path: Path, seed: int) -
             for mode in (Mode.EXACT, Mode.BEFORE, Mode.AFTER, Mode.CLOSEST):
                 index = reader.find(mode, query)
                 found = None if index is None else reader.record(index)
-                assert found is None or found.kind in REPLAYED_KINDS
+                assert found is None or answers(found, captured)
                 time = None if found is None else found.time
                 assert time == reference_time(mode, replayed, query), (mode, query)
 
@@ -619,3 +628,38 @@ def test_merged_bytes_inserts_a_belated_capture_in_order(tmp_path: Path) -> None
         assert reader.records()[2] == belated[0]
         assert reader.url == URL
         reader.check_all()
+
+
+def test_a_pending_revisit_is_found_until_a_capture_at_its_time_replaces_it(
+    tmp_path: Path,
+) -> None:
+    pending = Capture(200, NAME_B, NAME_B, 200, RecordKind.PENDING)
+    resolved = Capture(200, NAME_A, NAME_B, 200, RecordKind.REVISIT)
+    path = write_file(tmp_path / "s", encode_file(URL, [capture_at(100), pending]))
+    with StructureFile(path) as structure:
+        for mode in (Mode.EXACT, Mode.CLOSEST, Mode.AFTER):
+            index = structure.reader.find(mode, 200)
+            assert index is not None and structure.reader.record(index) == pending, mode
+    # The resolved revisit is written after the pending one, or (a belated merge) before it.
+    for order in ([pending, resolved], [resolved, pending]):
+        path = write_file(
+            tmp_path / "s", encode_file(URL, [capture_at(100), *order, capture_at(300)])
+        )
+        with StructureFile(path) as structure:
+            reader = structure.reader
+            for mode, query in [
+                (Mode.EXACT, 200),
+                (Mode.CLOSEST, 200),
+                (Mode.CLOSEST, 199),
+                (Mode.AFTER, 150),
+                (Mode.BEFORE, 250),
+            ]:
+                index = reader.find(mode, query)
+                assert index is not None and reader.record(index) == resolved, (order, mode)
+            # The first, last, previous and next captures sent with an answer pass over it too.
+            kept = [i for i in range(reader.count) if reader.replayed_from(i, 1) == i]
+            assert [reader.record(i).kind for i in kept] == [
+                RecordKind.RESPONSE,
+                RecordKind.REVISIT,
+                RecordKind.RESPONSE,
+            ]
