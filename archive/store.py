@@ -158,8 +158,13 @@ class StagedFile:
         self.final = store.path_for(name)
         self.temp = temp or store.tmp_root / f"{secrets.token_hex(8)}.part"
         if data is not None:
-            with open(self.temp, "wb") as out:
-                out.write(data)
+            try:
+                with open(self.temp, "wb") as out:
+                    out.write(data)
+            except BaseException:
+                # A full disk fails the write midway: no part of the file stays.
+                self.temp.unlink(missing_ok=True)
+                raise
 
     def place(self, sync_dir: bool = True) -> None:
         try:

@@ -17,6 +17,11 @@ from archive.errors import DlwebError
 
 TIMEOUT = 15.0
 SHOWN_PROBLEMS = 20
+CAUSE_TEXT = {
+    "repairing": "being repaired",
+    "cannot_place": "cannot be placed",
+    "no_readable_copy": "no readable copy",
+}
 Runner = Callable[[argparse.Namespace], int]
 
 
@@ -113,6 +118,8 @@ def _nodes_table(nodes: list[dict[str, Any]]) -> str:
         state = _text(node.get("state"), "?")
         if node.get("drained"):
             state += " (empty)"
+        elif node.get("reason"):
+            state += f" ({node['reason']})"
         elif node.get("connected") is False and state not in ("down", "dead"):
             state += " (disconnected)"
         rows.append(
@@ -145,6 +152,29 @@ def _progress(progress: Any) -> str:
     )
 
 
+def _below_target(answer: dict[str, Any]) -> list[str]:
+    """Files below target and, one line each, why: copies being made, none can be placed
+    (naming the nodes that take new files), no readable copy."""
+    causes = answer.get("below_target_causes")
+    lines = [f"below replica target: {answer.get('below_target', '?')}"]
+    if not isinstance(causes, dict) or not answer.get("below_target"):
+        return lines
+    placing = answer.get("placing") or {}
+    nodes = _count(placing.get("nodes"), "node")
+    domains = _count(placing.get("domains"), "failure domain")
+    lines += [
+        f"  being repaired: {causes.get('repairing', '?')}",
+        f"  cannot be placed: {causes.get('cannot_place', '?')}"
+        f" (only {nodes} taking new files, in {domains})",
+        f"  no readable copy: {causes.get('no_readable_copy', '?')}",
+    ]
+    return lines
+
+
+def _count(value: object, noun: str) -> str:
+    return f"{value} {noun}" + ("" if value == 1 else "s")
+
+
 def _emit(args: argparse.Namespace, answer: Any, text: Callable[[], str]) -> None:
     print(json.dumps(answer, indent=2) if args.json else text())
 
@@ -162,8 +192,7 @@ def _status(args: argparse.Namespace) -> int:
         lines = [
             f"cluster {status.get('cluster', '?')}: {files.get('content', '?')} contents,"
             f" {files.get('structure', '?')} structure files",
-            f"below replica target: {status.get('below_target', '?')}"
-            f" ({status.get('lost', '?')} with no readable copy)",
+            *_below_target(status),
             f"repairs: {repairs.get('running', 0)} running, {repairs.get('copied', 0)} copied,"
             f" {repairs.get('failed', 0)} failed",
             f"rebalance: {rebalance.get('state', 'idle')}" + (f", {moving}" if moving else ""),
@@ -265,8 +294,7 @@ def _fsck(args: argparse.Namespace) -> int:
         )
         lines = [
             f"{files.get('content', '?')} contents, {files.get('structure', '?')} structure files",
-            f"below replica target: {report.get('below_target', '?')}"
-            f" ({report.get('lost', '?')} with no readable copy)",
+            *_below_target(report),
             f"structure files without an active copy: {report.get('structures_without_active', '?')}",
             f"structure replicas waiting for a refresh: {report.get('structures_dirty', '?')}",
             "orphans: "
@@ -280,9 +308,11 @@ def _fsck(args: argparse.Namespace) -> int:
         if problems:
             lines.append(f"first problems ({min(len(problems), SHOWN_PROBLEMS)} shown):")
         for problem in problems[:SHOWN_PROBLEMS]:
+            cause = CAUSE_TEXT.get(str(problem.get("cause")))
             lines.append(
                 f"  {problem.get('kind', '?')} {problem.get('name', '?')}:"
                 f" {problem.get('replicas', '?')} of {problem.get('target', '?')} replicas"
+                + (f" ({cause})" if cause else "")
             )
         lines.append("ok" if ok else "PROBLEMS FOUND")
         return "\n".join(lines)

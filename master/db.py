@@ -8,7 +8,7 @@ same transaction, so the two can never disagree.
 import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,8 +89,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 # The replica target of a file from its kind, size and reference count.
 TargetFn = Callable[[str, int, int], int]
 
+# Why a file is below target (Needy.cause), as /status and fsck count them.
+REPAIRING, CANNOT_PLACE, NO_READABLE_COPY = "repairing", "cannot_place", "no_readable_copy"
+CAUSES = (REPAIRING, CANNOT_PLACE, NO_READABLE_COPY)
+
 # Replicas on counting nodes fewer than the target (more when none is on a reliable node), which
-# never exceeds the number of nodes that may receive files.
+# never exceeds the number of counting nodes.
 SHORT = "have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)"
 
 
@@ -108,6 +112,17 @@ class NodeRow:
     groups: list[int] = field(default_factory=list)
     last_seen: float = 0.0
     last_scrub: float = 0.0
+    # Free space the node keeps, and whether it refuses new files for lack of space: as its
+    # last stats said (not stored: a node says it again when it joins).
+    reserve: int = 0
+    full: bool = False
+
+    @property
+    def reason(self) -> str | None:
+        """Why the node is in a state no admin chose: "full" for a read-only node whose disk
+        is at its reserve."""
+        full = self.full and self.state == "read-only" and self.admin_state == "alive"
+        return "full" if full else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,8 +132,11 @@ class NodeRow:
             "reliability": self.reliability,
             "state": self.state,
             "admin_state": self.admin_state,
+            "reason": self.reason,
             "free": self.free,
             "total": self.total,
+            "reserve": self.reserve,
+            "full": self.full,
             "groups": self.groups,
         }
 
@@ -140,6 +158,15 @@ class Needy:
     have: int
     want: int
     holders: tuple[str, ...]
+
+    def cause(self, readable: Collection[str], receivers: Collection[str]) -> str:
+        """Why it is below target, one of CAUSES: no holder can be read now; or every node
+        taking new files holds it already, so no copy can be placed; or copies are being made."""
+        if not any(node in readable for node in self.holders):
+            return NO_READABLE_COPY
+        if all(node in self.holders for node in receivers):
+            return CANNOT_PLACE
+        return REPAIRING
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,14 +428,15 @@ class MasterDB:
         """Files whose replicas on counting nodes fall short of their target (see below_target)."""
         return self._replica_query(counting, SHORT)
 
-    def _replica_query(self, counting: Sequence[str], having: str) -> str:
-        """Every file with its replicas on counting nodes, those for which `having` holds."""
+    def _replica_query(self, counting: Sequence[str], having: str, columns: str = "") -> str:
+        """Every file with its replicas on counting nodes, those for which `having` holds;
+        `columns` adds columns (their parameters come before the counting nodes)."""
         marks = ",".join("?" * len(counting)) or "''"
         return f"""
             SELECT f.kind, f.name, f.size, f.target,
                    COUNT(c.node) AS have,
                    COALESCE(SUM(c.reliable), 0) AS reliable,
-                   GROUP_CONCAT(l.node) AS holders
+                   GROUP_CONCAT(l.node) AS holders{columns}
             FROM files f
             LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
             LEFT JOIN (SELECT id AS node, reliability != 'low' AS reliable FROM nodes
@@ -423,7 +451,7 @@ class MasterDB:
         """Files whose replicas on counting nodes fall short, the most endangered first.
 
         A file none of whose counting replicas is on a reliable node wants `unreliable_extra`
-        more; no target exceeds `usable`, the number of nodes that may receive files.
+        more; no target exceeds `usable`, the number of nodes whose copies count.
         """
         query = self._short_query(counting) + " ORDER BY have ASC, f.kind DESC, f.size ASC LIMIT ?"
         rows = self.db.execute(query, (*counting, unreliable_extra, usable, limit)).fetchall()
@@ -434,13 +462,29 @@ class MasterDB:
             result.append(Needy(kind, name, size, have, want, held))
         return result
 
-    def count_below_target(
-        self, counting: Sequence[str], usable: int, unreliable_extra: int
-    ) -> tuple[int, int]:
-        """How many files are below target, and how many have no readable replica at all."""
-        query = f"SELECT COUNT(*), COALESCE(SUM(have = 0), 0) FROM ({self._short_query(counting)})"
-        below, lost = self.db.execute(query, (*counting, unreliable_extra, usable)).fetchone()
-        return int(below), int(lost)
+    def below_target_causes(
+        self,
+        counting: Sequence[str],
+        readable: Sequence[str],
+        receivers: Sequence[str],
+        usable: int,
+        unreliable_extra: int,
+    ) -> dict[str, int]:
+        """How many files are below target for each of CAUSES (see `Needy.cause`)."""
+        readable_marks = ",".join("?" * len(readable)) or "''"
+        receiver_marks = ",".join("?" * len(receivers)) or "''"
+        columns = (
+            f", COALESCE(SUM(l.node IN ({readable_marks})), 0) AS readable"
+            f", COALESCE(SUM(l.node IN ({receiver_marks})), 0) AS receiving"
+        )
+        query = f"""
+            SELECT COALESCE(SUM(readable > 0 AND receiving < {len(receivers)}), 0),
+                   COALESCE(SUM(readable > 0 AND receiving >= {len(receivers)}), 0),
+                   COALESCE(SUM(readable = 0), 0)
+            FROM ({self._replica_query(counting, SHORT, columns)})"""
+        params = (*readable, *receivers, *counting, unreliable_extra, usable)
+        counts = self.db.execute(query, params).fetchone()
+        return {cause: int(count) for cause, count in zip(CAUSES, counts, strict=True)}
 
     def files_on(self, node: str, limit: int, after: tuple[str, str] = ("", "")) -> list[FileRef]:
         rows = self.db.execute(

@@ -14,6 +14,11 @@ ADMIN_STATES = ("alive", "read-only", "draining")
 COUNTING = ("alive", "read-only")
 
 
+def _state_of(row: NodeRow) -> str:
+    """A reachable node's state: the one its admin chose, read-only while its disk is full."""
+    return "read-only" if row.admin_state == "alive" and row.full else row.admin_state
+
+
 class Membership:
     """Node rows, live links and the grace-period clock that turns a lost node down, then dead."""
 
@@ -64,8 +69,10 @@ class Membership:
         ]
 
     def usable(self) -> int:
-        """How many nodes may hold a replica: no target asks for more copies than this."""
-        return sum(1 for row in self.rows.values() if row.state == "alive")
+        """How many nodes may hold a counted replica: no target asks for more copies than this.
+        Read-only nodes are among them, so a file that wants more copies than the nodes taking
+        new files can hold shows below target (it cannot be placed) instead of at it."""
+        return len(self.counting())
 
     def in_grace(self) -> bool:
         """Whether some node is lost but not yet down: its copies still count."""
@@ -104,7 +111,7 @@ class Membership:
             row.last_scrub = old.last_scrub
             if old.state == "dead":
                 row.seq = 0
-        row.state = row.admin_state
+        row.state = _state_of(row)
         row.last_seen = time.time()
         self.rows[row.id] = row
         self.links[row.id] = peer
@@ -129,13 +136,40 @@ class Membership:
         before = row.state
         row.admin_state = state
         if row.state in ADMIN_STATES:
-            row.state = state
+            row.state = _state_of(row)
         self.db.save_node(row)
         self._moved(row, before, row.reliability)
         self.widened = True
         log.info("node %s set to %s", node, state)
         self.on_change()
         return row
+
+    def set_full(self, node: str, full: bool) -> None:
+        """A node said its disk is at its reserve, or has room again: read-only meanwhile, so
+        that nothing new is placed on it, unless an admin chose its state."""
+        row = self.rows[node]
+        if row.full == full:
+            return
+        row.full = full
+        if row.state not in ADMIN_STATES:
+            return
+        before = row.state
+        row.state = _state_of(row)
+        if row.state == before:
+            return
+        self.db.save_node(row)
+        self._moved(row, before, row.reliability)
+        self.widened = True
+        if full:
+            log.warning(
+                "node %s is full (%d bytes free, reserve %d): read-only until space returns",
+                node,
+                row.free,
+                row.reserve,
+            )
+        else:
+            log.info("node %s has room again: %s", node, row.state)
+        self.on_change()
 
     def tick(self) -> None:
         """Turn nodes lost for longer than the grace period down, and down ones dead."""
@@ -167,5 +201,6 @@ class Membership:
         counts = row.state in COUNTING
         if (state in COUNTING) != counts or (counts and reliability != row.reliability):
             self.db.mark_node(row.id)
-        if row.state == "alive" and state != "alive":
+        # Targets are capped by the counting nodes, and only alive ones take copies.
+        if (row.state == "alive" and state != "alive") or (counts and state not in COUNTING):
             self.rescan = True

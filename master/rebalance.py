@@ -61,11 +61,12 @@ class Rebalancer:
         return saved if isinstance(saved, dict) else {"state": "idle"}
 
     def plan(self) -> list[PlannedMove]:
-        """Moves from nodes holding more than their share of bytes to nodes holding less."""
+        """Moves from nodes holding more than their share of bytes to nodes holding less; a
+        node read-only because its disk is full gives files and takes none."""
         nodes = [
             row
             for row in self.members.rows.values()
-            if row.state == "alive" and self.members.connected(row.id)
+            if (row.state == "alive" or row.reason == "full") and self.members.connected(row.id)
         ]
         if len(nodes) < 2:
             return []
@@ -97,7 +98,11 @@ class Rebalancer:
                     # A move must shrink the gap: neither side may overshoot by more than half.
                     if ref.size > 2 * excess[src]:
                         continue
-                    takers = [by_id[n] for n, d in deficit.items() if 2 * d >= ref.size]
+                    takers = [
+                        by_id[n]
+                        for n, d in deficit.items()
+                        if 2 * d >= ref.size and by_id[n].state == "alive"
+                    ]
                     holders = self.db.holders(ref.kind, ref.name)
                     domains = {
                         self.members.rows[h].domain

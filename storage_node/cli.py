@@ -2,9 +2,13 @@
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archive.cli import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import RELIABILITIES, load_config
+
+if TYPE_CHECKING:
+    from .space import Reserve
 
 
 def _http_url(text: str) -> str:
@@ -22,6 +26,16 @@ def _label(text: str) -> str:
     return text
 
 
+def _reserve(text: str) -> "Reserve":
+    # Here, not at the top: every `dlweb` command imports this module for its options.
+    from .space import parse_reserve
+
+    try:
+        return parse_reserve(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -37,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     import uvloop
 
     from .server import NodeOptions, serve
+    from .space import DEFAULT_RESERVE
 
     checked_directory(args.root, "--root")
     host, port = args.listen
@@ -52,6 +67,7 @@ def _run(args: argparse.Namespace) -> int:
         reliability=args.reliability,
         stats_every=args.stats_every,
         save_every=args.save_every,
+        reserve=args.reserve or DEFAULT_RESERVE,
     )
     uvloop.run(serve(options))
     return 0
@@ -101,6 +117,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how often the name filter and counts are saved, so that a restart replays only"
         " the inventory after them (default 30)",
+    )
+    parser.add_argument(
+        "--reserve",
+        type=_reserve,
+        default=None,
+        metavar="SIZE|PERCENT",
+        help="free space kept on the disk: new files are refused (507) and the master sends"
+        " none under it, e.g. 2G or 5%% (default: 64 MiB or 1%% of the disk, the larger)",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)

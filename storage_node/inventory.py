@@ -123,15 +123,20 @@ class InventoryLog:
         now = time.time_ns() // 1000
         entries = []
         lines = []
-        for name, size in files:
-            self.seq += 1
-            entry = Entry(self.seq, op, kind, name, size, now)
+        for seq, (name, size) in enumerate(files, self.seq + 1):
+            entry = Entry(seq, op, kind, name, size, now)
             line = entry.line()
             entries.append(entry)
             lines.append(line)
         view = memoryview(b"".join(lines))
-        while view:
-            view = view[os.write(self._fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError:
+            # A torn line would end the log there at the next start, and every entry after it.
+            os.ftruncate(self._fd, self._size)
+            raise
+        self.seq += len(entries)
         for entry, line in zip(entries, lines, strict=True):
             self._size += len(line)
             self._recent.append((entry, self._size))

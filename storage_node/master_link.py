@@ -6,6 +6,7 @@ fetch a file from another node, delete files, scrub, and its notices of stale st
 """
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from yarl import URL
 from archive import pack
 from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
-from archive.errors import DlwebError
+from archive.errors import DlwebError, InsufficientStorage
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url, name_list
 from archive.tasks import cancel_and_wait
@@ -172,7 +173,6 @@ class MasterLink:
 
     async def _join(self, peer: Peer) -> int:
         """Call node.join; the inventory sequence number the master wants entries after."""
-        free, total = self.node.disk_usage()
         joined = await peer.call(
             "node.join",
             {
@@ -180,8 +180,7 @@ class MasterLink:
                 "address": self.address,
                 "domain": self.domain,
                 "reliability": self.reliability,
-                "free": free,
-                "total": total,
+                **self._space(),
                 "groups": sorted(self.node.groups),
                 "seq": self.node.inventory.durable_seq,
             },
@@ -223,17 +222,24 @@ class MasterLink:
                 await asyncio.sleep(max(COALESCE, sent + SPACING - time.monotonic()))
 
     async def _send_stats(self, peer: Peer) -> None:
+        """Every `stats_every` s, and at once when the node turns full or has room again."""
+        changed = self.node.space.changed
         while True:
+            changed.clear()
             await peer.notify("node.stats", self._stats())
-            await asyncio.sleep(self.stats_every)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), self.stats_every)
+
+    def _space(self) -> dict[str, object]:
+        """Free space, disk size, reserve and whether new files are refused (`full`)."""
+        space = self.node.space.to_json()
+        return {key: space[key] for key in ("free", "total", "reserve", "full")}
 
     def _stats(self) -> dict[str, object]:
-        free, total = self.node.disk_usage()
         counts = self.node.counts
         return {
             "id": self.node.id,
-            "free": free,
-            "total": total,
+            **self._space(),
             "groups": sorted(self.node.groups),
             "files": dict(counts.files),
             "bytes": dict(counts.bytes),
@@ -244,9 +250,16 @@ class MasterLink:
     async def _fetch(self, peer: Peer, params: Any) -> dict[str, Any]:
         files = _files(params, "fetch", with_source=True)
         errors: dict[str, str | None] = {}
+        wanted = files
+        try:
+            self.node.space.check(0)
+        except InsufficientStorage as exc:
+            # A full node fails the copies of files it lacks at once, without reading them.
+            wanted, lacking = self._held_apart(files)
+            errors.update(dict.fromkeys((item["name"] for item in lacking), str(exc)))
         by_source: dict[str, list[str]] = {}
         singles = []
-        for item in files:
+        for item in wanted:
             if item["kind"] == CONTENT and not self.node.holds(CONTENT, item["name"]):
                 by_source.setdefault(item["source"], []).append(item["name"])
             else:
@@ -270,6 +283,17 @@ class MasterLink:
             if errors.get(item["name"]) is not None
         ]
         return {"fetched": fetched, "failed": failed}
+
+    def _held_apart(
+        self, files: list[dict[str, str]]
+    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+        """The files of a fetch order this node holds (a refresh replaces its copy), and the
+        others."""
+        held = [self.node.holds(item["kind"], item["name"]) for item in files]
+        return (
+            [item for item, is_held in zip(files, held, strict=True) if is_held],
+            [item for item, is_held in zip(files, held, strict=True) if not is_held],
+        )
 
     async def _fetch_packed(
         self, source: str, names: list[str], errors: dict[str, str | None]

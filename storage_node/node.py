@@ -4,8 +4,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import shutil
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -13,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from archive.atomic import atomic_write
 from archive.bloom import NameFilter
-from archive.errors import CorruptFile, DlwebError, NotFound
+from archive.errors import ClientFault, CorruptFile, DlwebError, NotFound
 from archive.store import PendingFile, fsync_dir
 from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import structure_name
@@ -22,6 +21,7 @@ from archive.urlkey import structure_name
 from .commit import GroupCommitter, place_all
 from .inventory import Entry, InventoryLog
 from .name_locks import NameLocks
+from .space import DEFAULT_RESERVE, Reserve, Space
 from .stores import SMALL_CONTENT, SMALL_STRUCTURE, Staged, VolumeStore
 from .volumes import Span, VolumeEntry
 
@@ -33,6 +33,8 @@ IDENTITY_FILE = "node.json"
 QUARANTINE = "quarantine"
 CONTENT, STRUCTURE = "content", "structure"
 T = TypeVar("T")
+# A content streamed in has the free space looked at again after this many bytes.
+SPACE_CHECK_EVERY = 1024 * 1024
 # A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
 MIN_FILTER_CAPACITY = 1_000_000
 
@@ -44,7 +46,7 @@ def sized_filter(names: list[str]) -> NameFilter:
     return names_filter
 
 
-class UrlMismatch(DlwebError):
+class UrlMismatch(ClientFault):
     """A structure write whose URL does not hash to the file name it was sent to."""
 
 
@@ -85,10 +87,13 @@ class Counts:
 class StorageNode:
     """Owns a node's root directory; every change of what it holds goes through here."""
 
-    def __init__(self, root: Path, node_id: str | None = None) -> None:
+    def __init__(
+        self, root: Path, node_id: str | None = None, reserve: Reserve = DEFAULT_RESERVE
+    ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.id = self._identity(node_id)
+        self.space = Space(self.root, reserve)
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="node-io")
         self.contents = VolumeStore(self.root / "content", SMALL_CONTENT, mutable=False)
         self.structures = VolumeStore(self.root / "structure", SMALL_STRUCTURE, mutable=True)
@@ -133,9 +138,7 @@ class StorageNode:
                 raise DlwebError(f"{self.root} belongs to node {stored!r}, not {node_id!r}")
             return str(stored)
         chosen = node_id or uuid.uuid4().hex[:12]
-        temp = path.with_suffix(".part")
-        temp.write_text(json.dumps({"id": chosen}))
-        os.replace(temp, path)
+        atomic_write(path, json.dumps({"id": chosen}).encode())
         return chosen
 
     # -- state that survives restarts ---------------------------------------------------------
@@ -206,13 +209,8 @@ class StorageNode:
     def _save_state(self, counts: Counts, names_filter: NameFilter, seq: int) -> None:
         self.saved_seq = seq
         names_filter.save(self.root / FILTER_FILE, seq)
-        path = self.root / SNAPSHOT_FILE
-        temp = path.with_suffix(".part")
-        with open(temp, "w") as out:
-            json.dump({"seq": seq, "counts": counts.to_json()}, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
+        snapshot = {"seq": seq, "counts": counts.to_json()}
+        atomic_write(self.root / SNAPSHOT_FILE, json.dumps(snapshot).encode())
 
     async def save_state(self) -> None:
         """Write the filter and counts so the next start needs no disk scan.
@@ -365,10 +363,17 @@ class StorageNode:
     # -- contents -------------------------------------------------------------------------------
 
     async def put_content(self, expected: str, body: AsyncIterable[bytes]) -> bool:
-        """Store a content from a stream, verifying its hash; False when it was already here."""
-        with self.contents.writer(expected) as pending:
+        """Store a content from a stream, verifying its hash; False when it was already here.
+        The free space is looked at again as the bytes come, so a stream whose length was not
+        told stops at the reserve."""
+        held = self.holds(CONTENT, expected)
+        with self.space.writing(0, held), self.contents.writer(expected) as pending:
+            checked = 0
             async for chunk in body:
                 pending.write(chunk)
+                if pending.size - checked >= SPACE_CHECK_EVERY:
+                    checked = pending.size
+                    self.space.check(0, held)
             if self.committer is None:
                 await self.run_io(pending.seal)
             else:
@@ -384,13 +389,16 @@ class StorageNode:
         commit together; a content whose bytes do not match its name fails the whole pack before
         anything is placed.
         """
-        staged = await self.run_io(self._stage_contents, items)
-        try:
-            # Shielded: once placed, files must reach the inventory even if the client left.
-            return await asyncio.shield(self._place_contents(staged))
-        finally:
-            for entry in staged:
-                entry.abort()
+        maybe_held = self.filter.might_hold_many([name for name, _ in items])
+        size = sum(len(data) for (_, data), held in zip(items, maybe_held, strict=True) if not held)
+        with self.space.writing(size, held=all(maybe_held)):
+            staged = await self.run_io(self._stage_contents, items)
+            try:
+                # Shielded: once placed, files must reach the inventory even if the client left.
+                return await asyncio.shield(self._place_contents(staged))
+            finally:
+                for entry in staged:
+                    entry.abort()
 
     async def _place_contents(self, staged: list[PendingFile | VolumeEntry]) -> int:
         """Put staged contents in place together: one inventory write, one group commit."""
@@ -509,6 +517,12 @@ class StorageNode:
         """Add captures to a URL's structure file, creating it if needed; returns how many were
         new and whether the file was created. The caller has checked that the URL belongs to the
         file name (the HTTP handlers do)."""
+        with self.space.writing(0, held=self.holds(STRUCTURE, name)):
+            return await self._append_captures(name, url, captures)
+
+    async def _append_captures(
+        self, name: str, url: str, captures: Sequence[Capture]
+    ) -> tuple[int, bool]:
         store = self.structures
         async with self.names.hold((name,)):
             if not self.holds(STRUCTURE, name):
@@ -565,18 +579,19 @@ class StorageNode:
         if not wanted:
             return {}
         async with self.names.hold(wanted):
-            planned = await self.run_io(self._plan_appends, list(wanted.items()))
-            versions = [version for _, _, _, version in planned if version is not None]
-            try:
-                if versions and self.committer is None:
-                    await self.run_io(_place_flushed, versions)
-                elif versions and self.committer is not None:
-                    await self.committer.place_all(versions)
-                    # Replacements have no inventory entry to flush them: flush here.
-                    await self.committer.flush()
-            finally:
-                for version in versions:
-                    version.abort()
+            with self.space.writing(0, held=True):
+                planned = await self.run_io(self._plan_appends, list(wanted.items()))
+                versions = [version for _, _, _, version in planned if version is not None]
+                try:
+                    if versions and self.committer is None:
+                        await self.run_io(_place_flushed, versions)
+                    elif versions and self.committer is not None:
+                        await self.committer.place_all(versions)
+                        # Replacements have no inventory entry to flush them: flush here.
+                        await self.committer.flush()
+                finally:
+                    for version in versions:
+                        version.abort()
             self.counts.bytes[STRUCTURE] += sum(grown for _, _, grown, _ in planned)
             self._appended([name for name, _, _, _ in planned])
         return {name: count for name, count, _, _ in planned}
@@ -622,11 +637,18 @@ class StorageNode:
                 wanted[name] = (url, [])
             wanted[name][1].extend(captures)
         async with self.names.hold(wanted):
-            staged = await self.run_io(self._stage_structures, list(wanted.items()))
-            if staged:
-                await self._add_files(
-                    STRUCTURE, [(name, size, sfile) for name, _, size, sfile in staged]
-                )
+            # A batch of files held already writes nothing new: only the floor applies.
+            with self.space.writing(0, held=all(self.filter.might_hold_many(list(wanted)))):
+                staged = await self.run_io(self._stage_structures, list(wanted.items()))
+                try:
+                    if staged:
+                        await self._add_files(
+                            STRUCTURE, [(name, size, sfile) for name, _, size, sfile in staged]
+                        )
+                finally:
+                    # What a failure left unplaced is removed; a placed file has nothing left.
+                    for _, _, _, sfile in staged:
+                        sfile.abort()
             return {name: count for name, count, _, _ in staged}
 
     def _stage_structures(
@@ -652,6 +674,12 @@ class StorageNode:
     ) -> bool:
         """Store a whole structure file (a copy sent by the master), after checking all of it;
         `read_after` is for `unmark_stale`."""
+        with self.space.writing(0, held=self.holds(STRUCTURE, name)):
+            return await self._put_structure(name, body, read_after)
+
+    async def _put_structure(
+        self, name: str, body: AsyncIterable[bytes], read_after: int | None
+    ) -> bool:
         store = self.structures
         temp = store.files.tmp_root / f"copy-{uuid.uuid4().hex}.part"
         try:
@@ -700,10 +728,6 @@ class StorageNode:
             return self.structures.open_structure(name)
         except FileNotFoundError:
             raise NotFound(f"no structure file {name} on this node") from None
-
-    def disk_usage(self) -> tuple[int, int]:
-        usage = shutil.disk_usage(self.root)
-        return usage.free, usage.total
 
 
 def _place_flushed(files: Sequence[Staged]) -> None:

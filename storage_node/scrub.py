@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.errors import DlwebError
+from archive.errors import ClientFault, DlwebError
 from archive.structure import StructureFile
 from archive.urlkey import structure_name
 
@@ -21,8 +21,10 @@ CHUNK = 1024 * 1024
 NAMES_AT_ONCE = 1000
 
 
-class ScrubRunning(DlwebError):
+class ScrubRunning(ClientFault):
     """A scrub was asked for while one is running on the node."""
+
+    status = 409
 
 
 @dataclass

@@ -17,6 +17,7 @@ from archive.tasks import cancel_and_wait
 from .http import build_app
 from .master_link import MasterLink
 from .node import StorageNode
+from .space import DEFAULT_RESERVE, Reserve
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,12 @@ class NodeOptions:
     reliability: str = "normal"
     stats_every: float = 2.0
     save_every: float = 30.0
+    reserve: Reserve = DEFAULT_RESERVE
 
 
 async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM, then save state and stop cleanly."""
-    node = StorageNode(options.root, options.node_id)
+    node = StorageNode(options.root, options.node_id, options.reserve)
     load_arrays()  # what the filter's batches use, loaded before the first one waits for it
     address = options.advertise or f"http://{options.host}:{options.port}"
     config = options.config
@@ -103,8 +105,12 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                 while not stop.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), options.save_every)
-                    await node.save_state()
-                    await loop.run_in_executor(node.executor, node.contents.compact)
+                    try:
+                        await node.save_state()
+                        await loop.run_in_executor(node.executor, node.contents.compact)
+                    except OSError as exc:
+                        # A full disk: the node goes on serving and tries again next time.
+                        log.error("saving state or compacting volumes failed: %s", exc)
             finally:
                 if finding is not None:
                     await cancel_and_wait(finding)

@@ -17,9 +17,12 @@ Writes are staged like files (`stage()` appends the bytes without flushing, the 
 `place()` writes the record), so the node's group commit flushes many at once.
 """
 
+import contextlib
+import errno
 import hashlib
 import logging
 import os
+import shutil
 import struct
 import threading
 from collections.abc import Iterator, Sequence
@@ -135,6 +138,19 @@ def spans_on_disk(root: Path) -> Iterator[Span]:
         yield Span(digest.hex(), volumes[number].path, offset, size)
 
 
+def _write_records(fd: int, records: bytes) -> None:
+    """Append index records whole or not at all: a torn record would shift every later one."""
+    end = os.fstat(fd).st_size
+    try:
+        written = os.write(fd, records)
+    except OSError:
+        os.ftruncate(fd, end)
+        raise
+    if written != len(records):
+        os.ftruncate(fd, end)
+        raise OSError(errno.ENOSPC, f"short write of index records ({written} of {len(records)})")
+
+
 class VolumeEntry:
     """A file whose bytes are appended to a volume and not yet flushed or indexed."""
 
@@ -232,23 +248,38 @@ class Volumes:
                     raise HashMismatch(f"received bytes hash to {actual}, not to {name}")
         entries: list[VolumeEntry] = []
         with self._lock:
-            pieces: list[bytes | memoryview] = []
-            end = self._end
-            for name, data in files:
-                head = _ENTRY.pack(MAGIC, bytes.fromhex(name), len(data))
-                if end + len(head) + len(data) > VOLUME_SIZE and end > 0:
-                    self._append(pieces, end)
-                    pieces = []
-                    self._next_volume()
-                    end = self._end
-                pieces += (head, data)
-                entries.append(VolumeEntry(self, name, self._active, end + len(head), len(data)))
-                end += len(head) + len(data)
-                if len(pieces) >= 2 * _FILES_A_WRITE:
-                    self._append(pieces, end)
-                    pieces = []
-            self._append(pieces, end)
+            first, start = self._active, self._end
+            try:
+                pieces: list[bytes | memoryview] = []
+                end = self._end
+                for name, data in files:
+                    head = _ENTRY.pack(MAGIC, bytes.fromhex(name), len(data))
+                    if end + len(head) + len(data) > VOLUME_SIZE and end > 0:
+                        self._append(pieces, end)
+                        pieces = []
+                        self._next_volume()
+                        end = self._end
+                    pieces += (head, data)
+                    entries.append(
+                        VolumeEntry(self, name, self._active, end + len(head), len(data))
+                    )
+                    end += len(head) + len(data)
+                    if len(pieces) >= 2 * _FILES_A_WRITE:
+                        self._append(pieces, end)
+                        pieces = []
+                self._append(pieces, end)
+            except OSError:
+                # Bytes no record points to are unused space: give it back to a full disk.
+                self._cut(start if self._active is first else self._end)
+                raise
         return entries
+
+    def _cut(self, end: int) -> None:
+        """Cut the active volume back to `end`, dropping bytes written after it (under the
+        lock); should the cut fail, later writes still go at `end`, over them."""
+        self._end = end
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, end)
 
     def _append(self, pieces: list[bytes | memoryview], end: int) -> None:
         """Write `pieces` at the end of the active volume, which they take to `end` (under the
@@ -257,7 +288,8 @@ class Volumes:
             return
         written = os.pwritev(self._fd, pieces, self._end)
         if written != end - self._end:
-            raise OSError(f"short write to {self._active.path}")
+            # A regular file takes fewer bytes than asked only when its disk is full.
+            raise OSError(errno.ENOSPC, f"short write to {self._active.path}")
         self._end = end
 
     def _next_volume(self) -> None:
@@ -295,13 +327,13 @@ class Volumes:
 
     def _append_record(self, volume: _Volume, record: bytes, sync: bool) -> None:
         if volume is self._active:
-            os.write(self._index_fd, record)
+            _write_records(self._index_fd, record)
             if sync:
                 os.fdatasync(self._index_fd)
             return
         fd = os.open(volume.index_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
-            os.write(fd, record)
+            _write_records(fd, record)
             if sync:
                 os.fdatasync(fd)
         finally:
@@ -333,12 +365,17 @@ class Volumes:
 
     def compact(self, min_garbage: float = COMPACT_AT) -> int:
         """Copy the live entries of every full volume that is mostly unused space into the
-        active one and delete it; return how many volumes were removed."""
+        active one and delete it; return how many volumes were removed. A volume whose live
+        entries would take more than half the free space waits: on a nearly full disk, a copy
+        cut short by it would only leave more unused space."""
         removed = 0
         for number, (used, length) in sorted(self.usage().items()):
             if number == self._active.number or length == 0:
                 continue
             if (length - used) / length >= min_garbage:
+                if used > shutil.disk_usage(self.root).free // 2:
+                    log.warning("volume %d not compacted: the disk has no room to copy it", number)
+                    continue
                 self._compact(self._volumes[number])
                 removed += 1
         return removed
@@ -361,7 +398,7 @@ class Volumes:
             if any(number < volume.number for number in self._volumes):
                 for digest in _tombstones(volume):
                     if digest not in self._places:
-                        os.write(self._index_fd, _RECORD.pack(digest, TOMBSTONE, 0))
+                        _write_records(self._index_fd, _RECORD.pack(digest, TOMBSTONE, 0))
             for entry in moved:
                 digest = bytes.fromhex(entry.name)
                 now = self._places.get(digest)

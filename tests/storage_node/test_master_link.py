@@ -411,12 +411,15 @@ async def test_join_uses_the_configured_master_and_sends_what_it_holds(
             "reliability",
             "free",
             "total",
+            "reserve",
+            "full",
             "groups",
             "seq",
         }
         assert (joined["id"], joined["address"]) == ("a", node.url)
         assert (joined["domain"], joined["reliability"]) == ("rack-7", "low")
         assert 0 < joined["free"] <= joined["total"]
+        assert joined["reserve"] >= 64 * 1024 * 1024 and joined["full"] is False
         assert joined["groups"] == sorted({int(n[:2], 16) for n in names})
         assert joined["seq"] == 20
         await master.wait_for(lambda: master.stored("a") == 20, "the inventory")
@@ -425,7 +428,7 @@ async def test_join_uses_the_configured_master_and_sends_what_it_holds(
 
         await master.wait_for(lambda: len(master.stats) >= 3, "node.stats every 0.1 s")
         stats = master.stats[-1]
-        assert set(stats) == {"id", "free", "total", "groups", "files", "bytes"}
+        assert set(stats) == {"id", "free", "total", "reserve", "full", "groups", "files", "bytes"}
         assert stats["groups"] == joined["groups"]
         assert stats["files"] == {"content": 20, "structure": 0}
 
