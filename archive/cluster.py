@@ -12,7 +12,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -30,6 +29,15 @@ from .config import ClusterConfig
 from .errors import DlwebError, HashMismatch, NotFound
 from .hashing import HeldBackCheck, check_name
 from .hip import HipError, HipSlave, RemoteError, hip_url
+from .inserts import (
+    InsertAnswer,
+    NewCapture,
+    Stored,
+    StoredAnswer,
+    UploadOrder,
+    UploadReceipt,
+    chain_header,
+)
 from .multicast import LookupClient
 from .structure import REPLAYED_KINDS, Capture, Mode, RecordKind
 from .timestamps import format_iso
@@ -83,38 +91,6 @@ BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
 _Claims = tuple[dict[str, asyncio.Future[bool]], dict[str, asyncio.Future[bool]]]
 
 
-@dataclass(frozen=True, slots=True)
-class NewCapture:
-    """A capture to insert: where and when, and the SHA-256 of its content and header block."""
-
-    url: str
-    time: int
-    content: str
-    header: str
-    status: int
-    size: int
-    header_size: int = 512
-    kind: str = "response"
-    flags: int = 0
-    offset: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        # Spelled out (not dataclasses.asdict, which deep-copies, nor a loop over the fields):
-        # an insert sends thousands of these.
-        return {
-            "url": self.url,
-            "time": self.time,
-            "content": self.content,
-            "header": self.header,
-            "status": self.status,
-            "size": self.size,
-            "header_size": self.header_size,
-            "kind": self.kind,
-            "flags": self.flags,
-            "offset": self.offset,
-        }
-
-
 @dataclass
 class InsertSummary:
     captures: int = 0
@@ -145,22 +121,6 @@ class Held:
 
 class ClusterError(DlwebError):
     """The cluster could not do what was asked (no index node, no replica answered...)."""
-
-
-def _insert_answer(answer: object) -> tuple[list[dict[str, Any]], int]:
-    """The upload orders and the number of an index node's answer to `insert`, checked (an
-    index node of another version may answer otherwise), every name before any is used."""
-    orders = answer.get("upload") if isinstance(answer, dict) else None
-    number = answer.get("insert") if isinstance(answer, dict) else None
-    if (
-        not isinstance(orders, list)
-        or type(number) is not int
-        or not all(isinstance(o, dict) and isinstance(o.get("node"), str) for o in orders)
-    ):
-        raise ClusterError("the index node answered insert without upload orders and a number")
-    for order in orders:
-        check_name(order.get("name"))
-    return orders, number
 
 
 class ClusterClient:
@@ -284,14 +244,17 @@ class ClusterClient:
                 answer = await self._call_index(
                     slave, "insert", {"captures": [c.to_json() for c in batch]}
                 )
-                orders, number = _insert_answer(answer)
+                try:
+                    answered = InsertAnswer.from_json(answer)
+                except DlwebError as exc:
+                    raise ClusterError(str(exc)) from None
                 summary.captures += len(batch)
                 # Claimed as the answer comes, not when the batch's task begins: a batch that
                 # ended in between (its `stored` answered right after this answer) would no
                 # longer be seen uploading a content both were asked for, which went twice.
-                claims = self._claim(orders)
+                claims = self._claim(answered.orders)
                 task = asyncio.create_task(
-                    self._upload_and_confirm(slave, orders, number, claims, body_of, summary, gate)
+                    self._upload_and_confirm(slave, answered, claims, body_of, summary, gate)
                 )
                 # Its claims end with it, however it ends (cancelled before it began, too).
                 task.add_done_callback(functools.partial(self._release, claims[0]))
@@ -321,13 +284,13 @@ class ClusterClient:
         except HipError as exc:
             raise ClusterError(f"insert failed: {exc}") from None
 
-    def _claim(self, orders: list[dict[str, Any]]) -> _Claims:
+    def _claim(self, orders: list[UploadOrder]) -> _Claims:
         """The names of a batch's upload orders it uploads itself, each with the future its
         outcome is told by, and those another batch is uploading, to wait for."""
         loop = asyncio.get_running_loop()
         mine: dict[str, asyncio.Future[bool]] = {}
         others: dict[str, asyncio.Future[bool]] = {}
-        for name in (order["name"] for order in orders):
+        for name in (order.name for order in orders):
             if name in mine or name in others:
                 continue
             if (theirs := self._uploading.get(name)) is not None:
@@ -349,8 +312,7 @@ class ClusterClient:
     async def _upload_and_confirm(
         self,
         slave: HipSlave,
-        orders: list[dict[str, Any]],
-        number: int,
+        answered: InsertAnswer,
         claims: _Claims,
         body_of: BodySource,
         summary: InsertSummary,
@@ -360,78 +322,134 @@ class ClusterClient:
         upload is waited for instead), then confirm the insert: `stored` answers once the index
         node has appended the batch's records, which it did while the contents went up."""
         mine, others = claims
-        await self._upload([o for o in orders if o["name"] in mine], body_of, summary, gate)
+        mine_orders = [order for order in answered.orders if order.name in mine]
+        await self._upload(mine_orders, answered.copies, body_of, summary, gate)
         # Told at once, not when the task ends after `stored`; a failure is told by `_release`.
         for future in mine.values():
             future.set_result(True)
         for name, future in others.items():
             if not await asyncio.shield(future):
                 raise ClusterError(f"the upload of content {name} by another batch failed")
-        params = {"names": [*mine, *others], "insert": number}
+        params = Stored([*mine, *others], answered.number).to_json()
         confirmed = await self._call_index(slave, "stored", params)
-        added = confirmed.get("added") if isinstance(confirmed, dict) else None
-        if type(added) is not int:
-            raise ClusterError("the index node confirmed an insert without the records it added")
-        summary.added += added
+        try:
+            summary.added += StoredAnswer.from_json(confirmed).added
+        except DlwebError as exc:
+            raise ClusterError(str(exc)) from None
 
     async def _upload(
         self,
-        orders: list[dict[str, Any]],
+        orders: list[UploadOrder],
+        copies: int,
         body_of: BodySource,
         summary: InsertSummary,
         gate: asyncio.Semaphore,
     ) -> None:
-        """Send each content to the node named for it: small ones in packs, one request for
-        many, large ones or those in files alone (the caller checked the names)."""
-        packs: dict[str, list[tuple[str, bytes]]] = {}
-        alone: list[tuple[str, str, bytes | Path | Awaitable[bytes]]] = []
+        """Send each content to `copies` nodes of its order, once: small ones in packs, one
+        request for many, large ones or those in files alone, each to the first node of its
+        chain, which passes it on down the chain as it writes."""
+        packs: dict[tuple[str, ...], list[tuple[str, bytes]]] = {}
+        alone: list[tuple[UploadOrder, bytes | Path | Awaitable[bytes]]] = []
         for order in orders:
-            name, node = order["name"], order["node"]
-            body = body_of(name)
+            body = body_of(order.name)
             if isinstance(body, bytes) and len(body) <= pack.MAX_PACKED:
-                packs.setdefault(node, []).append((name, body))
+                packs.setdefault(order.nodes, []).append((order.name, body))
             else:
-                alone.append((node, name, body))
+                alone.append((order, body))
 
-        async def one(node: str, name: str, body: bytes | Path | Awaitable[bytes]) -> None:
+        async def one(order: UploadOrder, body: bytes | Path | Awaitable[bytes]) -> None:
             async with gate:
                 if isinstance(body, Path):
-                    with open(body, "rb") as stream:
-                        size = os.fstat(stream.fileno()).st_size
-                        await self._send(f"{node}/content/{name}", "PUT", stream)
+                    size = body.stat().st_size
+
+                    async def send_file(url: str, forward: list[str]) -> UploadReceipt:
+                        with open(body, "rb") as stream:
+                            return await self._send(url, "PUT", stream, forward)
+
+                    await self._copies(order.nodes, copies, f"/content/{order.name}", send_file)
                 else:
                     data = body if isinstance(body, bytes) else await body
                     size = len(data)
-                    await self._send(f"{node}/content/{name}", "PUT", data)
+
+                    async def send_bytes(url: str, forward: list[str]) -> UploadReceipt:
+                        return await self._send(url, "PUT", data, forward)
+
+                    await self._copies(order.nodes, copies, f"/content/{order.name}", send_bytes)
             summary.uploaded += 1
             summary.bytes += size
 
-        async def packed(node: str, items: list[tuple[str, bytes]]) -> None:
+        async def packed(nodes: tuple[str, ...], items: list[tuple[str, bytes]]) -> None:
+            async def send(url: str, forward: list[str]) -> UploadReceipt:
+                return await self._send(url, "POST", pack.Upload(items), forward)
+
             async with gate:
-                await self._send(f"{node}/contents", "POST", pack.Upload(items))
+                await self._copies(nodes, copies, "/contents", send)
             summary.uploaded += len(items)
             summary.bytes += sum(len(body) for _, body in items)
 
         await asyncio.gather(
             *(one(*item) for item in alone),
-            *(packed(node, part) for node, items in packs.items() for part in _pack_parts(items)),
+            *(packed(nodes, part) for nodes, items in packs.items() for part in _pack_parts(items)),
         )
 
-    async def _send(self, url: str, method: str, data: Any) -> None:
-        """Upload bytes or an open file, raising ClusterError unless the node stored them."""
+    async def _copies(
+        self,
+        nodes: Sequence[str],
+        copies: int,
+        path: str,
+        send: Callable[[str, list[str]], Awaitable[UploadReceipt]],
+    ) -> None:
+        """Have `copies` of `nodes` hold an upload, sent once down a chain of them: a node that
+        fails (refuses, answers wrong, falls silent, or fails to pass it on) is replaced by the
+        next node of the list; ClusterError when the list runs out first, so an insert is never
+        confirmed with fewer copies."""
+        held: list[str] = []
+        failed: dict[str, str] = {}
+        while len(held) < copies:
+            left = [node for node in nodes if node not in held and node not in failed]
+            if not left:
+                why = "; ".join(f"{node}: {problem}" for node, problem in failed.items())
+                raise ClusterError(
+                    f"upload of {path.rsplit('/', 1)[-1]} made {len(held)} of the {copies} copies"
+                    f" it needs: {why}"
+                )
+            chain = left[: copies - len(held)]
+            try:
+                receipt = await send(f"{chain[0]}{path}", chain[1:])
+            except ClusterError as exc:
+                failed[chain[0]] = str(exc)
+                continue
+            held.append(chain[0])
+            held.extend(node for node in receipt.forwarded if node in chain and node not in held)
+            failed.update(receipt.failed)
+
+    async def _send(
+        self, url: str, method: str, data: Any, forward: Sequence[str] = ()
+    ) -> UploadReceipt:
+        """Upload bytes or an open file, to be passed on to `forward`; the node's receipt, or
+        ClusterError unless it stored them. Each node of the chain may wait for the next one's
+        silence to end, so the silence allowed grows with the chain."""
         timeout = aiohttp.ClientTimeout(
-            total=UPLOAD_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=self.peer_silence
+            total=UPLOAD_TIMEOUT,
+            sock_connect=CONNECT_TIMEOUT,
+            sock_read=self.peer_silence * (1 + len(forward)),
         )
+        headers = {**self._auth, **chain_header(forward)}
         try:
             async with self.session.request(
-                method, url, data=data, headers=self._auth, timeout=timeout
+                method, url, data=data, headers=headers, timeout=timeout
             ) as r:
+                text = await r.text()
                 if r.status not in (200, 201):
-                    raise ClusterError(f"upload to {url} failed: {r.status} {await r.text()}")
+                    raise ClusterError(f"upload to {url} failed: {r.status} {text[:300]}")
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ClusterError(
                 f"upload to {url} failed: {failure(exc, self.peer_silence)}"
             ) from None
+        try:
+            return UploadReceipt.from_json(json.loads(text))
+        except (ValueError, DlwebError) as exc:
+            raise ClusterError(f"upload to {url} answered without a receipt: {exc}") from None
 
     # -- reading -------------------------------------------------------------------------------
 

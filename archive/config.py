@@ -3,7 +3,6 @@
 import hashlib
 import hmac
 import ipaddress
-import os
 import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from .atomic import atomic_write
 from .errors import ConfigError
 from .multicast import MulticastSettings
 
@@ -39,9 +39,15 @@ class Replication:
     popular_refs: int = 100
     popular_extra: int = 1
     unreliable_extra: int = 1
+    write_copies: int = 0  # copies an insert waits for; 0: min(2, default)
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)
+
+    @property
+    def insert_copies(self) -> int:
+        """The fsynced copies on distinct nodes an insert is acknowledged with."""
+        return self.write_copies or min(2, self.default)
 
 
 @dataclass(frozen=True)
@@ -263,8 +269,4 @@ def write_new_config(
     text = new_config_text(name, multicast_port, extra)
     parse_config(yaml.safe_load(text), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
+    atomic_write(path, text.encode(), replace=False)

@@ -9,13 +9,13 @@ POSTs a pack to `/contents`. The receiver verifies every hash.
 """
 
 import struct
-from collections.abc import AsyncIterator, Container, Iterable, Iterator
+from collections.abc import AsyncIterator, Container, Iterable, Iterator, Sequence
 
 import aiohttp
 import aiohttp.abc
 import aiohttp.payload
 
-from .errors import DlwebError
+from .errors import ClientFault
 
 MAX_NAMES = 1_000
 MAX_PACKED = 1024 * 1024
@@ -27,7 +27,7 @@ MAX_UPLOAD = 64 * 1024 * 1024
 _UNSENT = {MISSING: "not held by the source", TOO_LARGE: "too large to pack"}
 
 
-class BadPack(DlwebError):
+class BadPack(ClientFault):
     """A pack stream that ends early or announces an impossible length."""
 
 
@@ -62,7 +62,7 @@ def writes(pieces: Iterable[bytes]) -> Iterator[bytes]:
 class Upload(aiohttp.payload.Payload):
     """A pack of (name, bytes) to POST to `/contents`, written as it is framed."""
 
-    def __init__(self, items: list[tuple[str, bytes]]) -> None:
+    def __init__(self, items: Sequence[tuple[str, bytes | memoryview]]) -> None:
         super().__init__(items, content_type="application/x-dlweb-pack")
         self._size = sum(_HEAD.size + len(data) for _, data in items)
 

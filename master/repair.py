@@ -36,6 +36,10 @@ MERGE_TIMEOUT = aiohttp.ClientTimeout(total=300, sock_connect=10, sock_read=30)
 # Files below target kept in memory to look at again when a node joins; beyond this many, the
 # next join brings a full scan instead.
 UNPLACED_MAX = 100_000
+# A file first heard of this recently is not copied yet when only some of its holders reported
+# it: the inventory entries of the copies made at insertion (on other nodes, each sending a batch
+# every half second) may still be on their way, and a copy made meanwhile would be trimmed again.
+NEW_FILE_SETTLE = 2.0
 
 
 @dataclass
@@ -189,6 +193,21 @@ class Repairer:
         # Files below target that found no readable source (a holder may come back within its
         # grace period) or no node to take a copy; None when there were too many to keep.
         self.unplaced: set[tuple[str, str]] | None = set()
+        # When each file recently added to a node was first heard of, oldest first.
+        self.young: dict[tuple[str, str], float] = {}
+        # Files left for later because they were young, and when to look at them again.
+        self.deferred: dict[tuple[str, str], float] = {}
+
+    def heard_of(self, files: Iterable[tuple[str, str]]) -> None:
+        """Note files a node just reported added (NEW_FILE_SETTLE)."""
+        now = time.monotonic()
+        for key in files:
+            self.young.setdefault(key, now)
+        while self.young:
+            oldest = next(iter(self.young))
+            if now - self.young[oldest] < NEW_FILE_SETTLE:
+                break
+            del self.young[oldest]
 
     async def run_pass(self) -> bool:
         """One round of every kind of work; True when it did something or left marked files
@@ -227,12 +246,17 @@ class Repairer:
         elif widened and self.unplaced:
             self.db.mark(self.unplaced)
             self.unplaced = set()
+        due = [key for key, when in self.deferred.items() if when <= now]
+        if due:
+            self.db.mark(due)
+            for key in due:
+                del self.deferred[key]
 
     def review(self) -> tuple[list[Needy], bool]:
         """The marked files below target, most endangered first, and whether more are marked;
         those above target are recorded for the trim step."""
         files = self.db.take_marked(EXAMINE)
-        more = self.db.any_marked()
+        more = self.db.any_marked() or bool(self.deferred)
         self.stats.examined += len(files)
         self.stats.examined_last_pass = len(files)
         counting = set(self.members.counting())
@@ -245,15 +269,24 @@ class Repairer:
             have = len(counted)
             (over if have > ref.target else not_over).append((ref.kind, ref.name))
             want = self._want(ref, counted, usable)
-            if have < want:
+            if have < want and not self._settling((ref.kind, ref.name), have):
                 needy.append(Needy(ref.kind, ref.name, ref.size, have, want, ref.holders))
         self.db.set_over_target(over, not_over)
         needy.sort(key=lambda n: (n.have, n.kind != "structure", n.size))
         return needy, more
 
+    def _settling(self, key: tuple[str, str], have: int) -> bool:
+        """Whether a file below target is young and held somewhere: it is then looked at again
+        once the reports of its other copies had the time to arrive."""
+        first = self.young.get(key)
+        if first is None or have == 0 or time.monotonic() - first >= NEW_FILE_SETTLE:
+            return False
+        self.deferred[key] = first + NEW_FILE_SETTLE
+        return True
+
     def _want(self, ref: Replicas, counted: list[str], usable: int) -> int:
         """Its target, `unreliable_extra` more when none of its counted replicas is on a reliable
-        node, never more than `usable`, the nodes that may receive files."""
+        node, never more than `usable`, the nodes whose copies count."""
         reliable = any(self.members.rows[h].reliability != "low" for h in counted)
         return min(ref.target + (0 if reliable else self.unreliable_extra), usable)
 
@@ -436,4 +469,6 @@ class Repairer:
             self.stats.refreshed += copied
             if failed:
                 self.db.mark_dirty(ref.name for ref, _ in batch)
-        return bool(plans)
+        # Refreshes that all failed (a node out of space refuses them) wait for the next pass
+        # instead of being retried at once.
+        return any(copied for copied, _ in results)

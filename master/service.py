@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from archive.config import RELIABILITIES, ClusterConfig
+from archive.errors import ClientFault, NotFound
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
 
-from .db import MasterDB, NodeRow
+from .db import CAUSES, NO_READABLE_COPY, MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
 from .orphans import find_orphans
 from .policy import choose_node, target_function
@@ -23,6 +24,8 @@ from .repair import Copier, Repairer
 log = logging.getLogger(__name__)
 
 MAX_LIST = 5_000
+# Files below target an fsck report names (it counts them all).
+MAX_PROBLEMS = 100
 PASS_GAP = 0.25
 IDLE_PASS_EVERY = 2.0
 STALE_TIMEOUT = 5.0
@@ -219,8 +222,10 @@ class Master:
                     **({"drained": files == 0} if row.state == "draining" else {}),
                 }
             )
-        below, lost = self.db.count_below_target(
+        causes = self.db.below_target_causes(
             self.members.counting(),
+            self.members.readable(),
+            [row.id for row in self.members.receivers()],
             self.members.usable(),
             self.options.config.replication.unreliable_extra,
         )
@@ -234,8 +239,10 @@ class Master:
             "nodes": nodes,
             "index_nodes": sorted(self.index_nodes.values()),
             "files": self.db.file_counts(),
-            "below_target": below,
-            "lost": lost,
+            "below_target": sum(causes.values()),
+            "lost": causes[NO_READABLE_COPY],
+            "below_target_causes": causes,
+            "placing": self._placing(),
             "structures_dirty": self.db.count_dirty(),
             "structures_diverged": self.db.count_diverged(),
             "repairs": {
@@ -247,28 +254,50 @@ class Master:
             "replication": self.options.config.replication.to_json(),
         }
 
+    def _placing(self) -> dict[str, int]:
+        """How many nodes take new files now, in how many failure domains: no file gets more
+        copies than that (a file wanting more is below target and cannot be placed)."""
+        receivers = self.members.receivers()
+        return {"nodes": len(receivers), "domains": len({row.domain for row in receivers})}
+
     async def fsck(self, deep: bool = False) -> dict[str, Any]:
-        """Files below target and structure files without an active copy; with `deep`, also
-        contents that no structure file names (it reads every structure file)."""
+        """Files below target, by cause, and structure files without an active copy; with
+        `deep`, also contents that no structure file names (it reads every structure file)."""
         below = self.db.below_target(
             self.members.counting(),
             self.members.usable(),
             self.options.config.replication.unreliable_extra,
             10_000_000,
         )
-        without_active = self.db.structures_without_active(self.members.readable())
-        problems = [
-            {"kind": n.kind, "name": n.name, "replicas": n.have, "target": n.want} for n in below
-        ]
+        readable = set(self.members.readable())
+        without_active = self.db.structures_without_active(list(readable))
+        receivers = {row.id for row in self.members.receivers()}
+        causes = dict.fromkeys(CAUSES, 0)
+        problems: list[dict[str, Any]] = []
+        for needy in below:
+            cause = needy.cause(readable, receivers)
+            causes[cause] += 1
+            if len(problems) < MAX_PROBLEMS:
+                problems.append(
+                    {
+                        "kind": needy.kind,
+                        "name": needy.name,
+                        "replicas": needy.have,
+                        "target": needy.want,
+                        "cause": cause,
+                    }
+                )
         report: dict[str, Any] = {
             "files": self.db.file_counts(),
             "below_target": len(below),
-            "lost": sum(1 for n in below if n.have == 0),
+            "lost": causes[NO_READABLE_COPY],
+            "below_target_causes": causes,
+            "placing": self._placing(),
             "orphans": None,
             "structures_without_active": without_active,
             "structures_dirty": self.db.count_dirty(),
             "ok": not below and without_active == 0,
-            "problems": problems[:100],
+            "problems": problems,
         }
         if deep:
             orphans = await find_orphans(self.db, self.members)
@@ -352,6 +381,8 @@ class Master:
             free=int(p.get("free", 0)),
             total=int(p.get("total", 0)),
             groups=[g for g in p.get("groups", []) if isinstance(g, int) and 0 <= g < 256],
+            reserve=int(p.get("reserve", 0)),
+            full=p.get("full") is True,
         )
         known = self.members.rows.get(node_id)
         if known is not None and seq < known.seq:
@@ -376,6 +407,7 @@ class Master:
             raise RemoteError("not_joined", "call node.join first")
         seq = _field(p, "seq", int, "node.inventory")
         self.db.apply_inventory(peer.name, entries, seq, self.targets)
+        self.repairer.heard_of((e["kind"], e["name"]) for e in entries if e["op"] == "add")
         row.seq = seq
         self._changed()
         return {"seq": seq}
@@ -384,7 +416,7 @@ class Master:
         row = self.members.rows.get(peer.name)
         if peer.role != "storage" or row is None or not isinstance(params, dict):
             return
-        for key in ("free", "total"):
+        for key in ("free", "total", "reserve"):
             value = params.get(key)
             if isinstance(value, int) and value >= 0:
                 setattr(row, key, value)
@@ -392,6 +424,9 @@ class Master:
         if isinstance(groups, list):
             row.groups = [g for g in groups if isinstance(g, int) and 0 <= g < 256]
         row.last_seen = time.time()
+        full = params.get("full")
+        if isinstance(full, bool) and self.members.links.get(peer.name) is peer:
+            self.members.set_full(peer.name, full)
 
     async def _node_scrubbed(self, peer: Peer, params: Any) -> None:
         if peer.role != "storage" or not isinstance(params, dict):
@@ -430,40 +465,81 @@ class Master:
         return {"nodes": nodes, "replication": self.options.config.replication.to_json()}
 
     async def _structure_claim(self, peer: Peer, params: Any) -> dict[str, Any]:
+        """The node of each structure file's active copy (a new one is placed and recorded),
+        and the nodes an append must also reach before an insert is acknowledged: the other
+        readable holders, or for a new file, as many more placed nodes as the insert waits for
+        copies."""
         self._require(peer, "index", "structure.claim")
         names = name_list(params, "structure.claim", MAX_LIST)
         readable = set(self.members.readable())
         receivers = self.members.receivers()
-        answer: dict[str, str] = {}
+        chosen: dict[str, str] = {}
         new: list[tuple[str, str]] = []
         planned: dict[str, int] = {}
         diverged: list[tuple[str, str]] = []
         actives = self.db.active_nodes(names)
+        # A full node takes no appends: its active copies move to another holder, and what
+        # they hold is merged in there as from an unreachable active copy.
+        appendable = {node for node in readable if not self.members.rows[node].full}
         for name, active in actives.items():
-            if active in readable:
-                answer[name] = self.members.address(active)
-        unanswered = [name for name in dict.fromkeys(names) if name not in answer]
-        for name, every in self.db.holders_of("structure", unanswered).items():
+            if active in appendable:
+                chosen[name] = active
+        unanswered = [name for name in dict.fromkeys(names) if name not in chosen]
+        holders_of = self.db.holders_of("structure", list(dict.fromkeys(names)))
+        for name in unanswered:
+            every = holders_of[name]
             unreachable = actives.get(name)
             if unreachable is not None and unreachable in every:
                 # The unreachable active copy may hold records no other copy has.
                 diverged.append((name, unreachable))
-            holders = [h for h in every if h in readable]
+            holders = [h for h in every if h in appendable]
             holders.sort(key=lambda h: self.members.rows[h].state != "alive")
-            chosen = holders[0] if holders else None
-            if chosen is None:
+            if holders:
+                chosen[name] = holders[0]
+            else:
                 row = choose_node(receivers, name, (), (), planned)
                 if row is None:
                     raise RemoteError("no_node", "no storage node can take a new structure file")
-                chosen = row.id
-                planned[chosen] = planned.get(chosen, 0) + 4096
-            new.append((name, chosen))
-            answer[name] = self.members.address(chosen)
+                chosen[name] = row.id
+                planned[row.id] = planned.get(row.id, 0) + 4096
+            new.append((name, chosen[name]))
+        replicas = self._structure_replicas(chosen, holders_of, readable, receivers, planned)
         if diverged:
             self.db.add_diverged(diverged)
         if new:
             self.db.set_active(new)
-        return {"nodes": answer}
+        return {
+            "nodes": {name: self.members.address(node) for name, node in chosen.items()},
+            "replicas": replicas,
+        }
+
+    def _structure_replicas(
+        self,
+        chosen: dict[str, str],
+        holders_of: dict[str, list[str]],
+        readable: set[str],
+        receivers: list[NodeRow],
+        planned: dict[str, int],
+    ) -> dict[str, list[str]]:
+        """The addresses of the copies of each structure file beside its active one that an
+        append reaches too: its readable holders, or nodes placed for a file no node holds."""
+        wanted = self.options.config.replication.insert_copies - 1
+        replicas: dict[str, list[str]] = {}
+        if wanted <= 0:
+            return replicas
+        for name, active in chosen.items():
+            others = [h for h in holders_of.get(name, []) if h != active and h in readable]
+            if not holders_of.get(name):
+                domains = {self.members.rows[active].domain}
+                for _ in range(wanted):
+                    row = choose_node(receivers, name, {active, *others}, domains, planned)
+                    if row is None:
+                        break
+                    others.append(row.id)
+                    domains.add(row.domain)
+                    planned[row.id] = planned.get(row.id, 0) + 4096
+            replicas[name] = [self.members.address(node) for node in others]
+        return replicas
 
     async def _structure_changed(self, peer: Peer, params: Any) -> None:
         if peer.role != "index":
@@ -534,7 +610,7 @@ class Master:
 
     def set_node_state(self, node: str, state: str) -> dict[str, Any]:
         if node not in self.members.rows:
-            raise KeyError(node)
+            raise NotFound(f"no node {node[:100]!r} in this cluster")
         if state not in ADMIN_STATES:
-            raise ValueError(f"state must be one of {', '.join(ADMIN_STATES)}")
+            raise ClientFault(f"state must be one of {', '.join(ADMIN_STATES)}")
         return self.members.set_admin_state(node, state).to_json()

@@ -10,12 +10,15 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from archive import jsonwire, pack
-from archive.errors import BadName, CorruptFile, DlwebError, HashMismatch, NotFound
+from archive.errors import BadName, ClientFault, DlwebError, HashMismatch, NotFound
 from archive.hashing import check_name
+from archive.inserts import FORWARD_HEADER, UploadReceipt, forward_chain
+from archive.serving import error_response, status_of
 from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl, structure_name
 
+from .forwarding import Forwarder
 from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
 from .scrub import ScrubRunning, content_fault, scrub
 from .sendfile import send_file
@@ -33,6 +36,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 NODE = web.AppKey("node", StorageNode)
 TOKEN = web.AppKey("token", str)
+FORWARDER = web.AppKey("forwarder", Forwarder)
 METRICS = web.AppKey("metrics", Counter[str])
 REQUESTS = web.AppKey("requests", Counter[tuple[str, str, int]])
 STARTED = web.AppKey("started", float)
@@ -40,8 +44,10 @@ StatusSource = Callable[[], dict[str, object]]
 EXTRA_STATUS: web.AppKey[StatusSource] = web.AppKey("extra_status")
 
 
-class Late(DlwebError):
+class Late(ClientFault):
     """An append that arrived after the deadline its sender gave: the sender has given up."""
+
+    status = 409
 
 
 def _json(data: object, status: int = 200) -> web.Response:
@@ -83,26 +89,12 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         response = denied or await handler(request)
     except web.HTTPException as exc:
-        response = exc
-    except _CLIENT_ERRORS as exc:
-        response = _error(400, str(exc))
-    except NotFound as exc:
-        response = _error(404, str(exc))
-    except Late as exc:
-        response = _error(409, str(exc))
-    except CorruptFile as exc:
-        log.error("corrupt file: %s", exc)
-        response = _error(500, f"corrupt file on this node: {exc}")
-    except DlwebError as exc:
-        response = _error(400, str(exc))
-    except Exception:
-        log.exception("internal error on %s %s", request.method, request.path)
-        response = _error(500, "internal error on the storage node")
+        response = exc if exc.status < 400 else error_response(exc, request, "storage node")
+    except Exception as exc:
+        response = error_response(exc, request, "storage node")
     route = request.match_info.route.resource
     label = route.canonical if route is not None else "unmatched"
     request.app[REQUESTS][(request.method, label, response.status)] += 1
-    if isinstance(response, web.HTTPException) and response.status >= 400:
-        return _error(response.status, response.reason)
     return response
 
 
@@ -151,7 +143,7 @@ async def post_pack(request: web.Request) -> web.StreamResponse:
     body = await _json_body(request)
     names = body.get("names") if isinstance(body, dict) else None
     if not isinstance(names, list) or not 0 < len(names) <= pack.MAX_NAMES:
-        raise DlwebError(f'body must be {{"names": [...]}} with 1 to {pack.MAX_NAMES} names')
+        raise ClientFault(f'body must be {{"names": [...]}} with 1 to {pack.MAX_NAMES} names')
     checked = [check_name(name) if isinstance(name, str) else check_name("") for name in names]
     node = request.app[NODE]
     response = web.StreamResponse(headers={"Content-Type": "application/x-dlweb-pack"})
@@ -173,27 +165,56 @@ def _frame(node: StorageNode, name: str) -> bytes:
         return pack.unsent_frame(name, pack.MISSING)
 
 
+def _chain(request: web.Request) -> list[str]:
+    """The nodes an upload is to be passed on to (archive/inserts.py)."""
+    return forward_chain(request.headers.get(FORWARD_HEADER))
+
+
 async def post_contents(request: web.Request) -> web.Response:
-    """Many small contents in one request: a pack (archive/pack.py) of up to MAX_NAMES frames."""
+    """Many small contents in one request: a pack (archive/pack.py) of up to MAX_NAMES frames,
+    passed on down its chain of nodes as it is stored here."""
+    chain = _chain(request)
     items = [item async for item in pack.read_upload(request.content)]
     for name, _ in items:
         check_name(name)
-    created = await request.app[NODE].put_contents(items)
+    node = request.app[NODE]
+    created, (forwarded, failed) = await request.app[FORWARDER].along(
+        chain, "/contents", "POST", lambda: node.put_contents(items), pack.Upload(items)
+    )
     request.app[METRICS]["dlweb_node_content_writes_total"] += len(items)
-    return _json({"received": len(items), "created": created})
+    receipt = UploadReceipt(created, forwarded, failed).to_json()
+    return _json({"received": len(items), **receipt})
 
 
 async def put_content(request: web.Request) -> web.Response:
+    """One content, passed on down its chain of nodes as it is stored here."""
     name = _name(request)
+    chain = _chain(request)
     node = request.app[NODE]
+    forwarder = request.app[FORWARDER]
+    path = f"/content/{name}"
     length = request.content_length
+    # A content the space left cannot take is refused before a byte of it is read.
+    node.space.check(length or 0, node.holds(CONTENT, name))
     if length is not None and length <= SMALL_CONTENT:
-        created = await node.put_contents([(name, await request.read())]) > 0
+        data = await request.read()
+
+        async def store() -> int:
+            return await node.put_contents([(name, data)])
+
+        count, (forwarded, failed) = await forwarder.along(chain, path, "PUT", store, data)
+        created = count > 0
     else:
-        created = await node.put_content(name, request.content.iter_chunked(READ_CHUNK))
+        chunks = request.content.iter_chunked(READ_CHUNK)
+        if chain:
+            created, (forwarded, failed) = await forwarder.tee(
+                chain, path, chunks, lambda body: node.put_content(name, body)
+            )
+        else:
+            created, forwarded, failed = await node.put_content(name, chunks), (), {}
     request.app[METRICS]["dlweb_node_content_writes_total"] += 1
-    text = f'{{"name": "{name}", "created": {"true" if created else "false"}}}'
-    return web.Response(text=text, status=201 if created else 200, content_type="application/json")
+    receipt = UploadReceipt(int(created), forwarded, failed).to_json()
+    return _json({"name": name, **receipt}, status=201 if created else 200)
 
 
 async def delete_file(request: web.Request) -> web.Response:
@@ -208,7 +229,7 @@ async def _json_body(request: web.Request) -> object:
     try:
         return jsonwire.loads(await request.read())
     except (ValueError, UnicodeDecodeError):
-        raise DlwebError("request body is not valid JSON") from None
+        raise ClientFault("request body is not valid JSON") from None
 
 
 def _captures_of(body: object, name: str) -> tuple[str, list[Capture]]:
@@ -262,6 +283,10 @@ async def append_structures(request: web.Request) -> web.Response:
             results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
             continue
         parsed.append((index, checked, url, captures))
+    replicating = isinstance(body, dict) and body.get("replica") is True
+    replica = _Replica(node, files, parsed) if replicating else None
+    if replica is not None:
+        parsed = replica.takes(parsed, results)
     # New files are created together (with the records of every entry naming them), then files
     # in volumes are appended to together; what neither step took goes one by one.
     created = await _batch_step(
@@ -279,12 +304,57 @@ async def append_structures(request: web.Request) -> web.Response:
         except _CLIENT_ERRORS as exc:
             results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
         except DlwebError as exc:
-            results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 500}
+            error = f"files[{index}]: {exc}"
+            results[index] = {"name": name, "error": error, "status": status_of(exc)}
         else:
             results[index] = {"name": name, "added": added, "created": made}
 
     await asyncio.gather(*(one(*item) for item in single))
+    if replica is not None:
+        replica.settle(results)
     return _json({"results": results})
+
+
+class _Replica:
+    """An append to copies other than the active one, made before an insert is acknowledged
+    so its records are on two disks: it creates only the files it is told to, and leaves
+    stale the copies that were (an append otherwise tells the active copy, no longer stale),
+    and the partial copies it creates (of a file whose older records it lacks)."""
+
+    def __init__(self, node: StorageNode, files: list[object], parsed: list[_Entry]) -> None:
+        self.node = node
+        self.creatable: set[str] = set()
+        self.partial: set[str] = set()
+        for index, name, _, _ in parsed:
+            item = files[index]
+            if isinstance(item, dict) and item.get("create") is True:
+                self.creatable.add(name)
+                if item.get("partial") is True:
+                    self.partial.add(name)
+        self.stale = [name for _, name, _, _ in parsed if node.is_stale(STRUCTURE, name)]
+
+    def takes(self, parsed: list[_Entry], results: list[dict[str, object] | None]) -> list[_Entry]:
+        """The entries to append: those of files held here or that may be created."""
+        taken = []
+        for entry in parsed:
+            index, name = entry[0], entry[1]
+            if name in self.creatable or self.node.holds(STRUCTURE, name):
+                taken.append(entry)
+            else:
+                error = f"files[{index}]: structure {name} is not on this node"
+                results[index] = {"name": name, "error": error, "status": 404}
+        return taken
+
+    def settle(self, results: list[dict[str, object] | None]) -> None:
+        """Mark stale again the copies that were, and the partial copies just created."""
+        made = [
+            str(result["name"])
+            for result in results
+            if result is not None and result.get("created") is True
+        ]
+        again = self.stale + [name for name in made if name in self.partial]
+        if again:
+            self.node.mark_stale(again)
 
 
 async def _batch_step(what: str, step: Awaitable[dict[str, int]]) -> dict[str, int]:
@@ -325,14 +395,14 @@ def _int_param(request: web.Request, key: str, default: int, low: int, high: int
     if raw is None:
         return default
     if not raw.isdigit() or not low <= int(raw) <= high:
-        raise DlwebError(f"query parameter {key}={raw[:20]!r} must be an integer {low}..{high}")
+        raise ClientFault(f"query parameter {key}={raw[:20]!r} must be an integer {low}..{high}")
     return int(raw)
 
 
 def _time_param(request: web.Request, key: str) -> int:
     raw = request.query.get(key)
     if raw is None:
-        raise DlwebError(f"query parameter {key!r} is required")
+        raise ClientFault(f"query parameter {key!r} is required")
     try:
         return parse_time(raw)
     except BadTime as exc:
@@ -355,7 +425,7 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         mode = Mode(mode_text)
     except ValueError:
         modes = ", ".join(m.value for m in Mode)
-        raise DlwebError(f"mode {mode_text[:20]!r} is not one of {modes}") from None
+        raise ClientFault(f"mode {mode_text[:20]!r} is not one of {modes}") from None
     request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
     with node.open_structure(name) as sfile:
         reader = sfile.reader
@@ -385,11 +455,10 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
 
 async def get_status(request: web.Request) -> web.Response:
     node = request.app[NODE]
-    free, total = node.disk_usage()
     status: dict[str, object] = {
         "node": node.id,
         "uptime": round(time.monotonic() - request.app[STARTED], 3),
-        "disk": {"free": free, "total": total},
+        "disk": node.space.to_json(),
         "files": node.counts.files,
         "bytes": node.counts.bytes,
         "groups_held": sorted(node.groups),
@@ -413,8 +482,14 @@ async def get_metrics(request: web.Request) -> web.Response:
     for kind in (CONTENT, STRUCTURE):
         lines.append(f'dlweb_node_files{{kind="{kind}"}} {node.counts.files[kind]}')
         lines.append(f'dlweb_node_bytes{{kind="{kind}"}} {node.counts.bytes[kind]}')
-    free, total = node.disk_usage()
-    lines += [f"dlweb_node_disk_free_bytes {free}", f"dlweb_node_disk_total_bytes {total}"]
+    disk = node.space.to_json()
+    lines += [
+        f"dlweb_node_disk_free_bytes {disk['free']}",
+        f"dlweb_node_disk_total_bytes {disk['total']}",
+        f"dlweb_node_disk_reserve_bytes {disk['reserve']}",
+        f"dlweb_node_disk_full {int(bool(disk['full']))}",
+        f"dlweb_node_writes_refused_full_total {disk['refused']}",
+    ]
     for key, value in request.app[EXTRA_STATUS]().items():
         if isinstance(value, dict):
             lines += [f"dlweb_node_{key}_{k} {v}" for k, v in value.items() if isinstance(v, int)]
@@ -447,6 +522,8 @@ def build_app(
     app = web.Application(middlewares=[_guard], client_max_size=MAX_JSON_BODY)
     app[NODE] = node
     app[TOKEN] = token
+    app[FORWARDER] = Forwarder(token)
+    app.cleanup_ctx.append(app[FORWARDER].cleanup)
     app[METRICS] = Counter()
     app[REQUESTS] = Counter()
     app[STARTED] = time.monotonic()

@@ -1,5 +1,7 @@
-"""Where the index node sends new contents: a node that takes new files and has room, one already
-subscribed to the name's multicast group first, then the one with the most free space."""
+"""Where the index node sends new contents: for each, a chain of nodes that take new files and
+have room, one per failure domain first, the first of them subscribed to the name's multicast
+group when one is (so subscriptions stay compact), then the most free space; and spares to
+stand in for a node of the chain that fails."""
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -7,9 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archive.hip import RemoteError
+from archive.inserts import UploadOrder
 
 # Space a node keeps free at least: 64 MiB, or 1% of a smaller disk.
 HEADROOM = 64 * 1024 * 1024
+# Nodes an order names beyond its chain, tried in turn when a node of the chain fails.
+SPARES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,47 +27,76 @@ class NodeInfo:
     free: int = 0
     total: int = 0
     groups: frozenset[int] = field(default_factory=frozenset)
+    domain: str = ""
+    reserve: int = 0
+    # Read-only because its disk is at its reserve (the master's reason "full").
+    full: bool = False
 
     @property
     def headroom(self) -> int:
-        return min(HEADROOM, self.total // 100)
+        """Free space an upload must leave: at least the reserve under which the node itself
+        refuses new files."""
+        return max(min(HEADROOM, self.total // 100), self.reserve)
 
 
 def node_info(data: Mapping[str, Any]) -> NodeInfo:
     groups = data.get("groups") or []
     return NodeInfo(
         id=str(data["id"]),
-        address=str(data["address"]),
+        address=str(data["address"]).rstrip("/"),
         state=str(data.get("state", "alive")),
         free=int(data.get("free") or 0),
         total=int(data.get("total") or 0),
         groups=frozenset(g for g in groups if isinstance(g, int)),
+        domain=str(data.get("domain") or data["id"]),
+        reserve=int(data.get("reserve") or 0),
+        full=data.get("reason") == "full",
     )
 
 
-def place(nodes: Sequence[NodeInfo], sizes: Mapping[str, int]) -> list[dict[str, Any]]:
-    """An upload order {name, node, size} for each name, the bytes planned on a node counted
-    against its free space; RemoteError no_node when no node can take one."""
+def _full(nodes: Sequence[NodeInfo]) -> str:
+    """What a refusal adds when nodes take no writes because their disks are full."""
+    full = sorted(node.id for node in nodes if node.full)
+    return f"; full disks keep {', '.join(full)} from taking any" if full else ""
+
+
+def place(
+    nodes: Sequence[NodeInfo], sizes: Mapping[str, int], copies: int = 1
+) -> list[UploadOrder]:
+    """An upload order for each name: `copies` nodes that can take it, then spares, the bytes
+    planned on a node counted against its free space; RemoteError no_node when fewer than
+    `copies` nodes can take one (an insert is never acknowledged with fewer copies)."""
     takers = [node for node in nodes if node.state == "alive"]
     planned: Counter[str] = Counter()
     joined: set[tuple[str, int]] = set()  # groups a node joins with the uploads planned here
     orders = []
     for name, size in sizes.items():
         group = int(name[:2], 16)
-        best: tuple[tuple[int, int], NodeInfo] | None = None
-        for node in takers:
-            room = node.free - planned[node.id] - size
-            if room < node.headroom:
-                continue
-            held = group in node.groups or (node.id, group) in joined
-            key = (0 if held else 1, -room)
-            if best is None or key < best[0]:
-                best = (key, node)
-        if best is None:
-            why = "is alive" if not takers else f"has room for {size} more bytes"
-            raise RemoteError("no_node", f"insert: no storage node {why}; {name} cannot be stored")
-        chosen = best[1]
-        planned[chosen.id] += size
-        joined.add((chosen.id, group))
-        orders.append({"name": name, "node": chosen.address, "size": size})
+        able = [node for node in takers if node.free - planned[node.id] - size >= node.headroom]
+        if len(able) < copies:
+            domains = len({node.domain for node in takers})
+            raise RemoteError(
+                "no_node",
+                f"insert: {name} needs {copies} copies on distinct nodes, and only {len(able)}"
+                f" of the {len(takers)} nodes taking writes (in {domains} failure domains) have"
+                f" room for {size} more bytes{_full(nodes)}",
+            )
+        chain: list[NodeInfo] = []
+        domains_held: set[str] = set()
+        while able and len(chain) < copies + SPARES:
+            best = min(
+                able,
+                key=lambda node: (
+                    node.domain in domains_held,
+                    not (group in node.groups or (node.id, group) in joined),
+                    planned[node.id] - node.free,
+                ),
+            )
+            able.remove(best)
+            chain.append(best)
+            domains_held.add(best.domain)
+        for node in chain[:copies]:
+            planned[node.id] += size
+            joined.add((node.id, group))
+        orders.append(UploadOrder(name, size, tuple(node.address for node in chain)))
     return orders

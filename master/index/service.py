@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from archive import jsonwire
+from archive.atomic import atomic_write
 from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import ConfigError, DlwebError
@@ -27,13 +28,13 @@ from archive.hip import (
     Peer,
     RemoteError,
     hip_url,
-    name_list,
 )
+from archive.inserts import MAX_CAPTURES, InsertAnswer, Stored, StoredAnswer
 from archive.tasks import Background
 from archive.urlkey import structure_name
 from archive.variants import path_of, variant_record
 
-from .captures import MAX_CAPTURES, Incoming, parse_captures
+from .captures import Incoming, parse_captures
 from .contents import ContentIndex
 from .placement import NodeInfo, node_info, place
 
@@ -100,9 +101,7 @@ def _identity(data: Path) -> str:
             raise ConfigError(f"{path}: the id must be a non-empty string")
         return chosen
     chosen = f"index-{uuid.uuid4().hex[:8]}"
-    temp = path.with_suffix(".part")
-    temp.write_text(json.dumps({"id": chosen}))
-    temp.replace(path)
+    atomic_write(path, json.dumps({"id": chosen}).encode())
     return chosen
 
 
@@ -141,6 +140,8 @@ class IndexNode:
         self.popular_refs = options.config.replication.popular_refs
         self.nodes: list[NodeInfo] = []
         self.claims: dict[str, str] = {}
+        # The other copies a claimed structure file's appends reach too, as the master named them.
+        self.replicas: dict[str, tuple[str, ...]] = {}
         self.stats: Counter[str] = Counter()
         self.started = time.time()
         handlers: dict[str, Handler] = {"insert": self._insert, "stored": self._stored}
@@ -230,6 +231,7 @@ class IndexNode:
             # A node left or stopped taking writes: the master moves its active copies, so
             # what was claimed on it is claimed again.
             self.claims = {n: a for n, a in self.claims.items() if a in appendable}
+            self.replicas.clear()
         self._appendable = appendable
 
     async def _refresh_nodes(self) -> None:
@@ -261,11 +263,19 @@ class IndexNode:
             if not isinstance(nodes, dict):
                 raise RemoteError("error", "the master answered structure.claim without nodes")
             found.update((str(k), str(v)) for k, v in nodes.items())
+            replicas = answer.get("replicas")
+            if isinstance(replicas, dict):
+                self.replicas.update(
+                    (str(name), tuple(str(a) for a in addresses))
+                    for name, addresses in replicas.items()
+                    if isinstance(addresses, list)
+                )
         missing = [name for name in names if name not in found]
         if missing:
             raise RemoteError("error", f"the master placed no node for structure {missing[0]}")
         if len(self.claims) + len(found) > MAX_CLAIMS:
             self.claims.clear()
+            self.replicas.clear()
         self.claims.update((n, a) for n, a in found.items() if a in self._appendable)
         self.stats["claims"] += len(names)
         return found
@@ -288,11 +298,13 @@ class IndexNode:
             refs[capture.content] += 1
             refs[capture.header] += 1
             groups.setdefault(item.structure, []).append(item)
-        if not any(node.state == "alive" for node in self.nodes):
+        copies = self.options.config.replication.insert_copies
+        if sum(node.state == "alive" for node in self.nodes) < copies:
+            # The list may be older than the nodes' return (a master that just restarted).
             await self._reload_nodes()
         known = self.contents.known(sizes)
         # Placed before anything is written, so an insert that cannot be stored changes nothing.
-        upload = place(self.nodes, {n: s for n, s in sizes.items() if n not in known})
+        upload = place(self.nodes, {n: s for n, s in sizes.items() if n not in known}, copies)
         number = next(self._insert_numbers)
         task = self._spawn(self._append_batch(groups, refs, known))
         task.add_done_callback(_retrieved)
@@ -300,7 +312,7 @@ class IndexNode:
             del self._appends[next(iter(self._appends))]
         self._appends[number] = (peer, task)
         self.stats["uploads_asked"] += len(upload)
-        return {"upload": upload, "insert": number}
+        return InsertAnswer(upload, number, copies).to_json()
 
     async def _append_batch(
         self, groups: dict[str, list[Incoming]], refs: Mapping[str, int], known: set[str]
@@ -328,6 +340,7 @@ class IndexNode:
             where.update(await self._claim(unclaimed))
         try:
             results = await self._append_all(groups, where)
+            await self._append_replicas(groups, results, where)
         except BaseException:
             # Some appends may have landed (one whose answer was lost among them), and one still
             # travelling may land until its deadline: the replicas are refreshed after that.
@@ -455,6 +468,96 @@ class IndexNode:
             results[name] = result
         return results
 
+    async def _append_replicas(
+        self,
+        groups: dict[str, list[Incoming]],
+        results: dict[str, tuple[int, bool]],
+        where: dict[str, str],
+    ) -> None:
+        """Append the records just appended to each active copy to as many other copies as an
+        insert waits for, before it is acknowledged: the copies the master named, then, for
+        those that fail, new copies on other nodes (created partial, so stale until refreshed
+        from the active one). RemoteError when too few copies took them."""
+        wanted = self.options.config.replication.insert_copies - 1
+        names = [name for name, (added, _) in results.items() if added]
+        if wanted <= 0 or not names:
+            return
+        unknown = [name for name in names if name not in self.replicas]
+        if unknown:
+            await self._claim(unknown)
+        alive = [node.address for node in self.nodes if node.state == "alive"]
+        tried: dict[str, set[str]] = {name: {where[name]} for name in names}
+        made: Counter[str] = Counter()
+        problems: dict[str, str] = {}
+        while True:
+            rounds: dict[str, list[dict[str, Any]]] = {}
+            for name in names:
+                if made[name] >= wanted:
+                    continue
+                created = results[name][1]
+                named = [a for a in self.replicas.get(name, ()) if a not in tried[name]]
+                spare = [a for a in alive if a not in tried[name]]
+                if not named and not spare:
+                    continue
+                address = (named or spare)[0]
+                tried[name].add(address)
+                item: dict[str, Any] = {
+                    "name": name,
+                    "url": groups[name][0].url,
+                    "records": _records(groups[name]),
+                }
+                if created or not named:
+                    item.update(create=True, partial=not created)
+                rounds.setdefault(address, []).append(item)
+            if not rounds:
+                break
+            taken = await asyncio.gather(
+                *(self._post_replica(address, files) for address, files in rounds.items())
+            )
+            for (address, _), (took, failed) in zip(rounds.items(), taken, strict=True):
+                made.update(took)
+                problems.update((name, f"{address}: {why}") for name, why in failed.items())
+        short = [name for name in names if made[name] < wanted]
+        if short:
+            name = short[0]
+            raise RemoteError(
+                "error",
+                f"cannot append to {wanted + 1} copies of structure {name} ({len(short)} files"
+                f" short): only {made[name] + 1} took the records; {problems.get(name, '')}",
+            )
+        self.stats["replica_appends"] += sum(made.values())
+
+    async def _post_replica(
+        self, address: str, files: list[dict[str, Any]]
+    ) -> tuple[list[str], dict[str, str]]:
+        """POST /structures to copies that are not active; the files taken and why the others
+        were not (a node that fails takes none)."""
+        assert self._session is not None
+        taken: list[str] = []
+        failed: dict[str, str] = {}
+        for start in range(0, len(files), APPEND_BATCH):
+            part = files[start : start + APPEND_BATCH]
+            try:
+                async with (
+                    self._appending,
+                    self._session.post(
+                        f"{address}/structures",
+                        json={"files": part, "deadline": _deadline(), "replica": True},
+                        headers=self._headers(),
+                    ) as r,
+                ):
+                    answer = await r.json(content_type=None, loads=jsonwire.loads)
+                    if r.status != 200:
+                        raise AppendFailed(f"answered {r.status}: {answer.get('error')}")
+                for result in answer["results"]:
+                    if "error" in result:
+                        failed[str(result["name"])] = str(result["error"])
+                    else:
+                        taken.append(str(result["name"]))
+            except (*NODE_ERRORS, AppendFailed) as exc:
+                failed.update((str(item["name"]), failure(exc)) for item in part)
+        return taken, failed
+
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"}
 
@@ -541,10 +644,11 @@ class IndexNode:
     async def _stored(self, peer: Peer, params: Any) -> dict[str, Any]:
         """Count the uploaded contents as known once the insert's appends are done; the records
         they added. An insert whose appends failed confirms nothing: their failure is raised."""
-        names = name_list(params, "stored", 2 * MAX_CAPTURES)
-        number = params.get("insert")
-        if type(number) is not int:
-            raise RemoteError("bad_params", "stored: insert must be the number an insert answered")
+        try:
+            stored = Stored.from_json(params)
+        except DlwebError as exc:
+            raise RemoteError("bad_params", str(exc)) from None
+        names, number = stored.names, stored.insert
         by, task = self._appends.get(number, (None, None))
         if task is None or by is not peer:
             raise RemoteError(
@@ -556,7 +660,7 @@ class IndexNode:
         added = {name: self._pending.pop(name, 0) for name in dict.fromkeys(names)}
         self._report_popular(self.contents.add(added), added)
         self.stats["stored"] += len(added)
-        return {"added": records}
+        return StoredAnswer(records).to_json()
 
 
 def _retrieved(task: "asyncio.Task[int]") -> None:

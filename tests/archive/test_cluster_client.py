@@ -114,6 +114,8 @@ class FakeMaster:
 
     holders: dict[str, list[str]] = field(default_factory=dict)
     upload_to: str = ""
+    spares: list[str] = field(default_factory=list)
+    copies: int = 1
     known: set[str] = field(default_factory=set)
     inserts: list[list[dict[str, Any]]] = field(default_factory=list)
     stored: list[str] = field(default_factory=list)
@@ -142,11 +144,11 @@ class FakeMaster:
             sizes.setdefault(c["content"], c["size"])
             sizes.setdefault(c["header"], c["header_size"])
         upload = [
-            {"name": n, "node": self.upload_to, "size": s}
+            {"name": n, "nodes": [self.upload_to, *self.spares], "size": s}
             for n, s in sizes.items()
             if n not in self.known
         ]
-        return {"upload": upload, "insert": len(self.inserts)}
+        return {"upload": upload, "insert": len(self.inserts), "copies": self.copies}
 
     async def store(self, peer: Peer, params: Any) -> dict[str, Any]:
         if self.refuse_stored is not None:
@@ -374,7 +376,7 @@ class ConfirmsAsBefore(FakeMaster):
 @pytest.mark.parametrize(
     ("fake", "message"),
     [
-        (AnswersAsBefore, "answered insert without upload orders and a number"),
+        (AnswersAsBefore, "answered insert without its number"),
         (ConfirmsAsBefore, "confirmed an insert without the records it added"),
     ],
 )
@@ -397,6 +399,31 @@ async def test_an_upload_the_node_refuses_fails_the_insert(serve: Serve) -> None
     captures, bodies = corpus(3)
     async with ClusterClient(config) as client:
         with pytest.raises(ClusterError, match="upload to .* failed: 507"):
+            await client.insert(captures, bodies.__getitem__)
+    assert master.stored == []
+
+
+async def test_an_upload_a_node_refuses_goes_to_the_next_node_of_its_order(serve: Serve) -> None:
+    full, spare = FakeNode(put_status=507), FakeNode()
+    master = FakeMaster(upload_to=await serve(full.app()), spares=[await serve(spare.app())])
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(3)
+    async with ClusterClient(config) as client:
+        summary = await client.insert(captures, bodies.__getitem__)
+    assert summary.added == 3
+    assert spare.contents == bodies
+    assert sorted(master.stored) == sorted(bodies)
+
+
+async def test_an_insert_is_not_confirmed_with_fewer_copies_than_it_needs(serve: Serve) -> None:
+    first, second = FakeNode(), FakeNode(put_status=500)
+    master = FakeMaster(
+        upload_to=await serve(first.app()), spares=[await serve(second.app())], copies=2
+    )
+    config = config_for(await serve(master.app()))
+    captures, bodies = corpus(3)
+    async with ClusterClient(config) as client:
+        with pytest.raises(ClusterError, match="made 1 of the 2 copies it needs"):
             await client.insert(captures, bodies.__getitem__)
     assert master.stored == []
 

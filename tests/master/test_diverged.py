@@ -1,5 +1,9 @@
 """Structure copies that diverged while their node was away are merged when it returns: no
-acknowledged capture is lost, and every copy ends with every record (docs/cluster.md)."""
+acknowledged capture is lost, and every copy ends with every record (docs/cluster.md).
+
+The clusters here acknowledge an insert with one copy (`write_copies: 1`): records then reach
+the active copy alone, which is how copies diverge. (With the default quorum they also reach a
+replica, so the copy made active after a loss often has them already.)"""
 
 import pytest
 
@@ -20,7 +24,7 @@ async def test_records_only_on_a_lost_active_copy_are_merged_when_it_returns(
     cluster_factory,
 ) -> None:
     # 3 nodes; structure files get 3 copies (2 + structure_extra).
-    cluster = cluster_factory(nodes=3, replicas=2)
+    cluster = cluster_factory(nodes=3, replicas=2, write_copies=1)
     async with ClusterClient(cluster.config) as client:
         first, only_there, later, lost = await move_the_active_copy(cluster, client)
         name = structure_name(first.captures[0].url)
@@ -43,7 +47,7 @@ async def test_replicas_of_a_lost_active_copy_are_refreshed_when_it_returns(
 ) -> None:
     """Nothing is appended while the node is away: it stays the active copy, and the replicas
     get the records they missed once it is back."""
-    cluster = cluster_factory(nodes=3, replicas=2)
+    cluster = cluster_factory(nodes=3, replicas=2, write_copies=1)
     async with ClusterClient(cluster.config) as client:
         first, only_there = await lose_the_active_copy(cluster, client)
         name = structure_name(first.captures[0].url)
@@ -58,7 +62,7 @@ async def test_the_master_names_the_active_copy_first(cluster_factory) -> None:
     """A replica lacks what was appended since the master last refreshed it, and a reader (an
     export, a client in lookup mode master) believes the first holder that answers: the master
     names the active copy first, not the holder first in its tables."""
-    cluster = cluster_factory(nodes=3, replicas=2)
+    cluster = cluster_factory(nodes=3, replicas=2, write_copies=1)
     async with ClusterClient(cluster.config) as client:
         first, _, _, lost = await move_the_active_copy(cluster, client)
     name = structure_name(first.captures[0].url)

@@ -18,6 +18,7 @@ from archive.config import ClusterConfig, Replication
 from archive.errors import NotFound
 from archive.hip import RemoteError
 from archive.inserting import InsertQueue
+from archive.inserts import UploadOrder
 from archive.structure import RecordKind
 from archive.urlkey import structure_name
 from master.index.captures import MAX_CAPTURES, parse_captures
@@ -352,18 +353,34 @@ def test_uploads_go_to_an_alive_node_with_room_preferring_its_group() -> None:
     ]
     in_group, other, full = "ab" + "0" * 62, "12" + "0" * 62, "cd" + "0" * 62
     orders = place(nodes, {in_group: 1000, other: 1000, full: 8 * 2**20})
-    assert [o["node"] for o in orders] == ["http://a", "http://b", "http://b"]
-    assert orders[0] == {"name": in_group, "node": "http://a", "size": 1000}
+    assert [o.nodes[0] for o in orders] == ["http://a", "http://b", "http://b"]
+    # A node without room above its headroom (d) is not even a spare.
+    assert orders[0] == UploadOrder(in_group, 1000, ("http://a", "http://b"))
 
     # Bytes planned in the same call count against a node's free space.
     spread = place(nodes[:2], {f"{i:02x}" + "0" * 62: 20 * GIB for i in range(1, 4)})
-    assert Counter(o["node"] for o in spread) == {"http://b": 2, "http://a": 1}
+    assert Counter(o.nodes[0] for o in spread) == {"http://b": 2, "http://a": 1}
 
-    with pytest.raises(RemoteError, match="no storage node has room"):
+    with pytest.raises(RemoteError, match="only 0 of the 3 nodes taking writes"):
         place(nodes, {other: 95 * GIB})
-    with pytest.raises(RemoteError, match="no storage node is alive"):
+    with pytest.raises(RemoteError, match="only 0 of the 0 nodes taking writes"):
         place(nodes[2:3], {other: 1})
     assert place([], {}) == []
+
+
+def test_an_upload_is_placed_on_as_many_nodes_as_the_insert_waits_for_in_distinct_domains() -> None:
+    nodes = [
+        NodeInfo("a", "http://a", "alive", 90 * GIB, 100 * GIB, domain="rack1"),
+        NodeInfo("b", "http://b", "alive", 80 * GIB, 100 * GIB, domain="rack1"),
+        NodeInfo("c", "http://c", "alive", 10 * GIB, 100 * GIB, domain="rack2"),
+    ]
+    (order,) = place(nodes, {"12" + "0" * 62: 1000}, copies=2)
+    # The second copy goes to the other rack, though its node has the least room.
+    assert order.nodes == ("http://a", "http://c", "http://b")
+    with pytest.raises(RemoteError, match="needs 4 copies on distinct nodes, and only 3"):
+        place(nodes, {"12" + "0" * 62: 1000}, copies=4)
+    with pytest.raises(RemoteError, match=r"only 1 of the 1 nodes taking writes \(in 1 failure"):
+        place(nodes[:1], {"12" + "0" * 62: 1000}, copies=2)
 
 
 def test_the_content_database_counts_references(tmp_path: Path) -> None:
@@ -425,9 +442,14 @@ async def append_every_record(groups: dict[str, Any], where: dict[str, str]) -> 
 
 
 def unit_index(tmp_path: Path, append_all: AppendAll = append_every_record) -> IndexNode:
-    """An index node without processes, with one alive storage node, whose appends to the
-    structure files are `append_all`."""
-    config = ClusterConfig(name="t", secret=b"s" * 16, master="http://127.0.0.1:9")
+    """An index node without processes, with one alive storage node (an insert waits for one
+    copy), whose appends to the structure files are `append_all`."""
+    config = ClusterConfig(
+        name="t",
+        secret=b"s" * 16,
+        master="http://127.0.0.1:9",
+        replication=Replication(default=1),
+    )
     node = IndexNode(IndexOptions(tmp_path, "127.0.0.1", 0, config, "http://127.0.0.1:9"))
     node.nodes = [NodeInfo("n", "http://n", "alive", GIB, GIB)]
     node.claims = {parse_captures({"captures": [GOOD]})[0].structure: "http://n"}
@@ -450,6 +472,7 @@ async def test_an_insert_is_answered_before_its_records_are_appended(tmp_path: P
     try:
         answer = await node._insert(client, {"captures": [GOOD, {**GOOD, "time": 5}]})  # type: ignore[arg-type]
         assert [order["name"] for order in answer["upload"]] == ["a" * 64, "b" * 64]
+        assert answer["copies"] == 1
         await appending.wait()
         confirming = asyncio.ensure_future(
             node._stored(client, {"names": ["a" * 64, "b" * 64], "insert": answer["insert"]})  # type: ignore[arg-type]
