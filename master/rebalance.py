@@ -14,7 +14,6 @@ from typing import Any
 
 from .db import FileRef, MasterDB, Move
 from .membership import Membership
-from .policy import choose_node
 from .repair import BATCH, Copier, Throttle
 
 log = logging.getLogger(__name__)
@@ -79,7 +78,6 @@ class Rebalancer:
         excess = {node: held[node] - share[node] for node in held}
         deficit = {node: -value for node, value in excess.items() if value < 0}
         moves: list[PlannedMove] = []
-        planned: dict[str, int] = Counter()
         sources = sorted(
             (n for n, v in excess.items() if v > max(MIN_EXCESS_BYTES, TOLERANCE * share[n])),
             key=lambda n: -excess[n],
@@ -109,11 +107,14 @@ class Rebalancer:
                         for h in holders
                         if h != src and h in self.members.rows
                     }
-                    dst = choose_node(takers, ref.name, holders, domains, planned)
-                    if dst is None:
+                    # The node furthest below its share first (in a failure domain without a
+                    # copy first): a node that has just joined takes files before nodes a
+                    # little under their share, which hold more multicast groups.
+                    fresh = [row for row in takers if row.id not in holders]
+                    if not fresh:
                         continue
+                    dst = min(fresh, key=lambda row: (row.domain in domains, -deficit[row.id]))
                     moves.append(PlannedMove(ref.kind, ref.name, src, dst.id, ref.size))
-                    planned[dst.id] += ref.size
                     excess[src] -= ref.size
                     deficit[dst.id] -= ref.size
         return moves

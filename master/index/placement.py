@@ -1,7 +1,6 @@
 """Where the index node sends new contents: for each, a chain of nodes that take new files and
-have room, one per failure domain first, the first of them subscribed to the name's multicast
-group when one is (so subscriptions stay compact), then the most free space; and spares to
-stand in for a node of the chain that fails."""
+have room, one per failure domain first, then the roomiest, spread among nodes of about as much
+room; and spares to stand in for a node of the chain that fails."""
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -13,6 +12,13 @@ from archive.inserts import UploadOrder
 
 # Space a node keeps free at least: 64 MiB, or 1% of a smaller disk.
 HEADROOM = 64 * 1024 * 1024
+# Nodes with at most this much less room than the roomiest are told apart by a hash of the name
+# and the node, not by their free space: nodes sharing a disk, or filling evenly, would otherwise
+# give the same one the last place every time (their free space, sent every few seconds, is noise
+# at this scale), and preferring nodes already subscribed to a name's multicast group made the
+# nodes that joined first take ever more (every node holds every group after a few thousand
+# files anyway).
+SAME_ROOM = 1024**3
 # Nodes an order names beyond its chain, tried in turn when a node of the chain fails.
 SPARES = 2
 
@@ -68,10 +74,8 @@ def place(
     `copies` nodes can take one (an insert is never acknowledged with fewer copies)."""
     takers = [node for node in nodes if node.state == "alive"]
     planned: Counter[str] = Counter()
-    joined: set[tuple[str, int]] = set()  # groups a node joins with the uploads planned here
     orders = []
     for name, size in sizes.items():
-        group = int(name[:2], 16)
         able = [node for node in takers if node.free - planned[node.id] - size >= node.headroom]
         if len(able) < copies:
             domains = len({node.domain for node in takers})
@@ -83,13 +87,14 @@ def place(
             )
         chain: list[NodeInfo] = []
         domains_held: set[str] = set()
+        roomiest = max(node.free - planned[node.id] for node in able)
         while able and len(chain) < copies + SPARES:
             best = min(
                 able,
                 key=lambda node: (
                     node.domain in domains_held,
-                    not (group in node.groups or (node.id, group) in joined),
-                    planned[node.id] - node.free,
+                    node.free - planned[node.id] < roomiest - SAME_ROOM,
+                    hash((name, node.id)),
                 ),
             )
             able.remove(best)
@@ -97,6 +102,5 @@ def place(
             domains_held.add(best.domain)
         for node in chain[:copies]:
             planned[node.id] += size
-            joined.add((node.id, group))
         orders.append(UploadOrder(name, size, tuple(node.address for node in chain)))
     return orders

@@ -101,7 +101,10 @@ async def test_a_new_node_is_filled_by_a_rebalance_that_loses_nothing(cluster_fa
     status = cluster.wait_for(lambda s: s["rebalance"]["state"] == "done", "the rebalance")
     held = {n["id"]: n["files"] for n in status["nodes"]}
     assert held["node4"] > 0
-    assert max(held.values()) - min(held.values()) <= 0.35 * max(held.values()), held
+    # The plan evens out bytes: node4 takes contents, the others keep the many small structure
+    # files (three copies each), so the file counts stay apart where the bytes do not.
+    stored = {n["id"]: n["bytes"] for n in status["nodes"]}
+    assert max(stored.values()) - min(stored.values()) <= 0.2 * max(stored.values()), stored
     cluster.wait_settled()
     assert min(replica_counts(cluster, corpus)) >= 2
     await check_readable(cluster, corpus)
