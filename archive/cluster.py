@@ -348,12 +348,17 @@ class ClusterClient:
         """Send each content to `copies` nodes of its order, once: small ones in packs, one
         request for many, large ones or those in files alone, each to the first node of its
         chain, which passes it on down the chain as it writes."""
-        packs: dict[tuple[str, ...], list[tuple[str, bytes]]] = {}
+        packs: dict[frozenset[str], list[tuple[str, bytes]]] = {}
+        # Contents whose chains name the same nodes travel in one pack, whichever node heads
+        # it: fewer, larger packs (each a group commit on every node of its chain).
+        nodes_of: dict[frozenset[str], tuple[str, ...]] = {}
         alone: list[tuple[UploadOrder, bytes | Path | Awaitable[bytes]]] = []
         for order in orders:
             body = body_of(order.name)
             if isinstance(body, bytes) and len(body) <= pack.MAX_PACKED:
-                packs.setdefault(order.nodes, []).append((order.name, body))
+                chain = frozenset(order.nodes[:copies])
+                nodes_of.setdefault(chain, order.nodes)
+                packs.setdefault(chain, []).append((order.name, body))
             else:
                 alone.append((order, body))
 
@@ -389,7 +394,11 @@ class ClusterClient:
 
         await asyncio.gather(
             *(one(*item) for item in alone),
-            *(packed(nodes, part) for nodes, items in packs.items() for part in _pack_parts(items)),
+            *(
+                packed(nodes_of[chain], part)
+                for chain, items in packs.items()
+                for part in _pack_parts(items)
+            ),
         )
 
     async def _copies(
