@@ -194,6 +194,9 @@ class MasterDB:
     def __init__(self, path: Path) -> None:
         self.db = open_database(path)
         self.db.executescript(SCHEMA)
+        # How often each structure file waiting for a refresh was marked since this process
+        # started: a refresh clears a mark only if no other came while it copied.
+        self._dirtied: dict[str, int] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -697,10 +700,17 @@ class MasterDB:
         return int(self.db.execute("SELECT COUNT(*) FROM diverged").fetchone()[0])
 
     def mark_dirty(self, names: Iterable[str]) -> None:
+        marked = list(names)
         with self._transaction():
             self.db.executemany(
-                "INSERT OR IGNORE INTO dirty (name) VALUES (?)", [(n,) for n in names]
+                "INSERT OR IGNORE INTO dirty (name) VALUES (?)", [(n,) for n in marked]
             )
+        for name in marked:
+            self._dirtied[name] = self._dirtied.get(name, 0) + 1
+
+    def dirty_marks(self, names: Iterable[str]) -> dict[str, int]:
+        """Where the marks of these structure files stand, for `clean`."""
+        return {name: self._dirtied.get(name, 0) for name in names}
 
     def dirty(self, limit: int) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT name FROM dirty LIMIT ?", (limit,))]
@@ -713,9 +723,14 @@ class MasterDB:
             found.update(str(row[0]) for row in rows)
         return found
 
-    def clean(self, names: Iterable[str]) -> None:
+    def clean(self, names: Iterable[str], marks: dict[str, int] | None = None) -> None:
+        """Clear the refresh marks of these structure files; with `marks` (`dirty_marks` taken
+        before their copies were made), only of those not marked again since."""
+        done = [n for n in names if marks is None or self._dirtied.get(n, 0) == marks.get(n, 0)]
         with self._transaction():
-            self.db.executemany("DELETE FROM dirty WHERE name = ?", [(n,) for n in names])
+            self.db.executemany("DELETE FROM dirty WHERE name = ?", [(n,) for n in done])
+        for name in done:
+            self._dirtied.pop(name, None)
 
     def count_dirty(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM dirty").fetchone()[0])

@@ -88,6 +88,9 @@ class Copier:
         self.targets = targets
         self.token = token
         self.busy: set[tuple[str, str]] = set()
+        # The nodes each structure file is being copied to: a refresh meanwhile refreshes
+        # their copies too (the one on its way may be older; a node keeps the records of both).
+        self.arriving: dict[str, set[str]] = {}
 
     def release(self, files: Iterable[tuple[str, str]]) -> None:
         """End work on files: no longer busy, and looked at again by the next repair pass."""
@@ -110,7 +113,22 @@ class Copier:
         return ordered[0] if ordered else None
 
     async def fetch(self, dst: str, files: list[tuple[FileRef, str]]) -> tuple[int, int]:
-        """Have dst fetch each file from its source node; returns (copied, failed)."""
+        """Have dst fetch each file from its source node; returns (copied, failed). While a
+        structure file is copied, a refresh of it copies the active copy to dst too: the copy
+        on its way may have been read before the last appends."""
+        structures = [ref.name for ref, _ in files if ref.kind == "structure"]
+        for name in structures:
+            self.arriving.setdefault(name, set()).add(dst)
+        try:
+            return await self._fetch(dst, files)
+        finally:
+            for name in structures:
+                nodes = self.arriving.get(name, set())
+                nodes.discard(dst)
+                if not nodes:
+                    self.arriving.pop(name, None)
+
+    async def _fetch(self, dst: str, files: list[tuple[FileRef, str]]) -> tuple[int, int]:
         peer = self.members.links.get(dst)
         if peer is None:
             return 0, len(files)
@@ -428,10 +446,13 @@ class Repairer:
         return bool(done)
 
     async def refresh_structures(self) -> bool:
-        """Copy the active copy of structure files that changed over their replicas."""
+        """Copy the active copy of structure files that changed over their replicas. A file's
+        mark is cleared once every copy planned was made (not before: a master that dies while
+        they are made refreshes them when it is back) and no change came meanwhile."""
         names = self.db.dirty(BATCH)
         if not names:
             return False
+        marks = self.db.dirty_marks(names)
         readable = set(self.members.readable())
         plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
         settled: list[str] = []
@@ -445,7 +466,11 @@ class Repairer:
                 settled.append(name)
                 continue
             waiting = self.db.diverged_on(name)
-            replicas = [h for h in self.db.holders("structure", name) if h != active]
+            holders = self.db.holders("structure", name)
+            # A copy on its way is refreshed too (an unreadable node's fails anyway).
+            arriving = self.copier.arriving.get(name, set()) - {active, *holders}
+            replicas = [h for h in holders if h != active]
+            replicas += sorted(node for node in arriving if node in readable)
             for node in replicas:
                 if node in waiting:
                     continue  # overwritten once its records are merged into the active copy
@@ -455,7 +480,8 @@ class Repairer:
                     missed.append((name, node))
             settled.append(name)
         self.db.add_diverged(missed)
-        self.db.clean(settled)
+        copying = {ref.name for batch in plans.values() for ref, _ in batch}
+        self.db.clean(name for name in settled if name not in copying)
         # Counted as running, so that /status shows the copies are not all fresh yet.
         copies = sum(len(batch) for batch in plans.values())
         self.stats.running += copies
@@ -465,10 +491,13 @@ class Repairer:
             )
         finally:
             self.stats.running -= copies
+        unfinished: set[str] = set()
         for batch, (copied, failed) in zip(plans.values(), results, strict=True):
             self.stats.refreshed += copied
             if failed:
-                self.db.mark_dirty(ref.name for ref, _ in batch)
-        # Refreshes that all failed (a node out of space refuses them) wait for the next pass
+                unfinished.update(ref.name for ref, _ in batch)
+        finished = copying - unfinished
+        self.db.clean(finished, marks)
+        # Refreshes that failed (a node out of space refuses them) wait for the next pass
         # instead of being retried at once.
-        return any(copied for copied, _ in results)
+        return bool(finished)

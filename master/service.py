@@ -14,7 +14,7 @@ from archive.errors import ClientFault, NotFound
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
 
-from .db import CAUSES, NO_READABLE_COPY, MasterDB, NodeRow
+from .db import CAUSES, NO_READABLE_COPY, FileRef, MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
 from .orphans import find_orphans
 from .policy import choose_node, target_function
@@ -29,6 +29,8 @@ MAX_PROBLEMS = 100
 PASS_GAP = 0.25
 IDLE_PASS_EVERY = 2.0
 STALE_TIMEOUT = 5.0
+# Nodes a structure.changed names for one file's copies, at most.
+MAX_COPIES = 100
 KINDS = ("content", "structure")
 
 
@@ -100,6 +102,8 @@ class Master:
         )
         self.rebalancer = Rebalancer(self.db, self.members, self.copier)
         self.index_nodes: dict[str, str] = {}
+        # Storage nodes that joined again with the inventory position this master had stored.
+        self.returning: set[str] = set()
         self._turn = itertools.count()
         self.scrubs: dict[str, dict[str, Any]] = {}
         self.started = time.time()
@@ -395,6 +399,10 @@ class Master:
             self.db.forget_locations(node_id)
             known.seq = 0
         row = self.members.join(peer, row, seq)
+        if row.seq > 0:
+            self.returning.add(node_id)
+        else:
+            self.returning.discard(node_id)
         await self._tell_diverged(node_id)
         return {"since": row.seq, "state": row.state}
 
@@ -408,6 +416,9 @@ class Master:
         seq = _field(p, "seq", int, "node.inventory")
         self.db.apply_inventory(peer.name, entries, seq, self.targets)
         self.repairer.heard_of((e["kind"], e["name"]) for e in entries if e["op"] == "add")
+        removed = [e["name"] for e in entries if e["op"] == "remove" and e["kind"] == "structure"]
+        self._active_lost(peer.name, removed)
+        self._unheard_copies(peer.name, entries)
         row.seq = seq
         self._changed()
         return {"seq": seq}
@@ -444,7 +455,67 @@ class Master:
         if bad:
             log.warning("scrub of %s found %d bad files; repairing them", peer.name, len(bad))
             self.db.remove_locations(peer.name, [(b["kind"], b["name"]) for b in bad])
+            self._active_lost(peer.name, [b["name"] for b in bad if b["kind"] == "structure"])
             self._changed()
+
+    def _unheard_copies(self, node: str, entries: list[dict[str, Any]]) -> None:
+        """Structure copies a returning node made while this master could not hear of them (its
+        inventory entries from before it joined): created just before the node was lost, or
+        while it was cut off, such a copy may hold records the active copy lacks, and lacks those
+        appended since, while no refresh knew of it. Unless it is the active copy, it is merged
+        into the active copy, then refreshed. A node read from its first entry (new to this
+        master, or its disk replaced) is left out: the first copy heard of is made active."""
+        if node not in self.returning:
+            return
+        announced = self.members.announced.get(node, 0)
+        names = list(
+            dict.fromkeys(
+                e["name"]
+                for e in entries
+                if e["op"] == "add"
+                and e["kind"] == "structure"
+                and isinstance(e.get("seq"), int)
+                and e["seq"] <= announced
+            )
+        )
+        if not names:
+            return
+        active = self.db.active_nodes(names)
+        holders = self.db.holders_of("structure", names)
+        diverged = [
+            (name, node)
+            for name in names
+            if active.get(name, node) != node and node in holders[name]
+        ]
+        if diverged:
+            log.info("%s made %d structure copies while away; merging them", node, len(diverged))
+            self.db.add_diverged(diverged)
+
+    def _active_lost(self, node: str, names: list[str]) -> None:
+        """A node no longer holds these structure files (its scrub found them bad, or they were
+        removed otherwise): each that was its active copy gets another holder's copy as active,
+        readable ones first, and the other holders' copies are merged into it, since any of them
+        may hold records the new active copy lacks (the last appends reached the lost copy and
+        one more copy)."""
+        active = self.db.active_nodes(names)
+        lost = [name for name in names if active.get(name) == node]
+        if not lost:
+            return
+        readable = set(self.members.readable())
+        moved: list[tuple[str, str]] = []
+        diverged: list[tuple[str, str]] = []
+        for name, holders in self.db.holders_of("structure", lost).items():
+            others = sorted((h for h in holders if h != node), key=lambda h: h not in readable)
+            if others:
+                moved.append((name, others[0]))
+                diverged.extend((name, other) for other in others[1:])
+        if moved:
+            log.warning(
+                "%d active structure copies lost on %s: made active elsewhere", len(moved), node
+            )
+            self.db.set_active(moved)
+            self.db.add_diverged(diverged)
+            self.db.mark_dirty(name for name, _ in moved)
 
     # -- HIP: index nodes -----------------------------------------------------------------------
 
@@ -488,10 +559,6 @@ class Master:
         holders_of = self.db.holders_of("structure", list(dict.fromkeys(names)))
         for name in unanswered:
             every = holders_of[name]
-            unreachable = actives.get(name)
-            if unreachable is not None and unreachable in every:
-                # The unreachable active copy may hold records no other copy has.
-                diverged.append((name, unreachable))
             holders = [h for h in every if h in appendable]
             holders.sort(key=lambda h: self.members.rows[h].state != "alive")
             if holders:
@@ -503,6 +570,11 @@ class Master:
                 chosen[name] = row.id
                 planned[row.id] = planned.get(row.id, 0) + 4096
             new.append((name, chosen[name]))
+            # Every other copy may hold records the new active copy lacks: the unreachable
+            # active copy its last appends, one more copy those of the write quorum, and a copy
+            # made active on a node that held none lacks them all. Each is merged into the new
+            # active copy before anything is refreshed over it.
+            diverged.extend((name, holder) for holder in every if holder != chosen[name])
         replicas = self._structure_replicas(chosen, holders_of, readable, receivers, planned)
         if diverged:
             self.db.add_diverged(diverged)
@@ -541,23 +613,77 @@ class Master:
             replicas[name] = [self.members.address(node) for node in others]
         return replicas
 
-    async def _structure_changed(self, peer: Peer, params: Any) -> None:
+    async def _structure_changed(self, peer: Peer, params: Any) -> dict[str, Any]:
+        """Record that structure files changed and tell the nodes of their other copies; the
+        answer says both are done (an index node acknowledges no insert before)."""
         if peer.role != "index":
-            return
+            return {}
         try:
             names = name_list(params, "structure.changed", MAX_LIST)
         except RemoteError as exc:
             log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
-            return
+            return {}
         # Marked dirty at once (a drain then keeps their active copies), and the pass woken once
         # the replicas' nodes were told, so that the order replacing a copy comes after its
         # notice (a pass woken otherwise meanwhile can refresh a copy before its notice: it then
         # answers late, though fresh, until the next refresh or append).
+        self._record_appended(self._appended(params, names))
         self.db.mark_dirty(names)
         try:
             await self._tell_stale(names)
         finally:
             self.wake.set()
+        return {}
+
+    def _appended(
+        self, params: dict[str, Any], names: list[str]
+    ) -> dict[str, tuple[set[str], set[str]]]:
+        """The nodes an index node says each changed file's records were appended to: as its
+        active copy, and as other copies; addresses of no known node are left out."""
+        copies = params.get("copies")
+        if not isinstance(copies, dict):
+            return {}
+        by_address = {row.address: node for node, row in self.members.rows.items()}
+        changed = set(names)
+        found: dict[str, tuple[set[str], set[str]]] = {}
+        for name, item in copies.items():
+            if name not in changed or not isinstance(item, dict):
+                continue
+            sides = [item.get("active"), item.get("others")]
+            active, others = (
+                {by_address[a] for a in side[:MAX_COPIES] if isinstance(a, str) and a in by_address}
+                if isinstance(side, list)
+                else set()
+                for side in sides
+            )
+            found[name] = (active, others)
+        return found
+
+    def _record_appended(self, appended: dict[str, tuple[set[str], set[str]]]) -> None:
+        """Record where an insert's records went. A copy they were appended to is held by its
+        node now (a copy just created there is refreshed with the others). When the copy they
+        were appended to as active is not the active copy (the index node appended to the copy
+        it had cached, while this master made another one active), every copy that took them
+        may hold records the active copy lacks: each is merged into it before it is refreshed."""
+        active = self.db.active_nodes(list(appended))
+        holders = self.db.holders_of("structure", list(appended))
+        held: dict[str, list[FileRef]] = {}
+        diverged: list[tuple[str, str]] = []
+        for name, (as_active, others) in appended.items():
+            current = active.get(name)
+            took = (as_active | others) - {current}
+            for node in took - set(holders.get(name, ())):
+                held.setdefault(node, []).append(FileRef("structure", name, 0))
+            if current is not None and as_active - {current}:
+                diverged.extend((name, node) for node in sorted(took))
+        for node, files in held.items():
+            self.db.add_locations(node, files, self.targets)
+        if diverged:
+            log.info(
+                "%d structure copies took records beside the active copy; merging them into it",
+                len(diverged),
+            )
+            self.db.add_diverged(diverged)
 
     async def _tell_stale(self, names: list[str]) -> None:
         """Tell each node holding a copy of these structure files other than the active one that

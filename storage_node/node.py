@@ -704,7 +704,13 @@ class StorageNode:
                     self.unmark_stale(name, read_after)
                     return True
                 old_size = store.size(name)
-                await put_in_place()
+                union = await self.run_io(self._union_with_held, name, temp)
+                if union is None:
+                    await put_in_place()
+                else:
+                    log.info("structure %s: the copy sent lacked records held here; kept", name)
+                    size = len(union)
+                    await self._place_structure(await self.run_io(store.stage_version, name, union))
                 # No inventory entry flushes a replacement: make it durable here.
                 if self.committer is not None:
                     await self.committer.flush()
@@ -715,6 +721,22 @@ class StorageNode:
                 return False
         finally:
             temp.unlink(missing_ok=True)
+
+    def _union_with_held(self, name: str, copy: Path) -> bytes | None:
+        """The bytes of the structure copy at `copy` with the records of the copy held here that
+        it lacks, or None when it lacks none. Records only accumulate, so a copy that replaces
+        another keeps what that one had: records appended here that the master has not heard of
+        yet (a copy the index node just appended to) are not lost to a refresh or a repair copy
+        made from an older one. A held copy that does not read whole is replaced, never merged."""
+        try:
+            with self.structures.open_structure(name) as held:
+                held.reader.check_all()
+                records = held.reader.records()
+        except (OSError, DlwebError):
+            return None
+        with StructureFile(copy) as sent:
+            fresh, _ = sent.plan_append(records)
+            return sent.merged_bytes(fresh) if fresh else None
 
     async def _place_structure(self, staged: Staged) -> None:
         """Put a staged structure file in place durably, with the group commit when there is one."""

@@ -2,6 +2,7 @@
 says which contents are new and where to upload them (docs/cluster.md)."""
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -56,6 +57,9 @@ MAX_CLAIMS = 1_000_000
 MAX_PENDING = 1_000_000
 # Changed structure files kept while the master cannot be told.
 MAX_UNSENT = 1_000_000
+# How long an insert waits for the master to record which structure files it changed (a master
+# that is restarting included), as it waits for a claim.
+TELL_TIMEOUT = 60.0
 # Inserts answered and not confirmed by `stored` yet (a client's failed batches are never);
 # past this many the oldest are forgotten.
 MAX_UNCONFIRMED = 10_000
@@ -130,6 +134,28 @@ def _deadline() -> float:
     return time.time() + APPEND_DEADLINE
 
 
+@dataclass(frozen=True)
+class Appended:
+    """The copies of a structure file that took an insert's records: those appended to as its
+    active copy (one, unless changes of several inserts were gathered) and the other copies.
+    Both empty when they are not known (an insert whose appends failed)."""
+
+    active: frozenset[str] = frozenset()
+    others: frozenset[str] = frozenset()
+
+    def __or__(self, other: "Appended") -> "Appended":
+        return Appended(self.active | other.active, self.others | other.others)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"active": sorted(self.active), "others": sorted(self.others)}
+
+
+def _changed_params(names: list[str], changes: Mapping[str, Appended]) -> dict[str, Any]:
+    """The params of `structure.changed`: the names, and the copies each was appended to."""
+    copies = {name: changes[name].to_json() for name in names if changes[name].active}
+    return {"names": names, "copies": copies}
+
+
 class IndexNode:
     def __init__(self, options: IndexOptions) -> None:
         options.data.mkdir(parents=True, exist_ok=True)
@@ -167,7 +193,9 @@ class IndexNode:
         self._insert_numbers = itertools.count(1)
         self._pending: dict[str, int] = {}
         self._appendable: frozenset[str] = frozenset()
-        self._unsent: set[str] = set()
+        # Changed structure files the master has not recorded yet, with the copies each insert
+        # appended to (see `_tell_changed`).
+        self._unsent: dict[str, Appended] = {}
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
@@ -335,21 +363,33 @@ class IndexNode:
         """Append records to their structure files, claimed first where not known; each file's
         records added and whether it was created."""
         where = {name: self.claims[name] for name in groups if name in self.claims}
+        cached = dict(where)
         unclaimed = [name for name in groups if name not in where]
         if unclaimed:
             where.update(await self._claim(unclaimed))
         try:
             results = await self._append_all(groups, where)
-            await self._append_replicas(groups, results, where)
+            replicas = await self._append_replicas(groups, results, where)
         except BaseException:
             # Some appends may have landed (one whose answer was lost among them), and one still
             # travelling may land until its deadline: the replicas are refreshed after that.
             self._spawn(self._tell_later(list(groups)))
             raise
-        # A file just created has no replica yet: the master's copies of it will be fresh.
-        changed = [name for name, (added, created) in results.items() if added and not created]
+        # A file just created has no replica yet: the master's copies of it will be fresh. One
+        # created on the node the cache named is told all the same: the master may have made
+        # another copy active since (that node lost its copy).
+        changed = [
+            name
+            for name, (added, created) in results.items()
+            if added and (not created or cached.get(name) == where[name])
+        ]
         if changed:
-            await self._tell_master("structure.changed", {"names": changed})
+            await self._tell_changed(
+                {
+                    name: Appended(frozenset([where[name]]), frozenset(replicas.get(name, ())))
+                    for name in changed
+                }
+            )
         return results
 
     def _spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
@@ -390,35 +430,71 @@ class IndexNode:
     async def _tell_later(self, names: list[str]) -> None:
         """Tell the master these files changed once no append sent before now can land."""
         await asyncio.sleep(APPEND_DEADLINE)
-        await self._tell_master("structure.changed", {"names": names})
+        with contextlib.suppress(RemoteError):
+            await self._tell_changed({name: Appended() for name in names})
+
+    async def _tell_changed(self, changes: dict[str, Appended]) -> None:
+        """Have the master record that these structure files changed, so that their other
+        copies are marked stale and refreshed, before the insert that changed them is
+        acknowledged. A notification is not enough: a master that dies before reading it leaves
+        those copies unmarked for good, while the insert is acknowledged.
+
+        Each file comes with the copies its records were appended to: the master compares the
+        one appended to as active with its own active copy (which moves when a node is lost,
+        while this node may still append to the old one, as cached), and learns of the copies
+        just created on other nodes. RemoteError when the master does not answer; the changes
+        are then kept and told on the next connection, or with the next change told."""
+        self._keep_unsent(changes)
+        names, pending = list(self._unsent), self._unsent
+        self._unsent = {}
+        for start in range(0, len(names), MAX_CAPTURES):
+            part = names[start : start + MAX_CAPTURES]
+            try:
+                await self.upstream.call(
+                    "structure.changed", _changed_params(part, pending), timeout=TELL_TIMEOUT
+                )
+            except (HipError, RemoteError) as exc:
+                self._keep_unsent({name: pending[name] for name in names[start:]})
+                log.warning(
+                    "could not tell the master of %d changed structure files: %s",
+                    len(names) - start,
+                    exc,
+                )
+                raise RemoteError(
+                    "unavailable",
+                    f"the master did not record the changed structure files: {exc}",
+                ) from None
 
     async def _tell_master(self, method: str, params: dict[str, Any]) -> None:
-        """Notify the master without waiting for a connection; changed structure files that
-        could not be told are kept and told on the next connection."""
+        """Notify the master without waiting for a connection (what is lost is sent again with
+        the next change)."""
         peer = self.upstream.peer
         try:
             if peer is None or peer.closed:
                 raise HipError("not connected")
             await peer.notify(method, params)
         except HipError as exc:
-            if method == "structure.changed":
-                self._keep_unsent(params["names"])
             log.warning("could not notify the master (%s): %s", method, exc)
 
-    def _keep_unsent(self, names: list[str]) -> None:
-        if len(self._unsent) + len(names) > MAX_UNSENT:
+    def _keep_unsent(self, changes: Mapping[str, Appended]) -> None:
+        if len(self._unsent) + len(changes) > MAX_UNSENT:
             log.warning("dropping %d unsent structure changes", len(self._unsent))
             self._unsent.clear()
-        self._unsent.update(names)
+        for name, appended in changes.items():
+            self._unsent[name] = appended | self._unsent.get(name, Appended())
 
     async def _send_unsent(self, peer: Peer) -> None:
-        names, self._unsent = list(self._unsent), set()
+        """Tell a master just connected to the changes it may not have recorded."""
+        names, pending = list(self._unsent), self._unsent
+        self._unsent = {}
         for start in range(0, len(names), MAX_CAPTURES):
             part = names[start : start + MAX_CAPTURES]
             try:
-                await peer.notify("structure.changed", {"names": part})
-            except HipError:
-                self._keep_unsent(names[start:])
+                await peer.call(
+                    "structure.changed", _changed_params(part, pending), timeout=TELL_TIMEOUT
+                )
+            except (HipError, RemoteError):
+                self._keep_unsent({name: pending[name] for name in names[start:]})
                 raise
         if names:
             log.info("told the master of %d structure changes made while away", len(names))
@@ -473,15 +549,17 @@ class IndexNode:
         groups: dict[str, list[Incoming]],
         results: dict[str, tuple[int, bool]],
         where: dict[str, str],
-    ) -> None:
+    ) -> dict[str, list[str]]:
         """Append the records just appended to each active copy to as many other copies as an
         insert waits for, before it is acknowledged: the copies the master named, then, for
         those that fail, new copies on other nodes (created partial, so stale until refreshed
-        from the active one). RemoteError when too few copies took them."""
+        from the active one). RemoteError when too few copies took them; otherwise the
+        addresses of the copies that took them, by file."""
         wanted = self.options.config.replication.insert_copies - 1
         names = [name for name, (added, _) in results.items() if added]
+        took_by: dict[str, list[str]] = {}
         if wanted <= 0 or not names:
-            return
+            return took_by
         unknown = [name for name in names if name not in self.replicas]
         if unknown:
             await self._claim(unknown)
@@ -516,6 +594,8 @@ class IndexNode:
             )
             for (address, _), (took, failed) in zip(rounds.items(), taken, strict=True):
                 made.update(took)
+                for name in took:
+                    took_by.setdefault(name, []).append(address)
                 problems.update((name, f"{address}: {why}") for name, why in failed.items())
         short = [name for name in names if made[name] < wanted]
         if short:
@@ -526,6 +606,7 @@ class IndexNode:
                 f" short): only {made[name] + 1} took the records; {problems.get(name, '')}",
             )
         self.stats["replica_appends"] += sum(made.values())
+        return took_by
 
     async def _post_replica(
         self, address: str, files: list[dict[str, Any]]

@@ -1,9 +1,11 @@
 """Structure copies in a running cluster: the scenarios and checks the tests of diverged and
 stale copies share."""
 
+import asyncio
 import json
 import signal
 import sqlite3
+import time
 import urllib.request
 from contextlib import closing
 from dataclasses import replace
@@ -40,6 +42,17 @@ async def insert(client: ClusterClient, corpus: Corpus) -> None:
     assert summary.added == len(corpus.captures)
 
 
+async def appended_to(cluster: Cluster, node: str, name: str, corpus: Corpus) -> None:
+    """Wait until a node's copy of a structure file holds the captures of an insert going on
+    (it is acknowledged only once the master has recorded the change, so it is not awaited
+    while the master is frozen)."""
+    times = {c.time for c in corpus.captures}
+    deadline = time.monotonic() + 30
+    while not times <= times_on(cluster, node, name):
+        assert time.monotonic() < deadline, f"the records did not reach {node}"
+        await asyncio.sleep(0.02)
+
+
 async def one_url_everywhere(cluster: Cluster, client: ClusterClient) -> tuple[Corpus, str]:
     """Captures of one URL, once the cluster is settled with its structure file on all three
     nodes. Returns them and the file's name."""
@@ -57,15 +70,18 @@ async def lose_the_active_copy(cluster: Cluster, client: ClusterClient) -> tuple
     lost = active_node(cluster, name)
 
     # With the master frozen, these records reach the active copy only: no refresh copies them
-    # to the replicas before the active copy's node dies.
+    # to the replicas before the active copy's node dies. The insert is acknowledged once the
+    # master, woken, has recorded the change.
     assert cluster.master is not None and cluster.master.process is not None
+    only_there = at_url(make_corpus(4, urls=1, seed=1), first.captures[0].url)
     cluster.master.process.send_signal(signal.SIGSTOP)
     try:
-        only_there = at_url(make_corpus(4, urls=1, seed=1), first.captures[0].url)
-        await insert(client, only_there)
+        inserting = asyncio.ensure_future(insert(client, only_there))
+        await appended_to(cluster, lost, name, only_there)
         cluster.nodes[lost].stop(signal.SIGKILL)
     finally:
         cluster.master.process.send_signal(signal.SIGCONT)
+    await inserting
     cluster.wait_for(
         lambda s: any(n["id"] == lost and n["state"] == "down" for n in s["nodes"]),
         f"{lost} to be down",

@@ -16,7 +16,7 @@ import pytest
 from archive.cluster import ClusterClient, ClusterError
 from archive.config import ClusterConfig, Replication
 from archive.errors import NotFound
-from archive.hip import RemoteError
+from archive.hip import HipError, RemoteError
 from archive.inserting import InsertQueue
 from archive.inserts import UploadOrder
 from archive.structure import RecordKind
@@ -24,7 +24,7 @@ from archive.urlkey import structure_name
 from master.index.captures import MAX_CAPTURES, parse_captures
 from master.index.contents import ContentIndex
 from master.index.placement import NodeInfo, place
-from master.index.service import IndexNode, IndexOptions
+from master.index.service import Appended, IndexNode, IndexOptions
 from tests.conftest import free_port
 
 from .conftest import Cluster, Service, make_corpus
@@ -343,7 +343,7 @@ def test_good_captures_are_grouped_by_structure_name() -> None:
     assert parsed[0].header_size == 512
 
 
-def test_uploads_go_to_an_alive_node_with_room_preferring_its_group() -> None:
+def test_uploads_go_to_the_alive_nodes_with_the_most_room() -> None:
     total = 100 * GIB
     nodes = [
         NodeInfo("a", "http://a", "alive", 50 * GIB, total, frozenset({0xAB})),
@@ -353,12 +353,13 @@ def test_uploads_go_to_an_alive_node_with_room_preferring_its_group() -> None:
     ]
     in_group, other, full = "ab" + "0" * 62, "12" + "0" * 62, "cd" + "0" * 62
     orders = place(nodes, {in_group: 1000, other: 1000, full: 8 * 2**20})
-    assert [o.nodes[0] for o in orders] == ["http://a", "http://b", "http://b"]
+    assert [o.nodes[0] for o in orders] == ["http://b", "http://b", "http://b"]
     # A node without room above its headroom (d) is not even a spare.
-    assert orders[0] == UploadOrder(in_group, 1000, ("http://a", "http://b"))
+    assert orders[0] == UploadOrder(in_group, 1000, ("http://b", "http://a"))
 
     # Bytes planned in the same call count against a node's free space.
-    spread = place(nodes[:2], {f"{i:02x}" + "0" * 62: 20 * GIB for i in range(1, 4)})
+    two = [dataclasses.replace(nodes[0], free=55 * GIB), nodes[1]]
+    spread = place(two, {f"{i:02x}" + "0" * 62: 20 * GIB for i in range(1, 4)})
     assert Counter(o.nodes[0] for o in spread) == {"http://b": 2, "http://a": 1}
 
     with pytest.raises(RemoteError, match="only 0 of the 3 nodes taking writes"):
@@ -366,6 +367,15 @@ def test_uploads_go_to_an_alive_node_with_room_preferring_its_group() -> None:
     with pytest.raises(RemoteError, match="only 0 of the 0 nodes taking writes"):
         place(nodes[2:3], {other: 1})
     assert place([], {}) == []
+
+
+def test_nodes_with_about_as_much_room_share_the_uploads() -> None:
+    nodes = [
+        NodeInfo(n, f"http://{n}", "alive", 90 * GIB + i, 100 * GIB) for i, n in enumerate("abc")
+    ]
+    names = {hashlib.sha256(bytes([i])).hexdigest(): 1000 for i in range(60)}
+    first = Counter(order.nodes[0] for order in place(nodes, names, copies=2))
+    assert set(first) == {"http://a", "http://b", "http://c"} and min(first.values()) >= 10
 
 
 def test_an_upload_is_placed_on_as_many_nodes_as_the_insert_waits_for_in_distinct_domains() -> None:
@@ -441,9 +451,26 @@ async def append_every_record(groups: dict[str, Any], where: dict[str, str]) -> 
     return {name: (len(items), False) for name, items in groups.items()}
 
 
+class Upstream:
+    """The index node's link to the master, as `_tell_changed` uses it: each call is recorded,
+    then answered, or failed with `lost` when it is set (a master that died before answering)."""
+
+    peer = None
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, list[str], dict[str, Any]]] = []
+        self.lost: str | None = None
+
+    async def call(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        if self.lost is not None:
+            raise HipError(self.lost)
+        self.told.append((method, sorted(params["names"]), params.get("copies", {})))
+        return {}
+
+
 def unit_index(tmp_path: Path, append_all: AppendAll = append_every_record) -> IndexNode:
     """An index node without processes, with one alive storage node (an insert waits for one
-    copy), whose appends to the structure files are `append_all`."""
+    copy), whose appends to the structure files are `append_all`, and a master that answers."""
     config = ClusterConfig(
         name="t",
         secret=b"s" * 16,
@@ -454,6 +481,7 @@ def unit_index(tmp_path: Path, append_all: AppendAll = append_every_record) -> I
     node.nodes = [NodeInfo("n", "http://n", "alive", GIB, GIB)]
     node.claims = {parse_captures({"captures": [GOOD]})[0].structure: "http://n"}
     node._append_all = append_all  # type: ignore[method-assign]
+    node.upstream = Upstream()  # type: ignore[assignment]
     return node
 
 
@@ -536,22 +564,70 @@ async def test_a_confirmation_of_no_insert_of_its_own_is_refused(
         node.contents.close()
 
 
+async def test_an_insert_is_acknowledged_only_once_the_master_recorded_its_changes(
+    tmp_path: Path,
+) -> None:
+    """A change the master did not answer (it died with the notice unread) fails the insert
+    and is told again, with the next change or on the next connection: until the master has
+    recorded it, the other copies of the file lacking its records are neither marked stale nor
+    refreshed."""
+    node = unit_index(tmp_path)
+    other = {**GOOD, "url": "http://example.com/other"}
+    name, other_name = (parse_captures({"captures": [c]})[0].structure for c in (GOOD, other))
+    node.claims[other_name] = "http://n"
+    upstream: Upstream = node.upstream  # type: ignore[assignment]
+    client = object()
+    try:
+        upstream.lost = "connection to master lost"
+        answer = await node._insert(client, {"captures": [GOOD]})  # type: ignore[arg-type]
+        with pytest.raises(RemoteError, match="the master did not record") as failed:
+            await node._stored(client, {"names": [], "insert": answer["insert"]})  # type: ignore[arg-type]
+        assert failed.value.code == "unavailable"
+        assert node.status()["unsent_changes"] == 1
+        upstream.lost = None
+        answer = await node._insert(client, {"captures": [other]})  # type: ignore[arg-type]
+        confirmed = await node._stored(client, {"names": [], "insert": answer["insert"]})  # type: ignore[arg-type]
+        assert confirmed == {"added": 1}
+        # Each with the copy it was appended to as active (the replication here wants no other).
+        appended = {"active": ["http://n"], "others": []}
+        assert upstream.told == [
+            (
+                "structure.changed",
+                sorted([name, other_name]),
+                {name: appended, other_name: appended},
+            )
+        ]
+        assert node.status()["unsent_changes"] == 0
+    finally:
+        node.contents.close()
+
+
 async def test_changes_the_master_missed_are_told_on_reconnection(tmp_path: Path) -> None:
     config = ClusterConfig(name="t", secret=b"s" * 16, master="http://127.0.0.1:9")
     node = IndexNode(IndexOptions(tmp_path, "127.0.0.1", 0, config, "http://127.0.0.1:9"))
     names = [hashlib.sha256(bytes([i])).hexdigest() for i in range(3)]
-    told: list[tuple[str, Any]] = []
-
-    class Master:
-        async def notify(self, method: str, params: Any) -> None:
-            told.append((method, params))
-
+    upstream = Upstream()
+    upstream.lost = "not connected"
+    node.upstream = upstream  # type: ignore[assignment]
+    master = Upstream()
+    told = [
+        {names[0]: Appended(frozenset(["http://a"])), names[1]: Appended(frozenset(["http://a"]))},
+        {
+            names[1]: Appended(frozenset(["http://b"]), frozenset(["http://c"])),
+            names[2]: Appended(),  # an insert that failed: where its records went is not known
+        },
+    ]
     try:
-        await node._tell_master("structure.changed", {"names": names[:2]})
-        await node._tell_master("structure.changed", {"names": names[1:]})
+        for changes in told:
+            with pytest.raises(RemoteError, match="not connected"):
+                await node._tell_changed(changes)
         assert node.status()["unsent_changes"] == 3
-        await node._send_unsent(Master())  # type: ignore[arg-type]
-        assert [(m, sorted(p["names"])) for m, p in told] == [("structure.changed", sorted(names))]
+        await node._send_unsent(master)  # type: ignore[arg-type]
+        copies = {
+            names[0]: {"active": ["http://a"], "others": []},
+            names[1]: {"active": ["http://a", "http://b"], "others": ["http://c"]},
+        }
+        assert master.told == [("structure.changed", sorted(names), copies)]
         assert node.status()["unsent_changes"] == 0
     finally:
         node.contents.close()

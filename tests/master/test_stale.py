@@ -3,6 +3,7 @@ refreshes them: the master tells their nodes at once, and a node coming back whi
 diverged while it was away, so that they answer lookups late and readers take the active copy
 meanwhile (docs/cluster.md)."""
 
+import asyncio
 import http.client
 import json
 import signal
@@ -14,6 +15,7 @@ from tests.conftest import wait_until
 from .conftest import make_corpus
 from .copies import (
     active_node,
+    appended_to,
     at_url,
     every_copy_holds,
     insert,
@@ -79,11 +81,13 @@ async def test_a_draining_active_copy_stays_until_its_replicas_are_refreshed(
         url = first.captures[0].url
         active = active_node(cluster, name)
 
-        # With the master frozen, the master hears of the appends and of the drain together.
+        # With the master frozen, the master hears of the appends and of the drain together
+        # (the insert is acknowledged once it has recorded the change).
+        later = at_url(make_corpus(2, urls=1, seed=1), url)
         master.send_signal(signal.SIGSTOP)
         try:
-            later = at_url(make_corpus(2, urls=1, seed=1), url)
-            await insert(client, later)
+            inserting = asyncio.ensure_future(insert(client, later))
+            await appended_to(cluster, active, name, later)
             drain = http.client.HTTPConnection("127.0.0.1", cluster.master_port, timeout=60)
             drain.request(
                 "POST",
@@ -93,6 +97,7 @@ async def test_a_draining_active_copy_stays_until_its_replicas_are_refreshed(
             )
         finally:
             master.send_signal(signal.SIGCONT)
+        await inserting
         assert drain.getresponse().status == 200
         drain.close()
 
