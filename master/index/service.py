@@ -613,24 +613,12 @@ class IndexNode:
     ) -> tuple[list[str], dict[str, str]]:
         """POST /structures to copies that are not active; the files taken and why the others
         were not (a node that fails takes none)."""
-        assert self._session is not None
         taken: list[str] = []
         failed: dict[str, str] = {}
         for start in range(0, len(files), APPEND_BATCH):
             part = files[start : start + APPEND_BATCH]
             try:
-                async with (
-                    self._appending,
-                    self._session.post(
-                        f"{address}/structures",
-                        json={"files": part, "deadline": _deadline(), "replica": True},
-                        headers=self._headers(),
-                    ) as r,
-                ):
-                    answer = await r.json(content_type=None, loads=jsonwire.loads)
-                    if r.status != 200:
-                        raise AppendFailed(f"answered {r.status}: {answer.get('error')}")
-                for result in answer["results"]:
+                for result in await self._post_structures(address, part, replica=True):
                     if "error" in result:
                         failed[str(result["name"])] = str(result["error"])
                     else:
@@ -639,6 +627,25 @@ class IndexNode:
                 failed.update((str(item["name"]), failure(exc)) for item in part)
         return taken, failed
 
+    async def _post_structures(
+        self, address: str, files: list[dict[str, Any]], replica: bool = False
+    ) -> list[dict[str, Any]]:
+        """POST /structures (to copies other than the active one with `replica`); each file's
+        result, or AppendFailed when the node refused the request as a whole."""
+        assert self._session is not None
+        body: dict[str, Any] = {"files": files, "deadline": _deadline()}
+        if replica:
+            body["replica"] = True
+        async with (
+            self._appending,
+            self._session.post(f"{address}/structures", json=body, headers=self._headers()) as r,
+        ):
+            answer = await r.json(content_type=None, loads=jsonwire.loads)
+            if r.status != 200:
+                raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
+        results: list[dict[str, Any]] = answer["results"]
+        return results
+
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._token}"}
 
@@ -646,20 +653,8 @@ class IndexNode:
         self, address: str, files: list[dict[str, Any]], refused: list[str]
     ) -> dict[str, tuple[int, bool]]:
         """POST /structures; the files the node took. A refused record is the client's fault."""
-        assert self._session is not None
-        async with (
-            self._appending,
-            self._session.post(
-                f"{address}/structures",
-                json={"files": files, "deadline": _deadline()},
-                headers=self._headers(),
-            ) as r,
-        ):
-            answer = await r.json(content_type=None, loads=jsonwire.loads)
-            if r.status != 200:
-                raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
         taken: dict[str, tuple[int, bool]] = {}
-        for result in answer["results"]:
+        for result in await self._post_structures(address, files):
             if "error" not in result:
                 taken[result["name"]] = (int(result["added"]), bool(result["created"]))
             elif result.get("status") == 400:
