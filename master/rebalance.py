@@ -78,11 +78,15 @@ class Rebalancer:
         excess = {node: held[node] - share[node] for node in held}
         deficit = {node: -value for node, value in excess.items() if value < 0}
         moves: list[PlannedMove] = []
+        # Nothing moves while every node is within the tolerance of its share; once one is not
+        # (a new node far below, say), every node above its share gives towards it.
+        if all(abs(excess[n]) <= max(MIN_EXCESS_BYTES, TOLERANCE * share[n]) for n in held):
+            return []
         sources = sorted(
-            (n for n, v in excess.items() if v > max(MIN_EXCESS_BYTES, TOLERANCE * share[n])),
-            key=lambda n: -excess[n],
+            (n for n, v in excess.items() if v > MIN_EXCESS_BYTES), key=lambda n: -excess[n]
         )
         by_id = {row.id: row for row in nodes}
+        arriving: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
         for src in sources:
             after = ("", "")
             while excess[src] > 0:
@@ -101,7 +105,10 @@ class Rebalancer:
                         for n, d in deficit.items()
                         if 2 * d >= ref.size and by_id[n].state == "alive"
                     ]
-                    holders = self.db.holders(ref.kind, ref.name)
+                    # Holders as they will be once the moves planned so far are made: a file
+                    # held on two sources must not be sent to the same node by both.
+                    holders = set(self.db.holders(ref.kind, ref.name))
+                    holders |= arriving[(ref.kind, ref.name)]
                     domains = {
                         self.members.rows[h].domain
                         for h in holders
@@ -115,6 +122,7 @@ class Rebalancer:
                         continue
                     dst = min(fresh, key=lambda row: (row.domain in domains, -deficit[row.id]))
                     moves.append(PlannedMove(ref.kind, ref.name, src, dst.id, ref.size))
+                    arriving[(ref.kind, ref.name)].add(dst.id)
                     excess[src] -= ref.size
                     deficit[dst.id] -= ref.size
         return moves
