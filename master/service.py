@@ -90,6 +90,7 @@ class Master:
         self.targets = target_function(config.replication)
         self.db.retarget(self.targets)
         self.wake = asyncio.Event()
+        self.nodes_changed = asyncio.Event()
         self.members = Membership(self.db, options.grace, options.dead_after, self._changed)
         self.copier = Copier(self.db, self.members, self.targets, config.write_token)
         self.repairer = Repairer(
@@ -135,6 +136,7 @@ class Master:
         self._tasks = [
             asyncio.create_task(self._repair_loop(), name="repair"),
             asyncio.create_task(self._clock(), name="clock"),
+            asyncio.create_task(self._tell_index_nodes(), name="node changes"),
         ]
         self.wake.set()
         if self.rebalancer.state.get("state") == "running":
@@ -158,6 +160,23 @@ class Master:
     def _changed(self) -> None:
         self.wake.set()
         self.rebalancer.changed.set()
+        self.nodes_changed.set()
+
+    async def _tell_index_nodes(self) -> None:
+        """Tell the index nodes the node list changed, once for each burst of changes, so that
+        a node that joined or stopped taking writes is placed on or avoided at once rather than
+        at their next refresh."""
+        while True:
+            await self.nodes_changed.wait()
+            self.nodes_changed.clear()
+            for name in list(self.index_nodes):
+                peer = self.hip.slaves.get(name)
+                if peer is None:
+                    continue
+                try:
+                    await peer.notify("nodes.changed", {})
+                except HipError as exc:
+                    log.warning("could not tell index node %s the nodes changed: %s", name, exc)
 
     async def _repair_loop(self) -> None:
         """A pass whenever something changed, at most every PASS_GAP seconds while idle, so a

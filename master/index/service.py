@@ -178,7 +178,7 @@ class IndexNode:
             hip_url(options.master),
             options.config.secret,
             self.id,
-            {},
+            {"nodes.changed": self._nodes_changed},
             role="index",
             on_connect=self._on_connect,
         )
@@ -261,6 +261,9 @@ class IndexNode:
             self.claims = {n: a for n, a in self.claims.items() if a in appendable}
             self.replicas.clear()
         self._appendable = appendable
+
+    async def _nodes_changed(self, peer: Peer, params: Any) -> None:
+        await self._reload_nodes()
 
     async def _refresh_nodes(self) -> None:
         while True:
@@ -552,8 +555,8 @@ class IndexNode:
     ) -> dict[str, list[str]]:
         """Append the records just appended to each active copy to as many other copies as an
         insert waits for, before it is acknowledged: the copies the master named, then, for
-        those that fail, new copies on other nodes (created partial, so stale until refreshed
-        from the active one). RemoteError when too few copies took them; otherwise the
+        those that fail, copies on other nodes. A copy created by an append to a file that is
+        not new is partial, so stale until refreshed from the active one. RemoteError when too few copies took them; otherwise the
         addresses of the copies that took them, by file."""
         wanted = self.options.config.replication.insert_copies - 1
         names = [name for name, (added, _) in results.items() if added]
@@ -579,13 +582,15 @@ class IndexNode:
                     continue
                 address = (named or spare)[0]
                 tried[name].add(address)
+                # Created wherever it is missing, a named copy included: another insert's
+                # append may still be creating it there.
                 item: dict[str, Any] = {
                     "name": name,
                     "url": groups[name][0].url,
                     "records": _records(groups[name]),
+                    "create": True,
+                    "partial": not created,
                 }
-                if created or not named:
-                    item.update(create=True, partial=not created)
                 rounds.setdefault(address, []).append(item)
             if not rounds:
                 break

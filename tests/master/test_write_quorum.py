@@ -6,7 +6,7 @@ import signal
 import time
 from collections import Counter
 
-from archive.cluster import ClusterClient
+from archive.cluster import INSERT_BATCH, ClusterClient
 
 from ..disk import stored_spans
 from .conftest import Cluster, Corpus, make_corpus
@@ -82,3 +82,16 @@ async def test_a_node_whose_disk_is_lost_right_after_an_insert_gets_its_files_ag
     cluster.wait_settled(len(corpus.bodies), timeout=120)
     assert len(stored_spans(node.root)) > 0
     await reads_back(cluster, corpus)
+
+
+async def test_batches_racing_to_a_new_structure_file_are_all_on_two_nodes(
+    cluster_factory,
+) -> None:
+    # Two nodes: no spare to fall back on when a batch's append reaches the named copy before
+    # the batch that creates it there. The client sends the next batch while the index node
+    # still appends the last one.
+    cluster = cluster_factory(nodes=2, replicas=2)
+    corpus = make_corpus(3 * INSERT_BATCH, urls=3)
+    await insert(cluster, corpus)
+    structures = copies_on_disk(cluster, "structure")
+    assert len(structures) == 3 and min(structures.values()) == 2, structures
