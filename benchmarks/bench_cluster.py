@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from bench_tools import cluster_down, cluster_up, settle_disk
 
 from archive.cluster import UPLOADS_IN_FLIGHT, ClusterClient, NewCapture
 from archive.config import ClusterConfig, load_config
@@ -42,10 +43,6 @@ HEADER = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
 CONCURRENCY = 16
 # The peers get as many requests in flight as the cluster client uses for its uploads.
 PEER_CONCURRENCY = UPLOADS_IN_FLIGHT
-
-
-def dlweb(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "archive", *args], check=True, capture_output=True)
 
 
 def get_status(config: ClusterConfig) -> dict[str, Any]:
@@ -65,12 +62,6 @@ def wait_for(
             return time.monotonic()
         time.sleep(0.1)
     raise RuntimeError("the cluster did not reach the awaited state")
-
-
-def settle_disk() -> None:
-    """Write back what earlier work left dirty, so that no phase pays for another's writes
-    (the nodes' group commit flushes the whole filesystem)."""
-    os.sync()
 
 
 def corpus(count: int, rng: random.Random) -> tuple[list[NewCapture], dict[str, bytes]]:
@@ -191,19 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data = work / "cluster"
     report: dict[str, Any] = {"captures": args.captures, "restore_files": args.restore}
     try:
-        dlweb(
-            "up",
-            "--data",
-            str(data),
-            "--proxy-port",
-            "0",
-            "--nodes",
-            "3",
-            "--replicas",
-            "2",
-            "--grace",
-            "2",
-        )
+        cluster_up(data, 3, 2, "--grace", "2")
         config = load_config(data / "dlweb.yaml")
         nodes = sorted(n["address"] for n in get_status(config)["nodes"])
 
@@ -288,9 +267,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         names = [c.content for c in captures[:2000]]
         report["lookups_per_s"] = asyncio.run(lookups(config, names, args.lookup_seconds))
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "archive", "down", "--data", str(data)], capture_output=True
-        )
+        cluster_down(data)
         if not args.keep:
             subprocess.run(["rm", "-rf", str(work)], check=False)
     return report

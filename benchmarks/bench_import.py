@@ -54,10 +54,13 @@ from bench_tools import (  # noqa: E402
     WORDS,
     checked,
     children_cpu,
+    cluster_down,
     cluster_pids,
+    cluster_up,
     cpu_seconds,
     dlweb,
     run_benchmark,
+    settle_disk,
 )
 
 from archive.cli import positive_int  # noqa: E402
@@ -78,11 +81,6 @@ SITES = 50
 STARTED = datetime(2024, 5, 1, tzinfo=UTC)
 USER_AGENT = "Mozilla/5.0 (compatible; bench-crawler/1.0)"
 INVENTORY_WAIT = 30.0
-
-
-def settle_disk() -> None:
-    """Write back what earlier work left dirty, so that no phase pays for another's writes."""
-    os.sync()
 
 
 def last_line(output: str) -> str:
@@ -305,20 +303,7 @@ def one_dlweb(
 ) -> dict[str, Any]:
     config = data / CONFIG_FILE
     try:
-        checked(
-            dlweb(
-                "up",
-                "--data",
-                str(data),
-                "--proxy-port",
-                "0",
-                "--nodes",
-                str(nodes),
-                "--replicas",
-                str(replicas),
-            ),
-            "dlweb up",
-        )
+        cluster_up(data, nodes, replicas)
         cluster = cluster_pids(data / RUN_DIR)
         command = dlweb("import", "-c", str(config), str(warc_file))
         what = "dlweb import (it must exit 0 once every record is imported)"
@@ -335,7 +320,7 @@ def one_dlweb(
             "content_files_after_reimport": content_files(config, stored),
         }
     finally:
-        subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
+        cluster_down(data)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -45,6 +45,22 @@ def dlweb(*args: str) -> list[str]:
     return [sys.executable, "-m", "archive", *args]
 
 
+def cluster_up(data: Path, nodes: int, replicas: int, *more: str) -> None:
+    """Start a local cluster in `data` with `dlweb up` (no proxy port to clash over)."""
+    arguments = ["--nodes", str(nodes), "--replicas", str(replicas), *more]
+    checked(dlweb("up", "--data", str(data), "--proxy-port", "0", *arguments), "dlweb up")
+
+
+def cluster_down(data: Path) -> None:
+    subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
+
+
+def settle_disk() -> None:
+    """Write back what earlier work left dirty, so that no phase pays for another's writes
+    (the nodes' group commit flushes the whole filesystem)."""
+    os.sync()
+
+
 def interrupt(signum: int, frame: FrameType | None) -> None:
     """SIGTERM takes the same way out as Ctrl-C, through every cleanup: as SIGINT, which a
     running event loop turns into a cancellation of its task, not an exception in a callback."""

@@ -8,6 +8,7 @@ from collections import Counter
 
 from archive.cluster import INSERT_BATCH, ClusterClient
 
+from ..conftest import NodeProcess
 from ..disk import stored_spans
 from .conftest import Cluster, Corpus, make_corpus
 
@@ -22,6 +23,16 @@ def busiest(cluster: Cluster) -> str:
     """The node holding the most contents on its disk."""
     held = {name: len(stored_spans(node.root)) for name, node in cluster.nodes.items()}
     return max(held, key=held.__getitem__)
+
+
+async def kill_busiest_right_after_insert(cluster: Cluster, corpus: Corpus) -> NodeProcess:
+    """Insert the corpus, then kill -9 the node holding the most contents 0.1 s after the
+    insert is acknowledged; that node."""
+    await insert(cluster, corpus)
+    time.sleep(0.1)
+    node = cluster.nodes[busiest(cluster)]
+    node.stop(signal.SIGKILL)
+    return node
 
 
 def copies_on_disk(cluster: Cluster, kind: str) -> Counter[str]:
@@ -59,10 +70,7 @@ async def test_a_node_killed_right_after_an_acknowledged_insert_loses_nothing(
 ) -> None:
     cluster = cluster_factory(nodes=3, replicas=2, grace=60.0)
     corpus = make_corpus(300, urls=100)
-    await insert(cluster, corpus)
-    time.sleep(0.1)
-    victim = busiest(cluster)
-    cluster.nodes[victim].stop(signal.SIGKILL)
+    await kill_busiest_right_after_insert(cluster, corpus)
     await reads_back(cluster, corpus)
 
 
@@ -71,11 +79,7 @@ async def test_a_node_whose_disk_is_lost_right_after_an_insert_gets_its_files_ag
 ) -> None:
     cluster = cluster_factory(nodes=3, replicas=2, grace=1.0)
     corpus = make_corpus(300, urls=100)
-    await insert(cluster, corpus)
-    time.sleep(0.1)
-    victim = busiest(cluster)
-    node = cluster.nodes[victim]
-    node.stop(signal.SIGKILL)
+    node = await kill_busiest_right_after_insert(cluster, corpus)
     shutil.rmtree(node.root)
     await reads_back(cluster, corpus)
     node.start()

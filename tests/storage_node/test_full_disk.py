@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -26,6 +27,10 @@ HEADER = hashlib.sha256(b"HTTP/1.1 200 OK\r\n\r\n").hexdigest()
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def content_url(node: NodeProcess, data: bytes) -> str:
+    return f"{node.url}/content/{sha(data)}"
 
 
 def auth(config: ClusterConfig) -> dict[str, str]:
@@ -54,6 +59,14 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
         yield client
 
 
+async def send(
+    session: aiohttp.ClientSession, config: ClusterConfig, method: str, url: str, **body: Any
+) -> tuple[int, dict[str, Any]]:
+    """A request to a node with the cluster's write token; its status and JSON answer."""
+    async with session.request(method, url, headers=auth(config), **body) as r:
+        return r.status, await r.json()
+
+
 def what_is_written(root: Path) -> dict[str, int]:
     """Every file a node keeps its contents in, with its size (temporary files included)."""
     return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
@@ -78,35 +91,30 @@ async def test_a_node_at_its_reserve_refuses_new_files_before_writing_any(
     url = "http://full.example/held"
     held = structure_name(url)
     body = {"url": url, "records": [record(1)]}
-    async with session.post(f"{node.url}/structure/{held}", json=body, headers=auth(config)) as r:
-        assert r.status == 200 and (await r.json())["created"], await r.text()
+    status, answer = await send(session, config, "POST", f"{node.url}/structure/{held}", json=body)
+    assert status == 200 and answer["created"], answer
     fill(disk, 6 * MIB)
     contents_before = what_is_written(disk / "content")
 
     small, large = os.urandom(10_000), os.urandom(2 * MIB)
     for data in (small, large):
-        async with session.put(
-            f"{node.url}/content/{sha(data)}", data=data, headers=auth(config)
-        ) as r:
-            message = refusal(r.status, await r.json())
+        message = refusal(*await send(session, config, "PUT", content_url(node, data), data=data))
     assert "6.0 MiB free" in message and "reserve 8.0 MiB" in message
     packed = pack.encode_frame(sha(small), small)
-    async with session.post(f"{node.url}/contents", data=packed, headers=auth(config)) as r:
-        refusal(r.status, await r.json())
+    refusal(*await send(session, config, "POST", f"{node.url}/contents", data=packed))
     new_url = "http://full.example/new"
     new = structure_name(new_url)
     body = {"url": new_url, "records": [record(2)]}
-    async with session.post(f"{node.url}/structure/{new}", json=body, headers=auth(config)) as r:
-        refusal(r.status, await r.json())
+    refusal(*await send(session, config, "POST", f"{node.url}/structure/{new}", json=body))
 
     # Appends to a file held go on in the lower half of the reserve; a new file in a batch is
     # refused on its own.
     files = [{"name": new, **body}, {"name": held, "url": url, "records": [record(3)]}]
-    async with session.post(
-        f"{node.url}/structures", json={"files": files}, headers=auth(config)
-    ) as r:
-        assert r.status == 200
-        created, appended = (await r.json())["results"]
+    status, answer = await send(
+        session, config, "POST", f"{node.url}/structures", json={"files": files}
+    )
+    assert status == 200, answer
+    created, appended = answer["results"]
     assert created["status"] == 507 and "disk full" in created["error"]
     assert appended == {"name": held, "added": 1, "created": False}
 
@@ -121,14 +129,12 @@ async def test_a_node_at_its_reserve_refuses_new_files_before_writing_any(
     # Under half the reserve, appends are refused too.
     fill(disk, 3 * MIB)
     body = {"url": url, "records": [record(4)]}
-    async with session.post(f"{node.url}/structure/{held}", json=body, headers=auth(config)) as r:
-        assert "changes of files held" in refusal(r.status, await r.json())
+    answer = await send(session, config, "POST", f"{node.url}/structure/{held}", json=body)
+    assert "changes of files held" in refusal(*answer)
 
     unfill(disk)
-    async with session.put(
-        f"{node.url}/content/{sha(small)}", data=small, headers=auth(config)
-    ) as r:
-        assert r.status == 201, await r.text()
+    status, answer = await send(session, config, "PUT", content_url(node, small), data=small)
+    assert status == 201, answer
     async with session.get(f"{node.url}/status") as r:
         assert (await r.json())["disk"]["full"] is False
 
@@ -150,10 +156,7 @@ async def test_a_write_the_disk_fails_midway_is_refused_and_leaves_nothing(
             yield data[start : start + 256 * 1024]
 
     # Streamed without a length, so nothing tells the node beforehand that it will not fit.
-    async with session.put(
-        f"{node.url}/content/{sha(data)}", data=chunks(), headers=auth(config)
-    ) as r:
-        message = refusal(r.status, await r.json())
+    message = refusal(*await send(session, config, "PUT", content_url(node, data), data=chunks()))
     assert "nothing of it was kept" in message
     assert not list((disk / "content" / ".tmp").iterdir())
     assert stored_spans(disk) == {}
@@ -162,15 +165,13 @@ async def test_a_write_the_disk_fails_midway_is_refused_and_leaves_nothing(
     # A pack says its size: refused before it is written.
     big = [os.urandom(900_000) for _ in range(12)]
     packed = b"".join(pack.encode_frame(sha(d), d) for d in big)
-    async with session.post(f"{node.url}/contents", data=packed, headers=auth(config)) as r:
-        assert "new files (10.3 MiB more)" in refusal(r.status, await r.json())
+    answer = await send(session, config, "POST", f"{node.url}/contents", data=packed)
+    assert "new files (10.3 MiB more)" in refusal(*answer)
     assert stored_spans(disk) == {}
 
     small = os.urandom(MIB)
-    async with session.put(
-        f"{node.url}/content/{sha(small)}", data=small, headers=auth(config)
-    ) as r:
-        assert r.status == 201, await r.text()
+    status, answer = await send(session, config, "PUT", content_url(node, small), data=small)
+    assert status == 201, answer
     assert set(stored_spans(disk)) == {sha(small)}
 
 
