@@ -81,6 +81,9 @@ CONNECT_TIMEOUT = 10.0
 UPLOAD_TIMEOUT = 300.0
 # An insert or its confirmation waits on a loaded index node (lookups, then appends) this long.
 INDEX_CALL_TIMEOUT = 300.0
+# While the master has no index node (one restarting), an insert asks again this often, for as
+# long as the client waits for a connection.
+NO_INDEX_RETRY = 0.5
 # The error of sock_read (aiohttp before 3.10 raises its parent for a connect timeout too).
 _SILENT_PEER = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
 
@@ -121,6 +124,10 @@ class Held:
 
 class ClusterError(DlwebError):
     """The cluster could not do what was asked (no index node, no replica answered...)."""
+
+
+class NoIndexNode(ClusterError):
+    """The master has no index node connected to take inserts."""
 
 
 class ClusterClient:
@@ -235,15 +242,12 @@ class ClusterClient:
         summary = InsertSummary()
         if not captures:
             return summary
-        slave = await self._index()
         gate = asyncio.Semaphore(UPLOADS_IN_FLIGHT)
         uploading: list[asyncio.Task[None]] = []
         try:
             for start in range(0, len(captures), INSERT_BATCH):
                 batch = captures[start : start + INSERT_BATCH]
-                answer = await self._call_index(
-                    slave, "insert", {"captures": [c.to_json() for c in batch]}
-                )
+                slave, answer = await self._ask_insert({"captures": [c.to_json() for c in batch]})
                 try:
                     answered = InsertAnswer.from_json(answer)
                 except DlwebError as exc:
@@ -269,6 +273,19 @@ class ClusterClient:
             await asyncio.gather(*uploading, return_exceptions=True)
         return summary
 
+    async def _ask_insert(self, params: dict[str, Any]) -> tuple[HipSlave, Any]:
+        """Call insert on an index node, and the connection it came by (its `stored` goes there
+        too). While the master has none (one restarting), ask again for connect_timeout."""
+        deadline = asyncio.get_running_loop().time() + self.connect_timeout
+        while True:
+            slave = await self._index()
+            try:
+                return slave, await self._call_index(slave, "insert", params)
+            except NoIndexNode as exc:
+                if asyncio.get_running_loop().time() + NO_INDEX_RETRY > deadline:
+                    raise NoIndexNode(f"{exc} (waited {self.connect_timeout:g} s)") from None
+                await asyncio.sleep(NO_INDEX_RETRY)
+
     async def _call_index(self, slave: HipSlave, method: str, params: dict[str, Any]) -> Any:
         """Call `method` (insert or stored) on the index node, connected within connect_timeout;
         a refusal or a failure is a ClusterError."""
@@ -280,6 +297,7 @@ class ClusterClient:
                 # Connect anew next time: the master redirects once an index node joins.
                 await slave.stop()
                 self._slave = None
+                raise NoIndexNode(f"insert refused: {exc.message}") from None
             raise ClusterError(f"insert refused: {exc.message}") from None
         except HipError as exc:
             raise ClusterError(f"insert failed: {exc}") from None

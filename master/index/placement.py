@@ -2,6 +2,7 @@
 have room, one per failure domain first, then the roomiest, spread among nodes of about as much
 room; and spares to stand in for a node of the chain that fails."""
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,12 @@ def _full(nodes: Sequence[NodeInfo]) -> str:
     return f"; full disks keep {', '.join(full)} from taking any" if full else ""
 
 
+def _draw(name: str, node: str) -> int:
+    """A number that tells apart nodes of about as much room for one content, the same in every
+    process (Python's own string hash is not), so each node comes first for its share."""
+    return int.from_bytes(hashlib.blake2b(f"{name} {node}".encode(), digest_size=8).digest())
+
+
 def place(
     nodes: Sequence[NodeInfo], sizes: Mapping[str, int], copies: int = 1
 ) -> list[UploadOrder]:
@@ -88,13 +95,14 @@ def place(
         chain: list[NodeInfo] = []
         domains_held: set[str] = set()
         roomiest = max(node.free - planned[node.id] for node in able)
+        draws = {node.id: _draw(name, node.id) for node in able}
         while able and len(chain) < copies + SPARES:
             best = min(
                 able,
                 key=lambda node: (
                     node.domain in domains_held,
                     node.free - planned[node.id] < roomiest - SAME_ROOM,
-                    hash((name, node.id)),
+                    draws[node.id],
                 ),
             )
             able.remove(best)

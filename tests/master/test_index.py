@@ -93,15 +93,26 @@ async def test_a_client_without_the_secret_is_refused(cluster_factory, tmp_path:
             await client.insert(corpus.captures, corpus.bodies.__getitem__)
 
 
-async def test_inserting_without_an_index_node_fails_clearly(cluster_factory) -> None:
+async def test_an_insert_waits_for_an_index_node_to_return_then_fails_clearly(
+    cluster_factory,
+) -> None:
     cluster = cluster_factory(nodes=1, replicas=1)
     assert cluster.index is not None
     cluster.index.stop()
     cluster.wait_for(lambda s: not s["index_nodes"], "the index node to leave")
-    corpus = make_corpus(1, urls=1)
-    async with ClusterClient(cluster.config) as client:
+    corpus = make_corpus(2, urls=2)
+    first, second = corpus.captures
+    async with ClusterClient(cluster.config, connect_timeout=1.0) as client:
         with pytest.raises(ClusterError, match="no index node"):
-            await client.insert(corpus.captures, corpus.bodies.__getitem__)
+            await client.insert([first], corpus.bodies.__getitem__)
+
+    async with ClusterClient(cluster.config) as client:
+        inserting = asyncio.create_task(client.insert([second], corpus.bodies.__getitem__))
+        done, _ = await asyncio.wait({inserting}, timeout=1.5)
+        assert not done, "the insert did not wait for an index node"
+        cluster.start_index()
+        summary = await inserting
+    assert summary.added == 1
 
 
 async def test_captures_are_stored_once_and_read_back(cluster_factory) -> None:
