@@ -19,7 +19,7 @@ from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl, structure_name
 
 from .forwarding import Forwarder
-from .node import CONTENT, STRUCTURE, StorageNode, UrlMismatch
+from .node import CONTENT, STRUCTURE, Copy, StorageNode, UrlMismatch
 from .scrub import ScrubRunning, content_fault, scrub
 from .sendfile import send_file
 from .stores import SMALL_CONTENT, VolumeStore
@@ -287,20 +287,24 @@ async def append_structures(request: web.Request) -> web.Response:
     replica = _Replica(node, files, parsed) if replicating else None
     if replica is not None:
         parsed = replica.takes(parsed, results)
+    copy_of = replica.copy_of if replica is not None else _active
     # New files are created together (with the records of every entry naming them), then files
     # in volumes are appended to together; what neither step took goes one by one.
-    created = await _batch_step(
-        "creating", node.create_structures([(n, u, c) for _, n, u, c in parsed])
-    )
+    created: dict[str, int] = {}
+    for copy in Copy:
+        group = [(n, u, c) for _, n, u, c in parsed if copy_of(n) is copy]
+        if group:
+            created |= await _batch_step("creating", node.create_structures(group, copy))
     rest = _settle(results, parsed, created, True)
+    copy = Copy.ACTIVE if replica is None else Copy.OTHER
     appended = await _batch_step(
-        "appending to", node.append_in_volumes([(n, c) for _, n, _, c in rest])
+        "appending to", node.append_in_volumes([(n, c) for _, n, _, c in rest], copy)
     )
     single = _settle(results, rest, appended, False)
 
     async def one(index: int, name: str, url: str, captures: list[Capture]) -> None:
         try:
-            added, made = await node.append_captures(name, url, captures)
+            added, made = await node.append_captures(name, url, captures, copy_of(name))
         except _CLIENT_ERRORS as exc:
             results[index] = {"name": name, "error": f"files[{index}]: {exc}", "status": 400}
         except DlwebError as exc:
@@ -310,16 +314,17 @@ async def append_structures(request: web.Request) -> web.Response:
             results[index] = {"name": name, "added": added, "created": made}
 
     await asyncio.gather(*(one(*item) for item in single))
-    if replica is not None:
-        replica.settle(results)
     return _json({"results": results})
+
+
+def _active(_name: str) -> Copy:
+    return Copy.ACTIVE
 
 
 class _Replica:
     """An append to copies other than the active one, made before an insert is acknowledged
-    so its records are on two disks: it creates only the files it is told to, and leaves
-    stale the copies that were (an append otherwise tells the active copy, no longer stale),
-    and the partial copies it creates (of a file whose older records it lacks)."""
+    so its records are on two disks: it creates only the files it is told to, partial ones
+    (whose older records it lacks) stale."""
 
     def __init__(self, node: StorageNode, files: list[object], parsed: list[_Entry]) -> None:
         self.node = node
@@ -331,7 +336,6 @@ class _Replica:
                 self.creatable.add(name)
                 if item.get("partial") is True:
                     self.partial.add(name)
-        self.stale = [name for _, name, _, _ in parsed if node.is_stale(STRUCTURE, name)]
 
     def takes(self, parsed: list[_Entry], results: list[dict[str, object] | None]) -> list[_Entry]:
         """The entries to append: those of files held here or that may be created."""
@@ -345,16 +349,8 @@ class _Replica:
                 results[index] = {"name": name, "error": error, "status": 404}
         return taken
 
-    def settle(self, results: list[dict[str, object] | None]) -> None:
-        """Mark stale again the copies that were, and the partial copies just created."""
-        made = [
-            str(result["name"])
-            for result in results
-            if result is not None and result.get("created") is True
-        ]
-        again = self.stale + [name for name in made if name in self.partial]
-        if again:
-            self.node.mark_stale(again)
+    def copy_of(self, name: str) -> Copy:
+        return Copy.PARTIAL if name in self.partial else Copy.OTHER
 
 
 async def _batch_step(what: str, step: Awaitable[dict[str, int]]) -> dict[str, int]:

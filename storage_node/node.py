@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import enum
 import json
 import logging
 import uuid
@@ -44,6 +45,18 @@ def sized_filter(names: list[str]) -> NameFilter:
     for name in names:
         names_filter.add(name)
     return names_filter
+
+
+class Copy(enum.Enum):
+    """Which copy of a structure file an append reaches."""
+
+    # The copy inserts append to: an append makes it fresh.
+    ACTIVE = "active"
+    # Another copy an insert appends to before it is acknowledged: its mark stays as it was.
+    OTHER = "other"
+    # Another copy, which an append creates when missing without the file's older records: a
+    # copy so created is stale until refreshed from the active one.
+    PARTIAL = "partial"
 
 
 class UrlMismatch(ClientFault):
@@ -512,16 +525,16 @@ class StorageNode:
     # -- structure files ------------------------------------------------------------------------
 
     async def append_captures(
-        self, name: str, url: str, captures: Sequence[Capture]
+        self, name: str, url: str, captures: Sequence[Capture], copy: Copy = Copy.ACTIVE
     ) -> tuple[int, bool]:
         """Add captures to a URL's structure file, creating it if needed; returns how many were
         new and whether the file was created. The caller has checked that the URL belongs to the
         file name (the HTTP handlers do)."""
         with self.space.writing(0, held=self.holds(STRUCTURE, name)):
-            return await self._append_captures(name, url, captures)
+            return await self._append_captures(name, url, captures, copy)
 
     async def _append_captures(
-        self, name: str, url: str, captures: Sequence[Capture]
+        self, name: str, url: str, captures: Sequence[Capture], copy: Copy
     ) -> tuple[int, bool]:
         store = self.structures
         async with self.names.hold((name,)):
@@ -533,10 +546,11 @@ class StorageNode:
                     await self._place_structure(await self.run_io(store.stage_version, name, data))
 
                 await self._add_file(STRUCTURE, name, len(data), create)
+                self._created([name], copy)
                 return len(unique), True
             before = store.size(name)
             in_volume = store.in_volume(name)
-            self._appended([name])
+            self._appended([name], copy)
             with store.open_structure(name, writable=not in_volume) as sfile:
                 fresh, in_order = sfile.plan_append(captures)
                 if not fresh:
@@ -557,15 +571,20 @@ class StorageNode:
             self.counts.bytes[STRUCTURE] += store.size(name) - before
             return len(fresh), False
 
-    def _appended(self, names: Iterable[str]) -> None:
-        """Only the active copy of a structure file is appended to: these are no longer stale
-        (the master merges into them what a lost active copy had)."""
-        if self.stale:
+    def _appended(self, names: Iterable[str], copy: Copy) -> None:
+        """An append to the active copy of a structure file makes it fresh (the master merges
+        into it what a lost active copy had); one to another copy changes nothing."""
+        if self.stale and copy is Copy.ACTIVE:
             for name in names:
                 self.unmark_stale(name)
 
+    def _created(self, names: list[str], copy: Copy) -> None:
+        """A partial copy just created lacks the older records: stale until refreshed."""
+        if copy is Copy.PARTIAL and names:
+            self.mark_stale(names)
+
     async def append_in_volumes(
-        self, files: Sequence[tuple[str, Sequence[Capture]]]
+        self, files: Sequence[tuple[str, Sequence[Capture]]], copy: Copy = Copy.ACTIVE
     ) -> dict[str, int]:
         """`append_captures` for a batch of files kept in volumes, together: their records are
         read and their new versions staged in one worker call, then placed through one group
@@ -593,7 +612,7 @@ class StorageNode:
                     for version in versions:
                         version.abort()
             self.counts.bytes[STRUCTURE] += sum(grown for _, _, grown, _ in planned)
-            self._appended([name for name, _, _, _ in planned])
+            self._appended([name for name, _, _, _ in planned], copy)
         return {name: count for name, count, _, _ in planned}
 
     def _plan_appends(
@@ -625,7 +644,7 @@ class StorageNode:
         return unchanged + [(*plan, version) for plan, version in zip(grown, versions, strict=True)]
 
     async def create_structures(
-        self, files: Sequence[tuple[str, str, Sequence[Capture]]]
+        self, files: Sequence[tuple[str, str, Sequence[Capture]]], copy: Copy = Copy.ACTIVE
     ) -> dict[str, int]:
         """Create the structure files of a batch that do not exist yet, together: one staging
         call, one inventory write, one group commit. Returns how many records each created
@@ -645,6 +664,7 @@ class StorageNode:
                         await self._add_files(
                             STRUCTURE, [(name, size, sfile) for name, _, size, sfile in staged]
                         )
+                        self._created([name for name, _, _, _ in staged], copy)
                 finally:
                     # What a failure left unplaced is removed; a placed file has nothing left.
                     for _, _, _, sfile in staged:
