@@ -127,6 +127,7 @@ async def _serve(args: argparse.Namespace) -> None:
             await service.stopped.wait()
         finally:
             await slave.stop()
+            await agent.close()
 
 
 def run(args: argparse.Namespace) -> int:

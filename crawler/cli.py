@@ -65,6 +65,7 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
             "keywords": [k.strip() for k in (args.keywords or "").split(",") if k.strip()],
             "politeness": politeness,
             "resolve": resolve,
+            "browser": args.browser,
         }
         if args.depth is not None:
             order["max_depth"] = args.depth
@@ -86,7 +87,8 @@ def _summary(report: dict[str, Any]) -> str:
         f" {report['bytes'] / 1e6:.1f} MB, {report['new_contents']} new contents,"
         f" {report['not_modified']} not modified, {report['uploaded']} uploaded,"
         f" {len(report['external_links'])} external links, robots-excluded"
-        f" {report['robots_excluded']}, traps {report['traps']}; errors: {errors};"
+        f" {report['robots_excluded']}, traps {report['traps']},"
+        f" {report.get('browser_pages', 0)} through the browser; errors: {errors};"
         f" {report['seconds']:.1f} s"
     )
 
@@ -169,6 +171,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the period of --max-pages and --max-bytes, in seconds (default 60)",
     )
     parser.add_argument("--keywords", help="comma-separated words counted in the sites' text")
+    parser.add_argument(
+        "--browser",
+        choices=("auto", "always", "never"),
+        default="never",
+        help="load pages in headless Chromium, every request it makes fetched politely and"
+        " archived: always, when a page's parse suggests scripts build it (auto), or never"
+        " (default)",
+    )
     parser.add_argument(
         "--previous",
         type=Path,

@@ -200,8 +200,15 @@ class Fetcher:
                 ):
                     server.drop()
 
-    async def fetch(self, url: str, extra_headers: list[tuple[str, str]] | None = None) -> Fetched:
-        """GET one URL, waiting for its server to be free and for the temporisation owed to it."""
+    async def fetch(
+        self,
+        url: str,
+        extra_headers: list[tuple[str, str]] | None = None,
+        method: str = "GET",
+        body: bytes | None = None,
+    ) -> Fetched:
+        """Ask for one URL (GET unless told), waiting for its server to be free and for the
+        temporisation owed to it."""
         parts = urlsplit(url)
         scheme, host = parts.scheme, parts.hostname
         if scheme not in ("http", "https") or not host:
@@ -225,7 +232,19 @@ class Fetcher:
             await self._pay(server)
             try:
                 return await asyncio.wait_for(
-                    self._exchange(server, address, port, sni, url, netloc, target, extra_headers),
+                    self._exchange(
+                        server,
+                        address,
+                        port,
+                        sni,
+                        url,
+                        h11.Request(
+                            method=method,
+                            target=target.encode("ascii", "replace"),
+                            headers=self._headers(netloc, extra_headers, body),
+                        ),
+                        body,
+                    ),
                     self.politeness.max_time,
                 )
             except TimeoutError:
@@ -283,6 +302,19 @@ class Fetcher:
         self.connections_opened += 1
         return _Connection(reader, writer)
 
+    def _headers(
+        self, netloc: str, extra: list[tuple[str, str]] | None, body: bytes | None
+    ) -> list[tuple[str, str]]:
+        """The crawler's own fields, then the caller's (an Accept of its own replaces ours)."""
+        given = {name.lower() for name, _ in extra or ()}
+        headers = [("Host", netloc), ("User-Agent", self.politeness.user_agent)]
+        if "accept" not in given:
+            headers.append(("Accept", "*/*"))
+        headers.extend(extra or ())
+        if body is not None:
+            headers.append(("Content-Length", str(len(body))))
+        return headers
+
     async def _exchange(
         self,
         server: _Server,
@@ -290,19 +322,9 @@ class Fetcher:
         port: int,
         sni: str,
         url: str,
-        netloc: str,
-        target: str,
-        extra_headers: list[tuple[str, str]] | None,
+        request: h11.Request,
+        body: bytes | None,
     ) -> Fetched:
-        headers = [
-            ("Host", netloc),
-            ("User-Agent", self.politeness.user_agent),
-            ("Accept", "*/*"),
-            *(extra_headers or []),
-        ]
-        request = h11.Request(
-            method="GET", target=target.encode("ascii", "replace"), headers=headers
-        )
         for attempt in (1, 2):
             reused = server.connection is not None
             if server.connection is None:
@@ -310,6 +332,8 @@ class Fetcher:
             connection = server.connection
             try:
                 head = connection.http.send(request) or b""
+                if body:
+                    head += connection.http.send(h11.Data(data=body)) or b""
                 connection.writer.write(head + (connection.http.send(h11.EndOfMessage()) or b""))
                 await connection.writer.drain()
                 return await self._receive(server, connection, url)

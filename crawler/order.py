@@ -63,6 +63,9 @@ class Signature:
         )
 
 
+BROWSER_MODES = ("never", "auto", "always")
+
+
 @dataclass
 class Order:
     delimitation: Delimitation
@@ -70,6 +73,9 @@ class Order:
     previous: Path | None = None  # the signature file of the previous crawl
     politeness: Politeness = field(default_factory=Politeness)
     resolve: dict[str, list[str]] = field(default_factory=dict)
+    # Whether pages are loaded in the agent's browser: never, always, or when their parse
+    # suggests scripts build them (auto).
+    browser: str = "never"
 
     @classmethod
     def from_json(cls, data: object) -> "Order":
@@ -100,12 +106,16 @@ class Order:
             for k, v in resolve.items()
         ):
             raise BadOrder("order field resolve must map host names to lists of addresses")
+        browser = data.get("browser", "never")
+        if browser not in BROWSER_MODES:
+            raise BadOrder(f"order field browser must be one of {', '.join(BROWSER_MODES)}")
         return cls(
             delimitation=delimitation,
             keywords=tuple(k.lower() for k in keywords if k.strip()),
             previous=Path(previous) if previous else None,
             politeness=politeness,
             resolve={str(k).lower(): list(v) for k, v in resolve.items()},
+            browser=browser,
         )
 
 

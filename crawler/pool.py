@@ -6,6 +6,7 @@ compact structures of the site it is crawling.
 """
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import multiprocessing
@@ -24,6 +25,7 @@ from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 
+from .browser import Browser
 from .monitor import start_monitor
 from .order import Order
 from .site import Progress, SiteCrawler
@@ -55,6 +57,8 @@ class Agent:
         self.state = "idle"
         self.errors: dict[str, int] = {}
         self.monitor_url = ""
+        # One browser for every site this agent crawls; Chromium starts with the first page.
+        self.browser = Browser()
 
     def status(self) -> dict[str, Any]:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -65,6 +69,10 @@ class Agent:
             "crawl": self.progress.to_json(),
             "errors": self.errors,
             "rss_mb": round(rss, 1),
+            "browser": {
+                "memory_mb": round(self.browser.memory() / 2**20, 1),
+                **dataclasses.asdict(self.browser.stats),
+            },
         }
 
     async def crawl(self, client: ClusterClient, order: Order) -> dict[str, Any]:
@@ -72,7 +80,7 @@ class Agent:
         self.progress.pages = self.progress.fetched = self.progress.errors = 0
         work = self.work / f"site-{os.getpid()}"
         try:
-            report = await SiteCrawler(order, client, work, self.progress).run(
+            report = await SiteCrawler(order, client, work, self.progress, self.browser).run(
                 signature_path(self.work, order.delimitation.start_url)
             )
         finally:
@@ -80,6 +88,10 @@ class Agent:
         for kind, n in report.errors.items():
             self.errors[kind] = self.errors.get(kind, 0) + n
         return report.to_json()
+
+    async def close(self) -> None:
+        """Stop what the agent started for its crawls (its browser)."""
+        await self.browser.close()
 
     async def serve_monitor(self) -> None:
         if self.monitor is None:
@@ -94,9 +106,12 @@ class Agent:
 async def _crawl_in_turn(agent: Agent, orders: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     await agent.serve_monitor()
     reports = []
-    async with ClusterClient(agent.config, agent.name) as client:
-        for order in orders:
-            reports.append(await _one(agent, client, order))
+    try:
+        async with ClusterClient(agent.config, agent.name) as client:
+            for order in orders:
+                reports.append(await _one(agent, client, order))
+    finally:
+        await agent.close()
     return reports
 
 
@@ -121,9 +136,12 @@ def _clone(
 
     async def loop() -> None:
         await agent.serve_monitor()
-        async with ClusterClient(config, agent.name) as client:
-            while (order := sites.get()) is not None:
-                results.put(await _one(agent, client, order))
+        try:
+            async with ClusterClient(config, agent.name) as client:
+                while (order := sites.get()) is not None:
+                    results.put(await _one(agent, client, order))
+        finally:
+            await agent.close()
 
     try:
         asyncio.run(loop())

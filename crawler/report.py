@@ -82,6 +82,7 @@ class SiteReport:
     uploaded_bytes: int = 0
     robots_excluded: int = 0
     traps: int = 0
+    browser_pages: int = 0  # pages loaded in the agent's browser
     levels: Counter[int] = field(default_factory=Counter)
     # New and known contents by the level of the page they came with: where a site changes.
     new_by_level: Counter[int] = field(default_factory=Counter)
@@ -127,6 +128,7 @@ class SiteReport:
             "uploaded_bytes": self.uploaded_bytes,
             "robots_excluded": self.robots_excluded,
             "traps": self.traps,
+            "browser_pages": self.browser_pages,
             "levels": {
                 str(level): {
                     "pages": n,

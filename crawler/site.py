@@ -6,11 +6,12 @@ redirect targets) are fetched right after their page, depth-first, so a page is 
 everything needed to see it. Requisite components are fetched even outside the site.
 """
 
+import dataclasses
 import hashlib
 import logging
 import time
 import zlib
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,16 +21,20 @@ from archive.atomic import AtomicFile
 from archive.cluster import ClusterClient
 from archive.errors import DlwebError
 from archive.header_block import parse_header_block
+from archive.requestkey import lookup_url
 from archive.structure import RecordFlag, RecordKind
 from archive.urlkey import BadUrl, canonical_url
 
 from . import parsers
+from .browser import Browser, BrowserError, BrowserRequest, BrowserResponse, ServeError
 from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
 from .links import Link, LinkKind
 from .order import Order, Signature, SignatureLog, read_signatures
+from .parsers.common import ParseResult
 from .report import SiteReport
 from .robots import Robots, origin_of
+from .scripted import HEAD, built_by_scripts
 from .storage import CaptureSink
 from .traps import TrapGuard
 
@@ -41,6 +46,28 @@ ROBOTS_AGENT = "dlweb-crawler"
 MAX_REDIRECTS = 10
 MAX_PARSED = 16 * 1024 * 1024  # a decoded document is parsed up to this size
 LAST_URLS = 20
+# Responses the browser got lately, kept to answer its next page's asks for the same scripts,
+# styles and images without asking the server again: at most this many bytes, each at most
+# RECENT_ITEM.
+RECENT_BYTES = 32 * 1024 * 1024
+RECENT_ITEM = 4 * 1024 * 1024
+# Fields of the browser's requests the crawler sends as its own, or that describe a connection.
+NOT_PASSED = frozenset(
+    {
+        "host",
+        "user-agent",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "transfer-encoding",
+        "upgrade",
+        "accept-encoding",
+    }
+)
+# Fields of a response that describe its body as sent, not as the browser gets it.
+WIRE_FIELDS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 @dataclass
@@ -77,6 +104,7 @@ class SiteCrawler:
         client: ClusterClient,
         work: Path,
         progress: Progress | None = None,
+        browser: Browser | None = None,
     ) -> None:
         self.order = order
         self.delimitation = order.delimitation
@@ -92,6 +120,12 @@ class SiteCrawler:
         self._fetcher: Fetcher | None = None
         self._level = 0  # of the page being fetched, with its components
         self._robots = Robots(ROBOTS_AGENT, self._fetch_robots)
+        self.browser = browser if order.browser != "never" else None
+        self._page_url = ""  # the page being crawled, whose components follow
+        # Pages the `auto` mode found built by scripts, and their documents for the browser.
+        self._scripted: set[str] = set()
+        self._documents: dict[str, BrowserResponse] = {}
+        self._recent = _Recent(RECENT_BYTES, RECENT_ITEM)
 
     async def run(self, signature_path: Path) -> SiteReport:
         """Crawl the site; the report is returned once every capture is stored."""
@@ -154,9 +188,14 @@ class SiteCrawler:
         self._level = level
         self.report.pages += 1
         self.progress.pages += 1
+        self._page_url = url
+        if self.order.browser == "always" and await self._browse(url, level, frontier):
+            return
         components: list[tuple[Link, bool]] = []
         for link in await self._visit(url, requisite):
             self._route(link, level, frontier, components, requisite)
+        if url in self._scripted and await self._browse(url, level, frontier):
+            return
         # Depth-first among the page's components: a style sheet's images come with it.
         stack = list(reversed(components))
         while stack:
@@ -167,6 +206,59 @@ class SiteCrawler:
             for child in found:
                 self._route(child, level, frontier, nested, link.requisite or inherited)
             stack.extend(reversed(nested))
+
+    async def _browse(self, url: str, level: int, frontier: Frontier) -> bool:
+        """Load a page in the browser, everything it asks for fetched and stored as a component
+        of it, its rendered links queued; False when the browser failed on it (the page is then
+        crawled from its parse)."""
+        if self.browser is None:
+            return False
+        if not await self._robots.allowed(url):
+            self.report.robots_excluded += 1
+            return True
+        try:
+            loaded = await self.browser.load(url, self._serve)
+        except BrowserError as exc:
+            self.report.error(f"browser-{exc.kind}")
+            self.progress.errors += 1
+            log.info("%s: the browser failed (%s); crawled from its parse", url, exc)
+            return False
+        finally:
+            self._documents.pop(url, None)
+        self.report.browser_pages += 1
+        for link in loaded.links:
+            self._route(Link(link, LinkKind.PAGE, False), level, frontier, [], False)
+        return True
+
+    async def _serve(self, request: BrowserRequest) -> BrowserResponse:
+        """Answer a request of the page in the browser: fetched politely and stored, under the
+        lookup key of its method and body; a document parsed already or a component fetched
+        lately is answered from memory."""
+        idempotent = request.method in ("GET", "HEAD")
+        if idempotent:
+            kept = self._documents.pop(request.url, None) or self._recent.get(request.url)
+            if kept is not None:
+                return kept
+        if not await self._robots.allowed(request.url):
+            self.report.robots_excluded += 1
+            raise ServeError("robots")
+        fields = [(k, v) for k, v in request.headers if k.lower() not in NOT_PASSED]
+        fetched = await self._download(request.url, False, request.method, request.body, fields)
+        if fetched is None:
+            raise ServeError("fetch")
+        try:
+            raw = b"".join(fetched.body.chunks())
+            content_type = next((v for k, v in fields if k.lower() == "content-type"), None)
+            key = lookup_url(request.method, fetched.url, content_type, request.body or b"")
+            if request.resource_type != "Document":
+                self.report.components += 1
+            await self._keep(dataclasses.replace(fetched, url=key), parse=False)
+        finally:
+            fetched.body.discard()
+        answer = _for_browser(fetched, raw)
+        if idempotent:
+            self._recent.put(request.url, answer)
+        return answer
 
     def _route(
         self,
@@ -233,10 +325,17 @@ class SiteCrawler:
         finally:
             fetched.body.discard()
 
-    async def _download(self, url: str, conditional: bool = True) -> Fetched | None:
+    async def _download(
+        self,
+        url: str,
+        conditional: bool = True,
+        method: str = "GET",
+        body: bytes | None = None,
+        fields: list[tuple[str, str]] | None = None,
+    ) -> Fetched | None:
         assert self._fetcher is not None
         previous = self.previous.get(url) if conditional else None
-        conditions = []
+        conditions = list(fields or ())
         if previous is not None and previous.etag:
             conditions.append(("If-None-Match", previous.etag))
         if previous is not None and previous.last_modified:
@@ -244,7 +343,7 @@ class SiteCrawler:
         self.progress.last.append(url)
         self.progress.fetched += 1
         try:
-            fetched = await self._fetcher.fetch(url, conditions)
+            fetched = await self._fetcher.fetch(url, conditions, method, body)
         except FetchError as exc:
             self.report.error(exc.kind)
             self.progress.errors += 1
@@ -305,7 +404,16 @@ class SiteCrawler:
             return self._redirect(fetched)
         if not parse or fetched.truncated:
             return []
-        return self._parse(fetched.url, fetched.content_type, _decoded(fetched))
+        result = self._parse(fetched.url, fetched.content_type, _decoded(fetched))
+        if (
+            fetched.url == self._page_url
+            and self.order.browser == "auto"
+            and self.browser is not None
+            and built_by_scripts(fetched.body.data[:HEAD], result.text)
+        ):
+            self._scripted.add(fetched.url)
+            self._documents[fetched.url] = _for_browser(fetched, fetched.body.data)
+        return result.links
 
     async def _not_modified(self, fetched: Fetched, previous: Signature, parse: bool) -> list[Link]:
         """Record the unchanged capture; its links come from the archived copy."""
@@ -332,7 +440,7 @@ class SiteCrawler:
             encoding = None
         else:
             encoding = block.get("content-encoding")
-        return self._parse(previous.url, previous.content_type, _decode(body, encoding))
+        return self._parse(previous.url, previous.content_type, _decode(body, encoding)).links
 
     def _redirect(self, fetched: Fetched) -> list[Link]:
         location = fetched.header("location")
@@ -351,11 +459,11 @@ class SiteCrawler:
             return []
         return [Link(canonical, LinkKind.COMPONENT, False, _REDIRECT)]
 
-    def _parse(self, url: str, content_type: str | None, chunks: Iterator[bytes]) -> list[Link]:
+    def _parse(self, url: str, content_type: str | None, chunks: Iterator[bytes]) -> ParseResult:
         first = next(chunks, b"")
         parser = parsers.parser_for(url, content_type, first[:512])
         if parser is None:
-            return []
+            return ParseResult([])
         parser.feed(first)
         for chunk in chunks:
             parser.feed(chunk)
@@ -364,11 +472,52 @@ class SiteCrawler:
             self.report.error("malformed")
             log.info("%s: %s", url, "; ".join(result.problems[:3]))
         self.report.text.add(result.text, self.order.keywords)
-        return result.links
+        return result
 
 
 # Marks the link a redirect produced, so it inherits its source's need to be fetched.
 _REDIRECT = "\x00redirect"
+
+
+class _Recent:
+    """The responses served to the browser lately, by URL, within a bound on their bytes."""
+
+    def __init__(self, capacity: int, largest: int) -> None:
+        self.capacity = capacity
+        self.largest = largest
+        self.size = 0
+        self._items: OrderedDict[str, BrowserResponse] = OrderedDict()
+
+    def get(self, url: str) -> BrowserResponse | None:
+        found = self._items.get(url)
+        if found is not None:
+            self._items.move_to_end(url)
+        return found
+
+    def put(self, url: str, response: BrowserResponse) -> None:
+        if len(response.body) > self.largest or url in self._items:
+            return
+        self._items[url] = response
+        self.size += len(response.body)
+        while self.size > self.capacity:
+            _, dropped = self._items.popitem(last=False)
+            self.size -= len(dropped.body)
+
+
+def _for_browser(fetched: Fetched, raw: bytes) -> BrowserResponse:
+    """A fetched response as the browser gets it: its content coding undone."""
+    coding = (fetched.header("content-encoding") or "").strip().lower()
+    body = raw
+    if coding in ("gzip", "x-gzip", "deflate"):
+        try:
+            inflate = zlib.decompressobj(47 if coding != "deflate" else 15)
+            body = inflate.decompress(raw) + inflate.flush()
+        except zlib.error:
+            raise ServeError("content-coding") from None
+    elif coding not in ("", "identity"):
+        raise ServeError("content-coding")
+    fields = [(k, v) for k, v in fetched.headers if k.lower() not in WIRE_FIELDS]
+    return BrowserResponse(fetched.status, fetched.reason, fields, body)
 
 
 def _kept(body: Body) -> Body:

@@ -84,6 +84,10 @@ class Browser:
                 await self._restart(f"it held {memory >> 20} MiB, over its cap")
             return loaded
 
+    def memory(self) -> int:
+        """The memory of the running browser's processes (0 while none runs)."""
+        return self._chromium.memory() if self._chromium is not None else 0
+
     async def close(self) -> None:
         if self._chromium is not None:
             await self._chromium.stop()

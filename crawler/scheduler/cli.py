@@ -47,6 +47,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         expand=not args.no_expand,
         delay=args.delay,
         burst=args.burst,
+        browser=args.browser,
         resolve=resolve,
         first_interval=args.first_interval,
         shortest=args.shortest,
@@ -90,6 +91,13 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative,
         default=1.0,
         help="politeness delay the agents keep per server (default 1 s)",
+    )
+    parser.add_argument(
+        "--browser",
+        choices=("auto", "always", "never"),
+        default="never",
+        help="whether the agents load pages in headless Chromium: always, when scripts seem to"
+        " build them (auto), or never (default)",
     )
     parser.add_argument(
         "--burst",

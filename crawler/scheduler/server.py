@@ -31,6 +31,7 @@ class ServerOptions:
     expand: bool = True
     delay: float = 1.0
     burst: float = 10.0
+    browser: str = "never"
     resolve: dict[str, list[str]] = field(default_factory=dict)
     first_interval: float = 86_400.0
     shortest: float = 3_600.0
@@ -52,6 +53,7 @@ async def serve(options: ServerOptions) -> None:
                 filters=Filters(keywords=options.keywords, languages=options.languages),
                 expand=options.expand,
                 politeness={"delay": options.delay, "burst": options.burst},
+                browser=options.browser,
                 resolve=options.resolve,
                 first_interval=options.first_interval,
                 shortest=options.shortest,

@@ -54,6 +54,7 @@ class SchedulerOptions:
     filters: Filters = field(default_factory=Filters)
     expand: bool = True
     politeness: dict[str, float] = field(default_factory=dict)
+    browser: str = "never"  # the browser mode of every order (crawler/order.py)
     resolve: dict[str, list[str]] = field(default_factory=dict)
     first_interval: float = 86_400.0
     shortest: float = 3_600.0
@@ -236,6 +237,7 @@ class Scheduler:
             "keywords": list(self.options.filters.keywords),
             "politeness": dict(self.options.politeness),
             "resolve": self.options.resolve,
+            "browser": self.options.browser,
         }
         if site.signature_file and Path(site.signature_file).is_file():
             order["previous"] = site.signature_file
