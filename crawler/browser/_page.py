@@ -37,13 +37,10 @@ window.confirm = () => false;
 window.prompt = () => null;
 window.print = () => undefined;
 """
-SCROLL = """
-(() => {
-  const root = document.scrollingElement || document.documentElement;
-  window.scrollTo(0, root.scrollHeight);
-  return root.scrollHeight;
-})()
-"""
+HEIGHT = "(document.scrollingElement || document.documentElement).scrollHeight"
+SCROLL = f"window.scrollTo(0, {HEIGHT})"
+# A moment for the page's scripts to draw what the network just brought.
+SETTLE = "new Promise((done) => setTimeout(done, 100))"
 MEDIA = """
 (() => {
   const wanted = new Set();
@@ -161,14 +158,17 @@ class PageSession:
             raise BrowserError("navigation", f"{url}: {navigated['errorText']}")
         await self._until(self.loaded.wait(), deadline)
         await self._idle(deadline)
-        height = -1
+        height = await self._evaluate(HEIGHT)
         while self.load.scrolls < MAX_SCROLLS and time.monotonic() < deadline:
-            grown = await self._evaluate(SCROLL)
-            if grown == height:
-                break
-            height = grown
+            asked = len(self.load.requests)
+            await self._evaluate(SCROLL)
             self.load.scrolls += 1
             await self._idle(deadline)
+            await self._evaluate(SETTLE, wait=True)
+            grown = await self._evaluate(HEIGHT)
+            if grown == height and len(self.load.requests) == asked:
+                break
+            height = grown
         if await self._evaluate(MEDIA):
             await self._idle(deadline)
         found = await self._evaluate(LINKS)
@@ -187,9 +187,12 @@ class PageSession:
         left = max(0.0, self.deadline - time.monotonic()) + ANSWER_GRACE
         return await self.connection.send(method, params, self.session, timeout=left)
 
-    async def _evaluate(self, expression: str) -> Any:
+    async def _evaluate(self, expression: str, wait: bool = False) -> Any:
+        """The value of a JavaScript expression in the page (awaited if a promise, with
+        `wait`); None when it throws."""
         answer = await self._send(
-            "Runtime.evaluate", {"expression": expression, "returnByValue": True}
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": wait},
         )
         if "exceptionDetails" in answer:
             return None

@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 
 from tests.crawler.sites import Sites, serve_sites
-from tests.master.conftest import Cluster, cluster_factory  # noqa: F401  (a fixture used here)
+from tests.master.conftest import (  # noqa: F401  (fixtures used here)
+    Cluster,
+    cluster_factory,
+    module_cluster_factory,
+)
 from tests.proxy.conftest import proxy_factory  # noqa: F401  (a fixture used here)
 
 CRAWL_TIMEOUT = 300

@@ -1,5 +1,6 @@
 """A whole cluster of real processes on loopback: master, index node, storage nodes."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -219,8 +220,9 @@ def write_config(
         out.writelines(f"  {key}: {value}\n" for key, value in replication.items())
 
 
-@pytest.fixture
-def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
+@contextlib.contextmanager
+def clusters_in(root: Path) -> Iterator[Callable[..., Cluster]]:
+    """A maker of clusters of real processes with their files in `root`, stopped at the end."""
     made: list[Cluster] = []
 
     def make(
@@ -231,15 +233,32 @@ def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
         **replication: int,
     ) -> Cluster:
         port = free_port()
-        path = tmp_path / "dlweb.yaml"
+        path = root / "dlweb.yaml"
         write_config(path, port, replicas, **replication)
-        cluster = Cluster(tmp_path, path, load_config(path), port, grace)
+        cluster = Cluster(root, path, load_config(path), port, grace)
         made.append(cluster)
         return cluster.start(nodes) if start else cluster
 
-    yield make
-    for cluster in made:
-        cluster.stop()
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.stop()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
+    with clusters_in(tmp_path) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def module_cluster_factory(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., Cluster]]:
+    """`cluster_factory` for a module's tests that share one cluster."""
+    with clusters_in(tmp_path_factory.mktemp("cluster")) as make:
+        yield make
 
 
 @dataclass
