@@ -38,6 +38,9 @@ FLAGS = (
     "--disable-dev-shm-usage",
     "--mute-audio",
     "--autoplay-policy=no-user-gesture-required",
+    # A page's script that allocates without end crashes its renderer at this heap size, long
+    # before the agent's memory cap.
+    "--js-flags=--max-old-space-size=256",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
 )
@@ -79,6 +82,8 @@ class Chromium:
         try:
             endpoint = await self._endpoint()
             self.connection = await Connection.open(endpoint)
+            # A page that starts a download gets nothing: the crawler fetches files itself.
+            await self.connection.send("Browser.setDownloadBehavior", {"behavior": "deny"})
         except BaseException:
             await self.stop()
             raise

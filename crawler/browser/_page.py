@@ -126,6 +126,7 @@ class PageSession:
         self.last_activity = time.monotonic()
         self.activity = asyncio.Event()
         self.loaded = asyncio.Event()
+        self.crashed = asyncio.Event()
         self.main_frame = ""
         self.committed = False
         self.deadline = time.monotonic() + COMMAND_TIMEOUT
@@ -141,6 +142,8 @@ class PageSession:
         on("Fetch.requestPaused", self._paused, self.session)
         on("Page.loadEventFired", lambda _: self.loaded.set(), self.session)
         on("Page.frameNavigated", self._navigated, self.session)
+        on("Inspector.targetCrashed", lambda _: self._crash(), self.session)
+        await self._send("Inspector.enable")
         await self._send("Page.enable")
         frames = await self._send("Page.getFrameTree")
         self.main_frame = frames["frameTree"]["frame"]["id"]
@@ -206,10 +209,22 @@ class PageSession:
             raise BrowserError(
                 "timeout", f"{self.load.url}: the page did not load in time"
             ) from None
+        self._check()
+
+    def _crash(self) -> None:
+        """The page's renderer died (out of memory, most often): every wait ends at once."""
+        self.crashed.set()
+        self.loaded.set()
+        self.activity.set()
+
+    def _check(self) -> None:
+        if self.crashed.is_set():
+            raise BrowserError("page-crashed", f"{self.load.url}: the page's renderer crashed")
 
     async def _idle(self, deadline: float) -> None:
         """Wait until no request has been waiting for IDLE seconds (or the deadline)."""
         while time.monotonic() < deadline:
+            self._check()
             quiet = time.monotonic() - self.last_activity
             if self.waiting == 0 and quiet >= IDLE:
                 return

@@ -39,12 +39,25 @@ window.open("/popup");
 </script>"""
 LOOPS = b"<!doctype html><title>loops</title><script>for (;;) {}</script>"
 WAITS = b'<!doctype html><title>waits</title><img src="/never.png">'
+GROWS = b"""<!doctype html><title>grows</title><script>
+const kept = [];
+for (;;) kept.push(new Array(1 << 20).fill(kept.length));
+</script>"""
 
 
 async def _bad(request: web.Request) -> web.StreamResponse:
-    pages = {"/navigates": NAVIGATES, "/links": DRAWS_LINKS, "/loops": LOOPS, "/waits": WAITS}
+    pages = {
+        "/navigates": NAVIGATES,
+        "/links": DRAWS_LINKS,
+        "/loops": LOOPS,
+        "/waits": WAITS,
+        "/grows": GROWS,
+    }
     if request.path in pages:
         return web.Response(body=pages[request.path], content_type="text/html")
+    if request.path == "/file.bin":
+        disposition = {"Content-Disposition": 'attachment; filename="file.bin"'}
+        return web.Response(body=bytes(4096), headers=disposition)
     return web.Response(text=f"page {request.path}\n", content_type="text/html")
 
 
@@ -163,3 +176,25 @@ async def test_a_browser_over_its_memory_cap_is_restarted_after_the_page(
         assert browser.stats.restarts == 1 and browser.stats.peak_memory > 1
         assert browser._chromium is None
     assert loaded.title == "links"
+
+
+async def test_a_script_that_allocates_without_end_crashes_its_page_not_the_crawl(
+    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+) -> None:
+    async with Browser(page_budget=20.0) as browser:
+        with pytest.raises(BrowserError) as failed:
+            await browser.load(bad_pages.base + "/grows", fetcher(http))
+        assert failed.value.kind == "page-crashed", failed.value
+        after = await browser.load(bad_pages.base + "/links", fetcher(http))
+    assert after.title == "links"
+
+
+async def test_a_page_that_starts_a_download_is_refused_and_the_next_loads(
+    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+) -> None:
+    async with Browser() as browser:
+        with pytest.raises(BrowserError) as failed:
+            await browser.load(bad_pages.base + "/file.bin", fetcher(http))
+        assert failed.value.kind == "navigation", failed.value
+        after = await browser.load(bad_pages.base + "/links", fetcher(http))
+    assert after.title == "links" and browser.stats.restarts == 0
