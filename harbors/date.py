@@ -21,11 +21,12 @@ def _page(context: HarborContext, request: HarborRequest, note: str = "") -> Ans
     back = request.query.get("back") or request.headers.get("referer", "")
     live = ""
     if context.live_allowed:
-        state = "on" if setting.live else "off"
-        other = "off" if setting.live else "on"
-        live = (
-            f"<p>Live web for pages the archive lacks: <b>{state}</b>. "
-            f'<a href="/set?live={other}&amp;back={quote(back)}">Turn it {other}</a></p>'
+        live = _switch("Live web for pages the archive lacks", "live", setting.live, back)
+        live += _switch(
+            "Recording (every page you browse comes from the live web and is archived)",
+            "record",
+            setting.record,
+            back,
         )
     body = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>dlweb: browsing date</title></head>
@@ -49,6 +50,15 @@ def _page(context: HarborContext, request: HarborRequest, note: str = "") -> Ans
     return Answer(200 if not note else 400, body.encode(), HTML)
 
 
+def _switch(what: str, name: str, on: bool, back: str) -> str:
+    """A paragraph saying whether a setting is on, with the link that turns it the other way."""
+    state, other = ("on", "off") if on else ("off", "on")
+    return (
+        f"<p>{html.escape(what)}: <b>{state}</b>. "
+        f'<a href="/set?{name}={other}&amp;back={quote(back)}">Turn it {other}</a></p>\n'
+    )
+
+
 def answer(context: HarborContext, request: HarborRequest) -> Answer:
     if request.path != "/set":
         return _page(context, request)
@@ -62,14 +72,14 @@ def answer(context: HarborContext, request: HarborRequest) -> Answer:
             at = None if at_text == "latest" else parse_time(at_text)
         except BadTime as exc:
             return _page(context, request, str(exc))
-    live = setting.live
-    if "live" in request.query:
-        live = request.query["live"] == "on"
-        if live and not context.live_allowed:
-            return Answer(
-                403, b"The operator of this archive does not allow the live web.\n", "text/plain"
-            )
-    context.settings.set(request.client, ClientSetting(at, live))
+    live = request.query["live"] == "on" if "live" in request.query else setting.live
+    record = request.query["record"] == "on" if "record" in request.query else setting.record
+    turned_on = any(request.query.get(name) == "on" for name in ("live", "record"))
+    if turned_on and not context.live_allowed:
+        return Answer(
+            403, b"The operator of this archive does not allow the live web.\n", "text/plain"
+        )
+    context.settings.set(request.client, ClientSetting(at, live, record))
     back = request.query.get("back", "")
     target = back if urlsplit(back).scheme in ("http", "https") else "http://date.dlweb/"
     return Answer(303, b"", HTML, [("Location", target)])

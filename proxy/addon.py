@@ -1,6 +1,7 @@
-"""The proxy's addon: each request goes through access, harbors, date and replay, in that order.
-Each concern is a class of its own that answers the requests that are its concern and leaves the
-others to the next; nothing reaches the live web unless the replay leaves it to. They are called
+"""The proxy's addon: each request goes through access, harbors, date, then recording or replay,
+in that order. Each concern is a class of its own that answers the requests that are its concern
+and leaves the others to the next; nothing reaches the live web unless the recorder takes it or
+the replay leaves it to. They are called
 from one mitmproxy addon: every addon mitmproxy runs costs time on every hook of every request."""
 
 from pathlib import Path
@@ -14,6 +15,7 @@ from .access import Access
 from .dates import DatePicker
 from .guard import Guard
 from .harbor_desk import HarborDesk
+from .recorder import Recorder
 from .replay import Replay
 
 
@@ -30,6 +32,7 @@ class ArchiveAddon:
         self.guard = Guard(access)
         self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder)
         self.dates = DatePicker(settings)
+        self.recorder = Recorder(reader.client, settings, live_allowed)
         self.replay = Replay(reader, settings, live_allowed, log_requests)
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
@@ -39,12 +42,14 @@ class ArchiveAddon:
         self.guard.request(flow)
         await self.harbors.request(flow)
         self.dates.request(flow)
-        await self.replay.request(flow)
+        if not self.recorder.request(flow):
+            await self.replay.request(flow)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         self.replay.responseheaders(flow)
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    async def response(self, flow: http.HTTPFlow) -> None:
+        await self.recorder.response(flow)
         self.replay.response(flow)
 
     def done(self) -> None:
