@@ -21,7 +21,14 @@ from archive.errors import DlwebError
 
 DEFAULT_WORK = Path("dlweb-crawler")
 
-__all__ = ["add_agent_arguments", "add_arguments", "register", "register_agent"]
+__all__ = [
+    "add_agent_arguments",
+    "add_arguments",
+    "add_record_arguments",
+    "register",
+    "register_agent",
+    "register_record",
+]
 
 
 def parse_resolve(text: str) -> tuple[str, str]:
@@ -244,6 +251,79 @@ def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentPars
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     add_arguments(subparsers.add_parser("crawl", help="crawl websites into the cluster"))
+
+
+def _record(args: argparse.Namespace) -> int:
+    """Each page loaded in headless Chromium with the browser behaviours, everything it asked
+    for archived: a crawl of the page alone in browser mode."""
+    from .order import Order
+    from .pool import crawl_sites
+
+    config = load_config(args.config)
+    resolve: dict[str, list[str]] = {}
+    for host, address in args.resolve or []:
+        resolve.setdefault(host, []).append(address)
+    orders = []
+    for url in args.urls:
+        order: dict[str, Any] = {
+            "start_url": url,
+            "max_depth": 0,
+            "browser": "always",
+            "politeness": {"delay": args.delay, "read_timeout": args.timeout},
+            "resolve": resolve,
+        }
+        Order.from_json(order)
+        orders.append(order)
+    work = checked_directory(args.work, "--work")
+    failed = 0
+    for report in crawl_sites(config, orders, work):
+        if "failed" in report or not report.get("browser_pages"):
+            failed += 1
+            errors = report.get("failed") or ", ".join(sorted(report.get("errors", {}))) or "?"
+            print(f"{report['start_url']}: NOT RECORDED in the browser ({errors})")
+            continue
+        print(
+            f"{report['start_url']}: recorded, {report['components'] + 1} responses archived,"
+            f" {report['bytes'] / 1e6:.1f} MB"
+        )
+    return 1 if failed else 0
+
+
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("urls", nargs="+", metavar="URL", help="page to record")
+    parser.add_argument(
+        "--delay",
+        type=non_negative,
+        default=0.0,
+        help="seconds between two requests to one server (default 0: as a browser would)",
+    )
+    parser.add_argument(
+        "--timeout", type=non_negative, default=30.0, help="seconds a server may stay silent"
+    )
+    parser.add_argument(
+        "--resolve",
+        type=parse_resolve,
+        action="append",
+        metavar="HOST:IP",
+        help="use this address for this host name (repeat)",
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=DEFAULT_WORK,
+        help=f"folder for the crawler's queues and signature files (default ./{DEFAULT_WORK})",
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_record, collection=None)
+
+
+def register_record(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_record_arguments(
+        subparsers.add_parser(
+            "record",
+            help="record pages in headless Chromium (scrolled, media played) into the cluster",
+        )
+    )
 
 
 def main() -> int:

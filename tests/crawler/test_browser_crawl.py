@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from archive.cluster import ClusterClient
 from archive.requestkey import lookup_url
 from tests.browser import png_pixels, screenshot
 from tests.master.conftest import Cluster
@@ -180,3 +181,31 @@ def test_auto_takes_the_browser_for_a_page_scripts_build_and_not_for_a_static_on
     assert static.report["browser_pages"] == 0, static.report
     assert static.report["pages"] == 2
     assert {"/static.html", "/static2.html", STATIC_IMAGE.path} <= paths(static.urls)
+
+
+async def test_dlweb_record_archives_one_page_scrolled_to_its_end(
+    cluster_factory: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    with ScriptedSite() as site:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "archive",
+                "record",
+                "-c",
+                str(cluster.config_path),
+                "--work",
+                str(tmp_path / "work"),
+                site.base + FEED_PATH,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=CRAWL_TIMEOUT,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{site.base}{FEED_PATH}: recorded" in done.stdout
+    async with ClusterClient(cluster.config) as client:
+        for path in feed_load_paths():
+            assert await client.captures(site.base + path), f"{path} was not recorded"
