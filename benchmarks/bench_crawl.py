@@ -40,16 +40,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_tools import (  # noqa: E402
     MB,
     BenchError,
-    checked,
     children_cpu,
+    cluster_down,
     cluster_pids,
+    cluster_up,
     cpu_seconds,
     dlweb,
     run_benchmark,
 )
 from crawl_farm import address, host  # noqa: E402
 from scrapy_peer import scrapy_command, scrapy_version  # noqa: E402
+from scripted_farm import ADDRESS as SCRIPTED_ADDRESS  # noqa: E402
+from scripted_farm import HOST as SCRIPTED_HOST  # noqa: E402
 
+from crawler.browser._chromium import _resident as browser_resident  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
 
@@ -60,6 +64,11 @@ STOP_TIMEOUT = 10.0
 KB = 1024
 TARGET_SPEED = 2.0  # dlweb pages/s over Scrapy's
 TARGET_AGENT_MB = 20.0  # peak PSS of one site agent
+# Browser mode. What Browsertrix Crawler's users report on script-heavy sites, in pages per
+# minute per browser window: the slow and the fast end.
+BROWSERTRIX_PPM = (1.3, 3.0)
+TARGET_SCRIPTED_PPM = 20.0  # script-built pages per minute per browser, on loopback
+TARGET_BROWSER_AGENT_MB = 400.0  # peak of the agent's PSS plus its browser's memory
 
 
 @dataclass
@@ -69,12 +78,19 @@ class Farm:
     port: int
     control: int
     pid: int
+    scripted: int = 0  # pages of the script-built site (none when 0)
 
     def urls(self) -> list[str]:
         return [f"http://{host(n)}:{self.port}/" for n in range(1, self.sites + 1)]
 
+    def scripted_url(self) -> str:
+        return f"http://{SCRIPTED_HOST}:{self.port}/"
+
     def hosts(self) -> dict[str, str]:
-        return {host(n): address(n) for n in range(1, self.sites + 1)}
+        hosts = {host(n): address(n) for n in range(1, self.sites + 1)}
+        if self.scripted:
+            hosts[SCRIPTED_HOST] = SCRIPTED_ADDRESS
+        return hosts
 
     def _call(self, method: str, path: str) -> dict[str, Any]:
         request = urllib.request.Request(f"http://127.0.0.1:{self.control}{path}", method=method)
@@ -86,15 +102,21 @@ class Farm:
         counts: dict[str, dict[str, int]] = self._call("GET", "/__count")["sites"]
         return counts
 
+    def scripted_counts(self) -> dict[str, int]:
+        """What the script-built site served (see scripted_farm.Counts)."""
+        counts: dict[str, int] = self._call("GET", "/__count")["scripted"]
+        return counts
+
     def reset(self) -> None:
         self._call("POST", "/__reset")
 
 
 @contextmanager
-def running_farm(work: Path, sites: int, pages: int) -> Iterator[Farm]:
+def running_farm(work: Path, sites: int, pages: int, scripted: int = 0) -> Iterator[Farm]:
     port_file = work / "farm.json"
     log_path = work / "farm.log"
     command = [sys.executable, str(FARM), "--sites", str(sites), "--pages", str(pages)]
+    command += ["--scripted-pages", str(scripted)]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [*command, "--port-file", str(port_file)], stdout=log, stderr=subprocess.STDOUT
@@ -106,7 +128,7 @@ def running_farm(work: Path, sites: int, pages: int) -> Iterator[Farm]:
                 raise BenchError(f"the farm did not start:\n{log_path.read_text()[-4000:]}")
             time.sleep(0.05)
         ports = json.loads(port_file.read_text())
-        yield Farm(sites, pages, ports["port"], ports["control"], process.pid)
+        yield Farm(sites, pages, ports["port"], ports["control"], process.pid, scripted)
     finally:
         stop(process)
 
@@ -199,14 +221,62 @@ class Memory:
         }
 
 
-def measured(command: list[str], log_path: Path, what: str, processes: int = 1) -> dict[str, Any]:
-    """Run `command` to its exit, sampling the memory of its process tree: seconds, the CPU it
-    and the children it waited for used, memory peaks."""
+def descendants(pid: int) -> list[int]:
+    found = children(pid)
+    for child in found:
+        found += children(child)
+    return found
+
+
+@dataclass
+class AgentMemory:
+    """Peaks of one agent with its browser: `dlweb crawl` with one agent crawls in its own
+    process (`root`), and every process below it is its browser's (Chromium and the processes
+    it starts). The agent's PSS, plus the browser's memory measured as the agent measures it
+    for its monitoring status and its cap (crawler/browser/_chromium.py: anonymous and
+    shared-memory PSS of each of its processes, pages of the program file left out), both
+    taken in the same sample."""
+
+    root: int
+    agent_pss_mb: float = 0.0
+    browser_mb: float = 0.0
+    total_mb: float = 0.0
+    browser_processes: int = 0
+
+    def sample(self) -> None:
+        usage = memory_kb(self.root)
+        if usage is None:
+            return
+        browser = descendants(self.root)
+        agent = usage[1] * KB / MB
+        used = sum(browser_resident(pid) for pid in browser) / MB
+        self.agent_pss_mb = max(self.agent_pss_mb, agent)
+        self.browser_mb = max(self.browser_mb, used)
+        self.total_mb = max(self.total_mb, agent + used)
+        self.browser_processes = max(self.browser_processes, len(browser))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "agent_pss_mb": self.agent_pss_mb,
+            "browser_mb": self.browser_mb,
+            "total_mb": self.total_mb,
+            "browser_processes": self.browser_processes,
+        }
+
+
+def measured(
+    command: list[str], log_path: Path, what: str, processes: int = 1, browser: bool = False
+) -> dict[str, Any]:
+    """Run `command` to its exit, sampling the memory of its process tree (of one agent and its
+    browser with `browser`): seconds, the CPU it and the children it waited for used, memory
+    peaks."""
     before = children_cpu()
     started = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    memory = Memory(process.pid, full=processes)
+    memory: Memory | AgentMemory = (
+        AgentMemory(process.pid) if browser else Memory(process.pid, full=processes)
+    )
     try:
         while process.poll() is None:
             memory.sample()
@@ -298,12 +368,7 @@ def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
     config = data / CONFIG_FILE
     report = work / "crawl-report.json"
     try:
-        checked(
-            dlweb(
-                "up", "--data", str(data), "--proxy-port", "0", "--nodes", "1", "--replicas", "1"
-            ),
-            "dlweb up",
-        )
+        cluster_up(data, 1, 1)
         command = dlweb("crawl", *farm.urls(), "-c", str(config), "--delay", "0")
         for name, ip in farm.hosts().items():
             command += ["--resolve", f"{name}:{ip}"]
@@ -329,10 +394,162 @@ def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
         figures = crawl_figures(run, served, farm_cpu)
         return {**figures, "agents": agents, "report": stored, "cluster_cpu_s": cluster_cpu}
     finally:
-        subprocess.run(dlweb("down", "--data", str(data)), capture_output=True)
+        cluster_down(data)
+
+
+# Browser mode: the crawls of one run, in order: (key, label, site, --browser).
+BROWSER_CASES = (
+    ("scripted_browser", "script-built, browser", "scripted", "always"),
+    ("scripted_parse", "script-built, parse only", "scripted", "never"),
+    ("static_browser", "static, browser", "static", "always"),
+    ("static_parse", "static, parse only", "static", "never"),
+)
+
+
+def one_agent_crawl(
+    work: Path, farm: Farm, config: Path, urls: list[str], mode: str, name: str
+) -> tuple[dict[str, Any], Path]:
+    """`dlweb crawl --browser MODE` of `urls` with one agent: its figures (time, CPU, memory
+    of the agent and its browser, the report's totals, pages per minute) and its report."""
+    report = work / f"{name}-report.json"
+    command = dlweb("crawl", *urls, "-c", str(config), "--delay", "0", "--browser", mode)
+    for site, ip in farm.hosts().items():
+        command += ["--resolve", f"{site}:{ip}"]
+    command += ["--agents", "1", "--report", str(report), "--work", str(work / name)]
+    farm_cpu = cpu_seconds([farm.pid])
+    run = measured(command, work / f"{name}.log", f"dlweb crawl --browser {mode}", browser=True)
+    run["farm_cpu_s"] = cpu_seconds([farm.pid]) - farm_cpu
+    try:
+        sites = json.loads(report.read_text())["sites"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise BenchError(f"no usable crawl report in {report}: {exc}") from exc
+    if failed := [site for site in sites if "failed" in site]:
+        raise BenchError(f"the crawl of {failed[0]['start_url']} failed: {failed[0]['failed']}")
+    errors: dict[str, int] = {}
+    for site in sites:
+        for kind, n in site["errors"].items():
+            errors[kind] = errors.get(kind, 0) + n
+    totals = {key: sum(site.get(key, 0) for site in sites) for key in ("pages", "browser_pages")}
+    run.update(totals, errors=errors, pages_per_min=totals["pages"] * 60 / run["seconds"])
+    return run, report
+
+
+def check_scripted(farm: Farm, run: dict[str, Any], mode: str) -> dict[str, int]:
+    """What the script-built site served; raises unless a crawl in the browser met every page
+    and made every request of each (its data, image and POST), and one that parses only found
+    the start page alone and never ran a script."""
+    served = farm.scripted_counts()
+    pages = farm.scripted
+    if mode == "always":
+        expected = {"pages": pages, "data": pages, "images": pages, "seen": pages}
+        expected |= {"report pages": pages, "browser pages": pages}
+    else:
+        expected = {"pages": 1, "data": 0, "images": 0, "posts": 0}
+        expected |= {"report pages": 1, "browser pages": 0}
+    found = served | {"report pages": run["pages"], "browser pages": run["browser_pages"]}
+    wrong = {key: found[key] for key, value in expected.items() if found[key] != value}
+    if wrong or served["unknown"] or run["errors"]:
+        raise BenchError(
+            f"--browser {mode} on the script-built site: {wrong or ''} (expected"
+            f" {expected}), unknown requests {served['unknown']}, errors {run['errors']}"
+        )
+    return served
+
+
+def bench_browser_case(
+    work: Path, farm: Farm, config: Path, key: str, site: str, mode: str
+) -> dict[str, Any]:
+    urls = [farm.scripted_url()] if site == "scripted" else farm.urls()
+    run, report = one_agent_crawl(work, farm, config, urls, mode, key)
+    if site == "scripted":
+        run["served"] = check_scripted(farm, run, mode)
+        run["expected_pages"] = farm.scripted if mode == "always" else 1
+    else:
+        run["served"] = check_farm(farm, f"dlweb crawl --browser {mode}")
+        check_report(report, farm)
+        browsed = farm.sites * farm.pages if mode == "always" else 0
+        if run["browser_pages"] != browsed:
+            raise BenchError(
+                f"--browser {mode}: {run['browser_pages']} pages through the browser, not {browsed}"
+            )
+        run["expected_pages"] = farm.sites * farm.pages
+    if mode == "always" and not run["memory"]["browser_processes"]:
+        raise BenchError(f"--browser {mode}: no browser process was seen below the agent")
+    memory = run["memory"]
+    print(
+        f"  {run['seconds']:.1f} s, {run['pages']:,} pages ({run['browser_pages']:,} in the"
+        f" browser), {run['pages_per_min']:,.1f} pages/min; peak agent + browser"
+        f" {memory['total_mb']:.1f} MB"
+    )
+    return run
+
+
+def run_browser(args: argparse.Namespace) -> dict[str, Any]:
+    """Browser mode: one agent crawls the script-built site and the static sites, in the
+    browser and parsing only, into one cluster."""
+    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
+    figures: dict[str, Any] = {
+        "scripted_pages": args.scripted_pages,
+        "static_sites": args.static_sites,
+        "static_pages": args.static_pages,
+        "browsertrix_ppm": list(BROWSERTRIX_PPM),
+        "runs": {},
+        "failed": {},
+    }
+    farm_size = (args.static_sites, args.static_pages, args.scripted_pages)
+    try:
+        with running_farm(work, *farm_size) as farm:
+            print(
+                f"farm: a script-built site of {args.scripted_pages} pages and"
+                f" {args.static_sites} static sites of {args.static_pages} pages,"
+                f" port {farm.port}"
+            )
+            data = work / "cluster"
+            try:
+                cluster_up(data, 1, 1)
+                for key, label, site, mode in BROWSER_CASES:
+                    print(f"dlweb crawl --browser {mode}, 1 agent: {label} ...")
+                    try:
+                        figures["runs"][key] = bench_browser_case(
+                            work, farm, data / CONFIG_FILE, key, site, mode
+                        )
+                    except BenchError as exc:
+                        figures["failed"][key] = str(exc)
+                        print(f"  FAILED: {exc}")
+                    farm.reset()
+            finally:
+                cluster_down(data)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+    runs = figures["runs"]
+    ratios: dict[str, float] = {}
+    for key in ("scripted_browser", "static_browser"):
+        if key in runs:
+            ppm = runs[key]["pages_per_min"]
+            ratios[f"{key}_vs_browsertrix_low"] = ppm / BROWSERTRIX_PPM[0]
+            ratios[f"{key}_vs_browsertrix_high"] = ppm / BROWSERTRIX_PPM[1]
+    if "static_browser" in runs and "static_parse" in runs:
+        ppm = runs["static_browser"]["pages_per_min"], runs["static_parse"]["pages_per_min"]
+        ratios["static_browser_vs_parse"] = ppm[0] / ppm[1]
+    figures["ratios"] = ratios
+    browsed = [runs[key]["memory"] for key in ("scripted_browser", "static_browser") if key in runs]
+    peak = max(browsed, key=lambda memory: memory["total_mb"]) if browsed else None
+    figures["memory_peak"] = peak
+    targets: dict[str, bool | None] = {"scripted_speed": None, "agent_browser_memory": None}
+    if "scripted_browser" in runs:
+        targets["scripted_speed"] = runs["scripted_browser"]["pages_per_min"] >= TARGET_SCRIPTED_PPM
+    if peak is not None:
+        targets["agent_browser_memory"] = 0 < peak["total_mb"] < TARGET_BROWSER_AGENT_MB
+    figures["targets"] = targets
+    return {"browser": figures}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.browser:
+        return run_browser(args)
     work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
     report: dict[str, Any] = {"sites": args.sites, "pages": args.pages}
     try:
@@ -372,7 +589,63 @@ def memory_line(label: str, rss: str, pss: float, uss: str = "") -> str:
     return f"    {label:<26}{rss:>9}{pss:>9.1f}{uss:>9}"
 
 
+def show_browser(figures: dict[str, Any]) -> None:
+    low, high = figures["browsertrix_ppm"]
+    runs = figures["runs"]
+    print()
+    print(
+        f"Browser mode: one agent (one browser), no delay, on loopback; a script-built site of"
+        f" {figures['scripted_pages']} pages, {figures['static_sites']} static sites of"
+        f" {figures['static_pages']} pages"
+    )
+    print(
+        f"  {'':<26}{'pages':>7}{'of':>6}{'seconds':>9}{'pages/min':>10}"
+        f"{'/' + format(low, 'g'):>7}{'/' + format(high, 'g'):>6}{'CPU s':>7}{'peak MB':>9}"
+    )
+    for key, label, _, mode in BROWSER_CASES:
+        if key not in runs:
+            print(f"  {label:<26}FAILED: {figures['failed'].get(key, '?')}")
+            continue
+        row = runs[key]
+        ppm = row["pages_per_min"]
+        versus = f"{ppm / low:>7.1f}{ppm / high:>6.1f}" if mode == "always" else f"{'':>13}"
+        print(
+            f"  {label:<26}{row['pages']:>7,}{row['expected_pages']:>6,}{row['seconds']:>9.1f}"
+            f"{ppm:>10,.1f}{versus}{row['cpu_s']:>7.1f}{row['memory']['total_mb']:>9.1f}"
+        )
+    print(
+        f"  (pages/min per browser, per agent when parsing only; /{low:g} and /{high:g}: times"
+        " what Browsertrix Crawler users report per browser window on script-heavy sites;"
+        " peak MB: the agent's PSS plus its browser's memory)"
+    )
+    ratios = figures["ratios"]
+    if "static_browser_vs_parse" in ratios:
+        print(
+            "  ratio (static sites, browser / parse only, pages/min)"
+            f" {ratios['static_browser_vs_parse']:>7.3f}"
+        )
+    if (peak := figures["memory_peak"]) is not None:
+        print(
+            f"  peak memory, agent + browser: {peak['total_mb']:.1f} MB (agent PSS peak"
+            f" {peak['agent_pss_mb']:.1f} MB, browser peak {peak['browser_mb']:.1f} MB, up to"
+            f" {peak['browser_processes']} browser processes)"
+        )
+    print()
+    targets = figures["targets"]
+    print(
+        f"target: >= {TARGET_SCRIPTED_PPM:g} script-built pages/min per browser:"
+        f" {verdict(targets['scripted_speed'])}"
+    )
+    print(
+        f"target: agent + browser < {TARGET_BROWSER_AGENT_MB:g} MB (peak):"
+        f" {verdict(targets['agent_browser_memory'])}"
+    )
+
+
 def show(report: dict[str, Any]) -> None:
+    if "browser" in report:
+        show_browser(report["browser"])
+        return
     total = report["sites"] * report["pages"]
     print()
     print(
@@ -430,16 +703,35 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=8, help="dlweb's site-crawler agents")
     parser.add_argument("--skip-scrapy", action="store_true", help="run dlweb only")
     parser.add_argument("--skip-dlweb", action="store_true", help="run Scrapy only")
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="instead, crawl in browser mode and parsing only with one agent: a script-built"
+        " site and static sites",
+    )
+    parser.add_argument(
+        "--scripted-pages", type=int, default=60, help="pages of the script-built site (--browser)"
+    )
+    parser.add_argument(
+        "--static-sites", type=int, default=100, help="static sites (--browser; 2 or more)"
+    )
+    parser.add_argument(
+        "--static-pages", type=int, default=3, help="pages per static site (--browser)"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where to make the temporary dir")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
-    if args.skip_scrapy and args.skip_dlweb:
+    if args.skip_scrapy and args.skip_dlweb and not args.browser:
         parser.error("--skip-scrapy and --skip-dlweb leave nothing to run")
+    if args.static_sites < 2 or args.static_pages < 1 or args.scripted_pages < 1:
+        parser.error(
+            "--static-sites must be 2 or more, --static-pages and --scripted-pages 1 or more"
+        )
     outcome = run_benchmark(args, run, show, "crawlers, farm and cluster stopped, files removed")
     if isinstance(outcome, int):
         return outcome
-    return 1 if "dlweb_failed" in outcome else 0
+    return 1 if "dlweb_failed" in outcome or outcome.get("browser", {}).get("failed") else 0
 
 
 if __name__ == "__main__":

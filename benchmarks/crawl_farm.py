@@ -11,7 +11,12 @@ crawler left its site. Keep-alive is on. A control server on 127.0.0.1 answers `
 (per site: requests, distinct pages fetched, robots.txt fetches, `/ref/` fetches, unknown paths)
 and `POST /__reset`.
 
+With --scripted-pages K, the farm also serves a site of K pages that scripts build
+(benchmarks/scripted_farm.py: `scripted.bench` on an address of its own, the same port); what it
+served is under "scripted" in the answer of `/__count`.
+
 Usage: python benchmarks/crawl_farm.py --sites N --pages M --port-file FILE [--seed S]
+       [--scripted-pages K]
 It writes {"port", "control"} to FILE (atomically) once every site listens, and serves until
 SIGTERM or SIGINT.
 """
@@ -34,6 +39,9 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tools import WORDS  # noqa: E402
+from scripted_farm import ADDRESS as SCRIPTED_ADDRESS  # noqa: E402
+from scripted_farm import HOST as SCRIPTED_HOST  # noqa: E402
+from scripted_farm import ScriptedSite  # noqa: E402
 
 TEXT_SIZES = (2_000, 6_000)
 LINKS = (3, 8)
@@ -162,17 +170,17 @@ def make_sites(sites: int, pages: int, port: int, seed: int) -> dict[str, Site]:
     return made
 
 
-def listening_sockets(sites: int) -> tuple[int, list[socket.socket]]:
+def listening_sockets(addresses: list[str]) -> tuple[int, list[socket.socket]]:
     """One listening socket per site address, all on one free port."""
     for _ in range(PORT_TRIES):
         sockets: list[socket.socket] = []
         try:
             port = 0
-            for n in range(1, sites + 1):
+            for ip in addresses:
                 sock = socket.socket()
                 sockets.append(sock)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((address(n), port))
+                sock.bind((ip, port))
                 port = sock.getsockname()[1]
             return port, sockets
         except OSError as exc:
@@ -180,15 +188,19 @@ def listening_sockets(sites: int) -> tuple[int, list[socket.socket]]:
                 sock.close()
             if exc.errno != errno.EADDRINUSE:
                 raise
-    raise OSError(errno.EADDRINUSE, f"no port free on all {sites} site addresses")
+    raise OSError(errno.EADDRINUSE, f"no port free on all {len(addresses)} site addresses")
 
 
 class Farm:
-    def __init__(self, sites: dict[str, Site]) -> None:
+    def __init__(self, sites: dict[str, Site], scripted: ScriptedSite | None = None) -> None:
         self.sites = sites
+        self.scripted = scripted
 
     async def serve(self, request: web.BaseRequest) -> web.StreamResponse:
-        site = self.sites.get(request.host.partition(":")[0])
+        name = request.host.partition(":")[0]
+        if self.scripted is not None and name == SCRIPTED_HOST:
+            return await self.scripted.serve(request)
+        site = self.sites.get(name)
         if site is None:
             return web.Response(status=421, text="no such site here\n")
         counts = site.counts
@@ -208,18 +220,28 @@ class Farm:
         return web.Response(status=404, text="not found\n")
 
     async def count(self, request: web.Request) -> web.Response:
-        report = {name: site.counts.report() for name, site in self.sites.items()}
-        return web.json_response({"sites": report})
+        report: dict[str, object] = {
+            "sites": {name: site.counts.report() for name, site in self.sites.items()}
+        }
+        if self.scripted is not None:
+            report["scripted"] = self.scripted.counts.report()
+        return web.json_response(report)
 
     async def reset(self, request: web.Request) -> web.Response:
         for site in self.sites.values():
             site.counts = Counts()
+        if self.scripted is not None:
+            self.scripted.reset()
         return web.json_response({"reset": True})
 
 
-async def serve(sites: int, pages: int, port_file: Path, seed: int) -> None:
-    port, sockets = listening_sockets(sites)
-    farm = Farm(make_sites(sites, pages, port, seed))
+async def serve(sites: int, pages: int, port_file: Path, seed: int, scripted_pages: int) -> None:
+    addresses = [address(n) for n in range(1, sites + 1)]
+    if scripted_pages:
+        addresses.append(SCRIPTED_ADDRESS)
+    port, sockets = listening_sockets(addresses)
+    scripted = ScriptedSite(scripted_pages, seed) if scripted_pages else None
+    farm = Farm(make_sites(sites, pages, port, seed), scripted)
     runner = web.ServerRunner(web.Server(farm.serve))
     await runner.setup()
     for sock in sockets:
@@ -253,11 +275,19 @@ def main() -> int:
     )
     parser.add_argument("--port-file", type=Path, required=True, help="where to write the ports")
     parser.add_argument("--seed", type=int, default=1, help="seed of the pages")
+    parser.add_argument(
+        "--scripted-pages",
+        type=int,
+        default=0,
+        help=f"also serve {SCRIPTED_HOST}, a site of this many pages that scripts build",
+    )
     args = parser.parse_args()
     if args.sites < 2 or not 1 <= args.pages <= MAX_PAGES:
         parser.error(f"--sites must be 2 or more, --pages from 1 to {MAX_PAGES}")
+    if args.scripted_pages < 0:
+        parser.error("--scripted-pages must be 0 or more")
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(serve(args.sites, args.pages, args.port_file, args.seed))
+        runner.run(serve(args.sites, args.pages, args.port_file, args.seed, args.scripted_pages))
     return 0
 
 

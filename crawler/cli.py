@@ -73,6 +73,7 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
             "politeness": politeness,
             "resolve": resolve,
             "browser": args.browser,
+            "browser_budget": args.browser_budget,
         }
         if args.depth is not None:
             order["max_depth"] = args.depth
@@ -185,6 +186,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="load pages in headless Chromium, every request it makes fetched politely and"
         " archived: always, when a page's parse suggests scripts build it (auto), or never"
         " (default)",
+    )
+    parser.add_argument(
+        "--browser-budget",
+        type=non_negative,
+        default=30.0,
+        metavar="SECONDS",
+        help="time a page may take in the browser, behaviours included (default 30)",
     )
     parser.add_argument(
         "--previous",

@@ -14,6 +14,7 @@ from typing import Any
 from archive.atomic import AtomicFile
 from archive.cluster import NewCapture
 
+from .browser import DEFAULT_PAGE_BUDGET
 from .delimitation import BadOrder, Delimitation
 from .fetch import Politeness
 
@@ -76,6 +77,7 @@ class Order:
     # Whether pages are loaded in the agent's browser: never, always, or when their parse
     # suggests scripts build them (auto).
     browser: str = "never"
+    browser_budget: float = DEFAULT_PAGE_BUDGET  # seconds a page may take in the browser
 
     @classmethod
     def from_json(cls, data: object) -> "Order":
@@ -109,6 +111,9 @@ class Order:
         browser = data.get("browser", "never")
         if browser not in BROWSER_MODES:
             raise BadOrder(f"order field browser must be one of {', '.join(BROWSER_MODES)}")
+        budget = data.get("browser_budget", DEFAULT_PAGE_BUDGET)
+        if isinstance(budget, bool) or not isinstance(budget, int | float) or budget <= 0:
+            raise BadOrder("order field browser_budget must be a number of seconds > 0")
         return cls(
             delimitation=delimitation,
             keywords=tuple(k.lower() for k in keywords if k.strip()),
@@ -116,6 +121,7 @@ class Order:
             politeness=politeness,
             resolve={str(k).lower(): list(v) for k, v in resolve.items()},
             browser=browser,
+            browser_budget=float(budget),
         )
 
 

@@ -217,7 +217,7 @@ class SiteCrawler:
             self.report.robots_excluded += 1
             return True
         try:
-            loaded = await self.browser.load(url, self._serve)
+            loaded = await self.browser.load(url, self._serve, self.order.browser_budget)
         except BrowserError as exc:
             self.report.error(f"browser-{exc.kind}")
             self.progress.errors += 1

@@ -54,17 +54,19 @@ class Browser:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def load(self, url: str, serve: Serve) -> PageLoad:
-        """Load a page, every request it makes answered by `serve`; BrowserError (its `kind`
-        says why) when the page could not be loaded."""
+    async def load(self, url: str, serve: Serve, budget: float | None = None) -> PageLoad:
+        """Load a page, every request it makes answered by `serve`, within `budget` seconds
+        (the browser's page budget by default); BrowserError (its `kind` says why) when the page
+        could not be loaded."""
+        budget = self.page_budget if budget is None else budget
         async with self._one_page:
             chromium = await self._running()
             assert chromium.connection is not None
             page = PageSession(chromium.connection, serve)
             try:
-                async with asyncio.timeout(self.page_budget + CLOSE_GRACE):
+                async with asyncio.timeout(budget + CLOSE_GRACE):
                     await page.open()
-                    loaded = await page.visit(url, self.page_budget)
+                    loaded = await page.visit(url, budget)
                     await page.close()
             except TimeoutError:
                 self.stats.failed += 1

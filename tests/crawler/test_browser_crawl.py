@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from aiohttp import web
 
 from archive.cluster import ClusterClient
 from archive.requestkey import lookup_url
@@ -28,6 +29,7 @@ from tests.scripted_site import (
     feed_load_paths,
     post_body,
 )
+from tests.threaded_site import ThreadedSite
 
 from ..proxy.conftest import Proxy
 
@@ -209,3 +211,33 @@ async def test_dlweb_record_archives_one_page_scrolled_to_its_end(
     async with ClusterClient(cluster.config) as client:
         for path in feed_load_paths():
             assert await client.captures(site.base + path), f"{path} was not recorded"
+
+
+BAD_SITE = {
+    "/": b'<!doctype html><title>home</title><a href="/loops">loops</a> <a href="/ok">ok</a>',
+    "/loops": b"<!doctype html><title>loops</title><script>for (;;) {}</script>",
+    "/ok": b"<!doctype html><title>ok</title><p>fine</p>",
+}
+
+
+async def _bad_site(request: web.Request) -> web.StreamResponse:
+    page = BAD_SITE.get(request.path)
+    if page is None:
+        return web.Response(status=404, text="not found\n")
+    return web.Response(body=page, content_type="text/html")
+
+
+def test_a_page_whose_script_never_yields_is_reported_and_the_crawl_goes_on(
+    cluster_factory: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    with ThreadedSite(_bad_site) as site:
+        crawled = crawl(
+            cluster, tmp_path, site.base + "/", "--browser", "always", "--browser-budget", "3"
+        )
+    report = crawled.report
+    assert report["browser_pages"] == 2, report
+    hung = {kind: n for kind, n in report["errors"].items() if kind.startswith("browser-")}
+    assert sum(hung.values()) == 1 and set(hung) <= {"browser-hung", "browser-timeout"}, hung
+    # The page the browser could not load was crawled from its parse.
+    assert {"/", "/loops", "/ok"} <= paths(crawled.urls)
