@@ -7,9 +7,10 @@ is page (i-1)//b, b the smallest branching that puts every page within 3 links o
 breadth-first crawl from `/` meets all of them by level 3. Each page links to its children, its
 parent and other pages of its site, 3 to 8 in all (up to 400 pages), and to one page of another
 site: `/ref/from-site-n.html`, which no page of that site links to, so a fetch of it shows that a
-crawler left its site. Keep-alive is on. A control server on 127.0.0.1 answers `GET /__count`
-(per site: requests, distinct pages fetched, robots.txt fetches, `/ref/` fetches, unknown paths)
-and `POST /__reset`.
+crawler left its site. Each site also has a `/favicon.ico` that no page links to, for browsers,
+which ask for it by themselves. Keep-alive is on. A control server on 127.0.0.1 answers
+`GET /__count` (per site: requests, distinct pages fetched, robots.txt fetches, favicon fetches,
+`/ref/` fetches, unknown paths) and `POST /__reset`.
 
 With --scripted-pages K, the farm also serves a site of K pages that scripts build
 (benchmarks/scripted_farm.py: `scripted.bench` on an address of its own, the same port); what it
@@ -40,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tools import WORDS  # noqa: E402
 from scripted_farm import ADDRESS as SCRIPTED_ADDRESS  # noqa: E402
+from scripted_farm import FAVICON, ScriptedSite  # noqa: E402
 from scripted_farm import HOST as SCRIPTED_HOST  # noqa: E402
-from scripted_farm import ScriptedSite  # noqa: E402
 
 TEXT_SIZES = (2_000, 6_000)
 LINKS = (3, 8)
@@ -128,6 +129,7 @@ def page_html(
 class Counts:
     requests: int = 0
     robots: int = 0
+    favicon: int = 0
     outside: int = 0
     unknown: int = 0
     fetched: set[str] = field(default_factory=set)
@@ -137,6 +139,7 @@ class Counts:
             "requests": self.requests,
             "pages": len(self.fetched),
             "robots": self.robots,
+            "favicon": self.favicon,
             "outside": self.outside,
             "unknown": self.unknown,
         }
@@ -209,6 +212,9 @@ class Farm:
         if path == "/robots.txt":
             counts.robots += 1
             return web.Response(body=ROBOTS, content_type="text/plain")
+        if path == "/favicon.ico":
+            counts.favicon += 1
+            return web.Response(body=FAVICON, content_type="image/png")
         body = site.pages.get(path)
         if body is not None:
             counts.fetched.add(path)

@@ -18,6 +18,7 @@ from crawler.delimitation import (
     is_dynamic,
     split_url,
 )
+from crawler.order import Order
 
 TF1 = Delimitation(
     start_url="http://www.tf1.fr/",
@@ -303,3 +304,24 @@ def test_split_url_and_host_and_rest() -> None:
     assert host_and_rest("https://u:p@WWW.A.FR:8443/x?y") == ("www.a.fr", "/x?y")
     assert host_and_rest("http://[::1]:8080?q") == ("[::1]", "?q")
     assert host_and_rest("/relative") == ("", "/relative")
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        ({"browser": "sometimes"}, "order field browser must be one of never, auto, always"),
+        ({"browser": True}, "order field browser must be one of"),
+        ({"browser_budget": 0}, "browser_budget must be a number of seconds > 0"),
+        ({"browser_budget": "30"}, "browser_budget must be a number of seconds > 0"),
+    ],
+)
+def test_a_bad_browser_mode_or_budget_is_a_bad_order(fields: dict[str, object], why: str) -> None:
+    with pytest.raises(BadOrder) as caught:
+        Order.from_json({"start_url": "http://a.fr/", **fields})
+    assert why in str(caught.value)
+
+
+def test_an_order_carries_its_browser_mode_and_budget() -> None:
+    order = Order.from_json({"start_url": "http://a.fr/", "browser": "auto", "browser_budget": 5})
+    assert (order.browser, order.browser_budget) == ("auto", 5.0)
+    assert Order.from_json({"start_url": "http://a.fr/"}).browser == "never"
