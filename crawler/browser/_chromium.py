@@ -41,6 +41,10 @@ FLAGS = (
     # A page's script that allocates without end crashes its renderer at this heap size, long
     # before the agent's memory cap.
     "--js-flags=--max-old-space-size=256",
+    # What the Fetch domain does not pause (a WebSocket, say) goes to a proxy that is not there:
+    # nothing reaches the network but through the crawler.
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
 )
