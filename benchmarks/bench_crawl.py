@@ -248,6 +248,7 @@ class Memory:
 
 
 def descendants(pid: int) -> list[int]:
+    """The processes below `pid`, at every depth."""
     found = children(pid)
     for child in found:
         found += children(child)
@@ -621,8 +622,8 @@ def show_browser(figures: dict[str, Any]) -> None:
     runs = figures["runs"]
     print()
     print(
-        f"Browser mode: one agent (one browser), no delay, on loopback; a script-built site of"
-        f" {figures['scripted_pages']} pages, {figures['static_sites']} static sites of"
+        f"Browser mode, one agent (one browser), no delay, on loopback:\n  a script-built site"
+        f" of {figures['scripted_pages']} pages, {figures['static_sites']} static sites of"
         f" {figures['static_pages']} pages"
     )
     print(
@@ -641,9 +642,9 @@ def show_browser(figures: dict[str, Any]) -> None:
             f"{ppm:>10,.1f}{versus}{row['cpu_s']:>7.1f}{row['memory']['total_mb']:>9.1f}"
         )
     print(
-        f"  (pages/min per browser, per agent when parsing only; /{low:g} and /{high:g}: times"
-        " what Browsertrix Crawler users report per browser window on script-heavy sites;"
-        " peak MB: the agent's PSS plus its browser's memory)"
+        f"  pages/min: per browser (per agent when parsing only); /{low:g} and /{high:g}: times"
+        " what\n  Browsertrix Crawler users report per browser window on script-heavy sites;"
+        " peak MB: the\n  agent's PSS plus its browser's memory, summed in each sample"
     )
     ratios = figures["ratios"]
     if "static_browser_vs_parse" in ratios:
@@ -654,7 +655,7 @@ def show_browser(figures: dict[str, Any]) -> None:
     if (peak := figures["memory_peak"]) is not None:
         print(
             f"  peak memory, agent + browser: {peak['total_mb']:.1f} MB (agent PSS peak"
-            f" {peak['agent_pss_mb']:.1f} MB, browser peak {peak['browser_mb']:.1f} MB, up to"
+            f" {peak['agent_pss_mb']:.1f} MB,\n  browser peak {peak['browser_mb']:.1f} MB, up to"
             f" {peak['browser_processes']} browser processes)"
         )
     print()
