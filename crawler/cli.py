@@ -44,13 +44,19 @@ def parse_resolve(text: str) -> tuple[str, str]:
     return host.lower(), address
 
 
+def _resolve_map(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The addresses --resolve gave, by host name."""
+    resolve: dict[str, list[str]] = {}
+    for host, address in args.resolve or []:
+        resolve.setdefault(host, []).append(address)
+    return resolve
+
+
 def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One order per start URL, each checked here so a mistake is told before anything starts."""
     from .order import BadOrder, Order
 
-    resolve: dict[str, list[str]] = {}
-    for host, address in args.resolve or []:
-        resolve.setdefault(host, []).append(address)
+    resolve = _resolve_map(args)
     if args.previous is not None and len(args.urls) > 1:
         raise BadOrder("--previous names one site's signature file: give one start URL with it")
     politeness = {
@@ -268,9 +274,7 @@ def _record(args: argparse.Namespace) -> int:
     from .pool import crawl_sites
 
     config = load_config(args.config)
-    resolve: dict[str, list[str]] = {}
-    for host, address in args.resolve or []:
-        resolve.setdefault(host, []).append(address)
+    resolve = _resolve_map(args)
     orders = []
     for url in args.urls:
         order: dict[str, Any] = {

@@ -41,6 +41,34 @@ def sites(tmp_path: Path) -> Iterator[Sites]:
         yield web
 
 
+def run_crawler(
+    cluster: Cluster, report: Path, work: Path, *args: str, check: bool = True
+) -> Crawl:
+    """`python -m crawler` into the cluster, its reports written to `report`."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "crawler",
+            "-c",
+            str(cluster.config_path),
+            "--report",
+            str(report),
+            "--work",
+            str(work),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=CRAWL_TIMEOUT,
+    )
+    output = done.stdout + done.stderr
+    if check:
+        assert done.returncode == 0, output
+    reports = json.loads(report.read_text())["sites"] if report.exists() else []
+    return Crawl(done.returncode, output, reports)
+
+
 @pytest.fixture
 def crawl(tmp_path: Path, sites: Sites) -> Callable[..., Crawl]:
     """Run `python -m crawler` against the test web, every test host resolved to its address."""
@@ -51,28 +79,6 @@ def crawl(tmp_path: Path, sites: Sites) -> Callable[..., Crawl]:
         runs += 1
         report = tmp_path / f"report-{runs}.json"
         resolve = [arg for host in sites.resolve_args() for arg in ("--resolve", host)]
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "crawler",
-                "-c",
-                str(cluster.config_path),
-                "--report",
-                str(report),
-                "--work",
-                str(tmp_path / "crawl-work"),
-                *resolve,
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=CRAWL_TIMEOUT,
-        )
-        output = done.stdout + done.stderr
-        if check:
-            assert done.returncode == 0, output
-        reports = json.loads(report.read_text())["sites"] if report.exists() else []
-        return Crawl(done.returncode, output, reports)
+        return run_crawler(cluster, report, tmp_path / "crawl-work", *resolve, *args, check=check)
 
     return run

@@ -32,6 +32,7 @@ from tests.scripted_site import (
 from tests.threaded_site import ThreadedSite
 
 from ..proxy.conftest import Proxy
+from .conftest import run_crawler
 
 WINDOW = (800, 600)
 DELAY = 0.2  # the politeness delay the crawls keep per server
@@ -48,31 +49,9 @@ class Crawled:
 
 def crawl(cluster: Cluster, work: Path, start: str, *args: str) -> Crawled:
     """`dlweb crawl` of one site; its report and the URLs its signature file lists."""
-    report = work / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler",
-            "-c",
-            str(cluster.config_path),
-            "--report",
-            str(report),
-            "--work",
-            str(work),
-            "--delay",
-            str(DELAY),
-            "--burst",
-            str(BURST),
-            *args,
-            start,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=CRAWL_TIMEOUT,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    (site_report,) = json.loads(report.read_text())["sites"]
+    politeness = ("--delay", str(DELAY), "--burst", str(BURST))
+    done = run_crawler(cluster, work / "report.json", work, *politeness, *args, start)
+    site_report = done.report
     lines = Path(site_report["signature_file"]).read_text().splitlines()
     urls = {json.loads(line)["url"] for line in lines if line.strip()}
     return Crawled(start, site_report, urls)

@@ -63,9 +63,12 @@ async def one_url_everywhere(cluster: Cluster, client: ClusterClient) -> tuple[C
     return first, structure_name(first.captures[0].url)
 
 
-async def lose_the_active_copy(cluster: Cluster, client: ClusterClient) -> tuple[Corpus, Corpus]:
+async def lose_the_active_copy(
+    cluster: Cluster, client: ClusterClient
+) -> tuple[Corpus, Corpus, str]:
     """Captures of one URL on every copy, then more on its active copy only, whose node is then
-    killed and marked down. Returns both corpora."""
+    killed and marked down. Returns both corpora and that node (the master may have made
+    another copy active already)."""
     first, name = await one_url_everywhere(cluster, client)
     lost = active_node(cluster, name)
 
@@ -86,7 +89,7 @@ async def lose_the_active_copy(cluster: Cluster, client: ClusterClient) -> tuple
         lambda s: any(n["id"] == lost and n["state"] == "down" for n in s["nodes"]),
         f"{lost} to be down",
     )
-    return first, only_there
+    return first, only_there, lost
 
 
 async def move_the_active_copy(
@@ -95,9 +98,8 @@ async def move_the_active_copy(
     """`lose_the_active_copy`, then more captures of the URL, which a new active copy takes
     among the replicas (they lack the records only the lost copy had). Returns the three corpora
     and the node of the lost copy."""
-    first, only_there = await lose_the_active_copy(cluster, client)
+    first, only_there, lost = await lose_the_active_copy(cluster, client)
     url = first.captures[0].url
-    lost = active_node(cluster, structure_name(url))
     assert cluster.index is not None
     index = cluster.index
     wait_until(lambda: index.status()["alive"] == 2, "the index node to drop the lost node")

@@ -51,7 +51,7 @@ async def test_replicas_of_a_lost_active_copy_are_refreshed_when_it_returns(
     get the records they missed once it is back."""
     cluster = cluster_factory(nodes=3, replicas=2, write_copies=1)
     async with ClusterClient(cluster.config) as client:
-        first, only_there = await lose_the_active_copy(cluster, client)
+        first, only_there, _ = await lose_the_active_copy(cluster, client)
         name = structure_name(first.captures[0].url)
         lost = active_node(cluster, name)
         cluster.nodes[lost].start()
