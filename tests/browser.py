@@ -2,7 +2,6 @@
 
 import json
 import re
-import shutil
 import struct
 import subprocess
 import zlib
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy
+
+from crawler.browser import chromium_path
 
 BROWSER_TIMEOUT = 60
 
@@ -22,8 +23,7 @@ def _run(
     profile, with a window of a fixed size and `budget_ms` of virtual time for the page's
     scripts (fetches pause it, so a page whose scripts wait on the network still gets all of
     it)."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert browser is not None, "Chromium is not installed (apt-get install chromium)"
+    browser = chromium_path()
     done = subprocess.run(
         [
             browser,
