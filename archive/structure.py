@@ -55,6 +55,9 @@ class RecordKind(enum.IntEnum):
     # describes the revisit. Lookups find it, so that a reader can say why it cannot be replayed,
     # unless a capture at the same time replaces it (the revisit, written once its original came).
     PENDING = 8
+    # In a recorded stream's structure file, at a chunk's first point: the content is the chunk's
+    # log (archive/streams/log.py: its points on both clocks, titles, the gap before it).
+    STREAM_LOG = 9
 
 
 # The kinds by their names (a capture sent as JSON spells them in lower case).

@@ -25,9 +25,11 @@ __all__ = [
     "add_agent_arguments",
     "add_arguments",
     "add_record_arguments",
+    "add_resolve_option",
     "register",
     "register_agent",
     "register_record",
+    "resolve_map",
 ]
 
 
@@ -44,7 +46,17 @@ def parse_resolve(text: str) -> tuple[str, str]:
     return host.lower(), address
 
 
-def _resolve_map(args: argparse.Namespace) -> dict[str, list[str]]:
+def add_resolve_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--resolve",
+        type=parse_resolve,
+        action="append",
+        metavar="HOST:IP",
+        help="use this address for this host name (repeat; several for one host are used in turn)",
+    )
+
+
+def resolve_map(args: argparse.Namespace) -> dict[str, list[str]]:
     """The addresses --resolve gave, by host name."""
     resolve: dict[str, list[str]] = {}
     for host, address in args.resolve or []:
@@ -56,7 +68,7 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One order per start URL, each checked here so a mistake is told before anything starts."""
     from .order import BadOrder, Order
 
-    resolve = _resolve_map(args)
+    resolve = resolve_map(args)
     if args.previous is not None and len(args.urls) > 1:
         raise BadOrder("--previous names one site's signature file: give one start URL with it")
     politeness = {
@@ -138,13 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dynamic-depth", type=int, help="levels for dynamic-looking URLs (default 5)"
     )
-    parser.add_argument(
-        "--resolve",
-        type=parse_resolve,
-        action="append",
-        metavar="HOST:IP",
-        help="use this address for this host name (repeat; several for one host are used in turn)",
-    )
+    add_resolve_option(parser)
     parser.add_argument(
         "--delay",
         type=non_negative,
@@ -274,7 +280,7 @@ def _record(args: argparse.Namespace) -> int:
     from .pool import crawl_sites
 
     config = load_config(args.config)
-    resolve = _resolve_map(args)
+    resolve = resolve_map(args)
     orders = []
     for url in args.urls:
         order: dict[str, Any] = {
@@ -312,13 +318,7 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=non_negative, default=30.0, help="seconds a server may stay silent"
     )
-    parser.add_argument(
-        "--resolve",
-        type=parse_resolve,
-        action="append",
-        metavar="HOST:IP",
-        help="use this address for this host name (repeat)",
-    )
+    add_resolve_option(parser)
     parser.add_argument(
         "--work",
         type=Path,

@@ -289,7 +289,7 @@ class Fetcher:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(
-                    address, port, ssl=_tls() if sni else None, server_hostname=sni or None
+                    address, port, ssl=tls_context() if sni else None, server_hostname=sni or None
                 ),
                 timeout,
             )
@@ -466,7 +466,7 @@ class Fetcher:
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """One TLS context for all; no certificate store, as none is checked."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     # An archive keeps what the server sent, whatever its certificate says.
