@@ -1,6 +1,6 @@
 """Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
 
-from . import api, captures, cert, date, status
+from . import api, captures, cert, date, status, streams
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 from .settings import ClientSetting, ClientSettings
@@ -35,7 +35,9 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return await captures.answer(context, request)
     if name == "status":
         return await status.answer(context, request)
-    known = "date.dlweb, captures.dlweb, status.dlweb, cert.dlweb, api.dlweb"
+    if name == "streams":
+        return await streams.answer(context, request)
+    known = "date.dlweb, captures.dlweb, streams.dlweb, status.dlweb, cert.dlweb, api.dlweb"
     return Answer(
         404, f"No harbor {request.host} here; the harbors are {known}.\n".encode(), "text/plain"
     )

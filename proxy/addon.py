@@ -17,6 +17,7 @@ from .guard import Guard
 from .harbor_desk import HarborDesk
 from .recorder import Recorder
 from .replay import Replay
+from .stream_play import StreamPlayback
 
 
 class ArchiveAddon:
@@ -26,6 +27,7 @@ class ArchiveAddon:
         settings: harbors.ClientSettings,
         access: Access,
         ca_folder: Path,
+        streams: StreamPlayback,
         live_allowed: bool = False,
         log_requests: bool = False,
     ) -> None:
@@ -33,7 +35,7 @@ class ArchiveAddon:
         self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder)
         self.dates = DatePicker(settings)
         self.recorder = Recorder(reader.client, settings, live_allowed)
-        self.replay = Replay(reader, settings, live_allowed, log_requests)
+        self.replay = Replay(reader, settings, streams, live_allowed, log_requests)
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         self.guard.http_connect(flow)

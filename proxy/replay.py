@@ -27,6 +27,7 @@ from archive.ranges import (
     unsatisfied_range,
 )
 from archive.reading import Asked, CaptureReader, PendingRevisit, Reading
+from archive.structure import RecordKind
 from archive.tasks import Background
 from archive.timestamps import format_http_date, format_iso
 
@@ -34,6 +35,7 @@ from .dates import AT
 from .faults import fault
 from .guard import client_of
 from .responses import encoded, made
+from .stream_play import PLAYLIST_TYPES, StreamPlayback
 from .streaming import STREAMED, Streamed, node_answered, node_failed, send_to_node
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,7 @@ class Prepared:
     time: int
     etag: str | None
     last_modified: str | None
+    stream_url: str | None = None  # the URL of a recorded stream it may be (stream_play.py)
 
 
 class Replay:
@@ -80,12 +83,14 @@ class Replay:
         self,
         reader: CaptureReader,
         settings: harbors.ClientSettings,
+        streams: StreamPlayback,
         live_allowed: bool = False,
         log_requests: bool = False,
         cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.reader = reader
         self.settings = settings
+        self.streams = streams
         self.live_allowed = live_allowed
         self.log_requests = log_requests
         cache = reader.client.cache
@@ -129,6 +134,10 @@ class Replay:
             log.warning("cannot replay %s: %s", asked.url, exc)
             flow.response = _fault(500, asked.url, accept, "the archive cannot read it now")
             return
+        if prepared.stream_url is not None and await self._play(
+            flow, prepared.stream_url, at, prepared
+        ):
+            return
         self._send(flow, prepared)
         if self.log_requests:
             log.info(
@@ -140,11 +149,21 @@ class Replay:
                 format_iso(prepared.time),
             )
 
+    async def _play(self, flow: http.HTTPFlow, url: str, at: int, prepared: Prepared) -> bool:
+        """Play a recorded stream from the date; False when `url` holds none."""
+        try:
+            return await self.streams.play(flow, url, at, prepared.fields)
+        except DlwebError as exc:
+            log.warning("cannot play the stream %s: %s", url, exc)
+            flow.response = _fault(500, url, "", "the archive cannot read it now")
+            return True
+
     def done(self) -> None:
         self._reports.cancel()
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         node_answered(flow)
+        self.streams.responseheaders(flow)
 
     def response(self, flow: http.HTTPFlow) -> None:
         if flow.response is None:
@@ -240,6 +259,8 @@ def _prepare(url: str, reading: Reading) -> Prepared:
     headers.append(("Accept-Ranges", "bytes"))
     if reading.fuzzy is not None:
         headers.append(("X-Dlweb-Match", f"fuzzy; url={reading.key}; rule={reading.fuzzy.rule}"))
+    media = (header.get("Content-Type") or "").split(";")[0].strip().lower()
+    stream = reading.capture.kind is RecordKind.STREAM_SEGMENT or media in PLAYLIST_TYPES
     return Prepared(
         header.status,
         encoded(headers),
@@ -247,6 +268,7 @@ def _prepare(url: str, reading: Reading) -> Prepared:
         reading.capture.time,
         header.get("ETag"),
         header.get("Last-Modified"),
+        reading.key if stream else None,
     )
 
 

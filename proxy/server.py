@@ -27,6 +27,7 @@ from archive.reading import CaptureReader
 
 from .access import Access, Network
 from .addon import ArchiveAddon
+from .stream_play import StreamPlayback
 
 log = logging.getLogger(__name__)
 
@@ -96,15 +97,21 @@ async def serve(opts: ProxyOptions) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
     async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
+        streams = StreamPlayback(client)
+        await streams.start()
         master.addons.add(  # type: ignore[no-untyped-call]
             ArchiveAddon(
                 CaptureReader(client),
                 settings,
                 Access(opts.allowed),
                 opts.data / CA_FOLDER,
+                streams,
                 opts.live_allowed,
                 opts.log_requests,
             ),
             _Ready(opts.host, opts.port),
         )
-        await master.run()
+        try:
+            await master.run()
+        finally:
+            await streams.close()

@@ -11,10 +11,14 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from archive.config import ClusterConfig, load_config
+
+if TYPE_CHECKING:
+    from tests.stream_recording import Recorded
 
 READY_TIMEOUT = 20.0
 
@@ -142,3 +146,13 @@ def node_factory(tmp_path: Path, cluster: tuple[Path, ClusterConfig]) -> Iterato
     for node in started:
         if node.process is not None:
             node.stop()
+
+
+@pytest.fixture(scope="session")
+def stream_recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator["Recorded"]:
+    """Live streams recorded for a minute (tests/stream_recording.py), for every test that
+    reads them back."""
+    from tests.stream_recording import record_streams
+
+    with record_streams(tmp_path_factory.mktemp("streams")) as recorded:
+        yield recorded

@@ -13,11 +13,25 @@ from .. import jsonwire
 from ..errors import CorruptFile
 from ..hashing import is_valid_name
 
-__all__ = ["LOG_TYPE", "ChunkLog", "Drift", "Fit", "Gap", "Point", "Segment", "Title", "drift_of"]
+__all__ = [
+    "LOG_TYPE",
+    "REGISTRY_URL",
+    "ChunkLog",
+    "Drift",
+    "Fit",
+    "Gap",
+    "Point",
+    "Segment",
+    "Title",
+    "drift_of",
+]
 
 FORMAT = "dlweb-stream-log/1"
 LOG_TYPE = "application/vnd.dlweb.stream-log+json"
 PROTOCOLS = frozenset(("icy", "progressive", "hls"))
+# A URL of the harbors' domain, which nothing else archives: its structure file is the registry
+# of recorded streams, a stream-log record there for the first chunk of each recording.
+REGISTRY_URL = "http://streams.dlweb/recorded"
 
 
 class BadLog(CorruptFile):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from archive.cluster import ClusterClient, NewCapture
 from archive.errors import DlwebError
 from archive.header_block import encode_header_block
-from archive.streams import LOG_TYPE, ChunkLog
+from archive.streams import LOG_TYPE, REGISTRY_URL, ChunkLog
 
 __all__ = ["StreamStore"]
 
@@ -42,6 +42,7 @@ class StreamStore:
         self.attempts = attempts  # None: until stored or cancelled
         self.stats = StoreStats()
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._registered: set[str] = set()  # recordings entered in the registry of streams
         self.failed: list[str] = []  # what could not be stored, for the report
 
     def chunk(self, log: ChunkLog, data: bytes, header_block: bytes, status: int) -> None:
@@ -111,18 +112,20 @@ class StreamStore:
         data = chunk_log.encode()
         name = hashlib.sha256(data).hexdigest()
         files[name], files[LOG_HEADER_NAME] = data, LOG_HEADER
-        captures.append(
-            NewCapture(
-                url=chunk_log.url,
-                time=chunk_log.start,
-                content=name,
-                header=LOG_HEADER_NAME,
-                status=200,
-                size=len(data),
-                header_size=len(LOG_HEADER),
-                kind="stream_log",
-            )
+        entry = NewCapture(
+            url=chunk_log.url,
+            time=chunk_log.start,
+            content=name,
+            header=LOG_HEADER_NAME,
+            status=200,
+            size=len(data),
+            header_size=len(LOG_HEADER),
+            kind="stream_log",
         )
+        captures.append(entry)
+        if chunk_log.recording not in self._registered:
+            self._registered.add(chunk_log.recording)
+            captures.append(replace(entry, url=REGISTRY_URL))
         self._start(captures, files, chunk_log.url)
 
     def _start(self, captures: list[NewCapture], files: dict[str, bytes], what: str) -> None:

@@ -1,0 +1,127 @@
+"""`http://streams.dlweb/`: the recorded live streams, each with its time ranges, gaps, drift and
+titles, and a player.
+
+`/` lists the streams the recorders entered in the registry; `/?url=URL` shows one stream's
+timeline; `/play?url=URL` is a page with an `<audio>` (a `<video>` for HLS) element that plays
+the stream through the proxy at the client's date. Every time shown links to the date harbor,
+which sets the date and opens the player. `format=json` gives the same as JSON.
+"""
+
+import html
+import json
+from typing import Any
+from urllib.parse import quote
+
+from archive.errors import DlwebError
+from archive.streams import Timeline, recorded_streams, stream_logs, timeline
+from archive.timestamps import format_digits, format_iso
+
+from .answer import Answer, HarborContext
+from .request import HarborRequest
+
+__all__ = ["answer"]
+
+
+async def answer(context: HarborContext, request: HarborRequest) -> Answer:
+    shape = request.query.get("format", "html")
+    if shape not in ("html", "json"):
+        return Answer(400, b"format is html or json\n", "text/plain")
+    url = request.query.get("url", "")
+    if request.path == "/play":
+        if not url:
+            return Answer(400, b"play which stream? /play?url=URL\n", "text/plain")
+        return _player(url, request.query.get("kind", "audio"))
+    if request.path != "/":
+        return Answer(404, b"streams.dlweb has / and /play\n", "text/plain")
+    try:
+        urls = [url] if url else await recorded_streams(context.client)
+        lines = [line for u in urls if (line := timeline(await stream_logs(context.client, u)))]
+    except DlwebError as exc:
+        return Answer(
+            500, f"the archive cannot list the streams now: {exc}\n".encode(), "text/plain"
+        )
+    status = 404 if url and not lines else 200
+    if shape == "json":
+        body = json.dumps({"streams": [_as_json(line) for line in lines]}, indent=1) + "\n"
+        return Answer(status, body.encode(), "application/json")
+    return Answer(status, _page(url, lines).encode(), "text/html; charset=utf-8")
+
+
+def _as_json(line: Timeline) -> dict[str, Any]:
+    return {
+        "url": line.url,
+        "protocol": line.protocol,
+        "start": format_iso(line.start),
+        "end": format_iso(line.end),
+        "spans": [
+            {"start": format_iso(s.start), "end": format_iso(s.end), "recording": s.recording}
+            for s in line.spans
+        ],
+        "gaps": [
+            {
+                "start": format_iso(g.start),
+                "end": format_iso(g.end),
+                "kind": g.kind,
+                "why": g.message,
+            }
+            for g in line.gaps
+        ],
+        "titles": [{"at": format_iso(t.time), "title": t.title} for t in line.titles],
+        "drift": line.drift.ratio,
+        "drift_text": line.drift.describe(),
+    }
+
+
+def _listen(url: str, at: int, protocol: str, text: str) -> str:
+    """A link that sets the date and opens the player of the stream."""
+    kind = "video" if protocol == "hls" else "audio"
+    player = f"http://streams.dlweb/play?kind={kind}&url={quote(url, safe='')}"
+    href = f"http://date.dlweb/set?at={format_digits(at)}&back={quote(player, safe='')}"
+    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+
+
+def _page(url: str, lines: list[Timeline]) -> str:
+    parts = []
+    for line in lines:
+        details = f"?url={quote(line.url, safe='')}"
+        spans = "".join(
+            f"<li>{_listen(line.url, s.start, line.protocol, format_iso(s.start))}"
+            f" to {format_iso(s.end)}</li>"
+            for s in line.spans
+        )
+        gaps = "".join(
+            f"<li>{format_iso(g.start)} to {format_iso(g.end)}: {html.escape(g.kind)}"
+            f" ({html.escape(g.message)})</li>"
+            for g in line.gaps
+        )
+        titles = "".join(
+            f"<li>{_listen(line.url, t.time, line.protocol, format_iso(t.time))}"
+            f" {html.escape(t.title)}</li>"
+            for t in line.titles
+        )
+        parts.append(
+            f'<section><h2><a href="{html.escape(details)}">{html.escape(line.url)}</a></h2>'
+            f"<p>{html.escape(line.protocol)}, recorded {format_iso(line.start)} to"
+            f" {format_iso(line.end)}; {html.escape(line.drift.describe())}</p>"
+            f"<h3>Recorded</h3><ul>{spans}</ul>"
+            f"<h3>Gaps</h3><ul>{gaps or '<li>none</li>'}</ul>"
+            f"<h3>Titles</h3><ul>{titles or '<li>none logged</li>'}</ul></section>"
+        )
+    note = "" if lines else f"<p>{html.escape(url or 'No stream')} was not recorded.</p>"
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>dlweb: recorded streams</title></head>
+<body><h1>Recorded streams</h1>{note}{"".join(parts)}</body></html>
+"""
+
+
+def _player(url: str, kind: str) -> Answer:
+    element = "video" if kind == "video" else "audio"
+    source = html.escape(url)
+    body = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>dlweb: {source}</title></head>
+<body><h1>{source}</h1>
+<p>As it was on air at the date set at <a href="http://date.dlweb/">date.dlweb</a>.</p>
+<{element} id="player" src="{source}" controls autoplay></{element}>
+</body></html>
+"""
+    return Answer(200, body.encode(), "text/html; charset=utf-8")
