@@ -116,6 +116,8 @@ class _Follower:
             number = sequence + index
             if self.last_sequence is not None and number <= self.last_sequence:
                 continue
+            if str(segment.absolute_uri) in self.recording.segment_urls:
+                continue  # taken before a reconnection, or listed again by a looping playlist
             if self.last_sequence is not None and number > self.last_sequence + 1:
                 self.open_gap(
                     "segments-missed",
@@ -157,6 +159,7 @@ class _Follower:
             discontinuity=bool(segment.discontinuity),
             size=len(body),
         )
+        self.recording.segment_urls.append(url)
         self.clock += entry.duration
         self.points.append(Point(seen, self.clock, 0))
         self.fit = self.fit.add((seen - self.connected) / 1e6, self.clock)

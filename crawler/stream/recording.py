@@ -10,6 +10,7 @@ from archive.streams import ChunkLog, Gap, Title, drift_of
 __all__ = ["Recording", "StreamSettings", "now_micros"]
 
 KEPT_LOGS = 512  # chunk logs a recording keeps for its report (drift)
+KEPT_SEGMENTS = 1024
 
 
 def now_micros() -> int:
@@ -42,6 +43,9 @@ class Recording:
     gaps: list[Gap] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     logs: deque[ChunkLog] = field(default_factory=lambda: deque(maxlen=KEPT_LOGS))
+    # HLS: the URLs of the last segments taken, so that a playlist reloaded after a reconnection
+    # (or one that loops) gives no segment twice.
+    segment_urls: deque[str] = field(default_factory=lambda: deque(maxlen=KEPT_SEGMENTS))
 
     def report(self) -> dict[str, object]:
         drift = drift_of(self.logs)
