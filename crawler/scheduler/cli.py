@@ -1,4 +1,5 @@
-"""`dlweb scheduler` runs the scheduler; `dlweb sites` and `dlweb campaign` talk to it."""
+"""`dlweb scheduler` runs the scheduler; `dlweb sites`, `dlweb streams` and `dlweb campaign`
+talk to it."""
 
 import argparse
 import json
@@ -12,14 +13,18 @@ from archive.cli import (
     checked_directory,
     non_negative,
     parse_listen,
+    positive_int,
     positive_seconds,
 )
 from archive.config import load_config
 from archive.errors import DlwebError
+from archive.timestamps import format_iso
+from archive.urlkey import canonical_url
 
 from ..cli import parse_resolve
+from ..stream.recording import StreamSettings
 
-__all__ = ["register_campaign", "register_scheduler", "register_sites"]
+__all__ = ["register_campaign", "register_scheduler", "register_sites", "register_streams"]
 
 DEFAULT_DATA = Path("dlweb-data") / "scheduler"
 DEFAULT_URL = "http://127.0.0.1:8300"
@@ -55,6 +60,10 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         feed_interval=args.feed_interval,
         agent_grace=args.agent_grace,
         paused=args.paused,
+        record_streams=args.record_streams,
+        stream_settings=StreamSettings(
+            chunk_seconds=args.stream_chunk_seconds, point_seconds=args.stream_point_seconds
+        ),
     )
     asyncio.run(serve(options))
     return 0
@@ -140,9 +149,30 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         "--agent-grace",
         type=positive_seconds,
         default=10.0,
-        help="seconds a vanished agent's site waits before going to another agent (default 10)",
+        help="seconds a vanished agent's site or streams wait before going to another agent"
+        " (default 10)",
     )
     parser.add_argument("--paused", action="store_true", help="start with the campaign paused")
+    parser.add_argument(
+        "--record-streams",
+        action="store_true",
+        help="record every live stream the crawls report (default: only those `dlweb streams"
+        " add` names)",
+    )
+    parser.add_argument(
+        "--stream-chunk-seconds",
+        type=positive_seconds,
+        default=StreamSettings.chunk_seconds,
+        metavar="SECONDS",
+        help="collection seconds a stored stream chunk spans at most (default %(default)g)",
+    )
+    parser.add_argument(
+        "--stream-point-seconds",
+        type=positive_seconds,
+        default=StreamSettings.point_seconds,
+        metavar="SECONDS",
+        help="collection seconds between two points of a stream chunk (default %(default)g)",
+    )
     add_config_option(parser)
     parser.set_defaults(run=_run_scheduler)
 
@@ -260,6 +290,65 @@ def register_sites(subparsers: "argparse._SubParsersAction[argparse.ArgumentPars
     for sub in (add, listing, inject):
         _scheduler_option(sub)
     parser.set_defaults(run=_sites)
+
+
+def _when(seconds: float) -> str:
+    return format_iso(int(seconds) * 1_000_000) if seconds else "-"
+
+
+def _print_streams(streams: list[dict[str, Any]]) -> None:
+    print(
+        f"{'id':>5}  {'state':<10}{'agent':<16}{'recorded from':<22}{'recorded until':<22}"
+        f"{'gaps':>5}{'site':>6}  URL"
+    )
+    for stream in streams:
+        print(
+            f"{stream['id']:>5}  {stream['state']:<10}{stream['agent'] or '-':<16}"
+            f"{_when(stream['first_recorded']):<22}{_when(stream['last_recorded']):<22}"
+            f"{stream['gaps']:>5}{stream['site'] or '-':>6}  {stream['url']}"
+        )
+
+
+def _streams(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        query = f"?state={args.state}" if args.state else ""
+        answer = _call(args, "GET", f"/api/streams{query}")
+        if not args.json:
+            _print_streams(answer["streams"])
+            return 0
+    elif args.action == "show":
+        answer = _call(args, "GET", f"/api/streams/{args.id}")
+    else:
+        canonical_url(args.url)  # a URL no agent could record is told here, as any argument
+        body: dict[str, Any] = {"url": args.url}
+        if args.action == "add":
+            if args.site is not None:
+                body["site"] = args.site
+            answer = _call(args, "POST", "/api/streams", body)
+        else:
+            answer = _call(args, "POST", "/api/streams/stop", body)
+    print(json.dumps(answer, indent=1))
+    return 0
+
+
+def register_streams(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = subparsers.add_parser(
+        "streams", help="the live streams of the scheduler's sites: add, list, show, stop"
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="record a stream (registered if new)")
+    add.add_argument("url", help="the stream's URL")
+    add.add_argument("--site", type=positive_int, help="the id of the site it belongs to")
+    listing = actions.add_parser("list", help="the streams, with their state and agent")
+    listing.add_argument("--state", choices=("found", "waiting", "recording", "stopped"))
+    listing.add_argument("--json", action="store_true")
+    show = actions.add_parser("show", help="one stream, its recordings and the decisions about it")
+    show.add_argument("id", type=positive_int)
+    stop = actions.add_parser("stop", help="stop recording a stream")
+    stop.add_argument("url", help="the stream's URL")
+    for sub in (add, listing, show, stop):
+        _scheduler_option(sub)
+    parser.set_defaults(run=_streams)
 
 
 def _campaign(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from archive.urlkey import canonical_url
 
 from ..delimitation import Delimitation
 from .service import Scheduler
-from .store import Site
+from .store import STREAM_STATES, Site, Stream
 
 __all__ = ["build_app"]
 
@@ -136,6 +136,57 @@ async def second_agent(request: web.Request) -> web.Response:
     return web.json_response({"site": site.id, "agent": name})
 
 
+async def list_streams(request: web.Request) -> web.Response:
+    state = request.query.get("state") or None
+    if state is not None and state not in STREAM_STATES:
+        raise web.HTTPBadRequest(reason=f"state must be one of {', '.join(STREAM_STATES)}")
+    streams = _scheduler(request).store.streams(state=state, limit=100_000)
+    return web.json_response({"streams": [s.to_json() for s in streams]})
+
+
+def _stream_of(request: web.Request) -> Stream:
+    raw = request.match_info["id"]
+    stream = _scheduler(request).store.stream(int(raw)) if raw.isdigit() else None
+    if stream is None:
+        raise web.HTTPNotFound(reason=f"no stream {raw[:40]!r}")
+    return stream
+
+
+async def show_stream(request: web.Request) -> web.Response:
+    """A stream, its recordings (one per agent it was given to) and the decisions about it."""
+    stream = _stream_of(request)
+    store = _scheduler(request).store
+    recordings = [dataclasses.asdict(r) for r in store.stream_recordings(stream.id)]
+    events = [dataclasses.asdict(e) for e in store.stream_events(stream.id)]
+    return web.json_response(
+        {"stream": stream.to_json(), "recordings": recordings, "events": events}
+    )
+
+
+def _url_of(body: dict[str, Any]) -> str:
+    url = body.get("url")
+    if not isinstance(url, str) or not url:
+        raise web.HTTPBadRequest(reason="url must be the stream's URL")
+    return url
+
+
+async def add_stream(request: web.Request) -> web.Response:
+    """Record a stream: registered if new, handed to a streaming agent with a free slot."""
+    body = await json_body(request, MAX_BODY)
+    site = body.get("site")
+    if site is not None and (type(site) is not int or site < 1):
+        raise web.HTTPBadRequest(reason="site must be a site id")
+    # A BadUrl is a 400 naming what is wrong, an unknown site a 404 (archive/serving.py).
+    stream = _scheduler(request).streams.add(_url_of(body), site)
+    return web.json_response(stream.to_json())
+
+
+async def stop_stream(request: web.Request) -> web.Response:
+    body = await json_body(request, MAX_BODY)
+    stream = await _scheduler(request).streams.stop(_url_of(body))
+    return web.json_response(stream.to_json())
+
+
 async def campaign(request: web.Request) -> web.Response:
     body = await json_body(request, MAX_BODY)
     try:
@@ -221,6 +272,28 @@ async def page(request: web.Request) -> web.Response:
         ],
     )
     counts = _table(["", "sites"], [[k, v] for k, v in sorted(state["counts"].items())])
+    stream_agents = _table(
+        ["streaming agent", "connected", "capacity", "streams"],
+        [
+            [a["name"], "yes" if a["connected"] else "no", a["capacity"], a["streams"]]
+            for a in state["stream_agents"]
+        ],
+    )
+    streams = _table(
+        ["stream", "URL", "site", "state", "agent", "recorded until", "gaps"],
+        [
+            [
+                s.id,
+                s.url,
+                s.site or "",
+                s.state,
+                s.agent,
+                f"{_due(now - s.last_recorded)} ago" if s.last_recorded else "",
+                s.gaps,
+            ]
+            for s in store.streams(limit=PAGE_SITES)
+        ],
+    )
     text = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
         "<title>dlweb scheduler</title><style>body{font-family:sans-serif;margin:2em}"
@@ -228,7 +301,9 @@ async def page(request: web.Request) -> web.Response:
         f"<h1>Scheduler: campaign {html.escape(state['campaign'])}</h1>{counts}"
         f"<h2>Agents</h2>{agents}<h2>Queue</h2>{queue}<h2>Recently crawled</h2>{recent}"
         f"<h2>Sites by authority, and their next crawls</h2>{ranks}"
-        "<p><a href='/api/status'>status as JSON</a> · <a href='/api/sites'>sites as JSON</a></p>"
+        f"<h2>Streaming agents</h2>{stream_agents}<h2>Streams</h2>{streams}"
+        "<p><a href='/api/status'>status as JSON</a> · <a href='/api/sites'>sites as JSON</a>"
+        " · <a href='/api/streams'>streams as JSON</a></p>"
         "</body></html>"
     )
     return web.Response(text=text, content_type="text/html")
@@ -260,6 +335,10 @@ def build_app(scheduler: Scheduler, token: str) -> web.Application:
     app.router.add_post("/api/sites/{id}/blacklist", blacklist)
     app.router.add_post("/api/sites/{id}/inject", inject)
     app.router.add_post("/api/sites/{id}/second-agent", second_agent)
+    app.router.add_get("/api/streams", list_streams)
+    app.router.add_post("/api/streams", add_stream)
+    app.router.add_post("/api/streams/stop", stop_stream)
+    app.router.add_get("/api/streams/{id}", show_stream)
     app.router.add_post("/api/campaign", campaign)
     app.router.add_post("/api/agents/{name}/clone", clone)
     return app

@@ -8,6 +8,7 @@ from archive.config import ClusterConfig
 from archive.discovery import SCHEDULER, Announcement
 from archive.serving import serving
 
+from ..stream.recording import StreamSettings
 from .http import build_app
 from .policy import Filters
 from .service import Scheduler, SchedulerOptions
@@ -39,6 +40,8 @@ class ServerOptions:
     feed_interval: float = 900.0
     agent_grace: float = 10.0
     paused: bool = False
+    record_streams: bool = False
+    stream_settings: StreamSettings = field(default_factory=StreamSettings)
 
 
 async def serve(options: ServerOptions) -> None:
@@ -60,6 +63,8 @@ async def serve(options: ServerOptions) -> None:
                 longest=options.longest,
                 feed_interval=options.feed_interval,
                 agent_grace=options.agent_grace,
+                record_streams=options.record_streams,
+                stream_settings=options.stream_settings,
             ),
         )
         if options.paused:

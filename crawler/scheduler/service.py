@@ -10,6 +10,9 @@ sites (the graph table) or register new sites, queued with a priority from their
 relevance and hub ranks and their own authority (HITS on the graph). Temporal: each crawled site
 is crawled again after an interval halved when it changed much since its previous crawl and
 doubled when it hardly changed; a change in one of its feeds brings the next crawl forward.
+
+The stream links crawls report are registered with their sites, and recorded by streaming agents
+when the operator says so (streams.py).
 """
 
 import asyncio
@@ -31,10 +34,13 @@ from archive.hip import HipError, HipMaster, Peer, RemoteError
 from archive.urlkey import BadUrl, canonical_url
 
 from ..order import read_signatures
+from ..stream.assignment import ROLE as STREAMER
+from ..stream.recording import StreamSettings
 from .guess import guess_site
 from .policy import Filters, change_rate, judge, next_interval, priority
 from .ranks import hits
 from .store import Site, Store
+from .streams import StreamAgents
 
 __all__ = ["Scheduler", "SchedulerOptions"]
 
@@ -60,7 +66,9 @@ class SchedulerOptions:
     shortest: float = 3_600.0
     longest: float = 30 * 86_400.0
     feed_interval: float = 900.0
-    agent_grace: float = 10.0  # a vanished agent's sites wait this long for it to come back
+    agent_grace: float = 10.0  # a vanished agent's sites and streams wait this long for it
+    record_streams: bool = False  # record every stream a crawl reports, not only those added
+    stream_settings: StreamSettings = field(default_factory=StreamSettings)
 
 
 @dataclass
@@ -77,10 +85,13 @@ class Scheduler:
         self.store = store
         self.options = options
         self.agents: dict[str, AgentState] = {}
+        self.streams = StreamAgents(
+            store, options.stream_settings, options.resolve, options.agent_grace, self.wake
+        )
         self.hip = HipMaster(
             secret,
             "scheduler",
-            {"site_done": self._site_done},
+            {"site_done": self._site_done, "stream_report": self.streams.report},
             on_connect=self._joined,
             on_disconnect=self._left,
         )
@@ -97,6 +108,7 @@ class Scheduler:
         # reconnect without them; the sites go back to the queue.
         for site in self.store.sites(state="crawling", limit=1_000_000):
             self.store.set_state(site.id, "queued", next_crawl=time.time())
+        self.streams.restarted()
         self._tasks = [
             asyncio.create_task(self._dispatch_loop()),
             asyncio.create_task(self._rank_loop()),
@@ -151,6 +163,9 @@ class Scheduler:
     # -- agents -------------------------------------------------------------------------------
 
     async def _joined(self, peer: Peer) -> None:
+        if peer.role == STREAMER:
+            await self.streams.joined(peer)
+            return
         if peer.role != "crawler":
             return
         agent = self.agents.get(peer.name)
@@ -162,6 +177,7 @@ class Scheduler:
         self._wake.set()
 
     async def _left(self, peer: Peer) -> None:
+        self.streams.left(peer)
         agent = self.agents.get(peer.name)
         if agent is not None and agent.peer is peer:
             agent.peer, agent.gone_since = None, time.monotonic()
@@ -190,6 +206,9 @@ class Scheduler:
         while True:
             try:
                 self._reclaim()
+                self.streams.reclaim()
+                # Live streams are recorded whether the campaign of crawls runs or not.
+                await self.streams.dispatch()
                 if self.running:
                     await self._dispatch()
             except DlwebError as exc:
@@ -270,6 +289,8 @@ class Scheduler:
         if site is None or report.get("start_url") != site.start_url or "failed" in report:
             log.info("second crawl by %s of site %d: nothing recorded", agent, site_id)
             return
+        record = self.options.record_streams and site.state != "blacklisted"
+        self.streams.found(site.id, report.get("streams"), record)
         self.store.finish(
             site.id,
             _with_change_by_level(report),
@@ -345,7 +366,9 @@ class Scheduler:
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)
-        if not verdict.passed and not site.seed:
+        kept = verdict.passed or site.seed
+        self.streams.found(site.id, report.get("streams"), self.options.record_streams and kept)
+        if not kept:
             log.info("%s blacklisted: %s", site.start_url, "; ".join(verdict.reasons))
             self.store.set_state(site.id, "blacklisted", relevance=verdict.relevance)
             return
@@ -507,6 +530,9 @@ class Scheduler:
             ],
             "counts": self.store.counts(),
             "decisions": self.decisions,
+            "stream_agents": self.streams.status(),
+            "streams": self.store.stream_counts(),
+            "stream_decisions": self.streams.decisions,
         }
 
 

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from archive.hip import HipSlave, hip_url
-from tests.conftest import free_port, wait_until
+from tests.conftest import wait_until
+from tests.crawler.campaign import Campaign, dlweb
 from tests.crawler.scheduler.web import (
     BOURGOGNE,
     CHANGING,
@@ -44,86 +45,10 @@ CAMPAIGN_TIMEOUT = 180
 
 
 @dataclass
-class Campaign:
-    cluster: Cluster
-    web: Web
-    root: Path
-    scheduler: subprocess.Popen[bytes] | None = None
-    port: int = 0
-    agents: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+class WebCampaign(Campaign):
+    """A campaign on the scheduler's test web."""
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start_scheduler(self, *extra: str) -> None:
-        self.port = self.port or free_port()
-        resolve = [arg for host in self.web.resolve_args() for arg in ("--resolve", host)]
-        log = open(self.root / "scheduler.log", "ab")  # noqa: SIM115 (the process holds it)
-        self.scheduler = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "crawler.scheduler",
-                "--data",
-                str(self.root / "scheduler"),
-                "--listen",
-                f"127.0.0.1:{self.port}",
-                "-c",
-                str(self.cluster.config_path),
-                "--delay",
-                "0",
-                "--agent-grace",
-                "1",
-                *resolve,
-                *extra,
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        wait_until(self._answers, "the scheduler to answer")
-
-    def _answers(self) -> bool:
-        assert self.scheduler is not None
-        if self.scheduler.poll() is not None:
-            raise AssertionError((self.root / "scheduler.log").read_text())
-        try:
-            self.api("/api/status")
-            return True
-        except OSError:
-            return False
-
-    def start_agent(self, name: str) -> None:
-        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (the process holds it)
-        self.agents[name] = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "crawler.agent",
-                "--scheduler",
-                self.url,
-                "--name",
-                name,
-                "--work",
-                str(self.root / name),
-                "-c",
-                str(self.cluster.config_path),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def api(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(self.url + path)
-        if body is not None:
-            request = urllib.request.Request(
-                self.url + path,
-                data=json.dumps(body).encode(),
-                method="POST",
-                headers={"Authorization": f"Bearer {self.cluster.config.write_token}"},
-            )
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return json.loads(answer.read())
+    web: Web = field(kw_only=True)
 
     def sites(self) -> dict[str, dict[str, Any]]:
         """The registered sites by their name in the test web."""
@@ -147,22 +72,12 @@ class Campaign:
             s for s in due if s["next_crawl"] <= time.time()
         ]
 
-    def stop(self) -> None:
-        for process in [*self.agents.values(), self.scheduler]:
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-
 
 @pytest.fixture
-def campaign(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> Iterator[Campaign]:
+def campaign(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> Iterator[WebCampaign]:
     cluster = cluster_factory(nodes=1, replicas=1)
     with serve_web(tmp_path) as web:
-        running = Campaign(cluster, web, tmp_path)
+        running = WebCampaign(cluster, tmp_path, web.resolve_args(), web=web)
         try:
             yield running
         finally:
@@ -320,24 +235,6 @@ def test_a_changed_feed_brings_the_next_crawl_forward(campaign):
     assert campaign.sites()[FEED_SITE]["next_crawl"] > time.time() + 3_600
     campaign.web.feed_bump(FEED_SITE)
     wait_until(lambda: campaign.sites()[FEED_SITE]["crawls"] == 2, "a crawl for the new item")
-
-
-def dlweb(campaign: Campaign, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "archive",
-            *args,
-            "--scheduler",
-            campaign.url,
-            "-c",
-            str(campaign.cluster.config_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_operator_commands(campaign):

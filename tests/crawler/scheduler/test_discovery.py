@@ -1,4 +1,5 @@
-"""The scheduler announces itself on the LAN, and an agent started without --scheduler finds it."""
+"""The scheduler announces itself on the LAN, and an agent started without --scheduler finds it,
+site crawler or streaming agent."""
 
 import json
 import subprocess
@@ -11,13 +12,13 @@ from typing import Any
 from tests.conftest import answers, free_port, wait_until, write_cluster_config
 
 
-def agents(url: str) -> list[Any]:
+def agents(url: str, kind: str = "agents") -> list[Any]:
     with urllib.request.urlopen(f"{url}/api/status", timeout=10) as answer:
-        found: list[Any] = json.loads(answer.read())["agents"]
+        found: list[Any] = json.loads(answer.read())[kind]
         return found
 
 
-def test_an_agent_without_scheduler_address_finds_the_scheduler(tmp_path: Path) -> None:
+def test_agents_without_scheduler_address_find_the_scheduler(tmp_path: Path) -> None:
     config = tmp_path / "dlweb.yaml"
     write_cluster_config(config)
     config.write_text(config.read_text().replace("name: test", f"name: {uuid.uuid4().hex[:12]}"))
@@ -39,6 +40,10 @@ def test_an_agent_without_scheduler_address_finds_the_scheduler(tmp_path: Path) 
         wait_until(lambda: bool(agents(url)), "the agent to join")
         assert [agent["name"] for agent in agents(url)] == ["found"]
         assert f"found _dlweb-scheduler._tcp at {url}" in log("agent")
+        start("streamer", "crawler.stream.agent", "--name", "streamer")
+        wait_until(lambda: bool(agents(url, "stream_agents")), "the streaming agent to join")
+        assert [agent["name"] for agent in agents(url, "stream_agents")] == ["streamer"]
+        assert f"found _dlweb-scheduler._tcp at {url}" in log("streamer")
     finally:
         for process in processes:
             process.terminate()

@@ -362,6 +362,108 @@ def test_settings_and_counts(store: SqliteStore) -> None:
     }
 
 
+# -- streams ------------------------------------------------------------------------------------
+
+RADIO = "http://radio.example:8000/live.mp3"
+
+
+def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: SqliteStore) -> None:
+    site = store.add_site("http://a.example/", "")
+    found = store.found_streams(site.id, [RADIO, "ftp://radio.example/x", RADIO], False, 5.0)
+    assert [(s.url, s.site, s.state, s.source) for s in found] == [
+        (RADIO, site.id, "found", f"site {site.id}")
+    ]
+    assert store.found_streams(site.id, ["HTTP://Radio.Example:8000/live.mp3"], True, 6.0) == []
+    other = store.found_streams(site.id, ["http://radio.example/other.mp3"], True, 6.0)
+    assert [s.state for s in other] == ["waiting"]
+    assert store.stream_counts() == {
+        "found": 1,
+        "waiting": 1,
+        "recording": 0,
+        "stopped": 0,
+        "streams": 2,
+    }
+
+
+def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: SqliteStore) -> None:
+    site = store.add_site("http://a.example/", "")
+    (found,) = store.found_streams(site.id, [RADIO], False, 5.0)
+    assert store.record_stream(RADIO, None, 6.0).state == "waiting"
+    assert store.move_stream(found.id, "stopped", "stopped", 7.0)
+    again = store.record_stream(RADIO, site.id, 8.0)
+    assert (again.id, again.state, again.site) == (found.id, "waiting", site.id)
+    new = store.record_stream("http://b.example/live", None, 9.0)
+    assert (new.state, new.site, new.source) == ("waiting", None, "operator")
+    with pytest.raises(NotFound):
+        store.record_stream("http://c.example/live", 99, 9.0)
+    events = [(e.time, e.event, e.detail) for e in store.stream_events(found.id)]
+    assert events == [
+        (5.0, "found", f"site {site.id}, found"),
+        (6.0, "added", "was found"),
+        (7.0, "stopped", ""),
+        (8.0, "added", "was stopped"),
+    ]
+
+
+def test_move_stream_moves_only_from_the_states_and_agent_given(store: SqliteStore) -> None:
+    stream = store.record_stream(RADIO, None, 1.0)
+    with pytest.raises(StoreError, match="has an agent when it is recording"):
+        store.move_stream(stream.id, "recording", "assigned", 2.0)
+    assert store.move_stream(stream.id, "recording", "assigned", 2.0, agent="s1", was=("waiting",))
+    assert not store.move_stream(
+        stream.id, "recording", "assigned", 3.0, agent="s2", was=("waiting",)
+    )
+    assert store.stream_load() == {"s1": 1}
+    assert [s.id for s in store.agent_streams("s1")] == [stream.id]
+    assert not store.move_stream(stream.id, "waiting", "released", 4.0, was_agent="s2")
+    assert store.move_stream(stream.id, "waiting", "released", 4.0, was_agent="s1")
+    moved = store.stream(stream.id)
+    assert moved is not None and (moved.state, moved.agent, moved.assigned) == ("waiting", "", 2.0)
+    events = [(e.event, e.agent) for e in store.stream_events(stream.id)]
+    assert events == [("added", ""), ("assigned", "s1"), ("released", "s1")]
+
+
+def test_recordings_keep_the_first_and_last_recorded_times_and_count_the_gaps(
+    store: SqliteStore,
+) -> None:
+    stream = store.record_stream(RADIO, None, 1.0)
+    first = {"stream": stream.id, "recording": "aaaa", "started": 10.0, "last": 0.0, "chunks": 0}
+    store.stream_progress("s1", first, 10.5)
+    kept = store.stream(stream.id)
+    assert kept is not None and (kept.first_recorded, kept.recordings, kept.gaps) == (0.0, 1, 0)
+    report = {
+        **first,
+        "last": 40.0,
+        "chunks": 3,
+        "bytes": 1000,
+        "gaps": 1,
+        "errors": {"stalled": 1},
+    }
+    store.stream_progress("s1", report, 41.0)
+    store.stream_progress("s1", {**report, "ended": True, "reason": "the agent stopped"}, 42.0)
+    second = {"stream": stream.id, "recording": "bbbb", "started": 45.0, "last": 60.0, "chunks": 2}
+    store.stream_progress("s2", {**second, "bytes": 500}, 61.0)
+    kept = store.stream(stream.id)
+    assert kept is not None
+    assert (kept.first_recorded, kept.last_recorded, kept.recordings, kept.gaps, kept.bytes) == (
+        10.0,
+        60.0,
+        2,
+        2,  # one within the first recording, one between the two
+        1500,
+    )
+    recordings = store.stream_recordings(stream.id)
+    assert [(r.recording, r.agent, r.ended, r.reason) for r in recordings] == [
+        ("aaaa", "s1", 42.0, "the agent stopped"),
+        ("bbbb", "s2", 0.0, ""),
+    ]
+    assert recordings[0].errors == {"stalled": 1}
+    # Reports that name no known stream, or another stream's recording, change nothing.
+    assert store.stream_progress("s1", {"stream": 99, "recording": "cccc"}, 62.0) is None
+    store.stream_progress("s3", {**second, "stream": stream.id, "last": 99.0}, 63.0)
+    assert store.stream_recordings(stream.id)[1].last == 60.0
+
+
 # -- on disk ------------------------------------------------------------------------------------
 
 
@@ -410,6 +512,26 @@ def test_sites_added_survive_a_kill(path: Path) -> None:
             site = store.site(site_id)
             assert site is not None and site.start_url == f"http://s{site_id - 1}.example/"
         assert store.find_site_for("http://s3.example/a") is not None
+
+
+def test_a_campaign_database_from_before_streams_opens_with_empty_stream_tables(
+    path: Path,
+) -> None:
+    with SqliteStore(path) as store:
+        store.add_site("http://a.example/", "")
+    db = sqlite3.connect(path)
+    for table in ("streams", "stream_recordings", "stream_events"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with SqliteStore(path) as store:
+        assert [site.start_url for site in store.sites()] == ["http://a.example/"]
+        assert store.streams() == []
+        assert store.record_stream(RADIO, None, 1.0).state == "waiting"
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    db.close()
 
 
 def test_a_newer_schema_is_refused(path: Path) -> None:

@@ -1,0 +1,314 @@
+"""The scheduler's side of the streaming agents: which agent records which stream, and the
+handover when an agent dies.
+
+Streaming agents are HIP slaves of role `streamer` (crawler/stream/agent.py). When one joins, it
+is asked its `status` (its capacity, the streams it records): those the database gives it are
+kept, those waiting are adopted, any other is stopped, and the streams the database gives it
+that it does not record go back to waiting. Waiting streams go, one at a time, to the connected
+agent with the most free slots (`record`). An agent whose connection drops keeps its streams for
+the grace period; then they go back to waiting, and so to other agents. The stretch between the
+last chunk the gone agent stored and the first its successor stores is a gap in the stream's
+timeline: the two recordings' chunk logs carry different recording ids, with a hole between.
+
+Every decision is an event in the database (crawler/scheduler/store.py), and each recording's
+progress, as its agent reports it (`stream_report`), a row of its own.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from archive.errors import NotFound
+from archive.hip import HipError, Peer, RemoteError
+
+from ..stream.assignment import Assignment
+from ..stream.recording import StreamSettings
+from .store import Store, Stream
+
+__all__ = ["StreamAgents"]
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT = 30.0
+REFUSED_PAUSE = 5.0  # seconds an agent that refused a stream is given none
+
+
+@dataclass
+class StreamAgent:
+    name: str
+    peer: Peer | None
+    capacity: int = 0
+    gone_since: float = 0.0
+    refused_at: float = -REFUSED_PAUSE
+
+    @property
+    def connected(self) -> bool:
+        return self.peer is not None and not self.peer.closed
+
+
+class StreamAgents:
+    def __init__(
+        self,
+        store: Store,
+        settings: StreamSettings,
+        resolve: dict[str, list[str]],
+        grace: float,
+        wake: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.resolve = resolve
+        self.grace = grace
+        self.wake = wake
+        self.agents: dict[str, StreamAgent] = {}
+        self.decisions = 0
+        self._calls: set[asyncio.Task[None]] = set()
+
+    def restarted(self) -> None:
+        """After a restart of the scheduler, the agents that were recording have the grace
+        period to come back with their streams."""
+        now = time.monotonic()
+        for name in self.store.stream_load():
+            self.agents[name] = StreamAgent(name, None, gone_since=now)
+
+    # -- agents -------------------------------------------------------------------------------
+
+    async def joined(self, peer: Peer) -> None:
+        agent = self.agents.setdefault(peer.name, StreamAgent(peer.name, peer))
+        agent.peer, agent.gone_since = peer, 0.0
+        try:
+            status = await peer.call("status", timeout=CALL_TIMEOUT)
+        except (HipError, RemoteError) as exc:
+            log.warning("streaming agent %s did not tell its status: %s", peer.name, exc)
+            return
+        capacity = status.get("capacity") if isinstance(status, Mapping) else None
+        agent.capacity = capacity if type(capacity) is int and capacity > 0 else 0
+        recorded = {
+            s["stream"]: str(s.get("url", ""))
+            for s in (status.get("streams", []) if isinstance(status, Mapping) else [])
+            if isinstance(s, Mapping) and type(s.get("stream")) is int
+        }
+        log.info("streaming agent %s joined: capacity %d", peer.name, agent.capacity)
+        now = time.time()
+        for stream in self.store.agent_streams(peer.name):
+            if stream.id not in recorded:
+                self._decided(
+                    self.store.move_stream(
+                        stream.id,
+                        "waiting",
+                        "released",
+                        now,
+                        was=("recording",),
+                        was_agent=peer.name,
+                        detail="the agent came back without it",
+                    )
+                )
+        for stream_id, url in recorded.items():
+            known = self.store.stream(stream_id)
+            if known is None or known.url != url:
+                self._stop_on(peer, stream_id)
+            elif known.state == "recording" and known.agent == peer.name:
+                continue
+            elif not self._decided(
+                self.store.move_stream(
+                    stream_id, "recording", "adopted", now, agent=peer.name, was=("waiting",)
+                )
+            ):
+                self._stop_on(peer, stream_id)
+        self.wake()
+
+    def left(self, peer: Peer) -> None:
+        agent = self.agents.get(peer.name)
+        if agent is not None and agent.peer is peer:
+            agent.peer, agent.gone_since = None, time.monotonic()
+            log.info("streaming agent %s left", peer.name)
+
+    def reclaim(self) -> None:
+        """The streams of agents gone for longer than the grace go back to waiting."""
+        now = time.monotonic()
+        for agent in list(self.agents.values()):
+            if agent.peer is None and now - agent.gone_since >= self.grace:
+                for stream in self.store.agent_streams(agent.name):
+                    self._decided(
+                        self.store.move_stream(
+                            stream.id,
+                            "waiting",
+                            "released",
+                            time.time(),
+                            was=("recording",),
+                            was_agent=agent.name,
+                            detail=f"the agent has been gone for {now - agent.gone_since:.1f} s",
+                        )
+                    )
+                    log.info("stream %d handed back: agent %s is gone", stream.id, agent.name)
+                del self.agents[agent.name]
+                self.wake()
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    async def dispatch(self) -> None:
+        """Waiting streams to connected agents, each to the one with the most free slots."""
+        now = time.monotonic()
+        live = [
+            a
+            for a in self.agents.values()
+            if a.connected and a.capacity and now - a.refused_at >= REFUSED_PAUSE
+        ]
+        if not live:
+            return
+        load = self.store.stream_load()
+        free = {a.name: a.capacity - load.get(a.name, 0) for a in live}
+        slots = sum(n for n in free.values() if n > 0)
+        if not slots:
+            return
+        for stream in self.store.streams(state="waiting", limit=slots):
+            agent = max(live, key=lambda a: free[a.name])
+            if free[agent.name] <= 0:
+                return
+            if not self._decided(
+                self.store.move_stream(
+                    stream.id,
+                    "recording",
+                    "assigned",
+                    time.time(),
+                    agent=agent.name,
+                    was=("waiting",),
+                )
+            ):
+                continue
+            free[agent.name] -= 1
+            log.info("stream %d (%s) given to %s", stream.id, stream.url, agent.name)
+            await self._send(agent, stream)
+
+    def assignment(self, stream: Stream) -> Assignment:
+        return Assignment(stream.id, stream.url, self.settings, self.resolve)
+
+    async def _send(self, agent: StreamAgent, stream: Stream) -> None:
+        assert agent.peer is not None
+        try:
+            await agent.peer.call("record", self.assignment(stream).to_json(), timeout=CALL_TIMEOUT)
+        except (HipError, RemoteError) as exc:
+            log.warning("agent %s refused stream %d: %s", agent.name, stream.id, exc)
+            agent.refused_at = time.monotonic()
+            self._decided(
+                self.store.move_stream(
+                    stream.id,
+                    "waiting",
+                    "refused",
+                    time.time(),
+                    was=("recording",),
+                    was_agent=agent.name,
+                    detail=str(exc),
+                )
+            )
+
+    # -- what agents report -------------------------------------------------------------------
+
+    async def report(self, peer: Peer, params: Any) -> dict[str, bool]:
+        """`stream_report`: each recording's progress kept; an ended recording's stream goes
+        back to waiting; an agent recording a stream that is not its own is told to stop; a
+        stopping agent is given no more."""
+        if not isinstance(params, Mapping) or not isinstance(params.get("streams"), list):
+            raise RemoteError("bad_params", "stream_report needs {agent, streams: [...]}")
+        agent = self.agents.get(peer.name)
+        if agent is not None and params.get("stopping") is True:
+            agent.capacity = 0
+        now = time.time()
+        for report in params["streams"]:
+            if not isinstance(report, Mapping):
+                continue
+            stream = self.store.stream_progress(peer.name, report, now)
+            if stream is None:
+                continue
+            own = stream.state == "recording" and stream.agent == peer.name
+            if report.get("ended") is not True:
+                if not own:
+                    self._stop_on(peer, stream.id)
+            elif own and self._decided(
+                self.store.move_stream(
+                    stream.id,
+                    "waiting",
+                    "ended",
+                    now,
+                    was=("recording",),
+                    was_agent=peer.name,
+                    detail=str(report.get("reason", "")),
+                )
+            ):
+                self.wake()
+        return {"ok": True}
+
+    # -- the operator's choices ---------------------------------------------------------------
+
+    def found(self, site_id: int, urls: object, record: bool) -> None:
+        """Streams a crawl of a site reported: registered, to be recorded if `record`."""
+        listed: Iterable[Any] = urls if isinstance(urls, list) else []
+        added = self.store.found_streams(
+            site_id, (u for u in listed if isinstance(u, str)), record, time.time()
+        )
+        for stream in added:
+            log.info("site %d reported stream %s (%s)", site_id, stream.url, stream.state)
+        if added and record:
+            self.wake()
+
+    def add(self, url: str, site_id: int | None) -> Stream:
+        stream = self.store.record_stream(url, site_id, time.time())
+        self.wake()
+        return stream
+
+    async def stop(self, url: str) -> Stream:
+        stream = self.store.find_stream(url)
+        if stream is None:
+            raise NotFound(f"no stream {url}")
+        self.store.move_stream(
+            stream.id,
+            "stopped",
+            "stopped",
+            time.time(),
+            was=("found", "waiting", "recording"),
+            detail="by the operator",
+        )
+        agent = self.agents.get(stream.agent) if stream.state == "recording" else None
+        if agent is not None and agent.peer is not None:
+            try:
+                await agent.peer.call("stop", {"stream": stream.id}, timeout=CALL_TIMEOUT)
+            except (HipError, RemoteError) as exc:
+                log.warning("agent %s did not stop stream %d: %s", agent.name, stream.id, exc)
+        stopped = self.store.stream(stream.id)
+        assert stopped is not None
+        return stopped
+
+    def status(self) -> list[dict[str, Any]]:
+        load = self.store.stream_load()
+        return [
+            {
+                "name": a.name,
+                "connected": a.connected,
+                "capacity": a.capacity,
+                "streams": load.get(a.name, 0),
+            }
+            for a in self.agents.values()
+        ]
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _decided(self, moved: bool) -> bool:
+        if moved:
+            self.decisions += 1
+        return moved
+
+    def _stop_on(self, peer: Peer, stream_id: int) -> None:
+        """Tell an agent to stop recording a stream that is not its own, without waiting."""
+        log.info("agent %s records stream %d, which is not its own: stopped", peer.name, stream_id)
+        task = asyncio.create_task(self._call_stop(peer, stream_id))
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    async def _call_stop(self, peer: Peer, stream_id: int) -> None:
+        try:
+            await peer.call("stop", {"stream": stream_id}, timeout=CALL_TIMEOUT)
+        except (HipError, RemoteError) as exc:
+            log.warning("agent %s did not stop stream %d: %s", peer.name, stream_id, exc)

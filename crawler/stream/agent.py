@@ -1,0 +1,281 @@
+"""`dlweb stream-agent`: a streaming agent serving a scheduler, as a HIP slave of it.
+
+One event loop records many streams at once, up to the agent's capacity. The scheduler calls
+`record` with an assignment (answered at once; `full` when every slot is taken, `bad_params` for
+a bad assignment), `stop` with a stream id, and `status`. The agent calls the scheduler's
+`stream_report` with the progress of every recording every few seconds, and at once when a
+recording ends; an ended recording's report is sent again until it is acknowledged, as a site
+crawler agent's `site_done` is. A stopping agent says so in its last report (`stopping`), so that
+its streams go to other agents at once rather than back to it.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from archive.cli import add_config_option, positive_int, positive_seconds, standalone
+from archive.cluster import ClusterClient
+from archive.config import load_config
+from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
+from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
+from archive.streams import drift_of
+
+from ..fetch import Resolver
+from .assignment import ROLE, Assignment, BadAssignment
+from .cli import STORE_GRACE
+from .recorder import record
+from .recording import Recording
+from .store import StreamStore
+
+__all__ = ["StreamAgent", "add_agent_arguments", "progress", "register"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CAPACITY = 16
+REPORT_EVERY = 30.0
+RETRY_REPORT = 2.0
+FINAL_REPORT_WAIT = 10.0  # seconds a stopping agent gives its last reports to get through
+
+
+@dataclass
+class Running:
+    """One stream being recorded here."""
+
+    assignment: Assignment
+    recording: Recording
+    started: float  # time.time() when this agent began recording it
+    task: "asyncio.Task[None] | None" = None
+    reason: str = "ended"  # why it ended, once it has
+
+
+def progress(running: Running, ended: bool) -> dict[str, Any]:
+    """What the scheduler is told of a recording: figures, not the lists a report grows."""
+    recording = running.recording
+    logs = recording.logs
+    report: dict[str, Any] = {
+        "stream": running.assignment.stream,
+        "url": recording.url,
+        "recording": recording.recording,
+        "ended": ended,
+        "started": running.started,
+        "last": logs[-1].end.time / 1e6 if logs else 0.0,
+        "protocol": recording.protocol,
+        "bytes": recording.bytes,
+        "chunks": recording.chunks,
+        "connections": recording.connections,
+        "titles": len(recording.titles),
+        "gaps": len(recording.gaps),
+        "errors": dict(recording.errors),
+        "drift_text": drift_of(logs).describe(),
+    }
+    if ended:
+        report["reason"] = running.reason
+    return report
+
+
+class StreamAgent:
+    def __init__(
+        self, name: str, capacity: int, store: StreamStore, report_every: float = REPORT_EVERY
+    ) -> None:
+        self.name = name
+        self.capacity = capacity
+        self.store = store
+        self.report_every = report_every
+        self.running: dict[int, Running] = {}
+        self.ended: dict[str, dict[str, Any]] = {}  # final reports not acknowledged yet
+        self.slave: HipSlave | None = None
+        self.stopped = asyncio.Event()
+        self.stopping = False  # takes no more streams
+        self._report_now = asyncio.Event()
+
+    def handlers(self) -> dict[str, Any]:
+        return {"record": self._record, "stop": self._stop, "status": self._status}
+
+    # -- the scheduler's calls ----------------------------------------------------------------
+
+    async def _record(self, _: Peer, params: Any) -> dict[str, Any]:
+        try:
+            assignment = Assignment.from_json(params)
+        except BadAssignment as exc:
+            raise RemoteError("bad_params", str(exc)) from None
+        running = self.running.get(assignment.stream)
+        if running is None:
+            if self.stopping:
+                raise RemoteError("stopping", f"{self.name} is stopping")
+            if len(self.running) >= self.capacity:
+                raise RemoteError("full", f"{self.name} records {self.capacity} streams already")
+            running = Running(assignment, Recording(assignment.url), time.time())
+            self.running[assignment.stream] = running
+            running.task = asyncio.create_task(self._run(running))
+            log.info("stream %d: recording %s", assignment.stream, assignment.url)
+        return {"accepted": assignment.stream, "recording": running.recording.recording}
+
+    async def _stop(self, _: Peer, params: Any) -> dict[str, Any]:
+        stream = params.get("stream") if isinstance(params, dict) else None
+        if type(stream) is not int:
+            raise RemoteError("bad_params", "stop needs {stream: ID}")
+        running = self.running.get(stream)
+        if running is None or running.task is None:
+            return {"stream": stream, "stopped": False}
+        await self._end(running, "stopped by the scheduler")
+        return {"stream": stream, "stopped": True, "recording": running.recording.recording}
+
+    async def _status(self, _: Peer, params: Any) -> dict[str, Any]:
+        return self.status()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "pid": os.getpid(),
+            "capacity": self.capacity,
+            "free": self.capacity - len(self.running),
+            "streams": [progress(r, ended=False) for r in self.running.values()],
+        }
+
+    # -- recordings ---------------------------------------------------------------------------
+
+    async def _run(self, running: Running) -> None:
+        """Record until stopped; whatever ends it, its last report is queued."""
+        assignment = running.assignment
+        try:
+            await record(
+                running.recording,
+                self.store,
+                Resolver(assignment.resolve),
+                assignment.settings,
+            )
+        except Exception as exc:
+            log.exception("stream %d: recording failed", assignment.stream)
+            running.recording.errors["internal"] += 1
+            running.reason = f"failed: {exc}"
+        finally:
+            self.running.pop(assignment.stream, None)
+            self.ended[running.recording.recording] = progress(running, ended=True)
+            self._report_now.set()
+            log.info("stream %d: recording ended (%s)", assignment.stream, running.reason)
+
+    async def _end(self, running: Running, reason: str) -> None:
+        assert running.task is not None
+        running.reason = reason
+        running.task.cancel()
+        await asyncio.wait([running.task])
+
+    async def stop_all(self, reason: str) -> None:
+        self.stopping = True
+        await asyncio.gather(*(self._end(r, reason) for r in list(self.running.values())))
+
+    # -- reports ------------------------------------------------------------------------------
+
+    async def report_loop(self) -> None:
+        """Progress every `report_every` seconds, at once when a recording ends, and every
+        RETRY_REPORT seconds while an ended recording's report is not acknowledged."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._report_now.wait(), self.report_every)
+            self._report_now.clear()
+            while not await self.send_reports() and self.ended:
+                await asyncio.sleep(RETRY_REPORT)
+
+    async def send_reports(self) -> bool:
+        """One `stream_report` call with every recording's progress; whether it got through."""
+        ended = dict(self.ended)
+        streams = [progress(r, ended=False) for r in self.running.values()]
+        if not streams and not ended:
+            return True
+        assert self.slave is not None
+        try:
+            await self.slave.call(
+                "stream_report",
+                {
+                    "agent": self.name,
+                    "streams": [*streams, *ended.values()],
+                    "stopping": self.stopping,
+                },
+            )
+        except (HipError, RemoteError) as exc:
+            log.warning("stream report not delivered yet: %s", exc)
+            return False
+        for recording in ended:
+            self.ended.pop(recording, None)
+        return True
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    config = load_config(args.config)
+    args.scheduler = await address(SCHEDULER, args.scheduler, config, SCHEDULER_HOW)
+    name = args.name or f"streamer-{os.getpid()}"
+    async with ClusterClient(config, name) as client:
+        store = StreamStore(client)
+        agent = StreamAgent(name, args.capacity, store, args.report_every)
+        slave = HipSlave(hip_url(args.scheduler), config.secret, name, agent.handlers(), role=ROLE)
+        agent.slave = slave
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, agent.stopped.set)
+        await slave.start()
+        reporter = asyncio.create_task(agent.report_loop())
+        try:
+            await agent.stopped.wait()
+        finally:
+            reporter.cancel()
+            await agent.stop_all("the agent stopped")
+            # The scheduler hands the streams to other agents as soon as it hears of it.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(agent.send_reports(), FINAL_REPORT_WAIT)
+            try:
+                await asyncio.wait_for(store.join(), STORE_GRACE)
+            except TimeoutError:
+                log.error(
+                    "%d inserts still failing after %g s: given up", store.pending, STORE_GRACE
+                )
+            await slave.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    asyncio.run(_serve(args))
+    return 0
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scheduler",
+        help="the scheduler's URL (http://host:port; default: the scheduler of the cluster found"
+        " on the LAN)",
+    )
+    parser.add_argument("--name", help="this agent's name (default: streamer-PID)")
+    parser.add_argument(
+        "--capacity",
+        type=positive_int,
+        default=DEFAULT_CAPACITY,
+        help="streams recorded at once, at most (default %(default)s)",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=positive_seconds,
+        default=REPORT_EVERY,
+        metavar="SECONDS",
+        help="seconds between two progress reports to the scheduler (default %(default)g)",
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=run)
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_agent_arguments(
+        subparsers.add_parser(
+            "stream-agent", help="run a streaming agent that records live streams for a scheduler"
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(
+        standalone("python -m crawler.stream.agent", "dlweb streaming agent", add_agent_arguments)
+    )
