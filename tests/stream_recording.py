@@ -104,14 +104,22 @@ def _record(cluster: Cluster, folder: Path) -> Recorded:
         Tap(("127.0.0.1", icecast.port)) as radio_tap,
         Tap(("127.0.0.1", icecast.port)) as drop_tap,
         Tap(("127.0.0.1", icecast.port)) as fast_tap,
+        Tap(("127.0.0.1", icecast.port)) as aac_tap,
+        Tap(("127.0.0.1", icecast.port)) as ogg_tap,
     ):
         icecast.feed("/radio.mp3", title="First song")
         icecast.feed("/fast.mp3", readrate=1.01)
         icecast.feed("/drop.mp3")
+        icecast.feed("/radio.aac", codec="aac")
+        icecast.feed("/radio.ogg", codec="ogg")
+        taps = {"radio": radio_tap, "drop": drop_tap, "fast": fast_tap, "aac": aac_tap}
+        taps["ogg"] = ogg_tap
         urls = {
             "radio": radio_tap.url("/radio.mp3"),
             "fast": fast_tap.url("/fast.mp3"),
             "drop": drop_tap.url("/drop.mp3"),
+            "aac": aac_tap.url("/radio.aac"),
+            "ogg": ogg_tap.url("/radio.ogg"),
             "hls": hls.master_url,
         }
         process = subprocess.Popen(
@@ -142,7 +150,7 @@ def _record(cluster: Cluster, folder: Path) -> Recorded:
                 reports[report["url"]] = report
         assert process.returncode == 0, output
         return Recorded(
-            cluster, icecast, {"radio": radio_tap, "drop": drop_tap, "fast": fast_tap}, hls,
+            cluster, icecast, taps, hls,
             urls, started, titles_set, cut_at,
             {name: reports[url] for name, url in urls.items()}, output,
         )  # fmt: skip

@@ -142,3 +142,20 @@ def test_live_hls_segments_are_fetched_once_each_and_archived_as_served(
     marks = {r.time for r in stream_recording.records["hls"] if r.kind is RecordKind.STREAM_SEGMENT}
     assert {s.program_time for s in segments} <= marks
     assert not stream_recording.hls.requests("/128k/index.m3u8")
+
+
+def test_aac_and_ogg_streams_are_archived_as_sent_with_their_clock_from_their_frames(
+    stream_recording: Recorded,
+) -> None:
+    aac = icy_audio(stream_recording.taps["aac"], 0, stream_recording.icecast.metaint)
+    ogg = stream_recording.taps["ogg"].received(0).partition(b"\r\n\r\n")[2]
+    for name, sent, codec in (("aac", aac, "aac-adts"), ("ogg", ogg, "ogg")):
+        archived = stream_recording.chunks(name)
+        assert archived and sent.startswith(archived), name
+        assert len(sent) - len(archived) <= IN_FLIGHT, name
+        logs = stream_recording.logs[name]
+        assert {(log.codec, log.sample_rate) for log in logs} == {(codec, 44_100)}, name
+        assert abs(drift_of(logs).ratio) < 0.01, (name, drift_of(logs))
+    # Icecast sends an Ogg listener the stream's headers first: the recording starts with them.
+    assert stream_recording.chunks("ogg").startswith(b"OggS")
+    assert stream_recording.reports["ogg"]["protocol"] == "progressive"
