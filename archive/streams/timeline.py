@@ -58,7 +58,10 @@ def timeline(logs: Sequence[ChunkLog]) -> Timeline | None:
         if gap is None and last is not None and start - last.end > HOLE:
             gap = Gap(last.end, start, UNEXPLAINED, "nothing was recorded (a recorder stopped)")
         if gap is not None:
-            gaps.append(gap)
+            # A handed-over stream's gap starts at the last end its scheduler heard of.
+            gaps.append(
+                Gap(max(gap.start, last.end) if last else gap.start, gap.end, gap.kind, gap.message)
+            )
             last = None
         if last is not None and last.recording == log.recording:
             spans[-1] = Span(last.start, max(last.end, end), last.recording)

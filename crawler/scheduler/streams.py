@@ -184,7 +184,8 @@ class StreamAgents:
             await self._send(agent, stream)
 
     def assignment(self, stream: Stream) -> Assignment:
-        return Assignment(stream.id, stream.url, self.settings, self.resolve)
+        resumes = round(stream.last_recorded * 1e6)  # 0 for a stream never recorded
+        return Assignment(stream.id, stream.url, self.settings, self.resolve, resumes)
 
     async def _send(self, agent: StreamAgent, stream: Stream) -> None:
         assert agent.peer is not None

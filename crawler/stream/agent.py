@@ -150,6 +150,7 @@ class StreamAgent:
                 self.store,
                 Resolver(assignment.resolve),
                 assignment.settings,
+                resumes=assignment.resumes or None,
             )
         except Exception as exc:
             log.exception("stream %d: recording failed", assignment.stream)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archive.errors import DlwebError
+from archive.timestamps import MAX_TIME
 from archive.urlkey import BadUrl, canonical_url
 
 from .cli import parse_rendition
@@ -42,6 +43,9 @@ class Assignment:
     url: str
     settings: StreamSettings = field(default_factory=StreamSettings)
     resolve: dict[str, list[str]] = field(default_factory=dict)
+    # When the stream's last recording ended (UTC microseconds), for a stream handed over from
+    # an agent that stopped: the new recording begins with a gap from then. 0: none before.
+    resumes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +56,7 @@ class Assignment:
                 "rendition": self.settings.rendition,
             },
             "resolve": {host: list(addresses) for host, addresses in self.resolve.items()},
+            "resumes": self.resumes,
         }
 
     @classmethod
@@ -59,13 +64,16 @@ class Assignment:
         """An assignment from the network, every field checked."""
         if not isinstance(data, Mapping):
             raise BadAssignment("a stream assignment must be a JSON object")
-        unknown = set(data) - {"stream", "url", "settings", "resolve"}
+        unknown = set(data) - {"stream", "url", "settings", "resolve", "resumes"}
         if unknown:
             raise BadAssignment(f"assignment field {sorted(unknown)[0]} is unknown")
         stream = data.get("stream")
         if type(stream) is not int or stream < 1:
             raise BadAssignment("assignment field stream must be a stream id, a whole number >= 1")
         url = check_stream_url(data.get("url"))
+        resumes = data.get("resumes", 0)
+        if type(resumes) is not int or not 0 <= resumes <= MAX_TIME:
+            raise BadAssignment("assignment field resumes must be a time in microseconds, or 0")
         given = data.get("settings", {})
         if not isinstance(given, Mapping):
             raise BadAssignment("assignment field settings must be an object")
@@ -99,6 +107,7 @@ class Assignment:
             url=url,
             settings=StreamSettings(**values),
             resolve={host.lower(): list(addresses) for host, addresses in resolve.items()},
+            resumes=resumes,
         )
 
 

@@ -166,14 +166,19 @@ def classify(response: StreamResponse, head: bytes) -> str:
 
 
 async def record(
-    recording: Recording, store: StreamStore, resolver: Resolver, settings: StreamSettings
+    recording: Recording,
+    store: StreamStore,
+    resolver: Resolver,
+    settings: StreamSettings,
+    resumes: int | None = None,
 ) -> None:
     """Record until cancelled, reconnecting after every failure; what was received up to the
-    cancellation is stored, and a gap still open is closed."""
+    cancellation is stored, and a gap still open is closed. `resumes`: when another agent's
+    recording of the stream ended, the start of a gap before this one's first chunk."""
     url = recording.url
     failures = 0
-    gap_since: int | None = None
-    gap_kind, gap_message = "", ""
+    gap_since = resumes
+    gap_kind, gap_message = "handover", "the agent recording the stream stopped; another took it"
     try:
         while True:
             chunker: _Chunker | None = None

@@ -20,6 +20,7 @@ def test_an_assignment_goes_through_json_unchanged() -> None:
         RADIO,
         StreamSettings(chunk_seconds=2.0, chunk_bytes=65536, point_seconds=0.5, rendition="lowest"),
         {"radio.example": ["127.0.0.9"]},
+        resumes=1_795_751_198_000_000,
     )
     assert Assignment.from_json(assignment.to_json()) == assignment
 
@@ -40,6 +41,8 @@ def test_an_assignment_without_settings_takes_the_recorder_defaults() -> None:
         ({"stream": 1}, "url must be a non-empty string"),
         ({"stream": 1, "url": "ftp://radio.example/live"}, "scheme 'ftp' is not http or https"),
         ({"stream": 1, "url": RADIO, "station": "x"}, "field station is unknown"),
+        ({"stream": 1, "url": RADIO, "resumes": -5}, "resumes must be a time in microseconds"),
+        ({"stream": 1, "url": RADIO, "resumes": "now"}, "resumes must be a time in microseconds"),
         ({"stream": 1, "url": RADIO, "settings": []}, "settings must be an object"),
         ({"stream": 1, "url": RADIO, "settings": {"speed": 2}}, "settings.speed is unknown"),
         (

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from archive.cluster import ClusterClient
-from archive.streams import ChunkLog, stream_logs
+from archive.streams import ChunkLog, stream_logs, timeline
 from tests.conftest import wait_until
 from tests.crawler.campaign import Campaign, dlweb
 from tests.master.conftest import Cluster
@@ -155,6 +155,12 @@ def test_a_stream_whose_agent_is_killed_goes_to_the_other_agent_with_a_gap_over_
     )
     hole = (before[-1].end.time / 1e6, after[0].start / 1e6)
     assert hole[0] < killed_at < hole[1], (hole, killed_at)
+    # The new recording logs the gap it began with, from the last the scheduler heard.
+    gap = after[0].gap
+    assert gap is not None and gap.kind == "handover", gap
+    assert gap.start / 1e6 <= killed_at <= gap.end / 1e6
+    (shown_gap,) = timeline(before + after).gaps
+    assert shown_gap.start == before[-1].end.time and shown_gap.kind == "handover"
     assert after[0].start / 1e6 - killed_at < 10  # the grace (1 s) and the handover
     assert all(log.codec == "mpeg-audio" and log.chunk for log in before + after)
     events = [(e["event"], e["agent"]) for e in shown["events"]]
