@@ -156,6 +156,28 @@ def _tail(path: Path, size: int = 4000) -> str:
 # -- Icecast ---------------------------------------------------------------------------------
 
 
+class _Started:
+    """A source used as a context manager: started on entry, closed on exit."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 @dataclass
 class Listener:
     """A listener of an Icecast mount, as its admin API lists it."""
@@ -187,7 +209,7 @@ class Feed:
         end(self.process)
 
 
-class Icecast:
+class Icecast(_Started):
     """Debian's icecast2 on 127.0.0.1 and a free port, configured in `directory`.
 
     A new listener first gets a burst of up to `burst_size` bytes the source sent before it
@@ -239,18 +261,6 @@ class Icecast:
         return self.base + _mount(mount)
 
     # lifecycle
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         """Start Icecast and return once it answers; a port taken meanwhile is tried again."""
@@ -529,7 +539,7 @@ class _Link:
         return sum(len(data) for _, data in self.to_client)
 
 
-class Tap:
+class Tap(_Started):
     """A TCP relay in front of a server at `target` that records what each connection through
     it carried: `received(i)` is every byte of connection i (in accept order) handed on to the
     client, response header block included, in order; `pieces(i)` has them as they came from
@@ -557,17 +567,8 @@ class Tap:
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def __enter__(self) -> Self:
+    def start(self) -> None:
         self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._thread.is_alive():
@@ -874,7 +875,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 # -- HLS ---------------------------------------------------------------------------------------
 
 
-class HlsLive:
+class HlsLive(_Started):
     """ffmpeg writing a live HLS stream in real time (`readrate` times it) into `directory`,
     served on a free loopback port.
 
@@ -921,18 +922,6 @@ class HlsLive:
 
     def media_url(self, rendition: str) -> str:
         return f"{self.base}/{rendition}/index.m3u8"
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         """Start the encoder and the server; return once the first segment of every rendition
@@ -1088,7 +1077,7 @@ def make_ts_segments(directory: Path, count: int = 4, seed: int = 0) -> list[byt
     return [(directory / f"seg_{n}.ts").read_bytes() for n in range(count)]
 
 
-class BadStreams:
+class BadStreams(_Started):
     """One HTTP server on loopback whose paths misbehave as streams do:
 
     - `/html`: 200 text/html, a page instead of audio;
@@ -1140,18 +1129,6 @@ class BadStreams:
 
     def url(self, path: str) -> str:
         return self.base + path
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
