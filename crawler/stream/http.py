@@ -60,7 +60,9 @@ class StreamResponse:
 
     async def _read_socket(self) -> bytes:
         try:
-            return await asyncio.wait_for(self._reader.read(READ_SIZE), self._timeout)
+            # asyncio.timeout, not wait_for: no task made for each read of each stream.
+            async with asyncio.timeout(self._timeout):
+                return await self._reader.read(READ_SIZE)
         except TimeoutError:
             raise FetchError(
                 "stalled", f"{self.url}: nothing received for {self._timeout:g} s"

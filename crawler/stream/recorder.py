@@ -63,7 +63,7 @@ class _Chunker:
         self.titles: list[Title] = []
         self.started = time.monotonic()
         self.next_point = 0.0
-        self.fit = Fit()
+        self.sums = [0.0] * 5  # the least-squares sums of the chunk's reads (archive Fit)
 
     def _stream_at(self) -> tuple[float, int]:
         """The stream clock and the stream offset of the latest frame boundary."""
@@ -87,7 +87,12 @@ class _Chunker:
         self.buffer += audio
         seconds, boundary = self._stream_at()
         if self.scanner is not None and self.scanner.sample_rate:
-            self.fit = self.fit.add((now - self.connected) / 1e6, seconds)
+            x, sums = (now - self.connected) / 1e6, self.sums
+            sums[0] += 1
+            sums[1] += x
+            sums[2] += seconds
+            sums[3] += x * x
+            sums[4] += x * seconds
         for at, title in titles:
             if self.recording.titles and self.recording.titles[-1].title == title:
                 continue  # a server may send the same title again
@@ -127,7 +132,7 @@ class _Chunker:
             size=size,
             titles=tuple(t for t in self.titles if t.offset < size),
             gap=self.gap,
-            fit=self.fit,
+            fit=Fit(int(self.sums[0]), *self.sums[1:]),
         )
         self.store.chunk(chunk_log, data, self.response.header_block, self.response.status)
         self.recording.logs.append(chunk_log)
@@ -142,7 +147,7 @@ class _Chunker:
         ]
         self.points = [Point(now, seconds, 0)]
         self.started = time.monotonic()
-        self.fit = Fit()
+        self.sums = [0.0] * 5
 
     def finish(self) -> None:
         if self.buffer:
