@@ -292,9 +292,9 @@ def test_record_checksum_detects_a_flipped_byte() -> None:
 
 def test_unknown_kind_with_a_valid_checksum_is_corrupt() -> None:
     raw = bytearray(capture_at(42).pack())
-    raw[KIND_OFFSET] = 9
+    raw[KIND_OFFSET] = 42
     raw[-4:] = struct.pack(">I", zlib.crc32(bytes(raw[:-4])))
-    with pytest.raises(CorruptFile, match="unknown record kind 9"):
+    with pytest.raises(CorruptFile, match="unknown record kind 42"):
         Capture.unpack(bytes(raw), "here")
 
 
@@ -340,7 +340,7 @@ def test_a_damaged_time_field_is_caught_when_its_record_is_read(tmp_path: Path) 
         (capture_at(2**63), "cannot be stored"),
         (capture_at(-(2**63) - 1), "cannot be stored"),
         (Capture(1, NAME_A, NAME_B, 200, offset=2**63), "cannot be stored"),
-        (Capture(1, NAME_A, NAME_B, 200, kind=9), "cannot be stored"),  # type: ignore[arg-type]
+        (Capture(1, NAME_A, NAME_B, 200, kind=42), "cannot be stored"),  # type: ignore[arg-type]
     ],
 )
 def test_pack_refuses_out_of_range_fields(capture: Capture, message: str) -> None:
