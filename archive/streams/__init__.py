@@ -1,23 +1,54 @@
-"""Recorded streams: codec framing, and the log the streaming agent keeps of each chunk."""
+"""Recorded streams: codec framing, the log the streaming agent keeps of each chunk, playback
+from a date and the timeline of a recording."""
 
-from .archived import recorded_streams, stream_logs
-from .frames import FrameScanner, scanner_for
-from .log import (
-    LOG_TYPE,
-    REGISTRY_URL,
-    BadLog,
-    ChunkLog,
-    Drift,
-    Fit,
-    Gap,
-    Point,
-    Segment,
-    Title,
-    drift_of,
-)
-from .playback import StreamStart, frame_after, hls_playlist, start_at
-from .timeline import Span, Timeline, timeline
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .archived import recorded_streams, stream_logs
+    from .frames import FrameScanner, scanner_for
+    from .log import (
+        LOG_TYPE,
+        REGISTRY_URL,
+        BadLog,
+        ChunkLog,
+        Drift,
+        Fit,
+        Gap,
+        Point,
+        Segment,
+        Title,
+        drift_of,
+    )
+    from .playback import StreamStart, frame_after, hls_playlist, start_at
+    from .timelines import Span, Timeline, timeline
+
+# Loaded on first use: the log format is light, reading recordings back needs the cluster client.
+_EXPORTS = {
+    "LOG_TYPE": "log",
+    "REGISTRY_URL": "log",
+    "BadLog": "log",
+    "ChunkLog": "log",
+    "Drift": "log",
+    "Fit": "log",
+    "FrameScanner": "frames",
+    "Gap": "log",
+    "Point": "log",
+    "Segment": "log",
+    "Span": "timelines",
+    "StreamStart": "playback",
+    "Timeline": "timelines",
+    "Title": "log",
+    "drift_of": "log",
+    "frame_after": "playback",
+    "hls_playlist": "playback",
+    "recorded_streams": "archived",
+    "scanner_for": "frames",
+    "start_at": "playback",
+    "stream_logs": "archived",
+    "timeline": "timelines",
+}
 __all__ = [
     "LOG_TYPE",
     "REGISTRY_URL",
@@ -42,3 +73,6 @@ __all__ = [
     "stream_logs",
     "timeline",
 ]
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

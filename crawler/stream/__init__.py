@@ -1,8 +1,24 @@
 """The streaming agent's recorder: live Icecast/SHOUTcast, progressive and HLS streams, recorded
 into the cluster as chunks with points on both clocks (archive/streams)."""
 
-from .recorder import classify, record
-from .recording import Recording, StreamSettings
-from .store import StreamStore
+from typing import TYPE_CHECKING
 
+from archive.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .recorder import classify, record
+    from .recording import Recording, StreamSettings
+    from .store import StreamStore
+
+# Loaded on first use: every `dlweb` command imports this package for its subcommands' options.
+_EXPORTS = {
+    "Recording": "recording",
+    "StreamSettings": "recording",
+    "StreamStore": "store",
+    "classify": "recorder",
+    "record": "recorder",
+}
 __all__ = ["Recording", "StreamSettings", "StreamStore", "classify", "record"]
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

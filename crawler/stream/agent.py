@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from archive.cli import add_config_option, positive_int, positive_seconds, standalone
 from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
@@ -29,17 +28,15 @@ from archive.streams import drift_of
 
 from ..fetch import Resolver
 from .assignment import ROLE, Assignment, BadAssignment
-from .cli import STORE_GRACE
+from .cli import REPORT_EVERY, STORE_GRACE
 from .recorder import record
 from .recording import Recording
 from .store import StreamStore
 
-__all__ = ["StreamAgent", "add_agent_arguments", "progress", "register"]
+__all__ = ["StreamAgent", "progress", "run"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CAPACITY = 16
-REPORT_EVERY = 30.0
 RETRY_REPORT = 2.0
 FINAL_REPORT_WAIT = 10.0  # seconds a stopping agent gives its last reports to get through
 
@@ -244,39 +241,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--scheduler",
-        help="the scheduler's URL (http://host:port; default: the scheduler of the cluster found"
-        " on the LAN)",
-    )
-    parser.add_argument("--name", help="this agent's name (default: streamer-PID)")
-    parser.add_argument(
-        "--capacity",
-        type=positive_int,
-        default=DEFAULT_CAPACITY,
-        help="streams recorded at once, at most (default %(default)s)",
-    )
-    parser.add_argument(
-        "--report-every",
-        type=positive_seconds,
-        default=REPORT_EVERY,
-        metavar="SECONDS",
-        help="seconds between two progress reports to the scheduler (default %(default)g)",
-    )
-    add_config_option(parser)
-    parser.set_defaults(run=run)
-
-
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    add_agent_arguments(
-        subparsers.add_parser(
-            "stream-agent", help="run a streaming agent that records live streams for a scheduler"
-        )
-    )
-
-
 if __name__ == "__main__":
+    from archive.cli import standalone
+
+    from .cli import add_agent_arguments
+
     sys.exit(
         standalone("python -m crawler.stream.agent", "dlweb streaming agent", add_agent_arguments)
     )

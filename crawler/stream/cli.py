@@ -1,24 +1,22 @@
 """`dlweb stream URL --duration D`: record live streams into the cluster for a while."""
 
 import argparse
-import asyncio
-import json
-import logging
 
-from archive.cli import add_config_option, positive_seconds
-from archive.cluster import ClusterClient
-from archive.config import load_config
-from archive.timestamps import format_iso
+from archive.cli import add_config_option, positive_int, positive_seconds
 
-from ..cli import add_resolve_option, resolve_map
-from ..fetch import Resolver
-from .recorder import record
-from .recording import Recording, StreamSettings
-from .store import StreamStore
+from ..cli import add_resolve_option
+from .recording import StreamSettings
 
-__all__ = ["add_stream_arguments", "register_stream"]
+__all__ = [
+    "add_agent_arguments",
+    "add_stream_arguments",
+    "parse_rendition",
+    "register_agent",
+    "register_stream",
+]
 
-log = logging.getLogger(__name__)
+DEFAULT_CAPACITY = 16
+REPORT_EVERY = 30.0
 
 # Seconds the recorder has, once the duration is over, to store what it holds.
 STORE_GRACE = 120.0
@@ -31,64 +29,16 @@ def parse_rendition(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not highest, lowest or a number of bits/s")
 
 
-def settings_of(args: argparse.Namespace) -> StreamSettings:
-    return StreamSettings(
-        chunk_seconds=args.chunk_seconds,
-        point_seconds=args.point_seconds,
-        timeout=args.timeout,
-        rendition=args.rendition,
-    )
-
-
-async def _record_for(args: argparse.Namespace) -> list[Recording]:
-    config = load_config(args.config)
-    settings = settings_of(args)
-    resolver = Resolver(resolve_map(args))
-    recordings = [Recording(url) for url in args.urls]
-    async with ClusterClient(config, "stream-recorder") as client:
-        store = StreamStore(client)
-        tasks = [asyncio.create_task(record(r, store, resolver, settings)) for r in recordings]
-        await asyncio.sleep(args.duration)
-        for task in tasks:
-            task.cancel()
-        ended = await asyncio.gather(*tasks, return_exceptions=True)
-        for recording, outcome in zip(recordings, ended, strict=True):
-            if isinstance(outcome, Exception):
-                recording.errors["internal"] += 1
-                log.error("%s: recording failed", recording.url, exc_info=outcome)
-        try:
-            await asyncio.wait_for(store.join(), STORE_GRACE)
-        except TimeoutError:
-            log.error("%d inserts still failing after %g s: given up", store.pending, STORE_GRACE)
-    return recordings
-
-
 def _stream(args: argparse.Namespace) -> int:
-    recordings = asyncio.run(_record_for(args))
-    failed = 0
-    for recording in recordings:
-        report = recording.report()
-        if args.json:
-            print(json.dumps(report))
-        else:
-            _print(recording, report)
-        if not recording.chunks:
-            failed += 1
-    return 1 if failed else 0
+    from .session import run_stream
+
+    return run_stream(args)
 
 
-def _print(recording: Recording, report: dict[str, object]) -> None:
-    if not recording.chunks:
-        errors = ", ".join(f"{k} x{n}" for k, n in recording.errors.items()) or "nothing received"
-        print(f"{recording.url}: NOT RECORDED ({errors})")
-        return
-    print(
-        f"{recording.url}: {recording.protocol}, {recording.bytes / 1e6:.1f} MB in"
-        f" {recording.chunks} chunks, {len(recording.titles)} titles,"
-        f" {len(recording.gaps)} gaps; {report['drift_text']}"
-    )
-    for gap in recording.gaps:
-        print(f"  gap {format_iso(gap.start)} .. {format_iso(gap.end)}: {gap.kind}: {gap.message}")
+def _agent(args: argparse.Namespace) -> int:
+    from .agent import run
+
+    return run(args)
 
 
 def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,4 +80,36 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
 def register_stream(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     add_stream_arguments(
         subparsers.add_parser("stream", help="record live streams (Icecast, HLS) for a while")
+    )
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scheduler",
+        help="the scheduler's URL (http://host:port; default: the scheduler of the cluster found"
+        " on the LAN)",
+    )
+    parser.add_argument("--name", help="this agent's name (default: streamer-PID)")
+    parser.add_argument(
+        "--capacity",
+        type=positive_int,
+        default=DEFAULT_CAPACITY,
+        help="streams recorded at once, at most (default %(default)s)",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=positive_seconds,
+        default=REPORT_EVERY,
+        metavar="SECONDS",
+        help="seconds between two progress reports to the scheduler (default %(default)g)",
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_agent)
+
+
+def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_agent_arguments(
+        subparsers.add_parser(
+            "stream-agent", help="run a streaming agent that records live streams for a scheduler"
+        )
     )
