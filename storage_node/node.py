@@ -405,7 +405,7 @@ class StorageNode:
         maybe_held = self.filter.might_hold_many([name for name, _ in items])
         size = sum(len(data) for (_, data), held in zip(items, maybe_held, strict=True) if not held)
         with self.space.writing(size, held=all(maybe_held)):
-            staged = await self.run_io(self._stage_contents, items)
+            staged = await self.run_io(self._stage_contents, items, maybe_held)
             try:
                 # Shielded: once placed, files must reach the inventory even if the client left.
                 return await asyncio.shield(self._place_contents(staged))
@@ -448,12 +448,17 @@ class StorageNode:
         return list(fresh.values())
 
     def _stage_contents(
-        self, items: Sequence[tuple[str, bytes | memoryview]]
+        self, items: Sequence[tuple[str, bytes | memoryview]], maybe_held: list[bool]
     ) -> list[PendingFile | VolumeEntry]:
-        wanted = dict(items)
-        held = self.holds_many(CONTENT, list(wanted))
-        fresh = [item for item, is_held in zip(wanted.items(), held, strict=True) if not is_held]
-        return self.contents.stage_contents(fresh, fsync=self.committer is None)
+        """Stage the contents not held, each name once. `maybe_held` is the filter's answer for
+        `items`, taken just before: a name added since is staged again, and left out when placed
+        (`_not_held`)."""
+        store = self.contents
+        wanted: dict[str, bytes | memoryview] = {}
+        for (name, data), maybe in zip(items, maybe_held, strict=True):
+            if name not in wanted and not (maybe and store.exists(name)):
+                wanted[name] = data
+        return store.stage_contents(list(wanted.items()), fsync=self.committer is None)
 
     async def _place_content(self, staged: PendingFile | VolumeEntry) -> bool:
         name = staged.name
