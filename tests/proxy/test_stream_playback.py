@@ -111,9 +111,10 @@ AUDIO_PAGE = """<!doctype html><html><head><title>waiting</title></head><body>
 <audio id="player" src="{src}" autoplay muted></audio>
 <script>
 const player = document.getElementById("player");
-player.addEventListener("timeupdate", () => {{
-  // Under virtual time the media clock runs on real time: a few tenths of a second are played.
-  if (player.currentTime > 0 && !document.title.startsWith("played")) {{
+// Playing: the element has the data and its clock runs (under virtual time, on a loaded machine,
+// it may not get far before the budget is spent).
+player.addEventListener("playing", () => {{
+  if (!document.title.startsWith("played")) {{
     document.title = "played:" + player.currentTime.toFixed(1);
   }}
 }});
