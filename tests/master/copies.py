@@ -7,11 +7,11 @@ import signal
 import sqlite3
 import time
 import urllib.request
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import replace
 from typing import Any
 
-from archive.cluster import ClusterClient
+from archive.cluster import ClusterClient, ClusterError
 from archive.urlkey import structure_name
 from tests.conftest import wait_until
 
@@ -84,7 +84,11 @@ async def lose_the_active_copy(
         cluster.nodes[lost].stop(signal.SIGKILL)
     finally:
         cluster.master.process.send_signal(signal.SIGCONT)
-    await inserting
+    with suppress(ClusterError):
+        # On a loaded machine the node can die after its copy took the records but before it
+        # answered the index node: the insert is then refused (never acknowledged with fewer
+        # copies), and the records are on the lost copy all the same.
+        await inserting
     cluster.wait_for(
         lambda s: any(n["id"] == lost and n["state"] == "down" for n in s["nodes"]),
         f"{lost} to be down",
