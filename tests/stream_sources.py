@@ -15,6 +15,7 @@ Each process started here is also known to a small watcher process that kills wh
 once the test process is gone, however it ended, so a killed test run leaves no encoder behind.
 """
 
+import abc
 import base64
 import contextlib
 import grp
@@ -156,14 +157,16 @@ def _tail(path: Path, size: int = 4000) -> str:
 # -- Icecast ---------------------------------------------------------------------------------
 
 
-class _Started:
+class _Started(abc.ABC):
     """A source used as a context manager: started on entry, closed on exit."""
 
+    @abc.abstractmethod
     def start(self) -> None:
-        raise NotImplementedError
+        """Start the source; return once it answers."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Stop everything the source started."""
 
     def __enter__(self) -> Self:
         self.start()

@@ -10,6 +10,7 @@ A candidate MPEG or ADTS header counts as a frame only when the next frame's hea
 (or the data ends): a sync word inside the audio is then not taken for a frame.
 """
 
+import abc
 import struct
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ _OGG_BOS = 0x02
 
 
 @dataclass
-class FrameScanner:
+class FrameScanner(abc.ABC):
     """Fed a stream's bytes in order; `boundary` is the stream offset where the next unfinished
     frame begins, `samples` the samples of the frames before it, `junk` the bytes that were no
     frame (a resynchronisation after damage, an ID3 tag)."""
@@ -73,18 +74,18 @@ class FrameScanner:
         self._tail_at += used
         self._tail = buffer[used:]
 
+    @abc.abstractmethod
     def _scan(self, buffer: bytes) -> int:
         """Consume whole frames (and junk) from the buffer's start; how many bytes were used."""
-        raise NotImplementedError
 
 
 class _MpegScanner(FrameScanner):
     """MPEG-1/2/2.5 audio, layers I to III, and AAC in ADTS: 12-bit sync words, length in the
     header."""
 
+    @abc.abstractmethod
     def _frame(self, buffer: bytes, at: int) -> tuple[int, int, int] | None:
         """(length, samples, sample rate) of a frame header at `at`, or None."""
-        raise NotImplementedError
 
     def _scan(self, buffer: bytes) -> int:
         at, end = 0, len(buffer)
