@@ -72,6 +72,7 @@ from bench_tools import (  # noqa: E402
     cpu_seconds,
     dlweb,
     run_benchmark,
+    stop,
 )
 from crawl_farm import MAX_PAGES, address, host  # noqa: E402
 from scrapy_peer import scrapy_command, scrapy_version  # noqa: E402
@@ -86,7 +87,6 @@ from deploy.processes import RUN_DIR  # noqa: E402
 FARM = Path(__file__).resolve().parent / "crawl_farm.py"
 SAMPLE_INTERVAL = 0.1
 READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
 KB = 1024
 TARGET_SPEED = 2.0  # dlweb pages/s over Scrapy's
 TARGET_AGENT_MB = 20.0  # peak PSS of one site agent
@@ -157,16 +157,6 @@ def running_farm(work: Path, sites: int, pages: int, scripted: int = 0) -> Itera
         yield Farm(sites, pages, ports["port"], ports["control"], process.pid, scripted)
     finally:
         stop(process)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def children(pid: int) -> list[int]:

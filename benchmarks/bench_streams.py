@@ -80,6 +80,7 @@ from bench_tools import (  # noqa: E402
     cpu_seconds,
     dlweb,
     run_benchmark,
+    stop,
 )
 from stream_farm import FRAME_STRIDE, encode_loop, mp3_frames  # noqa: E402
 
@@ -168,16 +169,6 @@ def running_farm(work: Path, piece_seconds: float) -> Iterator[Farm]:
         yield Farm(facts["port"], facts["byte_rate"], process.pid, data[: frames[-1]], frames)
     finally:
         stop(process)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 # -- sampling ------------------------------------------------------------------------------------

@@ -129,3 +129,14 @@ def cpu_seconds(pids: list[int]) -> float:
 def cluster_pids(run_dir: Path) -> dict[str, int]:
     """The processes `dlweb up` started, by name (master, index, node1...), from their pid files."""
     return {path.stem: int(path.read_text()) for path in sorted(run_dir.glob("*.pid"))}
+
+
+def stop(process: "subprocess.Popen[bytes]", timeout: float = 10.0) -> None:
+    """Stop a process the benchmark started: SIGTERM, then SIGKILL after `timeout` seconds."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
