@@ -26,6 +26,7 @@ __all__ = [
     "add_arguments",
     "add_record_arguments",
     "add_resolve_option",
+    "add_scheduler_options",
     "register",
     "register_agent",
     "register_record",
@@ -243,13 +244,18 @@ def _run_agent(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+def add_scheduler_options(parser: argparse.ArgumentParser, kind: str) -> None:
+    """--scheduler and --name, for an agent of the scheduler (`kind` names it by default)."""
     parser.add_argument(
         "--scheduler",
         help="the scheduler's URL (http://host:port; default: the scheduler of the cluster found"
         " on the LAN)",
     )
-    parser.add_argument("--name", help="this agent's name (default: crawler-PID)")
+    parser.add_argument("--name", help=f"this agent's name (default: {kind}-PID)")
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    add_scheduler_options(parser, "crawler")
     parser.add_argument(
         "--work",
         type=Path,

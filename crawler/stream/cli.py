@@ -4,7 +4,7 @@ import argparse
 
 from archive.cli import add_config_option, positive_int, positive_seconds
 
-from ..cli import add_resolve_option
+from ..cli import add_resolve_option, add_scheduler_options
 from .recording import StreamSettings
 
 __all__ = [
@@ -84,12 +84,7 @@ def register_stream(subparsers: "argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--scheduler",
-        help="the scheduler's URL (http://host:port; default: the scheduler of the cluster found"
-        " on the LAN)",
-    )
-    parser.add_argument("--name", help="this agent's name (default: streamer-PID)")
+    add_scheduler_options(parser, "streamer")
     parser.add_argument(
         "--capacity",
         type=positive_int,
