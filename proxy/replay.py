@@ -27,6 +27,7 @@ from archive.ranges import (
     unsatisfied_range,
 )
 from archive.reading import Asked, CaptureReader, PendingRevisit, Reading
+from archive.streams import PLAYLIST_TYPES
 from archive.structure import RecordKind
 from archive.tasks import Background
 from archive.timestamps import format_http_date, format_iso
@@ -35,7 +36,7 @@ from .dates import AT
 from .faults import fault
 from .guard import client_of
 from .responses import encoded, made
-from .stream_play import PLAYLIST_TYPES, StreamPlayback
+from .stream_play import StreamPlayback
 from .streaming import STREAMED, Streamed, node_answered, node_failed, send_to_node
 
 log = logging.getLogger(__name__)

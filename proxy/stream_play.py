@@ -24,13 +24,10 @@ from archive.timestamps import format_http_date, format_iso
 
 from .responses import made
 
-__all__ = ["PLAYLIST_TYPES", "StreamPlayback"]
+__all__ = ["StreamPlayback"]
 
 log = logging.getLogger(__name__)
 
-PLAYLIST_TYPES = frozenset(
-    ("application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl", "audio/x-mpegurl")
-)
 PLAYED = "dlweb-stream-played"
 START_HEADER = "X-Dlweb-Stream-Start"
 # Fields of the recorded answer that describe the connection it came on, not the stream.

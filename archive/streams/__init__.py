@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from .frames import FrameScanner, scanner_for
     from .log import (
         LOG_TYPE,
+        PLAYLIST_TYPES,
         REGISTRY_URL,
         BadLog,
         ChunkLog,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 # Loaded on first use: the log format is light, reading recordings back needs the cluster client.
 _EXPORTS = {
     "LOG_TYPE": "log",
+    "PLAYLIST_TYPES": "log",
     "REGISTRY_URL": "log",
     "BadLog": "log",
     "ChunkLog": "log",
@@ -51,6 +53,7 @@ _EXPORTS = {
 }
 __all__ = [
     "LOG_TYPE",
+    "PLAYLIST_TYPES",
     "REGISTRY_URL",
     "BadLog",
     "ChunkLog",

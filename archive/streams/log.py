@@ -29,6 +29,10 @@ __all__ = [
 FORMAT = "dlweb-stream-log/1"
 LOG_TYPE = "application/vnd.dlweb.stream-log+json"
 PROTOCOLS = frozenset(("icy", "progressive", "hls"))
+# The media types of an M3U8 playlist, as servers send them.
+PLAYLIST_TYPES = frozenset(
+    ("application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl", "audio/x-mpegurl")
+)
 # A URL of the harbors' domain, which nothing else archives: its structure file is the registry
 # of recorded streams, a stream-log record there for the first chunk of each recording.
 REGISTRY_URL = "http://streams.dlweb/recorded"

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import time
 
-from archive.streams import ChunkLog, Fit, Gap, Point, Title, scanner_for
+from archive.streams import PLAYLIST_TYPES, ChunkLog, Fit, Gap, Point, Title, scanner_for
 
 from ..fetch import FetchError, Resolver
 from .hls import record_hls
@@ -26,14 +26,6 @@ __all__ = ["classify", "record"]
 
 log = logging.getLogger(__name__)
 
-PLAYLIST_TYPES = frozenset(
-    (
-        "application/vnd.apple.mpegurl",
-        "application/x-mpegurl",
-        "audio/mpegurl",
-        "audio/x-mpegurl",
-    )
-)
 STREAM_TYPE_PREFIXES = ("audio/", "video/")
 STREAM_TYPES = frozenset(("application/ogg", "application/octet-stream", "binary/octet-stream"))
 # Bytes of a stream of a known codec in which no frame was found: not that codec at all.
