@@ -370,12 +370,22 @@ class IndexNode:
         unclaimed = [name for name in groups if name not in where]
         if unclaimed:
             where.update(await self._claim(unclaimed))
+        results: dict[str, tuple[int, bool]] = {}
         try:
-            results = await self._append_all(groups, where)
+            await self._append_all(groups, where, results)
             replicas = await self._append_replicas(groups, results, where)
         except BaseException:
-            # Some appends may have landed (one whose answer was lost among them), and one still
-            # travelling may land until its deadline: the replicas are refreshed after that.
+            # The appends that landed are told at once, so that their other copies are marked
+            # stale and refreshed now, not when the insert's last append can no longer land; one
+            # whose answer was lost, or still travelling, may land until its deadline: every
+            # file is told again after that.
+            landed = {
+                name: Appended(frozenset([where[name]]))
+                for name, (added, _) in results.items()
+                if added
+            }
+            if landed:
+                self._spawn(self._tell_now(landed))
             self._spawn(self._tell_later(list(groups)))
             raise
         # A file just created has no replica yet: the master's copies of it will be fresh. One
@@ -429,6 +439,11 @@ class IndexNode:
         for start in range(0, len(items), MAX_CAPTURES):
             part = dict(items[start : start + MAX_CAPTURES])
             self._spawn(self._tell_master("content.refs", {"refs": part}))
+
+    async def _tell_now(self, changes: dict[str, Appended]) -> None:
+        """Tell the master these files changed, from an insert that fails: nobody waits."""
+        with contextlib.suppress(RemoteError):
+            await self._tell_changed(changes)
 
     async def _tell_later(self, names: list[str]) -> None:
         """Tell the master these files changed once no append sent before now can land."""
@@ -503,14 +518,18 @@ class IndexNode:
             log.info("told the master of %d structure changes made while away", len(names))
 
     async def _append_all(
-        self, groups: dict[str, list[Incoming]], where: dict[str, str]
-    ) -> dict[str, tuple[int, bool]]:
+        self,
+        groups: dict[str, list[Incoming]],
+        where: dict[str, str],
+        results: dict[str, tuple[int, bool]],
+    ) -> None:
         """Append to every structure file, one request per node for many files; a file the batch
-        did not take is appended alone, and claimed again if its node fails."""
+        did not take is appended alone, and claimed again if its node fails. Each file's records
+        added and whether it was created go into `results` as they land, so that a caller whose
+        appends fail knows those that did not."""
         by_node: dict[str, list[str]] = {}
         for name in groups:
             by_node.setdefault(where[name], []).append(name)
-        results: dict[str, tuple[int, bool]] = {}
         refused: list[str] = []
         gone: set[str] = set()
 
@@ -541,11 +560,14 @@ class IndexNode:
             *(self._append(name, groups[name], where, gone) for name in left),
             return_exceptions=True,
         )
+        failed: BaseException | None = None
         for name, result in zip(left, alone, strict=True):
             if isinstance(result, BaseException):
-                raise result
-            results[name] = result
-        return results
+                failed = failed or result
+            else:
+                results[name] = result
+        if failed is not None:
+            raise failed
 
     async def _append_replicas(
         self,

@@ -199,11 +199,6 @@ def test_a_restored_link_brings_the_node_back_and_trims_the_extra_copies(
         assert len(served) == 3, (name, served)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known intermittent fault (issue 33): now and then one copy that stayed up lacks a"
-    " record of the import made before the cut, which the other holds",
-)
 def test_a_returning_node_serves_no_stale_structure_copy(bed: Bed, cut_story: CutStory) -> None:
     """Every copy holds every acknowledged capture of its URL, and the copies that stayed agree.
     The returning node's copy may also hold records of a batch that was not acknowledged: its

@@ -455,11 +455,13 @@ async def test_popular_counts_are_reported_as_they_change(tmp_path: Path) -> Non
         node.contents.close()
 
 
-AppendAll = Callable[[dict[str, Any], dict[str, str]], Awaitable[dict[str, Any]]]
+AppendAll = Callable[[dict[str, Any], dict[str, str], dict[str, Any]], Awaitable[None]]
 
 
-async def append_every_record(groups: dict[str, Any], where: dict[str, str]) -> dict[str, Any]:
-    return {name: (len(items), False) for name, items in groups.items()}
+async def append_every_record(
+    groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+) -> None:
+    results.update((name, (len(items), False)) for name, items in groups.items())
 
 
 class Upstream:
@@ -477,6 +479,12 @@ class Upstream:
             raise HipError(self.lost)
         self.told.append((method, sorted(params["names"]), params.get("copies", {})))
         return {}
+
+
+async def told(upstream: Upstream) -> None:
+    """Return once the master was told something."""
+    while not upstream.told:
+        await asyncio.sleep(0)
 
 
 def unit_index(tmp_path: Path, append_all: AppendAll = append_every_record) -> IndexNode:
@@ -501,10 +509,12 @@ async def test_an_insert_is_answered_before_its_records_are_appended(tmp_path: P
     records they added, and only then are the contents known."""
     appending, appended = asyncio.Event(), asyncio.Event()
 
-    async def append_all(groups: dict[str, Any], where: dict[str, str]) -> dict[str, Any]:
+    async def append_all(
+        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+    ) -> None:
         appending.set()
         await appended.wait()
-        return await append_every_record(groups, where)
+        await append_every_record(groups, where, results)
 
     node = unit_index(tmp_path, append_all)
     client = object()
@@ -527,7 +537,9 @@ async def test_an_insert_is_answered_before_its_records_are_appended(tmp_path: P
 
 
 async def test_an_insert_whose_appends_failed_confirms_nothing(tmp_path: Path) -> None:
-    async def append_all(groups: dict[str, Any], where: dict[str, str]) -> dict[str, Any]:
+    async def append_all(
+        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+    ) -> None:
         raise RemoteError("bad_params", "insert: a storage node refused files[0]: bad record")
 
     node = unit_index(tmp_path, append_all)
@@ -541,6 +553,37 @@ async def test_an_insert_whose_appends_failed_confirms_nothing(tmp_path: Path) -
         with pytest.raises(RemoteError, match="insert 1 is not one of this connection's"):
             await node._stored(client, {"names": ["a" * 64], "insert": answer["insert"]})  # type: ignore[arg-type]
     finally:
+        node.contents.close()
+
+
+async def test_the_appends_of_a_failed_insert_that_landed_are_told_at_once(
+    tmp_path: Path,
+) -> None:
+    """An insert whose append to one file failed still changed the files whose appends landed:
+    the master hears of those at once, so their other copies are refreshed now (it hears of
+    every file again once no append of the insert can land any more)."""
+    other = {**GOOD, "url": "http://example.com/other"}
+    name, other_name = (parse_captures({"captures": [c]})[0].structure for c in (GOOD, other))
+
+    async def append_all(
+        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+    ) -> None:
+        results[name] = (1, False)
+        raise RemoteError("error", f"cannot append to structure {other_name}: no answer")
+
+    node = unit_index(tmp_path, append_all)
+    node.claims[other_name] = "http://n"
+    upstream: Upstream = node.upstream  # type: ignore[assignment]
+    client = object()
+    try:
+        answer = await node._insert(client, {"captures": [GOOD, other]})  # type: ignore[arg-type]
+        with pytest.raises(RemoteError, match="cannot append to structure"):
+            await node._stored(client, {"names": [], "insert": answer["insert"]})  # type: ignore[arg-type]
+        await asyncio.wait_for(told(upstream), 5)
+        appended = {"active": ["http://n"], "others": []}
+        assert upstream.told == [("structure.changed", [name], {name: appended})]
+    finally:
+        node._background.cancel()
         node.contents.close()
 
 
