@@ -7,6 +7,7 @@ group with a function ``register(subparsers)``, so the kernel never imports them
 import argparse
 import gc
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -104,12 +105,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     kernel's only: the other packages' are then not loaded (a command starts sooner)."""
     parser = argparse.ArgumentParser(prog="dlweb", description="dlweb web archive")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "-c",
+        "--config",
+        dest="config_first",
+        type=Path,
+        metavar="CONFIG",
+        help="cluster configuration file, for a command that takes one (also after it)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_config(subparsers)
     browse.register(subparsers, add_config_option)
     warc.register(subparsers, add_config_option)
-    words = [word for word in (argv or []) if not word.startswith("-")]
-    if not words or words[0] not in subparsers.choices:
+    command = _command_word(argv or [])
+    if command not in subparsers.choices:
         from importlib.metadata import entry_points
 
         for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
@@ -117,10 +126,52 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand `argv` names: its first word that is neither an option nor the file
+    given to a `-c` before it."""
+    words = iter(argv)
+    for word in words:
+        if word in ("-c", "--config"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def _config_first(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Apply a `-c` given before the subcommand, as git and kubectl take their options."""
+    first = getattr(args, "config_first", None)
+    if first is None:
+        return
+    if not hasattr(args, "config"):
+        parser.error(f"dlweb {args.command} takes no configuration file (-c)")
+    if args.config not in (DEFAULT_CONFIG, first):
+        parser.error(f"-c given twice, as {first} and {args.config}")
+    args.config = first
+
+
+def _reader_gone() -> int:
+    """End quietly when the reader of the output went away (`dlweb status | head -3`): what
+    is still buffered goes nowhere, and the status is that of a command killed by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     """Parse arguments and run the chosen command, turning dlweb errors into one clear line."""
+    try:
+        status = _run(parser, argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     parser.set_defaults(log_level=logging.INFO)
     args, extra = parser.parse_known_args(argv)
+    _config_first(parser, args)
     # A command whose positionals may come after its options (`set_defaults(intermixed=NAME)`)
     # gets the words argparse left over; anything else left over is an error, as usual.
     intermixed = getattr(args, "intermixed", None)

@@ -39,6 +39,15 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: 
         assert fragment in lines[0]
 
 
+def assert_usage_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    """An error of the command line: argparse's usage, then one line saying what is wrong."""
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    usage, error = result.stderr.splitlines()
+    assert usage.startswith("usage: dlweb")
+    assert error.startswith("dlweb: error: ") and fragment in error
+
+
 def test_init_then_check(tmp_path: Path) -> None:
     path = tmp_path / "cluster" / "dlweb.yaml"
     init = run("config", "init", "-c", str(path), "--name", "lab", "--multicast-port", "47123")
@@ -159,3 +168,39 @@ def test_site_crawler_agents_keep_pythons_collector_schedule() -> None:
     # Their memory has a budget: garbage collected later is memory held longer.
     for argv in (["crawl", "http://a.test/"], ["crawler-agent"]):
         assert _collector_schedule(argv) == gc.get_threshold(), argv
+
+
+def test_the_configuration_may_come_before_the_command(tmp_path: Path) -> None:
+    path = tmp_path / "dlweb.yaml"
+    assert run("config", "init", "-c", str(path), "--name", "lab").returncode == 0
+    for args in (("-c", str(path), "config", "check"), ("--config", str(path), "config", "check")):
+        check = run(*args)
+        assert check.returncode == 0, check.stderr
+        assert check.stdout == f"{path}: cluster 'lab', lookup multicast, ok\n"
+    # The same file after the command too is no conflict; another one is.
+    assert run("-c", str(path), "config", "check", "-c", str(path)).returncode == 0
+    other = tmp_path / "other.yaml"
+    twice = run("-c", str(path), "config", "check", "-c", str(other))
+    assert_usage_error(twice, f"-c given twice, as {path} and {other}")
+    assert_usage_error(run("-c", str(path), "up", "--data", str(tmp_path)), "dlweb up takes no")
+
+
+def test_a_kernel_command_after_a_configuration_loads_no_other_package() -> None:
+    code = "import archive.cli; archive.cli.build_parser(['-c', 'a.yaml', 'captures', 'http://a/'])"
+    assert _loaded_after(code, OTHER_PACKAGES + ["importlib.metadata"]) == []
+
+
+def test_a_command_whose_reader_went_away_ends_quietly(tmp_path: Path) -> None:
+    """`dlweb ... | head -1`: the output pipe closes before the command writes to it."""
+    path = tmp_path / "dlweb.yaml"
+    assert run("config", "init", "-c", str(path)).returncode == 0
+    command = subprocess.Popen(
+        [dlweb_script(), "config", "check", "-c", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert command.stdout is not None and command.stderr is not None
+    command.stdout.close()
+    errors = command.stderr.read()
+    assert command.wait(timeout=60) == 141
+    assert errors == b""
