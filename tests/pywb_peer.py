@@ -2,7 +2,8 @@
 
 pywb pins exact, old releases of its dependencies (werkzeug 2.2.3, where mitmproxy, a dlweb
 dependency, needs werkzeug 3), so it lives in a virtual environment of its own, built once and
-cached.
+cached. py-wacz's validator, the reference check of WACZ packages, gets one of its own, built
+the same way.
 """
 
 import hashlib
@@ -38,6 +39,8 @@ REQUIREMENTS = (
 )
 # The environment's name says what it holds, so one built from other requirements is not reused.
 VENV_NAME = f"pywb-{PYWB_VERSION}-{hashlib.sha256(' '.join(REQUIREMENTS).encode()).hexdigest()[:8]}"
+WACZ_REQUIREMENTS = ("wacz==0.6.0",)
+WACZ_VENV_NAME = f"wacz-{hashlib.sha256(' '.join(WACZ_REQUIREMENTS).encode()).hexdigest()[:8]}"
 COMPLETE = "dlweb-peer-complete"
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
@@ -93,6 +96,15 @@ def peer_venv(name: str, requirements: Sequence[str]) -> Path:
 def pywb_bin() -> Path:
     """The `bin` directory of a virtual environment with pywb, built on first use."""
     return peer_venv(VENV_NAME, REQUIREMENTS)
+
+
+def wacz_validate(path: Path) -> subprocess.CompletedProcess[str]:
+    """py-wacz's `wacz validate -f PATH`, the reference check of a WACZ package, run from a
+    virtual environment of its own (its frictionless pins stay out of dlweb's and pywb's)."""
+    validator = peer_venv(WACZ_VENV_NAME, WACZ_REQUIREMENTS) / "wacz"
+    return subprocess.run(
+        [str(validator), "validate", "-f", str(path)], capture_output=True, text=True, timeout=120
+    )
 
 
 def _free_port() -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .reader import Item, SourceRecord, read_archive
+from .wacz import archive_inputs
 
 BATCH_RECORDS = 1_000
 BATCH_BYTES = 64 * 1024 * 1024
@@ -83,26 +84,28 @@ class BatchReader:
         try:
             done = 0
             for path in self.paths:
-                position = done
+                # A file, or each WARC file of a WACZ package (read from the ZIP).
+                for name, fh, start in archive_inputs(path):
+                    position = done + start
 
-                def progress(at: int, base: int = done) -> None:
-                    nonlocal position
-                    position = base + at
+                    def progress(at: int, base: int = done + start) -> None:
+                        nonlocal position
+                        position = base + at
 
-                items: list[Item] = []
-                held = 0
-                for item in read_archive(path, self.max_record, spool_dir, progress):
-                    if self._stop.is_set():
-                        discard_all(items + [item])
-                        return
-                    items.append(item)
-                    if isinstance(item, SourceRecord):
-                        held += item.body.size
-                    if len(items) >= BATCH_RECORDS or held >= BATCH_BYTES:
-                        out.put(Batch(items, position))
-                        items, held = [], 0
+                    items: list[Item] = []
+                    held = 0
+                    for item in read_archive(name, self.max_record, spool_dir, progress, fh):
+                        if self._stop.is_set():
+                            discard_all(items + [item])
+                            return
+                        items.append(item)
+                        if isinstance(item, SourceRecord):
+                            held += item.body.size
+                        if len(items) >= BATCH_RECORDS or held >= BATCH_BYTES:
+                            out.put(Batch(items, position))
+                            items, held = [], 0
+                    out.put(Batch(items, position, end_of=name))
                 done += path.stat().st_size
-                out.put(Batch(items, done, end_of=path))
             out.put(None)
         except BaseException as exc:  # handed to the event loop, which raises it
             out.put(exc)

@@ -8,8 +8,9 @@ seek straight to the record.
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import surt
 from warcio.archiveiterator import ArchiveIterator
@@ -21,8 +22,9 @@ from ..timestamps import BadTime, format_digits, parse_time
 INDEXED_TYPES = ("response", "revisit", "resource")
 
 
-def cdxj_lines(path: Path) -> Iterator[str]:
-    """The unsorted index lines of one WARC file."""
+def cdxj_lines(path: Path, visit: Callable[[Any], None] | None = None) -> Iterator[str]:
+    """The unsorted index lines of one WARC file; `visit` gets each indexed record before it is
+    read to its end, so that a WACZ export lists its pages in the same reading."""
     with open(path, "rb") as fh:
         records = ArchiveIterator(fh)
         try:
@@ -41,6 +43,8 @@ def cdxj_lines(path: Path) -> Iterator[str]:
                 digest = headers.get_header("WARC-Payload-Digest")
                 if digest:
                     fields["digest"] = digest
+                if visit is not None:
+                    visit(record)
                 records.read_to_end()
                 fields["length"] = str(records.get_record_length())
                 fields["offset"] = str(records.get_record_offset())

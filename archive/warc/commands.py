@@ -17,6 +17,7 @@ from ..config import load_config
 from ..errors import DlwebError
 from ..timestamps import BadTime, parse_time
 from .batches import DEFAULT_MAX_RECORD, BatchReader
+from .wacz import check_wacz, export_wacz, is_wacz
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -48,6 +49,15 @@ def _input_files(paths: list[Path]) -> list[Path]:
     return paths
 
 
+def _checked_inputs(paths: list[Path]) -> list[Path]:
+    """The files to import, each WACZ package among them checked against its hashes first, so
+    that a damaged one is refused before anything is imported."""
+    for path in _input_files(paths):
+        if is_wacz(path):
+            check_wacz(path)
+    return paths
+
+
 def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
     """A progress bar when stderr is a terminal, else None: tqdm, which loads importlib.metadata,
     is then not loaded at all (an import's client would load it while it reads its first batch)."""
@@ -76,7 +86,7 @@ class _Progress:
 
 
 async def _import(args: argparse.Namespace) -> int:
-    paths = _input_files(args.files)
+    paths = _checked_inputs(args.files)
     config = load_config(args.config)
     total = sum(p.stat().st_size for p in paths)
     started = time.monotonic()
@@ -137,6 +147,14 @@ def _output(path: Path) -> Path:
     return path
 
 
+def _export_format(args: argparse.Namespace) -> str:
+    """The format asked for, else the one the name of `--out` says."""
+    chosen: str = args.format or ("wacz" if args.out.suffix.lower() == ".wacz" else "warc")
+    if chosen == "wacz" and args.out.suffix.lower() != ".wacz":
+        raise DlwebError(f"--out {args.out}: the name of a WACZ file ends in .wacz")
+    return chosen
+
+
 def _show_export(bar: "tqdm[Any]", done: int, total: int) -> None:
     """An export's progress: `done` of `total` records written."""
     bar.total = total
@@ -145,6 +163,7 @@ def _show_export(bar: "tqdm[Any]", done: int, total: int) -> None:
 
 async def _export(args: argparse.Namespace) -> int:
     out = _output(args.out)
+    chosen = _export_format(args)
     if args.start is not None and args.end is not None and args.start > args.end:
         raise DlwebError("--from is later than --to")
     config = load_config(args.config)
@@ -153,17 +172,20 @@ async def _export(args: argparse.Namespace) -> int:
     from .exporter import Selection, export_warc
 
     progress = functools.partial(_show_export, bar) if bar is not None else None
+    selection = Selection(args.url_prefix, args.start, args.end)
+    pages = None
     # The cache keeps the small contents read lately: a bundle of request records is read once,
     # though its records are written among other captures, in time order.
     async with ClusterClient(config, cache=ReadCache()) as client:
         try:
-            summary = await export_warc(
-                client, out, Selection(args.url_prefix, args.start, args.end), progress
-            )
+            if chosen == "wacz":
+                summary, pages = await export_wacz(client, out, selection, progress)
+            else:
+                summary = await export_warc(client, out, selection, progress)
         finally:
             if bar is not None:
                 bar.close()
-    print(summary.line(out))
+    print(summary.line(out) + ("" if pages is None else f", {pages:,} pages listed"))
     return 0
 
 
@@ -183,9 +205,11 @@ def register(
     """Add `import`, `export` and `cdxj` (the kernel registers them: they only need the
     cluster client)."""
     importing = subparsers.add_parser(
-        "import", help="import WARC and ARC files (gzipped or not) into the archive"
+        "import", help="import WARC and ARC files (gzipped or not) and WACZ packages"
     )
-    importing.add_argument("files", nargs="+", type=Path, metavar="FILE", help="WARC or ARC file")
+    importing.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help="WARC, ARC or WACZ file"
+    )
     importing.add_argument(
         "--max-record-size",
         type=byte_size,
@@ -194,8 +218,18 @@ def register(
         help="skip records larger than this (default 1G)",
     )
     importing.set_defaults(run=lambda args: asyncio.run(_import(args)))
-    exporting = subparsers.add_parser("export", help="write archived captures to a WARC file")
-    exporting.add_argument("--out", type=Path, required=True, help="the WARC file (.warc.gz)")
+    exporting = subparsers.add_parser(
+        "export", help="write archived captures to a WARC file or a WACZ package"
+    )
+    exporting.add_argument(
+        "--out", type=Path, required=True, help="the WARC file (.warc.gz) or WACZ package (.wacz)"
+    )
+    exporting.add_argument(
+        "--format",
+        choices=("warc", "wacz"),
+        default=None,
+        help="warc, or wacz (the WARC with its index and page list); default: by --out's name",
+    )
     exporting.add_argument("--url-prefix", default=None, help="only URLs starting with this")
     exporting.add_argument("--from", dest="start", type=_time, default=None, help="earliest date")
     exporting.add_argument("--to", dest="end", type=_time, default=None, help="latest date")

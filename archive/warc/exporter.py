@@ -31,6 +31,7 @@ from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, parse_header_block
 from ..reading import STREAMED_OVER
 from ..requestkey import original_url
+from ..store import fsync_dir
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
 from .bundles import bundled_body
@@ -143,18 +144,10 @@ async def export_warc(
             os.fsync(fh.fileno())
             summary.bytes = fh.tell()
         os.replace(temp, out)
-        _fsync_directory(out.parent)
+        fsync_dir(out.parent)
     finally:
         temp.unlink(missing_ok=True)
     return summary
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 async def _select(

@@ -10,6 +10,7 @@ becomes a Problem naming the file, the byte offset of the record and the reason;
 at the next gzip member or the next `WARC/1.` line, so the good records after it are read too.
 """
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -202,22 +203,27 @@ class _Iterator(ArchiveIterator):  # type: ignore[misc]
 
 
 def read_archive(
-    path: Path, max_record: int, spool_dir: Path, progress: Callable[[int], None] | None = None
+    path: Path,
+    max_record: int,
+    spool_dir: Path,
+    progress: Callable[[int], None] | None = None,
+    opened: IO[bytes] | None = None,
 ) -> Iterator[Item]:
     """Every record of a WARC or ARC file as a SourceRecord, an Ignored or a Problem.
 
     FastWARC reads a sound WARC file; from the first record it cannot vouch for (or from the
     start of an ARC file) warcio reads the rest, since it tells what is wrong and goes on after.
-    `progress(offset)` is called after each record with the position in the file.
+    `progress(offset)` is called after each record with the position in the file. `opened`, when
+    given, is the file already open (a WARC read from a WACZ package), `path` only its name.
     """
-    with open(path, "rb") as fh:
+    with open(path, "rb") if opened is None else contextlib.nullcontext(opened) as fh:
         gzipped = fh.read(2) == GZIP_MAGIC[:2]
         fh.seek(0)
         doubted = yield from _read_sound(fh, path, max_record, spool_dir, progress)
         if doubted is not None:
             yield from _read_any(fh, path, gzipped, doubted, max_record, spool_dir, progress)
         if progress is not None:
-            progress(os.fstat(fh.fileno()).st_size)
+            progress(fh.seek(0, os.SEEK_END))
 
 
 def _read_sound(
