@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..cluster import ClusterClient, Held
-from ..errors import DlwebError, NotFound
+from ..errors import DlwebError
 from ..header_block import declares_chunked, parse_header_block
 from ..reading import STREAMED_OVER
 from ..requestkey import original_url
 from ..store import fsync_dir
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
+from ..walk import walk_structures
 from .bundles import bundled_body
 from .pending import REGISTRY_URL, Revisit
 from .reader import RECOMPUTED_FIELDS, split_kept
@@ -49,7 +50,6 @@ from .writer import (
     spelled_digest,
 )
 
-READS_IN_FLIGHT = 16
 # Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
 # the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory,
 # besides what the client's cache keeps (`dlweb export` gives it one, for bundles read again).
@@ -153,16 +153,9 @@ async def export_warc(
 async def _select(
     client: ClusterClient, selection: Selection, summary: ExportSummary
 ) -> list[_Entry]:
-    gate = asyncio.Semaphore(READS_IN_FLIGHT)
     entries: list[_Entry] = []
 
-    async def read(name: str, holders: list[str]) -> None:
-        async with gate:
-            try:
-                url, captures = await client.read_structure(name, holders=holders)
-            except NotFound:
-                return
-        summary.structures += 1
+    def visit(url: str, captures: list[Capture]) -> None:
         if url == REGISTRY_URL or (
             selection.url_prefix is not None and not url.startswith(selection.url_prefix)
         ):
@@ -177,14 +170,7 @@ async def _select(
             _Entry(url, c) for c in captures if _exported(c, captured) and selection.wants(c)
         )
 
-    tasks: list[asyncio.Task[None]] = []
-    try:
-        async for name, holders in client.structure_files():
-            tasks.append(asyncio.create_task(read(name, holders)))
-        await asyncio.gather(*tasks)
-    finally:
-        for task in tasks:
-            task.cancel()
+    summary.structures += await walk_structures(client, visit)
     return entries
 
 

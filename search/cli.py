@@ -1,0 +1,146 @@
+"""`dlweb search QUERY` and `dlweb search rebuild`: full-text search over the archive's pages.
+
+A query is one or more words (put together, as the shell splits them): `dlweb search "quick
+brown fox"` searches those words, `dlweb search '"quick brown fox"'` the phrase. The one word
+`rebuild` makes the index again instead (search for that word as `text:rebuild`).
+"""
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archive import collector
+from archive.cli import add_config_option, positive_int, standalone
+from archive.config import load_config
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from .index import Answer
+
+DEFAULT_INDEX = Path("dlweb-data") / "search"
+REBUILD = "rebuild"
+BOLD, PLAIN = "\033[1m", "\033[0m"
+
+
+def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
+    """A progress bar when stderr is a terminal, else None (tqdm not even loaded)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(**options)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.words == [REBUILD]:
+        return asyncio.run(_rebuild(args))
+    return _query(args)
+
+
+async def _rebuild(args: argparse.Namespace) -> int:
+    from archive.cluster import ClusterClient  # here: a query needs no network modules
+
+    from .rebuild import check_target, rebuild
+
+    check_target(args.index)
+    config = load_config(args.config)
+    bar = _terminal_bar(unit=" pages", desc="indexing")
+
+    def progress(done: int, total: int) -> None:
+        assert bar is not None
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        async with ClusterClient(config) as client:
+            summary = await rebuild(client, args.index, progress if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        print(json.dumps({"index": str(args.index), **summary.as_json()}))
+    else:
+        print("\n".join(summary.lines(args.index)))
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    from .index import open_index, search
+
+    query = " ".join(args.words)
+    answer = search(open_index(args.index), query, args.limit)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "query": query,
+                    "total": answer.total,
+                    "hits": [hit.as_json() for hit in answer.hits],
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    print("\n".join(_lines(query, answer, sys.stdout.isatty())))
+    return 0
+
+
+def _lines(query: str, answer: "Answer", terminal: bool) -> list[str]:
+    """The hits as a reader sees them: rank and title, URL and date, the snippet with the words
+    matched in bold on a terminal, between asterisks elsewhere."""
+    lines = [f"{len(answer.hits)} of {answer.total:,} matching page versions for {query!r}"]
+    start, end = (BOLD, PLAIN) if terminal else ("*", "*")
+    for rank, hit in enumerate(answer.hits, 1):
+        snippet, at = [], 0
+        for first, last in hit.highlights:
+            snippet += [hit.snippet[at:first], start, hit.snippet[first:last], end]
+            at = last
+        snippet.append(hit.snippet[at:])
+        lines += [
+            f"{rank}. {hit.title or '(no title)'}",
+            f"   {hit.url}  {hit.time}",
+            f"   {''.join(snippet)}",
+        ]
+    return lines
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "words",
+        nargs="+",
+        metavar="QUERY",
+        help='words, "a phrase", title:word, AND/OR/NOT, year:2019; or `rebuild` to make the'
+        " index again from the archive",
+    )
+    parser.add_argument(
+        "--index",
+        type=Path,
+        default=DEFAULT_INDEX,
+        metavar="DIR",
+        help=f"the index folder (default {DEFAULT_INDEX})",
+    )
+    parser.add_argument("--limit", type=positive_int, default=10, help="hits shown (default 10)")
+    parser.add_argument("--json", action="store_true", help="answer in JSON")
+    add_config_option(parser)  # for `rebuild`, which reads the cluster
+    # A query's words may come after its options; a user's command: no connection chatter.
+    parser.set_defaults(
+        run=_run, intermixed="words", log_level=logging.WARNING, collection=collector.BATCH
+    )
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    add_arguments(
+        subparsers.add_parser(
+            "search",
+            help="search the archived pages' text (`dlweb search rebuild` makes the index)",
+        )
+    )
+
+
+def main() -> int:
+    return standalone("python -m search", "full-text search over the dlweb archive", add_arguments)

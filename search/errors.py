@@ -1,0 +1,19 @@
+"""The errors of full-text search, each a one-line message for the user, never a traceback."""
+
+from archive.errors import ClientFault, DlwebError
+
+
+class BadQuery(ClientFault):
+    """A query the query parser cannot read: its sender must write it again."""
+
+
+class NoIndex(DlwebError):
+    """A search index folder that is missing, or was built by another version of its schema."""
+
+
+class NotIndexed(DlwebError):
+    """A capture left out of the index; `reason` is a short category for the rebuild's summary."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
