@@ -18,6 +18,8 @@ from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
+# Where `dlweb search rebuild` writes the search index, and the CDX API reads its URL-key index.
+DEFAULT_SEARCH_INDEX = Path("dlweb-data") / "search"
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -31,6 +31,7 @@ class HarborContext(Protocol):
     reader: CaptureReader
     live_allowed: bool
     ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate
+    search_index: Path  # the search index folder, with the URL-key index of the CDX API
 
     @property
     def client(self) -> ClusterClient: ...

@@ -8,7 +8,10 @@
 - `GET /capture?url=URL[&at=DATE]`: the capture the client would see (its date, or `at`), with
   its archived headers and its first, last, previous and next captures' dates;
 - `GET /links?url=URL[&at=DATE]` and `GET /text?url=URL[&at=DATE]`: the links and the text of
-  that capture, when it is an HTML document.
+  that capture, when it is an HTML document;
+- `GET /cdx?url=URL[&matchType=...&output=...]`: pywb's CDX server API (search/cdx.py): captures
+  as CDXJ, JSON lines, text or a link list; a prefix, host or domain query reads the URL-key index
+  of the search index folder (`dlweb search rebuild`).
 """
 
 import json
@@ -58,6 +61,8 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return _json(200, {"url": url, "captures": listed})
     if request.path in ("/capture", "/links", "/text") and request.method == "GET":
         return await _document(context, request)
+    if request.path == "/cdx" and request.method == "GET":
+        return await _cdx(context, request)
     return _json(404, {"error": f"no {request.method} {request.path} here; see GET /date"})
 
 
@@ -80,6 +85,18 @@ async def _document(context: HarborContext, request: HarborRequest) -> Answer:
         return _json(200, {"url": url, "text": document.text(parsed)})
     except DlwebError as exc:
         return _json(status_of(exc), {"error": str(exc)})
+
+
+async def _cdx(context: HarborContext, request: HarborRequest) -> Answer:
+    """pywb's CDX API: the lines in the content type of their output; an error as JSON."""
+    from search.cdx import answer, parse_query  # here: only this route needs search's modules
+
+    try:
+        query = parse_query(request.query_pairs or tuple(request.query.items()))
+        body = await answer(context.client, query, context.search_index)
+    except DlwebError as exc:
+        return _json(status_of(exc), {"error": str(exc)})
+    return Answer(200, body.encode(), query.content_type)
 
 
 def _put_date(context: HarborContext, request: HarborRequest) -> Answer:

@@ -10,5 +10,8 @@ class HarborRequest:
     host: str
     path: str
     query: dict[str, str] = field(default_factory=dict)
+    # Every parameter in order, a name given twice kept twice (the CDX API's `filter`); empty
+    # when the request was made without them: then `query`'s items.
+    query_pairs: tuple[tuple[str, str], ...] = ()
     headers: dict[str, str] = field(default_factory=dict)  # names in lower case
     body: bytes = b""

@@ -9,6 +9,7 @@ from pathlib import Path
 from mitmproxy import http
 
 import harbors
+from archive.cli import DEFAULT_SEARCH_INDEX
 from archive.reading import CaptureReader
 
 from .access import Access
@@ -30,9 +31,10 @@ class ArchiveAddon:
         streams: StreamPlayback,
         live_allowed: bool = False,
         log_requests: bool = False,
+        search_index: Path = DEFAULT_SEARCH_INDEX,
     ) -> None:
         self.guard = Guard(access)
-        self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder)
+        self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder, search_index)
         self.dates = DatePicker(settings)
         self.recorder = Recorder(reader.client, settings, live_allowed)
         self.replay = Replay(reader, settings, streams, live_allowed, log_requests)

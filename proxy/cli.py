@@ -10,6 +10,7 @@ from archive.errors import ConfigError
 from .access import parse_networks
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
+SEARCH_FOLDER = "search"  # the search index, beside --data unless --search-index says
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -31,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         live_allowed=args.allow_live or consultation.live,
         log_requests=args.log_requests,
         auth=None if auth is None else Path(auth),
+        search_index=args.search_index or args.data.parent / SEARCH_FOLDER,
     )
     import uvloop  # here, as mitmproxy: loaded only when a proxy runs
 
@@ -70,6 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HTPASSWD",
         help="ask clients for a user name and password from this htpasswd file"
         " (also consultation.auth)",
+    )
+    parser.add_argument(
+        "--search-index",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the search index folder, whose URL-key index answers http://api.dlweb/cdx prefix,"
+        f" host and domain queries (default: {SEARCH_FOLDER} beside --data, so"
+        f" {DEFAULT_DATA.parent / SEARCH_FOLDER}, where `dlweb search rebuild` writes it)",
     )
     parser.add_argument(
         "--log-requests",

@@ -23,6 +23,7 @@ class HarborDesk:
     reader: CaptureReader
     live_allowed: bool
     ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate
+    search_index: Path  # the search index folder, with the URL-key index of the CDX API
 
     @property
     def client(self) -> ClusterClient:
@@ -39,6 +40,7 @@ class HarborDesk:
             host=request.pretty_host,
             path=path or "/",
             query=dict(parse_qsl(query)),
+            query_pairs=tuple(parse_qsl(query, keep_blank_values=True)),
             headers={
                 k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers.fields
             },

@@ -21,6 +21,7 @@ from mitmproxy.master import Master
 
 import harbors
 from archive.cache import ReadCache
+from archive.cli import DEFAULT_SEARCH_INDEX
 from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
 from archive.reading import CaptureReader
@@ -45,6 +46,7 @@ class ProxyOptions:
     live_allowed: bool = False
     log_requests: bool = False
     auth: Path | None = None  # an htpasswd file
+    search_index: Path = DEFAULT_SEARCH_INDEX  # the CDX API's URL-key index is in it
 
 
 class _Ready:
@@ -108,6 +110,7 @@ async def serve(opts: ProxyOptions) -> None:
                 streams,
                 opts.live_allowed,
                 opts.log_requests,
+                opts.search_index,
             ),
             _Ready(opts.host, opts.port),
         )

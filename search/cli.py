@@ -1,4 +1,5 @@
-"""`dlweb search QUERY` and `dlweb search rebuild`: full-text search over the archive's pages.
+"""`dlweb search QUERY` and `dlweb search rebuild`: full-text search over the archive's pages;
+`dlweb cdx URL`: its captures as pywb's CDX server lists them (cdx.py).
 
 A query is one or more words (put together, as the shell splits them): `dlweb search "quick
 brown fox"` searches those words, `dlweb search '"quick brown fox"'` the phrase. The one word
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive import collector
-from archive.cli import add_config_option, positive_int, standalone
+from archive.cli import DEFAULT_SEARCH_INDEX, add_config_option, positive_int, standalone
 from archive.config import load_config
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
     from .index import Answer
 
-DEFAULT_INDEX = Path("dlweb-data") / "search"
 REBUILD = "rebuild"
 BOLD, PLAIN = "\033[1m", "\033[0m"
 
@@ -120,9 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--index",
         type=Path,
-        default=DEFAULT_INDEX,
+        default=DEFAULT_SEARCH_INDEX,
         metavar="DIR",
-        help=f"the index folder (default {DEFAULT_INDEX})",
+        help=f"the index folder (default {DEFAULT_SEARCH_INDEX})",
     )
     parser.add_argument("--limit", type=positive_int, default=10, help="hits shown (default 10)")
     parser.add_argument("--json", action="store_true", help="answer in JSON")
@@ -133,11 +133,84 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _cdx(args: argparse.Namespace) -> int:
+    from .cdx import parse_query
+
+    params = [("url", args.url)]
+    for name, value in [
+        ("matchType", args.match_type),
+        ("output", args.output),
+        ("from", args.from_ts),
+        ("to", args.to_ts),
+        ("limit", args.limit),
+        ("sort", args.sort),
+        ("closest", args.closest),
+        ("fields", args.fields),
+    ]:
+        if value is not None:
+            params.append((name, value))
+    params += [("filter", text) for text in args.filter]
+    query = parse_query(params)  # before connecting: a bad query is told at once
+    body = asyncio.run(_cdx_answer(args, query))
+    sys.stdout.write(body)
+    return 0
+
+
+async def _cdx_answer(args: argparse.Namespace, query: Any) -> str:
+    from archive.cluster import ClusterClient
+
+    from .cdx import answer
+
+    async with ClusterClient(load_config(args.config)) as client:
+        return await answer(client, query, args.index)
+
+
+def add_cdx_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "url", metavar="URL", help="a URL; example.com/* for a prefix, *.example.com for a domain"
+    )
+    parser.add_argument(
+        "--match-type", metavar="TYPE", help="exact (default), prefix, host or domain"
+    )
+    parser.add_argument(
+        "--output", metavar="FORMAT", help="cdxj (default), json, text or link (a TimeMap)"
+    )
+    parser.add_argument("--from", dest="from_ts", metavar="TIMESTAMP", help="from, e.g. 2019")
+    parser.add_argument("--to", dest="to_ts", metavar="TIMESTAMP", help="to, e.g. 20210615")
+    parser.add_argument("--limit", metavar="N", help="at most N lines")
+    parser.add_argument("--sort", metavar="ORDER", help="reverse, or closest (with --closest)")
+    parser.add_argument("--closest", metavar="TIMESTAMP", help="nearest this time first")
+    parser.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="[!][=|~]FIELD:VALUE",
+        help="keep lines whose field contains (=: equals, ~: matches the regex) the value;"
+        " ! inverts; repeat to combine",
+    )
+    parser.add_argument("--fields", metavar="F1,F2", help="the fields shown, e.g. url,timestamp")
+    parser.add_argument(
+        "--index",
+        type=Path,
+        default=DEFAULT_SEARCH_INDEX,
+        metavar="DIR",
+        help=f"the search index folder, with the URL-key index (default {DEFAULT_SEARCH_INDEX})",
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_cdx, log_level=logging.WARNING, collection=collector.BATCH)
+
+
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     add_arguments(
         subparsers.add_parser(
             "search",
             help="search the archived pages' text (`dlweb search rebuild` makes the index)",
+        )
+    )
+    add_cdx_arguments(
+        subparsers.add_parser(
+            "cdx",
+            help="captures of a URL, a prefix, a host or a domain, as pywb's CDX server lists them",
         )
     )
 

@@ -1,6 +1,6 @@
 """The errors of full-text search, each a one-line message for the user, never a traceback."""
 
-from archive.errors import ClientFault, DlwebError
+from archive.errors import ClientFault, DlwebError, ServerFault
 
 
 class BadQuery(ClientFault):
@@ -17,3 +17,15 @@ class NotIndexed(DlwebError):
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
+
+
+class BadCdxQuery(ClientFault):
+    """A CDX query with a parameter that cannot be read (an unknown matchType, output or sort, a
+    bad timestamp, regex or limit): its sender must write it again."""
+
+
+class NoUrlIndex(ServerFault):
+    """A prefix, host or domain CDX query where no URL-key index was built: the operator must run
+    `dlweb search rebuild`."""
+
+    status = 503

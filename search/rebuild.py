@@ -2,7 +2,8 @@
 
 Every version of every page (walk.py) is read from the cluster, its header block first, so that
 the payload of an image or a video is never fetched; each HTML or text payload is extracted
-(extract.py) on a thread while the next ones are fetched. The index is written in a temporary
+(extract.py) on a thread while the next ones are fetched. The URL-key index of the CDX API
+(urlkeys.py) is written beside it from the same walk. The index is written in a temporary
 folder beside the target, then renamed over it: a rebuild that fails or is stopped leaves the
 old index as it was, and nothing half-written.
 """
@@ -23,12 +24,15 @@ from archive.cluster import ClusterClient, Held
 from archive.errors import DlwebError, NotFound
 from archive.header_block import HeaderBlock, parse_header_block
 from archive.store import fsync_dir
+from archive.structure import REPLAYED_KINDS, Capture
+from archive.warc.pending import REGISTRY_URL
 
 from .domains import host_of, registered_domain
 from .errors import NotIndexed
 from .extract import MAX_BYTES, extract, indexed_type
 from .index import BUILT_FILE, Page, create, mark_built, new_writer
 from .language import preload
+from .urlkeys import write_urlkeys
 from .walk import Version, all_versions
 
 CHUNK = 128  # versions whose header blocks, then payloads, are fetched together
@@ -40,6 +44,7 @@ class RebuildSummary:
 
     versions: int = 0
     documents: int = 0
+    urls: int = 0  # in the URL-key index
     skipped: Counter[str] = field(default_factory=Counter)
 
     def lines(self, folder: Path) -> list[str]:
@@ -49,12 +54,14 @@ class RebuildSummary:
             f" ({skipped:,} left out)"
         ]
         lines += [f"  {n:,} {reason}" for reason, n in sorted(self.skipped.items())]
+        lines.append(f"{self.urls:,} URLs in the URL-key index (for the CDX API)")
         return lines
 
     def as_json(self) -> dict[str, object]:
         return {
             "versions": self.versions,
             "documents": self.documents,
+            "urls": self.urls,
             "skipped": dict(sorted(self.skipped.items())),
         }
 
@@ -88,7 +95,13 @@ async def rebuild(
     check_target(folder)
     preload()  # while the archive is walked
     summary = RebuildSummary()
-    versions = await all_versions(client)
+    listed: list[str] = []  # the URLs with a capture the CDX API lists
+
+    def keep_url(url: str, captures: list[Capture]) -> None:
+        if url != REGISTRY_URL and any(c.kind in REPLAYED_KINDS for c in captures):
+            listed.append(url)
+
+    versions = await all_versions(client, on_url=keep_url)
     summary.versions = len(versions)
     temp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.part")
     try:
@@ -100,6 +113,7 @@ async def rebuild(
             writer.rollback()
             raise
         await asyncio.to_thread(_commit, writer)
+        summary.urls = await asyncio.to_thread(write_urlkeys, temp, listed)
         mark_built(temp, summary.as_json())
         _replace(temp, folder)
     finally:

@@ -44,10 +44,12 @@ def versions(url: str, captures: list[Capture]) -> list[Version]:
 
 
 async def all_versions(
-    client: ClusterClient, on_file: Callable[[int], None] | None = None
+    client: ClusterClient,
+    on_file: Callable[[int], None] | None = None,
+    on_url: Callable[[str, list[Capture]], None] | None = None,
 ) -> list[Version]:
     """Every version of every URL of the archive, by URL then time; `on_file(read)` reports how
-    many structure files were read."""
+    many structure files were read, `on_url(url, captures)` gets every structure file read."""
     found: list[Version] = []
     read_files = 0
 
@@ -56,6 +58,8 @@ async def all_versions(
         read_files += 1
         if on_file is not None:
             on_file(read_files)
+        if on_url is not None:
+            on_url(url, captures)
         # A response to a request other than GET (archived under a lookup URL) is no page.
         if url == REGISTRY_URL or original_url(url) != url:
             return

@@ -398,6 +398,14 @@ async def test_the_api_reads_an_archived_document(cluster_factory, proxy_factory
     assert status == 200 and old["date"] == "2022-01-01T00:00:00Z" and old["prev"] is None
     assert (await api("/links?url=http://never.example/"))[0] == 404
     assert (await api(f"/text?url={ARTICLE.url}&at=yesterday"))[0] == 400
+    # pywb's CDX API: an exact query needs no search index; a prefix query says it needs one.
+    cdx = f"http://api.dlweb/cdx?url={ARTICLE.url}&output=json&filter=status:200"
+    async with session.get(cdx, proxy=proxy.url) as r:
+        lines = [json.loads(line) for line in (await r.text()).splitlines()]
+    assert r.status == 200 and r.content_type == "text/x-ndjson"
+    assert [(line["url"], line["timestamp"]) for line in lines] == [(ARTICLE.url, "20210304050607")]
+    status, refused = await api("/cdx?url=news.example/*")
+    assert status == 503 and "dlweb search rebuild" in str(refused["error"])
 
 
 async def test_the_date_harbor_calendar(cluster_factory, proxy_factory, sessions):

@@ -1,0 +1,474 @@
+"""The CDX server API, as pywb answers it: the captures of a URL, or of every URL under a prefix,
+a host or a domain, filtered, sorted and limited, as CDXJ, JSON lines, plain text or a Memento
+link list (docs/search.md).
+
+`parse_query` reads the parameters; `lines_of`, `clamp`, `apply_filters`, `order` and `render`
+are pure functions over capture rows, in the order pywb applies them (filter, from/to, then
+closest, reverse or limit); `answer` reads the captures from the cluster and the URLs of a range
+from the URL-key index (urlkeys.py).
+
+The fields of a line are pywb's: `urlkey` (the SURT key), `timestamp` (14 digits, UTC),
+`url`, `mime` (the archived Content-Type without its parameters; `warc/revisit` for a revisit,
+which has no status, as pywb indexes revisits), `status` and `digest` (the payload's SHA-256,
+as `sha256:` and base32, the spelling of `dlweb export`'s WARC-Payload-Digest). `length`,
+`offset` and `filename` locate a record in a WARC file: the archive keeps no WARC files, so a
+line has none (`-` in text, absent in JSON).
+"""
+
+import asyncio
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to_sec
+
+from archive.cluster import ClusterClient
+from archive.errors import DlwebError, NotFound
+from archive.header_block import parse_header_block
+from archive.structure import REPLAYED_KINDS, Capture, RecordKind
+from archive.timestamps import format_digits, format_http_date
+from archive.urlkey import canonical_url, structure_name
+from archive.warc.digests import sha256_digest
+from archive.warc.pending import REGISTRY_URL
+
+from .errors import BadCdxQuery
+from .urlkeys import URLKEYS_FILE, UrlKeys, surt_key
+
+MATCH_TYPES = ("exact", "prefix", "host", "domain")
+# The outputs and their content types, as pywb's CDX server sends them; cdxj is its default.
+OUTPUTS = {
+    "cdxj": "text/x-cdxj",
+    "json": "text/x-ndjson",
+    "text": "text/plain",
+    "link": "application/link-format",
+}
+DEFAULT_OUTPUT = "cdxj"
+SORTS = ("reverse", "closest")
+DEFAULT_LIMIT = 100_000  # pywb's
+LINE_FIELDS = ("urlkey", "timestamp", "url", "mime", "status", "digest")
+# The other fields of pywb's CDX formats, which a line of this archive does not have.
+ABSENT_FIELDS = ("length", "offset", "filename", "redirect", "robotflags")
+# pywb's short and old names of fields, in filters (`s` is the status here; pywb's table maps it
+# to the length by a duplicate key).
+ALIASES = {
+    "u": "url",
+    "original": "url",
+    "statuscode": "status",
+    "s": "status",
+    "mimetype": "mime",
+    "m": "mime",
+    "l": "length",
+    "o": "offset",
+    "d": "digest",
+    "t": "timestamp",
+    "k": "urlkey",
+    "f": "filename",
+}
+REVISIT_MIME = "warc/revisit"
+UNKNOWN_MIME = "unk"  # pywb's, for a response without Content-Type
+_MIME_END = re.compile("[; ]")
+_DIGITS = re.compile(r"[0-9]{1,14}")
+READS_IN_FLIGHT = 16  # structure files read at once for a range
+
+
+@dataclass(slots=True)
+class Row:
+    """One capture as a CDX line; `mime` is None until its header block is read."""
+
+    urlkey: str
+    timestamp: str
+    url: str
+    status: str | None  # None for a revisit, as pywb indexes them (no status: `-` in text)
+    digest: str
+    time: int  # microseconds, for ties
+    header: str  # the header block's name, where the mime is read
+    mime: str | None = None
+
+    def get(self, name: str) -> str:
+        """A field's value, empty for one this archive has not (as pywb's filters read it)."""
+        if name in LINE_FIELDS:
+            value = getattr(self, name)
+            return "" if value is None else str(value)
+        return ""
+
+    def fields(self) -> dict[str, str]:
+        """The fields the row has, in pywb's order."""
+        return {name: value for name in LINE_FIELDS if (value := getattr(self, name)) is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class CdxFilter:
+    """`[!][=|~]field:value`: `=` the whole value, `~` a regex matched at its start, neither a
+    substring; `!` inverts; without `field:` the whole CDXJ line is matched."""
+
+    text: str
+    field: str
+    invert: bool
+    how: str  # "=", "~" or "" (contains)
+    value: str
+    regex: re.Pattern[str] | None = None
+
+    def __call__(self, row: Row) -> bool:
+        got = self.get(row)
+        if self.how == "=":
+            matched = got == self.value
+        elif self.how == "~":
+            assert self.regex is not None
+            matched = self.regex.match(got) is not None
+        else:
+            matched = self.value in got
+        return matched != self.invert
+
+    def get(self, row: Row) -> str:
+        return row.get(self.field) if self.field else cdxj_line(row, None)
+
+
+def parse_filter(text: str) -> CdxFilter:
+    rest = text
+    invert = rest.startswith("!")
+    if invert:
+        rest = rest[1:]
+    how = rest[0] if rest[:1] in ("=", "~") else ""
+    rest = rest[len(how) :]
+    name, colon, value = rest.partition(":")
+    if not colon:
+        name, value = "", rest
+    name = ALIASES.get(name, name)
+    regex = None
+    if how == "~":
+        try:
+            regex = re.compile(value)
+        except re.error as exc:
+            raise BadCdxQuery(f"filter={text!r}: bad regular expression: {exc}") from None
+    return CdxFilter(text, name, invert, how, value, regex)
+
+
+@dataclass(frozen=True)
+class CdxQuery:
+    url: str
+    match_type: str = "exact"
+    key: str = ""  # the range of SURT keys matched: key <= urlkey < end_key
+    end_key: str = ""
+    from_ts: str | None = None  # padded to 14 digits
+    to_ts: str | None = None
+    limit: int = DEFAULT_LIMIT
+    reverse: bool = False
+    closest: str | None = None
+    filters: tuple[CdxFilter, ...] = ()
+    fields: tuple[str, ...] | None = None
+    output: str = DEFAULT_OUTPUT
+
+    @property
+    def content_type(self) -> str:
+        return OUTPUTS[self.output]
+
+    def wants(self, name: str) -> bool:
+        """Whether the answer shows field `name`."""
+        if self.output == "link":
+            return False
+        return self.fields is None or name in self.fields
+
+    def filters_need(self, name: str) -> bool:
+        return any(f.field in ("", name) for f in self.filters)
+
+
+def _bool(value: str) -> bool:
+    return value.lower() in ("1", "true", "yes", "on")
+
+
+def _timestamp(name: str, value: str) -> str:
+    if _DIGITS.fullmatch(value) is None:
+        raise BadCdxQuery(f"{name}={value!r}: give a timestamp of 1 to 14 digits, YYYYMMDDhhmmss")
+    return value
+
+
+def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
+    """The query of pywb's CDX parameters (a name given twice: the first, except `filter`,
+    which may be repeated); BadCdxQuery says which parameter is wrong and why."""
+    single: dict[str, str] = {}
+    filters: list[str] = []
+    for name, value in params:
+        if name == "filter":
+            filters.append(value)
+        else:
+            single.setdefault(name, value)
+    url = single.get("url", "").strip()
+    if not url:
+        raise BadCdxQuery("give the URL: url=example.com/page (or example.com/*, *.example.com)")
+    match_type = single.get("matchType", "")
+    if not match_type:
+        # pywb's wildcard forms, read only when matchType is not given.
+        if url.startswith("*."):
+            url, match_type = url[2:], "domain"
+        elif url.endswith("*"):
+            url, match_type = url[:-1], "prefix"
+        else:
+            match_type = "exact"
+    if match_type not in MATCH_TYPES:
+        raise BadCdxQuery(f"matchType={match_type!r}: use one of {', '.join(MATCH_TYPES)}")
+    if not url:
+        raise BadCdxQuery("url=*: give at least a host before the *")
+    output = single.get("output", DEFAULT_OUTPUT)
+    if output not in OUTPUTS:
+        raise BadCdxQuery(f"output={output!r}: use one of {', '.join(OUTPUTS)}")
+    sort = single.get("sort", "")
+    if sort and sort not in SORTS:
+        raise BadCdxQuery(f"sort={sort!r}: use reverse or closest (with closest=TIMESTAMP)")
+    closest = single.get("closest") or None
+    if closest is not None:
+        closest = _timestamp("closest", closest)
+    elif sort == "closest":
+        raise BadCdxQuery("sort=closest needs closest=TIMESTAMP")
+    limit = DEFAULT_LIMIT
+    if "limit" in single:
+        text = single["limit"].strip()
+        if not text.isdigit() or int(text) < 1:
+            raise BadCdxQuery(f"limit={single['limit']!r}: give a whole number >= 1")
+        limit = int(text)
+    from_ts = single.get("from") or single.get("from_ts") or None
+    to_ts = single.get("to") or None
+    if from_ts is not None:
+        from_ts = pad_timestamp(_timestamp("from", from_ts), PAD_14_DOWN)
+    if to_ts is not None:
+        to_ts = pad_timestamp(_timestamp("to", to_ts), PAD_14_UP)
+    fields = None
+    names = single.get("fields") or single.get("fl")
+    if names:
+        fields = tuple(name.strip() for name in names.split(","))
+        unknown = [name for name in fields if name not in LINE_FIELDS + ABSENT_FIELDS]
+        if unknown:
+            raise BadCdxQuery(
+                f"fields: no field {unknown[0]!r}; the fields are {', '.join(LINE_FIELDS)}"
+            )
+    key, end_key = search_range(url, match_type)
+    return CdxQuery(
+        url=url,
+        match_type=match_type,
+        key=key,
+        end_key=end_key,
+        from_ts=from_ts,
+        to_ts=to_ts,
+        limit=limit,
+        reverse=sort == "reverse" or _bool(single.get("reverse", "")),
+        closest=closest,
+        filters=tuple(parse_filter(text) for text in filters),
+        fields=fields,
+        output=output,
+    )
+
+
+def search_range(url: str, match_type: str) -> tuple[str, str]:
+    """The SURT keys a query matches, `start <= key < end`, as pywb's calc_search_range makes
+    them."""
+    start = surt_key(url)
+
+    def after(text: str) -> str:
+        return text[:-1] + chr(ord(text[-1]) + 1)
+
+    if match_type == "exact":
+        return start, start + "!"
+    if match_type == "prefix":
+        if url.endswith("/") and not start.endswith("/"):
+            start += "/"
+        if url.endswith("?") and not start.endswith("?"):
+            start += "?"
+        return start, after(start)
+    host = start.split(")/")[0]
+    if match_type == "host":
+        return host + ")/", host + "*"
+    return (host + "," if "," not in host else host + ")/"), host + "-"
+
+
+def with_scheme(url: str) -> str:
+    """A URL as typed to a CDX server (`example.com/page`) made one the archive can key."""
+    return url if "://" in url else "http://" + url
+
+
+def lines_of(url: str, captures: Sequence[Capture]) -> list[Row]:
+    """The rows of a URL's captures that a CDX server lists: responses, revisits, "not
+    modified" answers and stream segments (not WARC requests, metadata, variants or pending
+    revisits), oldest first."""
+    key = surt_key(url)
+    rows = []
+    for capture in captures:
+        if capture.kind not in REPLAYED_KINDS:
+            continue
+        revisit = capture.kind is RecordKind.REVISIT
+        rows.append(
+            Row(
+                urlkey=key,
+                timestamp=format_digits(capture.time),
+                url=url,
+                status=None if revisit else str(capture.status),
+                digest=str(sha256_digest(capture.content)),
+                time=capture.time,
+                header=capture.header,
+                mime=REVISIT_MIME if revisit else None,
+            )
+        )
+    return rows
+
+
+def sort_key(row: Row) -> tuple[str, str, str, int]:
+    """pywb's order, that of its sorted index lines: key, timestamp, then URL."""
+    return (row.urlkey, row.timestamp, row.url, row.time)
+
+
+def clamp(query: CdxQuery, rows: Iterable[Row]) -> list[Row]:
+    """The rows between `from` and `to` (timestamp prefixes padded: `from=2019` is
+    20190101000000, `to=2019` 20191231235959), both included."""
+    return [
+        row
+        for row in rows
+        if (query.from_ts is None or row.timestamp >= query.from_ts)
+        and (query.to_ts is None or row.timestamp <= query.to_ts)
+    ]
+
+
+def apply_filters(query: CdxQuery, rows: Iterable[Row]) -> list[Row]:
+    return [row for row in rows if all(match(row) for match in query.filters)]
+
+
+def order(query: CdxQuery, rows: list[Row]) -> list[Row]:
+    """The rows to show, in order: nearest `closest` first (ties in index order), or the last
+    `limit` newest first (`reverse`), or the first `limit`."""
+    if query.closest is not None:
+        at = timestamp_to_sec(query.closest)
+        nearest = sorted(rows, key=lambda row: abs(at - timestamp_to_sec(row.timestamp)))
+        return nearest[: query.limit]
+    if query.reverse:
+        return rows[::-1][: query.limit]
+    return rows[: query.limit]
+
+
+def _chosen(query: CdxQuery, values: dict[str, str]) -> dict[str, str]:
+    if query.fields is None:
+        return values
+    return {name: values[name] for name in query.fields if name in values}
+
+
+def cdxj_line(row: Row, query: CdxQuery | None) -> str:
+    values = row.fields()
+    rest = {k: v for k, v in values.items() if k not in ("urlkey", "timestamp")}
+    if query is not None:
+        rest = _chosen(query, rest)
+    return f"{row.urlkey} {row.timestamp} {json.dumps(rest)}"
+
+
+def render(query: CdxQuery, rows: Sequence[Row]) -> str:
+    """The body of the answer: one line a row, each ending in a newline."""
+    if query.output == "link":
+        links = [
+            f'<{row.url}>; rel="memento"; datetime="{format_http_date(row.time)}"' for row in rows
+        ]
+        return ",\n".join(links) + "\n" if links else ""
+    if query.output == "cdxj":
+        lines = [cdxj_line(row, query) for row in rows]
+    elif query.output == "json":
+        lines = [json.dumps(_chosen(query, row.fields())) for row in rows]
+    else:
+        names = query.fields or LINE_FIELDS
+        lines = [" ".join(row.get(name) or "-" for name in names) for row in rows]
+    return "".join(line + "\n" for line in lines)
+
+
+def mime_of(block: bytes | None) -> str:
+    """The mime field of a capture from its header block: the Content-Type without parameters,
+    `unk` without one, `-` when the block cannot be read."""
+    if block is None:
+        return "-"
+    try:
+        content_type = parse_header_block(block).get("Content-Type")
+    except DlwebError:
+        return "-"
+    if not content_type or not content_type.strip():
+        return UNKNOWN_MIME
+    return _MIME_END.split(content_type.strip(), maxsplit=1)[0]
+
+
+# -- reading the archive --------------------------------------------------------------------
+
+
+@dataclass
+class _Reader:
+    client: ClusterClient
+    gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(READS_IN_FLIGHT))
+
+    async def rows(self, url: str) -> list[Row]:
+        """The rows of a URL's structure file; none when it is gone or was never archived."""
+        async with self.gate:
+            try:
+                stored, captures = await self.client.read_structure(structure_name(url), url)
+            except NotFound:
+                return []
+        return lines_of(stored, captures)
+
+    async def fill_mimes(self, rows: Sequence[Row]) -> None:
+        """Read the header blocks of the rows without a mime (in packs, the rest one by one)."""
+        names = list(dict.fromkeys(row.header for row in rows if row.mime is None))
+        if not names:
+            return
+        blocks: dict[str, bytes | None] = dict(await self.client.get_small_contents(names))
+
+        async def alone(name: str) -> None:
+            async with self.gate:
+                try:
+                    blocks[name] = await self.client.get_header_block(name)
+                except DlwebError:
+                    blocks[name] = None
+
+        await asyncio.gather(*(alone(name) for name in names if name not in blocks))
+        mimes = {name: mime_of(block) for name, block in blocks.items()}
+        for row in rows:
+            if row.mime is None:
+                row.mime = mimes.get(row.header, "-")
+
+
+def _targets(query: CdxQuery, index: Path) -> list[list[str]]:
+    """The URLs to read, grouped by SURT key in key order (a group is never split, so that rows
+    come in order however the groups are read)."""
+    if query.match_type == "exact":
+        url = canonical_url(with_scheme(query.url))
+        same = [url]
+        if (index / URLKEYS_FILE).is_file():  # the same key's other URLs (https, www.)
+            with UrlKeys(index) as keys:
+                same += [u for _, u in keys.between(query.key, query.end_key)]
+        return [sorted(set(same))]
+    groups: list[list[str]] = []
+    last = None
+    with UrlKeys(index) as keys:
+        for key, url in keys.between(query.key, query.end_key):
+            if url == REGISTRY_URL:
+                continue
+            if key != last:
+                groups.append([])
+                last = key
+            groups[-1].append(url)
+    return groups
+
+
+async def answer(client: ClusterClient, query: CdxQuery, index: Path) -> str:
+    """The body answering `query`: captures read from the cluster, the URLs of a prefix, host or
+    domain range from the URL-key index in the search index folder `index` (NoUrlIndex when it
+    has none). Without closest or reverse, reading stops once `limit` rows are found."""
+    reader = _Reader(client)
+    groups = _targets(query, index)
+    mime_first = query.filters_need("mime")
+    everything = query.closest is not None or query.reverse
+    found: list[Row] = []
+    step = READS_IN_FLIGHT
+    for start in range(0, len(groups), step):
+        urls = [url for group in groups[start : start + step] for url in group]
+        read = await asyncio.gather(*(reader.rows(url) for url in urls))
+        rows = clamp(query, sorted((row for rows in read for row in rows), key=sort_key))
+        if mime_first:
+            await reader.fill_mimes(rows)
+        found += apply_filters(query, rows)
+        if not everything and len(found) >= query.limit:
+            break
+    shown = order(query, found)
+    if query.wants("mime"):
+        await reader.fill_mimes(shown)
+    return render(query, shown)
