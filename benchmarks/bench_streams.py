@@ -339,7 +339,8 @@ class Profiler:
 
     def start(self) -> None:
         command = ["py-spy", "record", "--pid", str(self.pid), "--format", "raw", "--nolineno"]
-        command += ["--gil", "--rate", "100", "--output", str(self.output)]
+        # Not stopping the agent for each sample: each stop would wake its event loop.
+        command += ["--gil", "--nonblocking", "--rate", "100", "--output", str(self.output)]
         self._process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -381,8 +382,8 @@ PROFILE_PARTS = (
         ("stream/recorder.py", "streams/log.py"),
     ),
     (
-        "socket reads, timeouts, event loop (crawler/stream/http.py, asyncio)",
-        ("stream/http.py", "asyncio/", "selectors.py", "uvloop"),
+        "socket reads, event loop (crawler/stream/http.py, link.py, asyncio, uvloop)",
+        ("stream/http.py", "stream/link.py", "asyncio/", "selectors.py", "uvloop"),
     ),
 )
 

@@ -69,7 +69,8 @@ class FrameScanner(abc.ABC):
         return self.samples / self.sample_rate if self.sample_rate else 0.0
 
     def feed(self, data: bytes) -> None:
-        buffer = self._tail + data if self._tail else data
+        # Bytes, not a bytearray: slices of it are keys of the MPEG headers met.
+        buffer = self._tail + data if self._tail else bytes(data)
         used = self._scan(buffer)
         self._tail_at += used
         self._tail = buffer[used:]
@@ -88,71 +89,94 @@ class _MpegScanner(FrameScanner):
         """(length, samples, sample rate) of a frame header at `at`, or None."""
 
     def _scan(self, buffer: bytes) -> int:
+        # The header that confirms a frame is the next frame's: each is parsed once.
+        frame_at = self._frame
         at, end = 0, len(buffer)
         base = self._tail_at
+        samples, rate, junk, boundary = self.samples, self.sample_rate, self.junk, self.boundary
+        frame = None  # the frame at `at`, when known
         while end - at >= 8:
-            if buffer[at] != 0xFF:
-                found = buffer.find(b"\xff", at + 1)
-                skip = (found if found >= 0 else end) - at
-                self.junk += skip
-                at += skip
-                continue
-            frame = self._frame(buffer, at)
             if frame is None:
-                self.junk += 1
-                at += 1
-                continue
-            length, samples, rate = frame
-            following = at + length
+                if buffer[at] != 0xFF:
+                    found = buffer.find(b"\xff", at + 1)
+                    skip = (found if found >= 0 else end) - at
+                    junk += skip
+                    at += skip
+                    continue
+                frame = frame_at(buffer, at)
+                if frame is None:
+                    junk += 1
+                    at += 1
+                    continue
+            following = at + frame[0]
             if following + 8 > end:
                 break  # confirmed once the next header has come
-            if self._frame(buffer, following) is None:
-                self.junk += 1
+            after = frame_at(buffer, following)
+            if after is None:
+                junk += 1
                 at += 1
+                frame = None
                 continue
-            self.sample_rate = rate
-            self.samples += samples
+            samples += frame[1]
+            rate = frame[2]
             at = following
-            self.boundary = base + at
+            boundary = base + at
+            frame = after
+        self.samples, self.sample_rate, self.junk, self.boundary = samples, rate, junk, boundary
         return at
 
 
 class _Mp3Scanner(_MpegScanner):
     def _frame(self, buffer: bytes, at: int) -> tuple[int, int, int] | None:
-        b1, b2 = buffer[at + 1], buffer[at + 2]
-        if b1 & 0xE0 != 0xE0:
-            return None
-        version, layer_bits = (b1 >> 3) & 3, (b1 >> 1) & 3
-        if version == 1 or layer_bits == 0:
-            return None
-        index, rate_index = b2 >> 4, (b2 >> 2) & 3
-        if index in (0, 15) or rate_index == 3:
-            return None
-        layer = 4 - layer_bits
-        mpeg1 = version == 3
-        bitrate = _BITRATES[(mpeg1, layer)][index] * 1000
-        rate = _MPEG_RATES[version][rate_index]
-        padding = (b2 >> 1) & 1
-        if layer == 1:
-            return (12 * bitrate // rate + padding) * 4, 384, rate
-        if layer == 3 and not mpeg1:
-            return 72 * bitrate // rate + padding, 576, rate
-        return 144 * bitrate // rate + padding, 1152, rate
+        header = buffer[at : at + 3]
+        frame = _MP3_FRAMES.get(header)
+        if frame is None:
+            frame = _mp3_frame(header)
+            if frame is not None:
+                _MP3_FRAMES[header] = frame
+        return frame
+
+
+# The MPEG audio headers met so far (their first three bytes, all a frame's length and samples
+# depend on): a few dozen in practice, a few thousand at most, as only valid ones are kept.
+_MP3_FRAMES: dict[bytes, tuple[int, int, int]] = {}
+
+
+def _mp3_frame(header: bytes) -> tuple[int, int, int] | None:
+    b0, b1, b2 = header
+    if b0 != 0xFF or b1 & 0xE0 != 0xE0:
+        return None
+    version, layer_bits = (b1 >> 3) & 3, (b1 >> 1) & 3
+    if version == 1 or layer_bits == 0:
+        return None
+    index, rate_index = b2 >> 4, (b2 >> 2) & 3
+    if index in (0, 15) or rate_index == 3:
+        return None
+    layer = 4 - layer_bits
+    mpeg1 = version == 3
+    bitrate = _BITRATES[(mpeg1, layer)][index] * 1000
+    rate = _MPEG_RATES[version][rate_index]
+    padding = (b2 >> 1) & 1
+    if layer == 1:
+        return (12 * bitrate // rate + padding) * 4, 384, rate
+    if layer == 3 and not mpeg1:
+        return 72 * bitrate // rate + padding, 576, rate
+    return 144 * bitrate // rate + padding, 1152, rate
 
 
 class _AdtsScanner(_MpegScanner):
     def _frame(self, buffer: bytes, at: int) -> tuple[int, int, int] | None:
-        b1, b2 = buffer[at + 1], buffer[at + 2]
-        if b1 & 0xF6 != 0xF0:
+        b0, b1, b2, b3, b4, b5, b6 = buffer[at : at + 7]
+        if b0 != 0xFF or b1 & 0xF6 != 0xF0:
             return None
         rate_index = (b2 >> 2) & 0xF
         if rate_index >= len(_ADTS_RATES):
             return None
-        length = ((buffer[at + 3] & 3) << 11) | (buffer[at + 4] << 3) | (buffer[at + 5] >> 5)
+        length = ((b3 & 3) << 11) | (b4 << 3) | (b5 >> 5)
         header = 7 if b1 & 1 else 9
         if length <= header:
             return None
-        return length, 1024 * ((buffer[at + 6] & 3) + 1), _ADTS_RATES[rate_index]
+        return length, 1024 * ((b6 & 3) + 1), _ADTS_RATES[rate_index]
 
 
 class _OggScanner(FrameScanner):

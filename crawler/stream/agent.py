@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import uvloop
+
 from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
@@ -237,7 +239,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    asyncio.run(_serve(args))
+    uvloop.run(_serve(args))
     return 0
 
 

@@ -74,7 +74,7 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print each report as JSON")
     add_resolve_option(parser)
     add_config_option(parser)
-    parser.set_defaults(run=_stream, collection=None)
+    parser.set_defaults(run=_stream)  # a server's collector schedule, as the stream agent's
 
 
 def register_stream(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -1,24 +1,30 @@
 """Opening an endless HTTP response: an Icecast or SHOUTcast stream, or progressive audio.
 
-h11 reads the response, as in the site crawler's fetcher; SHOUTcast's `ICY 200 OK` status line
-is read as HTTP/1.0 (a body that ends when the connection does). The header block is kept as the
-server sent it, for the archive. Redirects are followed.
+h11 reads the response's head, as in the site crawler's fetcher, and a body framed by chunks or
+a length; SHOUTcast's `ICY 200 OK` status line is read as HTTP/1.0. A body that runs until the
+connection closes (Icecast, SHOUTcast, most radios) is taken straight from the connection. The
+header block is kept as the server sent it, for the archive. Redirects are followed.
+
+A live body is read in few large pieces (`read_live`, link.py): between two reads its bytes
+gather in the connection's buffer, so that what a read costs is paid once for many frames, and a
+silent server is noticed by the clock between reads rather than by a timeout around each.
 """
 
 import asyncio
-import ssl
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import h11
 
-from ..fetch import USER_AGENT, FetchError, Resolver, tls_context
+from ..fetch import USER_AGENT, FetchError, Resolver
+from .link import Link, connect
 
-__all__ = ["StreamResponse", "open_stream"]
+__all__ = ["LIVE_INTERVAL", "StreamResponse", "open_stream"]
 
-READ_SIZE = 64 * 1024
 MAX_REDIRECTS = 5
 MAX_HEADER_BYTES = 64 * 1024
+LIVE_INTERVAL = 2.0  # seconds between two reads of a live body, at most (sooner when much came)
 
 
 @dataclass
@@ -28,10 +34,17 @@ class StreamResponse:
     reason: str
     header_block: bytes  # as received (an ICY status line stays as it was)
     headers: list[tuple[str, str]]
-    _reader: asyncio.StreamReader
-    _writer: asyncio.StreamWriter
-    _parser: h11.Connection
+    _link: Link
+    _parser: h11.Connection | None  # None: a body that runs until the connection closes
     _timeout: float
+    _early: bytes = b""  # body bytes that came with the header block, when read without h11
+    _ended: bool = False
+    # Live reads fall due on a grid of event loop times from the body's first piece (`_start`),
+    # as far apart as the reader asks: what a recorder does every few seconds falls due on a
+    # read, not just before one.
+    _start: float = 0.0
+    _due: float = 0.0  # the next live read; 0: one interval after the start
+    _heard: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
     def header(self, name: str) -> str | None:
         wanted = name.lower()
@@ -41,37 +54,128 @@ class StreamResponse:
     def content_type(self) -> str:
         return (self.header("content-type") or "").split(";")[0].strip().lower()
 
+    @property
+    def arrived(self) -> int:
+        """When the last bytes read arrived, in microseconds since the epoch."""
+        return self._link.arrived
+
     async def read(self) -> bytes:
-        """The next piece of the body; b"" once it ended. FetchError("stalled") when the server
-        sent nothing for the timeout, ("dropped") when the connection broke."""
-        while True:
+        """The next piece of the body, as soon as it comes; b"" once it ended.
+        FetchError("stalled") when the server sent nothing for the timeout, ("dropped") when the
+        connection broke."""
+        data = await self._next()
+        if data and not self._start:
+            now = asyncio.get_running_loop().time()
+            self._start = self._heard = now
+        return data
+
+    async def _next(self) -> bytes:
+        if self._early:
+            early, self._early = self._early, b""
+            return early
+        while not self._ended:
+            if self._parser is None:
+                received = await self._receive()
+                self._ended = not received
+                return received
+            data = self._decoded()
+            if data is not None:
+                return data
+            self._parser.receive_data(await self._receive())
+        return b""
+
+    async def read_live(self, interval: float) -> bytes:
+        """The body's bytes that came since the last read, read every `interval` seconds (up to
+        LIVE_INTERVAL), or sooner when the connection ended or much came; b"" once it ended.
+        FetchError as `read`."""
+        if self._early:
+            return await self.read()
+        loop = asyncio.get_running_loop()
+        while not self._ended:
+            if not self._due:
+                self._due = self._start + interval
+            if self._due > loop.time():
+                await self._link.wait(self._due)
+            now = loop.time()
+            taken = self._take()
+            if taken is None:
+                if now - self._heard >= self._timeout:
+                    raise self._stalled()
+                self._due = min(self._next_read(now, interval), self._heard + self._timeout)
+                continue
+            self._due = now if self._link.ended else self._next_read(now, interval)
+            self._heard = now
+            data = self._body(taken)
+            if data is not None:
+                return data
+        return b""
+
+    def read_waiting(self) -> bytes:
+        """The body's bytes that came and were not read yet, without waiting (what a recording
+        stopped now still keeps); b"" when there are none or the connection broke."""
+        early, self._early = self._early, b""
+        try:
+            taken = self._take()
+            data = self._body(taken) if taken else None
+        except FetchError:
+            data = None
+        return early + (data or b"")
+
+    def _next_read(self, now: float, interval: float) -> float:
+        """The time on the grid of live reads that follows the one nearest `now`."""
+        return self._start + (math.floor((now - self._start) / interval + 0.5) + 1) * interval
+
+    def _body(self, taken: bytes) -> bytes | None:
+        """The body bytes in what came from the connection (b"" at its end); None when they were
+        only framing."""
+        if self._parser is None:
+            self._ended = not taken
+            return taken
+        self._parser.receive_data(taken)
+        return self._decoded()
+
+    def _decoded(self) -> bytes | None:
+        """The body bytes h11 has; b"" once the body ended, None when it needs more."""
+        assert self._parser is not None
+        pieces = []
+        while not self._ended:
             try:
                 event = self._parser.next_event()
             except h11.RemoteProtocolError as exc:
                 raise FetchError("dropped", f"{self.url}: {exc}") from None
             if event is h11.NEED_DATA:
-                self._parser.receive_data(await self._read_socket())
-                continue
+                break
             if isinstance(event, h11.Data):
-                return bytes(event.data)
-            if isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                return b""
-            raise FetchError("protocol", f"{self.url}: unexpected {type(event).__name__}")
+                pieces.append(event.data)
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                self._ended = True
+            else:
+                raise FetchError("protocol", f"{self.url}: unexpected {type(event).__name__}")
+        if pieces:
+            return b"".join(pieces)
+        return b"" if self._ended else None
 
-    async def _read_socket(self) -> bytes:
+    async def _receive(self) -> bytes:
         try:
-            # asyncio.timeout, not wait_for: no task made for each read of each stream.
+            # asyncio.timeout, not wait_for: no task made for each read.
             async with asyncio.timeout(self._timeout):
-                return await self._reader.read(READ_SIZE)
+                return await self._link.receive()
         except TimeoutError:
-            raise FetchError(
-                "stalled", f"{self.url}: nothing received for {self._timeout:g} s"
-            ) from None
-        except (OSError, ssl.SSLError) as exc:
+            raise self._stalled() from None
+        except OSError as exc:
+            raise FetchError("dropped", f"{self.url}: connection lost: {exc}") from None
+
+    def _stalled(self) -> FetchError:
+        return FetchError("stalled", f"{self.url}: nothing received for {self._timeout:g} s")
+
+    def _take(self) -> bytes | None:
+        try:
+            return self._link.take()
+        except OSError as exc:
             raise FetchError("dropped", f"{self.url}: connection lost: {exc}") from None
 
     def close(self) -> None:
-        self._writer.close()
+        self._link.close()
 
 
 async def open_stream(
@@ -99,18 +203,10 @@ async def _request(
     port = parts.port or (443 if secure else 80)
     address = await resolver.next_address(parts.hostname, port)
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(
-                address,
-                port,
-                ssl=tls_context() if secure else None,
-                server_hostname=parts.hostname if secure else None,
-            ),
-            timeout,
-        )
+        link = await asyncio.wait_for(connect(address, port, parts.hostname, secure), timeout)
     except TimeoutError:
         raise FetchError("timeout", f"{url}: no connection in {timeout:g} s") from None
-    except (OSError, ssl.SSLError) as exc:
+    except OSError as exc:
         raise FetchError("connect", f"{url}: cannot connect: {exc}") from None
     parser = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -122,40 +218,51 @@ async def _request(
         ("Connection", "close"),
         *extra,
     ]
-    writer.write(parser.send(h11.Request(method="GET", target=target, headers=headers)) or b"")
-    writer.write(parser.send(h11.EndOfMessage()) or b"")
+    request = parser.send(h11.Request(method="GET", target=target, headers=headers)) or b""
     try:
-        block, rest = await _header_block(reader, url, timeout)
+        await link.send(request + (parser.send(h11.EndOfMessage()) or b""))
+        block, rest = await _header_block(link, url, timeout)
         # SHOUTcast 1 answers `ICY 200 OK`: h11 reads it as the HTTP/1.0 answer it is.
         parser.receive_data(b"HTTP/1.0" + block[3:] if block.startswith(b"ICY ") else block)
-        if rest:
-            parser.receive_data(rest)  # (nothing would mean the end of the connection to h11)
         event = parser.next_event()
     except h11.RemoteProtocolError as exc:
-        writer.close()
+        link.close()
         raise FetchError("protocol", f"{url}: not an HTTP response: {exc}") from None
+    except OSError as exc:
+        link.close()
+        raise FetchError("dropped", f"{url}: connection lost: {exc}") from None
     except FetchError:
-        writer.close()
+        link.close()
         raise
     if not isinstance(event, h11.Response):
-        writer.close()
+        link.close()
         raise FetchError("protocol", f"{url}: the response ended before its header block")
+    raw = _until_close(event)
+    if rest and not raw:
+        parser.receive_data(rest)  # (nothing would mean the end of the connection to h11)
     return StreamResponse(
         url=url,
         status=event.status_code,
         reason=event.reason.decode("latin-1"),
         header_block=block,
         headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers],
-        _reader=reader,
-        _writer=writer,
-        _parser=parser,
+        _link=link,
+        _parser=None if raw else parser,
         _timeout=timeout,
+        _early=rest if raw else b"",
     )
 
 
-async def _header_block(
-    reader: asyncio.StreamReader, url: str, timeout: float
-) -> tuple[bytes, bytes]:
+def _until_close(response: h11.Response) -> bool:
+    """Whether the body runs until the connection closes, neither chunked nor of a length (as
+    h11 frames it): then it is read without h11."""
+    if response.status_code in (204, 304):
+        return False
+    names = {name for name, _ in response.headers}  # h11 gives them in lower case
+    return b"transfer-encoding" not in names and b"content-length" not in names
+
+
+async def _header_block(link: Link, url: str, timeout: float) -> tuple[bytes, bytes]:
     """The response's header block as sent (through its blank line), and the bytes after it."""
     data = b""
     while True:
@@ -168,11 +275,10 @@ async def _header_block(
         if len(data) > MAX_HEADER_BYTES:
             raise FetchError("protocol", f"{url}: header block over {MAX_HEADER_BYTES} bytes")
         try:
-            piece = await asyncio.wait_for(reader.read(READ_SIZE), timeout)
+            async with asyncio.timeout(timeout):
+                piece = await link.receive()
         except TimeoutError:
             raise FetchError("timeout", f"{url}: no answer in {timeout:g} s") from None
-        except (OSError, ssl.SSLError) as exc:
-            raise FetchError("dropped", f"{url}: connection lost: {exc}") from None
         if not piece:
             raise FetchError("protocol", f"{url}: the connection closed before a header block")
         data += piece

@@ -9,15 +9,17 @@ the stream's own clock (from the frames) and the byte offset together (archive/s
 """
 
 import asyncio
+import contextlib
 import hashlib
 import logging
+import math
 import time
 
 from archive.streams import PLAYLIST_TYPES, ChunkLog, Fit, Gap, Point, Title, scanner_for
 
 from ..fetch import FetchError, Resolver
 from .hls import record_hls
-from .http import StreamResponse, open_stream
+from .http import LIVE_INTERVAL, StreamResponse, open_stream
 from .icy import MAX_METAINT, IcyDemuxer
 from .recording import Recording, StreamSettings, now_micros
 from .store import StreamStore
@@ -53,7 +55,11 @@ class _Chunker:
         self.received = 0
         self.points: list[Point] = []
         self.titles: list[Title] = []
-        self.started = time.monotonic()
+        self.next_cut = time.monotonic() + settings.chunk_seconds
+        # Read on a grid of times from the first piece, as far apart as can be while the points
+        # fall on it: each point or cut falls due on the read nearest its time (not on the one
+        # after it), so that points stay evenly spaced.
+        self.interval = settings.point_seconds / math.ceil(settings.point_seconds / LIVE_INTERVAL)
         self.next_point = 0.0
         self.sums = [0.0] * 5  # the least-squares sums of the chunk's reads (archive Fit)
 
@@ -63,8 +69,14 @@ class _Chunker:
             return 0.0, self.received
         return self.scanner.seconds, self.scanner.boundary
 
-    def add(self, audio: bytes, titles: list[tuple[int, str]]) -> None:
-        now, clock = now_micros(), time.monotonic()
+    def add(
+        self, audio: bytes, titles: list[tuple[int, str]], arrived: int, last: bool = False
+    ) -> None:
+        """Take the audio of a read, the titles it brought and when its last bytes arrived;
+        `last`: the recording stops, and `finish` ends the chunk."""
+        now, clock = arrived, time.monotonic()
+        first = not self.received
+        slack = 0.0 if last else self.interval / 2  # (the last read is not on the grid)
         if self.scanner is None and not self.received:
             self.scanner = scanner_for(None, audio[:4096])
         if self.scanner is not None:
@@ -78,7 +90,9 @@ class _Chunker:
         self.received += len(audio)
         self.buffer += audio
         seconds, boundary = self._stream_at()
-        if self.scanner is not None and self.scanner.sample_rate:
+        # Not the first read: it may hold part of the burst a server sends a new listener at
+        # once, which says nothing of the stream's clock.
+        if self.scanner is not None and self.scanner.sample_rate and not first:
             x, sums = (now - self.connected) / 1e6, self.sums
             sums[0] += 1
             sums[1] += x
@@ -94,12 +108,15 @@ class _Chunker:
         if not self.points:
             self.points.append(Point(now, seconds, boundary - self.base))
             self.next_point = clock + self.settings.point_seconds
-        elif clock >= self.next_point and boundary - self.base > self.points[-1].offset:
+        elif clock >= self.next_point - slack and boundary - self.base > self.points[-1].offset:
             self.points.append(Point(now, seconds, boundary - self.base))
             self.next_point += self.settings.point_seconds
         full = len(self.buffer) >= self.settings.chunk_bytes
-        if full or clock - self.started >= self.settings.chunk_seconds:
+        if full or (clock >= self.next_cut - slack and not last):
             self.cut(boundary if boundary > self.base else self.base + len(self.buffer), now)
+            self.next_cut += self.settings.chunk_seconds
+            if full or self.next_cut <= clock:
+                self.next_cut = clock + self.settings.chunk_seconds
 
     def cut(self, at: int, now: int) -> None:
         """Store the buffer up to stream offset `at` as a chunk; the rest starts the next."""
@@ -138,7 +155,6 @@ class _Chunker:
             if t.offset >= size
         ]
         self.points = [Point(now, seconds, 0)]
-        self.started = time.monotonic()
         self.sums = [0.0] * 5
 
     def finish(self) -> None:
@@ -229,18 +245,30 @@ async def _progressive(
 ) -> None:
     metaint = response.header("icy-metaint")
     demuxer = IcyDemuxer(_metaint(metaint, response.url)) if metaint is not None else None
-    piece = first
-    while piece:
+
+    def take(piece: bytes, last: bool = False) -> None:
         if demuxer is not None:
             audio, blocks = demuxer.feed(piece)
             titles = [(b.at, t) for b in blocks if (t := b.title) is not None]
         else:
             audio, titles = piece, []
         recording.bytes += len(audio)
-        chunker.add(audio, titles)
+        chunker.add(audio, titles, response.arrived, last)
         if demuxer is not None and demuxer.error is not None:
             raise FetchError("bad-metadata", str(demuxer.error))
-        piece = await response.read()
+
+    piece = first
+    try:
+        while piece:
+            take(piece)
+            piece = await response.read_live(chunker.interval)
+    except asyncio.CancelledError:
+        # Stopped: what came since the last read is kept too.
+        rest = response.read_waiting()
+        if rest:
+            with contextlib.suppress(FetchError):
+                take(rest, last=True)
+        raise
 
 
 def _metaint(value: str, url: str) -> int:

@@ -5,6 +5,8 @@ import asyncio
 import json
 import logging
 
+import uvloop
+
 from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.timestamps import format_iso
@@ -54,7 +56,7 @@ async def _record_for(args: argparse.Namespace) -> list[Recording]:
 
 
 def run_stream(args: argparse.Namespace) -> int:
-    recordings = asyncio.run(_record_for(args))
+    recordings = uvloop.run(_record_for(args))
     failed = 0
     for recording in recordings:
         report = recording.report()

@@ -5,6 +5,9 @@ structure file (the chunk and the offset of the point's frame), and its log (`st
 first point). An HLS segment is a response of its own URL, plus a `stream_segment` record in the
 stream URL's file at its program date-time. Each insert is retried until it is stored or the
 recording is stopped for good: a cluster that is away for a while loses nothing the agent holds.
+Inserts go one batch at a time: what came while one was on its way goes in the next, in one
+call (the contents in few uploads, the records in one batch), rather than a round of calls to the
+cluster for each chunk of each stream.
 """
 
 import asyncio
@@ -34,14 +37,24 @@ class StoreStats:
     bytes: int = 0
 
 
+@dataclass
+class _Insert:
+    captures: list[NewCapture]
+    files: dict[str, bytes]
+    what: str
+
+
 class StreamStore:
-    """Inserts in the background, each retried; `join` waits until all are stored."""
+    """Inserts in the background, in batches, each retried; `join` waits until all are
+    stored."""
 
     def __init__(self, client: ClusterClient, attempts: int | None = None) -> None:
         self.client = client
         self.attempts = attempts  # None: until stored or cancelled
         self.stats = StoreStats()
-        self._tasks: set[asyncio.Task[bool]] = set()
+        self._waiting: list[_Insert] = []  # the next batch
+        self._sending = False  # a batch is on its first attempt
+        self._tasks: dict[asyncio.Task[bool], int] = {}  # batches not stored yet, their sizes
         self._registered: set[str] = set()  # recordings entered in the registry of streams
         self.failed: list[str] = []  # what could not be stored, for the report
 
@@ -129,34 +142,55 @@ class StreamStore:
         self._start(captures, files, chunk_log.url)
 
     def _start(self, captures: list[NewCapture], files: dict[str, bytes], what: str) -> None:
-        task = asyncio.create_task(self._insert(captures, files, what))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._waiting.append(_Insert(captures, files, what))
+        if not self._sending:
+            self._send()
 
-    async def _insert(self, captures: list[NewCapture], files: dict[str, bytes], what: str) -> bool:
+    def _send(self) -> None:
+        """Insert what waits, as one batch."""
+        batch, self._waiting = self._waiting, []
+        self._sending = True
+        task = asyncio.create_task(self._insert(batch))
+        self._tasks[task] = len(batch)
+        task.add_done_callback(self._tasks.pop)
+
+    async def _insert(self, batch: list[_Insert]) -> bool:
+        captures = [capture for insert in batch for capture in insert.captures]
+        files = {name: body for insert in batch for name, body in insert.files.items()}
+        what = batch[0].what if len(batch) == 1 else f"{batch[0].what} and {len(batch) - 1} more"
         attempt = 0
         while True:
             try:
-                await self.client.insert(captures, files.__getitem__)
+                try:
+                    await self.client.insert(captures, files.__getitem__)
+                finally:
+                    if not attempt:
+                        # The next batch goes now; this one's retries do not hold it back.
+                        self._sending = False
+                        if self._waiting:
+                            self._send()
             except DlwebError as exc:
                 attempt += 1
                 self.stats.failures += 1
                 if self.attempts is not None and attempt >= self.attempts:
-                    self.failed.append(f"{what}: {exc}")
+                    self.failed.extend(f"{insert.what}: {exc}" for insert in batch)
                     log.error("%s: not stored after %d attempts: %s", what, attempt, exc)
                     return False
                 delay = RETRIES[min(attempt, len(RETRIES)) - 1]
                 log.warning("%s: insert failed (%s), again in %g s", what, exc, delay)
                 await asyncio.sleep(delay)
                 continue
-            self.stats.inserts += 1
+            self.stats.inserts += len(batch)
             self.stats.bytes += sum(len(body) for body in files.values())
             return True
 
     @property
     def pending(self) -> int:
-        return len(self._tasks)
+        """Inserts not stored yet."""
+        return len(self._waiting) + sum(self._tasks.values())
 
     async def join(self) -> None:
-        while self._tasks:
+        while self._waiting or self._tasks:
+            if self._waiting and not self._sending:
+                self._send()
             await asyncio.gather(*self._tasks)
