@@ -11,9 +11,14 @@
   that capture, when it is an HTML document;
 - `GET /cdx?url=URL[&matchType=...&output=...]`: pywb's CDX server API (search/cdx.py): captures
   as CDXJ, JSON lines, text or a link list; a prefix, host or domain query reads the URL-key index
-  of the search index folder (`dlweb search rebuild`).
+  of the search index folder (`dlweb search rebuild`);
+- `GET /backlinks?url=URL`: the archived pages that link to a URL, each with its latest linking
+  version's date and title and its anchor texts; `GET /similar?url=URL[&limit=N]`: the pages
+  nearest the URL's latest indexed version by simhash (search/links.py). Both read the search
+  index: 503 where none was built, and /similar 404 for a URL it does not hold.
 """
 
+import asyncio
 import json
 from typing import Any
 
@@ -63,6 +68,8 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return await _document(context, request)
     if request.path == "/cdx" and request.method == "GET":
         return await _cdx(context, request)
+    if request.path in ("/backlinks", "/similar") and request.method == "GET":
+        return await _links(context, request)
     return _json(404, {"error": f"no {request.method} {request.path} here; see GET /date"})
 
 
@@ -97,6 +104,41 @@ async def _cdx(context: HarborContext, request: HarborRequest) -> Answer:
     except DlwebError as exc:
         return _json(status_of(exc), {"error": str(exc)})
     return Answer(200, body.encode(), query.content_type)
+
+
+async def _links(context: HarborContext, request: HarborRequest) -> Answer:
+    """Backlinks or similar pages, from the search index (read on a thread: it blocks)."""
+    from search.errors import NoIndex
+    from search.index import open_index
+    from search.keys import asked_key
+    from search.links import backlinks, similar
+
+    url = request.query.get("url", "")
+    try:
+        asked_key(url)
+        limit = _limit(request.query.get("limit"))
+        index = await asyncio.to_thread(open_index, context.search_index)
+        if request.path == "/backlinks":
+            found = await asyncio.to_thread(backlinks, index, url)
+            listed = [link.as_json() for link in (found[:limit] if limit else found)]
+            return _json(200, {"url": url, "total": len(found), "backlinks": listed})
+        near = await asyncio.to_thread(similar, index, url, limit or 10)
+        return _json(200, near.as_json())
+    except NoIndex as exc:
+        return _json(503, {"error": str(exc)})
+    except DlwebError as exc:
+        return _json(status_of(exc), {"error": str(exc)})
+
+
+def _limit(text: str | None) -> int | None:
+    """The `limit` parameter: a whole number of 1 or more, or None."""
+    from search.errors import BadLinkQuery
+
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise BadLinkQuery(f"limit={text!r}: give a whole number >= 1")
+    return int(text)
 
 
 def _put_date(context: HarborContext, request: HarborRequest) -> Answer:

@@ -1,6 +1,7 @@
 """Full-text search over the archive: an index of every version of every HTML and text page,
 rebuilt from the archive alone, and queries over it (`dlweb search`, docs/search.md); and the
-CDX API of pywb over the archive's captures (`dlweb cdx`, `http://api.dlweb/cdx`).
+CDX API of pywb over the archive's captures (`dlweb cdx`, `http://api.dlweb/cdx`); backlinks and
+similar pages from the index (`dlweb search --backlinks URL`, `--similar URL`).
 
 The public names are loaded on first use: every `dlweb` command imports this package for its
 subcommand's options, and tantivy, lxml and the cluster client are slow to load.
@@ -13,10 +14,20 @@ from archive.lazy import lazy_exports
 if TYPE_CHECKING:
     from .cdx import CdxQuery, parse_query
     from .domains import host_of, registered_domain
-    from .errors import BadCdxQuery, BadQuery, NoIndex, NotIndexed, NoUrlIndex
+    from .errors import (
+        BadCdxQuery,
+        BadLinkQuery,
+        BadQuery,
+        NoIndex,
+        NotIndexed,
+        NoUrlIndex,
+        PageNotIndexed,
+    )
     from .extract import Extracted, Link, extract
     from .index import FIELDS, Answer, Hit, Page, open_index, search
+    from .keys import link_key
     from .language import guess_language
+    from .links import Backlink, Neighbours, Similar, backlinks, similar
     from .rebuild import RebuildSummary, rebuild
     from .simhash import distance, simhash
     from .urlkeys import UrlKeys, surt_key
@@ -24,60 +35,76 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "Answer": "index",
+    "Backlink": "links",
     "BadCdxQuery": "errors",
+    "BadLinkQuery": "errors",
     "BadQuery": "errors",
     "CdxQuery": "cdx",
     "Extracted": "extract",
     "FIELDS": "index",
     "Hit": "index",
     "Link": "extract",
+    "Neighbours": "links",
     "NoIndex": "errors",
-    "NotIndexed": "errors",
     "NoUrlIndex": "errors",
+    "NotIndexed": "errors",
     "Page": "index",
+    "PageNotIndexed": "errors",
     "RebuildSummary": "rebuild",
+    "Similar": "links",
     "UrlKeys": "urlkeys",
     "Version": "walk",
     "all_versions": "walk",
+    "backlinks": "links",
     "distance": "simhash",
     "extract": "extract",
     "guess_language": "language",
     "host_of": "domains",
+    "link_key": "keys",
     "open_index": "index",
     "parse_query": "cdx",
     "rebuild": "rebuild",
     "registered_domain": "domains",
     "search": "index",
     "simhash": "simhash",
+    "similar": "links",
     "surt_key": "urlkeys",
 }
 __all__ = [
     "Answer",
+    "Backlink",
     "BadCdxQuery",
+    "BadLinkQuery",
     "BadQuery",
     "CdxQuery",
     "Extracted",
     "FIELDS",
     "Hit",
     "Link",
+    "Neighbours",
     "NoIndex",
-    "NotIndexed",
     "NoUrlIndex",
+    "NotIndexed",
     "Page",
+    "PageNotIndexed",
     "RebuildSummary",
+    "Similar",
     "UrlKeys",
     "Version",
     "all_versions",
+    "backlinks",
     "distance",
     "extract",
     "guess_language",
     "host_of",
+    "link_key",
     "open_index",
     "parse_query",
     "rebuild",
     "registered_domain",
     "search",
     "simhash",
+    "similar",
     "surt_key",
 ]
 

@@ -4,6 +4,8 @@
 A query is one or more words (put together, as the shell splits them): `dlweb search "quick
 brown fox"` searches those words, `dlweb search '"quick brown fox"'` the phrase. The one word
 `rebuild` makes the index again instead (search for that word as `text:rebuild`).
+`dlweb search --backlinks URL` lists the pages linking to a URL, `dlweb search --similar URL`
+the pages nearest it by simhash (links.py).
 """
 
 import argparse
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
     from .index import Answer
+    from .links import Backlink, Neighbours
 
 REBUILD = "rebuild"
 BOLD, PLAIN = "\033[1m", "\033[0m"
@@ -37,9 +40,74 @@ def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .errors import BadLinkQuery
+
+    asked = args.backlinks if args.backlinks is not None else args.similar
+    if asked is not None:
+        if args.words:
+            raise BadLinkQuery(
+                f"give --backlinks or --similar, or a query, not both (got {' '.join(args.words)!r})"
+            )
+        return _links(args, asked)
+    if not args.words:
+        raise BadLinkQuery("give a query, `rebuild`, --backlinks URL or --similar URL")
     if args.words == [REBUILD]:
         return asyncio.run(_rebuild(args))
     return _query(args)
+
+
+def _links(args: argparse.Namespace, url: str) -> int:
+    """`--backlinks URL` or `--similar URL`."""
+    from .index import open_index
+    from .keys import asked_key
+    from .links import backlinks, similar
+
+    asked_key(url)  # a bad URL is told before the index is opened
+    index = open_index(args.index)
+    if args.backlinks is not None:
+        found = backlinks(index, url)
+        shown = found[: args.limit] if args.limit else found
+        if args.json:
+            listed = [link.as_json() for link in shown]
+            print(
+                json.dumps(
+                    {"url": url, "total": len(found), "backlinks": listed}, ensure_ascii=False
+                )
+            )
+        else:
+            print("\n".join(_backlink_lines(url, found, shown)))
+        return 0
+    near = similar(index, url, args.limit or 10)
+    if args.json:
+        print(json.dumps(near.as_json(), ensure_ascii=False))
+    else:
+        print("\n".join(_similar_lines(near)))
+    return 0
+
+
+def _backlink_lines(url: str, found: "list[Backlink]", shown: "list[Backlink]") -> list[str]:
+    lines = [f"{len(shown)} of {len(found):,} archived pages linking to {url}"]
+    for rank, link in enumerate(shown, 1):
+        anchors = ", ".join(json.dumps(text, ensure_ascii=False) for text in link.anchors)
+        lines += [
+            f"{rank}. {link.title or '(no title)'}",
+            f"   {link.url}  {link.time}",
+            f"   {anchors or '(no anchor text)'}",
+        ]
+    return lines
+
+
+def _similar_lines(near: "Neighbours") -> list[str]:
+    lines = [
+        f"{len(near.pages)} pages within {near.max_distance} bits of {near.url}"
+        f" (its version of {near.time}, simhash {near.simhash:016x})"
+    ]
+    for rank, page in enumerate(near.pages, 1):
+        lines += [
+            f"{rank}. {page.title or '(no title)'}",
+            f"   {page.url}  {page.time}  {page.distance} bits apart",
+        ]
+    return lines
 
 
 async def _rebuild(args: argparse.Namespace) -> int:
@@ -73,7 +141,7 @@ def _query(args: argparse.Namespace) -> int:
     from .index import open_index, search
 
     query = " ".join(args.words)
-    answer = search(open_index(args.index), query, args.limit)
+    answer = search(open_index(args.index), query, args.limit or 10)
     if args.json:
         print(
             json.dumps(
@@ -112,7 +180,7 @@ def _lines(query: str, answer: "Answer", terminal: bool) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "words",
-        nargs="+",
+        nargs="*",
         metavar="QUERY",
         help='words, "a phrase", title:word, AND/OR/NOT, year:2019; or `rebuild` to make the'
         " index again from the archive",
@@ -124,7 +192,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"the index folder (default {DEFAULT_SEARCH_INDEX})",
     )
-    parser.add_argument("--limit", type=positive_int, default=10, help="hits shown (default 10)")
+    asked = parser.add_mutually_exclusive_group()
+    asked.add_argument(
+        "--backlinks", metavar="URL", help="the archived pages that link to URL, with anchor texts"
+    )
+    asked.add_argument(
+        "--similar", metavar="URL", help="the pages nearest URL's latest version, by simhash"
+    )
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        help="hits shown (default 10; every backlink for --backlinks)",
+    )
     parser.add_argument("--json", action="store_true", help="answer in JSON")
     add_config_option(parser)  # for `rebuild`, which reads the cluster
     # A query's words may come after its options; a user's command: no connection chatter.

@@ -1,6 +1,6 @@
 """The errors of full-text search, each a one-line message for the user, never a traceback."""
 
-from archive.errors import ClientFault, DlwebError, ServerFault
+from archive.errors import ClientFault, DlwebError, NotFound, ServerFault
 
 
 class BadQuery(ClientFault):
@@ -29,3 +29,11 @@ class NoUrlIndex(ServerFault):
     `dlweb search rebuild`."""
 
     status = 503
+
+
+class BadLinkQuery(ClientFault):
+    """A backlinks or similar pages query without a URL, or with one that is not http(s)."""
+
+
+class PageNotIndexed(NotFound):
+    """A URL with no version in the search index (similar pages need one to compare with)."""

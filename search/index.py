@@ -16,8 +16,9 @@ import tantivy
 from archive.timestamps import format_iso, from_micros
 
 from .errors import BadQuery, NoIndex
+from .keys import bands, link_key
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: urlkey, links_to, simhash_bands; simhash a fast field
 BUILT_FILE = "dlweb-search.json"  # beside tantivy's files: what built the index, and when
 WRITER_HEAP = 128_000_000
 # One indexing thread: the documents come from one extracting thread anyway, and one segment
@@ -41,7 +42,10 @@ FIELDS = (
     ("text", "text", "the visible text, stored for snippets"),
     ("lang", "raw", "ISO 639-1 language code, or empty"),
     ("outlinks", "json", "[{url, text}] links out with anchor texts, stored, urls indexed whole"),
-    ("simhash", "u64", "64-bit simhash of the text's word shingles, stored"),
+    ("simhash", "u64", "64-bit simhash of the text's word shingles, stored and fast"),
+    ("urlkey", "key", "the SURT key of the URL (links.py), for backlinks and similar pages"),
+    ("links_to", "key", "the SURT keys of the outlinks, fragments dropped: backlinks"),
+    ("simhash_bands", "key", "the simhash's four 16-bit bands, as `0:1a2b`: similar pages"),
 )
 
 
@@ -57,8 +61,10 @@ def schema() -> tantivy.Schema:
             builder.add_date_field(name, stored=True, indexed=True, fast=True)
         elif kind == "int":
             builder.add_integer_field(name, stored=True, indexed=True, fast=True)
+        elif kind == "key":  # raw, indexed only: looked up, never shown
+            builder.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
         elif kind == "u64":
-            builder.add_unsigned_field(name, stored=True)
+            builder.add_unsigned_field(name, stored=True, indexed=True, fast=True)
         elif kind == "json":
             builder.add_json_field(name, stored=True, tokenizer_name="raw", index_option="basic")
     return builder.build()
@@ -91,6 +97,12 @@ class Page:
         doc.add_integer("year", when.year)
         doc.add_integer("status", self.status)
         doc.add_unsigned("simhash", self.simhash)
+        doc.add_text("urlkey", link_key(self.url))
+        for key in sorted({link_key(link["url"]) for link in self.outlinks}):
+            doc.add_text("links_to", key)
+        if self.simhash:  # a page without words is like no other
+            for band in bands(self.simhash):
+                doc.add_text("simhash_bands", band)
         if self.outlinks:
             # A list of objects in one JSON field: each of its urls is indexed whole.
             doc.add_json("outlinks", json.dumps({"links": self.outlinks}))

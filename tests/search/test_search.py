@@ -1,12 +1,6 @@
 """`dlweb search rebuild` and `dlweb search QUERY` on a real cluster with a small WARC imported."""
 
 import json
-import subprocess
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,58 +8,9 @@ from archive.cluster import ClusterClient
 from search.errors import BadQuery, NoIndex
 from search.index import open_index, search
 from search.rebuild import rebuild
-from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
 
 from . import pages
-
-COMMAND_TIMEOUT = 60
-
-
-def dlweb(*args: str, module: str = "archive") -> subprocess.CompletedProcess[str]:
-    """Run the dlweb command (or `python -m search`) as a user does."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-    )
-
-
-@dataclass
-class Archive:
-    cluster: Cluster
-    index: Path
-
-    def rebuild(self) -> str:
-        """Rebuild the index with the dlweb command; what it printed."""
-        config = str(self.cluster.config_path)
-        done = dlweb("search", "rebuild", "-c", config, "--index", str(self.index))
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
-
-    def query(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """The hits of a query, read in this process (as the CLI reads them)."""
-        return [hit.as_json() for hit in search(open_index(self.index), query, limit).hits]
-
-
-@pytest.fixture(scope="module")
-def archive(
-    module_cluster_factory: Callable[..., Cluster],  # noqa: F811
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Archive:
-    """A one-node cluster with the pages imported, and their search index built."""
-    cluster = module_cluster_factory(nodes=1, replicas=1)
-    folder = tmp_path_factory.mktemp("search")
-    warc = pages.write_warc(folder / "pages.warc.gz")
-    done = dlweb("import", "-c", str(cluster.config_path), str(warc))
-    assert done.returncode == 0, done.stdout + done.stderr
-    built = Archive(cluster, folder / "index")
-    summary = built.rebuild()
-    # Museum 2019 and 2021 (2020 is unchanged), the French page, the notes, the blog; the
-    # logo is no text, the redirect no page.
-    assert "indexed 5 page versions of 6" in summary, summary
-    assert "1 not HTML or text" in summary, summary
-    return built
+from .conftest import Archive, dlweb
 
 
 def test_a_sentence_of_a_page_finds_that_page_first(archive: Archive) -> None:
@@ -157,7 +102,7 @@ async def test_rebuilding_gives_the_same_answers(archive: Archive) -> None:
     before = [archive.query(q) for q in queries]
     async with ClusterClient(archive.cluster.config) as client:
         summary = await rebuild(client, archive.index)
-    assert (summary.versions, summary.documents) == (6, 5)
+    assert (summary.versions, summary.documents) == (10, 9)
     assert [archive.query(q) for q in queries] == before
     # Only the index is left in its folder's parent: no temporary or old folder.
     assert sorted(p.name for p in archive.index.parent.iterdir()) == ["index", "pages.warc.gz"]
