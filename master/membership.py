@@ -12,6 +12,12 @@ log = logging.getLogger(__name__)
 
 ADMIN_STATES = ("alive", "read-only", "draining")
 COUNTING = ("alive", "read-only")
+# The least time a master that starts gives the nodes to connect to it: twice the longest wait
+# between a node's connection attempts (archive.hip's backoff, capped at 5 s). A node that found
+# no master for a while, as when the master restarts, retries only that often, so a shorter
+# grace period would have it marked down, and its files copied then trimmed again, on its way
+# back.
+REJOIN = 10.0
 
 
 def _state_of(row: NodeRow) -> str:
@@ -31,18 +37,35 @@ class Membership:
         self.on_change = on_change
         self.rows: dict[str, NodeRow] = {row.id: row for row in db.nodes()}
         self.links: dict[str, Peer] = {}
-        started = time.monotonic()
-        # A restarted master gives every node a fresh grace period to reconnect.
-        self.lost_at: dict[str, float] = {node: started for node in self.rows}
-        # A master that knows no node (a new one, or one whose database was lost) gives the nodes
-        # one grace period to reconnect before it judges which files lack copies.
-        self.settle_until = started + grace if not self.rows else started
+        self.lost_at: dict[str, float] = {}
+        # Nodes known at start that have not connected since: given REJOIN at least.
+        self.awaited: set[str] = set()
+        # Whether this master started knowing no node (a new one, or its database was lost).
+        self.knew_none = not self.rows
+        self.settle_until = 0.0
         # The inventory position each connected node announced when it joined.
         self.announced: dict[str, int] = {}
         # Set for the repair pass: more nodes may hold a replica, so every file is to be checked.
         self.rescan = False
         # Set for the repair pass: a node can now serve or take copies it could not before.
         self.widened = False
+        self.start()
+
+    def start(self) -> None:
+        """Start the clock of the nodes' return, when the master starts serving (opening a large
+        database takes time): a restarted master gives every node it knows a fresh grace period,
+        REJOIN at least, to connect again; a master that knows no node (a new one, or one whose
+        database was lost) gives the nodes one grace period before it judges which files lack
+        copies."""
+        started = time.monotonic()
+        self.awaited = {node for node in self.rows if not self.connected(node)}
+        self.lost_at.update(dict.fromkeys(self.awaited, started))
+        self.settle_until = started + self.grace if self.knew_none else started
+
+    @property
+    def rejoin(self) -> float:
+        """How long a node known at start has to connect to this master."""
+        return max(self.grace, REJOIN)
 
     # -- views ----------------------------------------------------------------------------------
 
@@ -117,6 +140,7 @@ class Membership:
         self.links[row.id] = peer
         self.announced[row.id] = announced
         self.lost_at.pop(row.id, None)
+        self.awaited.discard(row.id)
         self.db.save_node(row)
         self._moved(row, *before)
         self.widened = True
@@ -180,7 +204,8 @@ class Membership:
                 self.lost_at.pop(node, None)
                 continue
             lost_for = now - since
-            if row.state in ADMIN_STATES and lost_for >= self.grace:
+            grace = self.rejoin if node in self.awaited else self.grace
+            if row.state in ADMIN_STATES and lost_for >= grace:
                 before = row.state
                 row.state = "down"
                 self.db.save_node(row)

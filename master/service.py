@@ -133,6 +133,7 @@ class Master:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.members.start()
         self._tasks = [
             asyncio.create_task(self._repair_loop(), name="repair"),
             asyncio.create_task(self._clock(), name="clock"),

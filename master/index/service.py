@@ -196,6 +196,10 @@ class IndexNode:
         # Changed structure files the master has not recorded yet, with the copies each insert
         # appended to (see `_tell_changed`).
         self._unsent: dict[str, Appended] = {}
+        # The appends of inserts under way, confirmed or not (a client that gave up or left does
+        # not stop them), and the telling of those of failed inserts that landed: /status counts
+        # them as `appending`, so that one can tell when every copy may have its last records.
+        self._working: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
@@ -234,6 +238,7 @@ class IndexNode:
             "pending_uploads": len(self._pending),
             "unconfirmed_inserts": len(self._appends),
             "unsent_changes": len(self._unsent),
+            "appending": len(self._working),
             "clients": len(self.hip.slaves),
             "counters": dict(self.stats),
             "uptime": round(time.time() - self.started, 1),
@@ -337,7 +342,7 @@ class IndexNode:
         # Placed before anything is written, so an insert that cannot be stored changes nothing.
         upload = place(self.nodes, {n: s for n, s in sizes.items() if n not in known}, copies)
         number = next(self._insert_numbers)
-        task = self._spawn(self._append_batch(groups, refs, known))
+        task = self._spawn_work(self._append_batch(groups, refs, known))
         task.add_done_callback(_retrieved)
         if len(self._appends) >= MAX_UNCONFIRMED:
             del self._appends[next(iter(self._appends))]
@@ -385,7 +390,7 @@ class IndexNode:
                 if added
             }
             if landed:
-                self._spawn(self._tell_now(landed))
+                self._spawn_work(self._tell_now(landed))
             self._spawn(self._tell_later(list(groups)))
             raise
         # A file just created has no replica yet: the master's copies of it will be fresh. One
@@ -408,6 +413,13 @@ class IndexNode:
     def _spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
         """Run `work` on its own, cancelled when the index node stops."""
         return self._background.spawn(work)
+
+    def _spawn_work(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
+        """`_spawn` work that /status counts as `appending` until it ends."""
+        task = self._spawn(work)
+        self._working.add(task)
+        task.add_done_callback(self._working.discard)
+        return task
 
     async def _forget_inserts(self, peer: Peer) -> None:
         """A client gone cannot confirm its inserts: their appends go on, unawaited."""

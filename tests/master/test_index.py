@@ -587,6 +587,62 @@ async def test_the_appends_of_a_failed_insert_that_landed_are_told_at_once(
         node.contents.close()
 
 
+class GatedUpstream(Upstream):
+    """An Upstream that answers once `gate` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def call(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        await self.gate.wait()
+        return await super().call(method, params, timeout)
+
+
+async def idle(node: IndexNode) -> None:
+    while node.status()["appending"]:
+        await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_appends_count_as_under_way_until_the_master_heard_of_them(
+    tmp_path: Path, fails: bool
+) -> None:
+    """An insert's appends go on when its client gave up or left, and a failed insert's that
+    landed are told at once, unawaited: /status counts both as `appending` until the master has
+    recorded the change, so that a copy lacking the records it may get is known to be behind
+    (the master's own status cannot know of them before)."""
+    other = {**GOOD, "url": "http://example.com/other"}
+    name = parse_captures({"captures": [GOOD]})[0].structure
+
+    async def append_all(
+        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+    ) -> None:
+        results[name] = (1, False)
+        if fails:
+            raise RemoteError("error", "cannot append to structure: no answer")
+
+    node = unit_index(tmp_path, append_all)
+    node.claims[parse_captures({"captures": [other]})[0].structure] = "http://n"
+    upstream = GatedUpstream()
+    node.upstream = upstream  # type: ignore[assignment]
+    client = object()
+    try:
+        assert node.status()["appending"] == 0
+        await node._insert(client, {"captures": [GOOD, other]})  # type: ignore[arg-type]
+        await node._forget_inserts(client)  # type: ignore[arg-type]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert node.status()["appending"] == 1 and upstream.told == []
+        upstream.gate.set()
+        await asyncio.wait_for(idle(node), 5)
+        appended = {"active": ["http://n"], "others": []}
+        assert upstream.told == [("structure.changed", [name], {name: appended})]
+    finally:
+        node._background.cancel()
+        node.contents.close()
+
+
 @pytest.mark.parametrize(
     ("insert", "message"),
     [
