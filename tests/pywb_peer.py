@@ -6,6 +6,7 @@ cached. py-wacz's validator, the reference check of WACZ packages, gets one of i
 the same way.
 """
 
+import fcntl
 import hashlib
 import http.client
 import os
@@ -76,20 +77,26 @@ def peer_venv(name: str, requirements: Sequence[str]) -> Path:
     if (venv / COMPLETE).exists():
         return venv / "bin"
     cache.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
-    try:
-        _run([sys.executable, "-m", "venv", str(build)])
-        _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
-        (build / COMPLETE).write_text(" ".join(requirements) + "\n")
-        if (venv / COMPLETE).exists():  # another process finished first
-            shutil.rmtree(build)
-        else:
-            link = cache / f".{build.name}.link"
-            link.symlink_to(build.name)
-            os.replace(link, venv)
-    except BaseException:
-        shutil.rmtree(build, ignore_errors=True)
-        raise
+    # One process builds at a time (pytest-xdist's workers, or two runs): the others wait for it
+    # and then find the environment complete, instead of each installing it again.
+    with (cache / f".{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (venv / COMPLETE).exists():  # another process built it while this one waited
+            return venv / "bin"
+        build = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
+        try:
+            _run([sys.executable, "-m", "venv", str(build)])
+            _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
+            (build / COMPLETE).write_text(" ".join(requirements) + "\n")
+            if (venv / COMPLETE).exists():  # another process finished first
+                shutil.rmtree(build)
+            else:
+                link = cache / f".{build.name}.link"
+                link.symlink_to(build.name)
+                os.replace(link, venv)
+        except BaseException:
+            shutil.rmtree(build, ignore_errors=True)
+            raise
     return venv / "bin"
 
 
