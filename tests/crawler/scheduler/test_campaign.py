@@ -286,14 +286,18 @@ def test_an_agent_clones_itself_into_the_pool(campaign):
 
 def test_a_second_agent_is_sent_on_a_site_being_crawled(campaign):
     campaign.start_scheduler("--no-expand", "--delay", "0.4", "--burst", "0.4")
+    # Both agents are there before the site: one crawls it, and the other is sent on it while
+    # that crawl goes on (an agent started meanwhile could come after the crawl's end).
     campaign.start_agent("first")
+    campaign.start_agent("second")
+    wait_until(lambda: len(campaign.api("/api/status")["agents"]) == 2, "both agents")
     campaign.add(PORTAL, seed=True)
     wait_until(lambda: campaign.sites()[PORTAL]["state"] == "crawling", "the first crawl")
-    campaign.start_agent("second")
-    wait_until(lambda: len(campaign.api("/api/status")["agents"]) == 2, "the second agent")
     site_id = campaign.sites()[PORTAL]["id"]
+    agents = campaign.api("/api/status")["agents"]
+    (crawling,) = [agent["name"] for agent in agents if agent["site"] is not None]
     sent = campaign.api(f"/api/sites/{site_id}/second-agent", {})
-    assert sent["agent"] == "second"
+    assert sent["agent"] == ({"first", "second"} - {crawling}).pop()
     wait_until(lambda: campaign.sites()[PORTAL]["crawls"] == 2, "both crawls")
     crawls = campaign.api(f"/api/sites/{site_id}")["crawls"]
     assert {crawl["agent"] for crawl in crawls} == {"first", "second"}
