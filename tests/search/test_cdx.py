@@ -16,8 +16,6 @@ import base64
 import hashlib
 import io
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,8 @@ from search.errors import BadCdxQuery
 from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
 from tests.pywb_peer import _get, running_pywb
 
-COMMAND_TIMEOUT = 60
+from .conftest import dlweb
+
 COMPARED = ("urlkey", "timestamp", "url", "mime", "status", "digest")
 HOME = "http://museum.cdx.test/"
 
@@ -93,15 +92,6 @@ def write_warc(path: Path) -> dict[str, str]:
                 )  # fmt: skip
             writer.write_record(record)
     return digests
-
-
-def dlweb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "archive", *args],
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-    )
 
 
 @dataclass
