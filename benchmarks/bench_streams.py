@@ -45,15 +45,11 @@ Usage: python benchmarks/bench_streams.py [--streams 50,100,200,300] [--seconds 
 
 import argparse
 import asyncio
-import base64
-import grp
 import json
 import os
-import pwd
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -89,6 +85,7 @@ from archive.config import load_config  # noqa: E402
 from archive.streams.archived import stream_logs  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
+from tests.stream_sources import Icecast  # noqa: E402
 
 FARM = Path(__file__).resolve().parent / "stream_farm.py"
 LOOP_SECONDS = 30.0  # of audio in the farm's MP3 loop
@@ -675,152 +672,35 @@ ICECAST_BURST = 65536  # Icecast's burst on connect, bytes
 ICECAST_METAINT = 16000
 
 
-@dataclass
-class Icecast:
-    """Debian's icecast2 on loopback, one mount per feeder: `ffmpeg -re -stream_loop -1` sending
-    the farm's MP3 loop as it is (`-c copy`, a packet at a time), as a live encoder sends."""
-
-    port: int
-    admin_password: str
-    mounts: list[str]
-
-    def url(self, mount: str) -> str:
-        return f"http://127.0.0.1:{self.port}{mount}"
-
-    def live(self) -> set[str]:
-        url = f"http://127.0.0.1:{self.port}/status-json.xsl"
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            sources = json.loads(answer.read())["icestats"].get("source", [])
-        sources = [sources] if isinstance(sources, dict) else sources
-        return {
-            str(source.get("listenurl", "")).rpartition(str(self.port))[2] for source in sources
-        }
-
-    def set_title(self, mount: str, title: str) -> None:
-        query = urllib.parse.urlencode({"mount": mount, "mode": "updinfo", "song": title})
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/admin/metadata?{query}")
-        token = base64.b64encode(f"admin:{self.admin_password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            answer.read()
-
-
-def icecast_config(port: int, source: str, admin: str, mounts: int) -> str:
-    security = "<chroot>0</chroot>"
-    if os.geteuid() == 0:  # Icecast will not run as root: it becomes `nobody` once bound
-        try:
-            group = grp.getgrnam("nogroup").gr_name
-        except KeyError:
-            group = grp.getgrgid(pwd.getpwnam("nobody").pw_gid).gr_name
-        security += f"<changeowner><user>nobody</user><group>{group}</group></changeowner>"
-    return f"""<icecast>
-  <hostname>127.0.0.1</hostname>
-  <limits>
-    <clients>{mounts * 4 + 10}</clients>
-    <sources>{mounts + 2}</sources>
-    <queue-size>524288</queue-size>
-    <client-timeout>30</client-timeout>
-    <header-timeout>15</header-timeout>
-    <source-timeout>10</source-timeout>
-    <burst-on-connect>1</burst-on-connect>
-    <burst-size>{ICECAST_BURST}</burst-size>
-  </limits>
-  <authentication>
-    <source-password>{source}</source-password>
-    <admin-user>admin</admin-user>
-    <admin-password>{admin}</admin-password>
-  </authentication>
-  <listen-socket>
-    <port>{port}</port>
-    <bind-address>127.0.0.1</bind-address>
-  </listen-socket>
-  <mount type="default">
-    <mp3-metadata-interval>{ICECAST_METAINT}</mp3-metadata-interval>
-  </mount>
-  <fileserve>0</fileserve>
-  <paths>
-    <basedir>/usr/share/icecast2</basedir>
-    <logdir>.</logdir>
-    <webroot>/usr/share/icecast2/web</webroot>
-    <adminroot>/usr/share/icecast2/admin</adminroot>
-  </paths>
-  <logging>
-    <accesslog>access.log</accesslog>
-    <errorlog>error.log</errorlog>
-    <loglevel>2</loglevel>
-  </logging>
-  <security>{security}</security>
-</icecast>
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
-def running_icecast(work: Path, loop_path: Path, count: int) -> Iterator[Icecast]:
-    folder = work / "icecast"
-    logs = folder / "logs"  # Icecast opens its logs as `nobody`, relative to where it runs
-    logs.mkdir(parents=True)
-    if os.geteuid() == 0:
-        nobody = pwd.getpwnam("nobody")
-        os.chown(logs, nobody.pw_uid, nobody.pw_gid)
-    source, admin = secrets.token_hex(8), secrets.token_hex(8)
-    port = free_port()
-    config = folder / "icecast.xml"
-    config.write_text(icecast_config(port, source, admin, count))
-    config.chmod(0o600)
-    processes: list[subprocess.Popen[bytes]] = []
-    output = (folder / "icecast.out").open("wb")
+def running_icecast(work: Path, loop_path: Path, count: int) -> Iterator[tuple[Icecast, list[str]]]:
+    """Debian's icecast2 on loopback (tests/stream_sources.py), one mount per feeder relaying
+    the farm's MP3 loop as it is, as a live encoder sends; and the mounts."""
+    mounts = [f"/bench{n}.mp3" for n in range(1, count + 1)]
+    icecast = Icecast(
+        work / "icecast",
+        burst_size=ICECAST_BURST,
+        metaint=ICECAST_METAINT,
+        queue_size=524288,
+        max_sources=count + 2,
+        max_clients=count * 4 + 10,
+    )
     try:
-        processes.append(
-            subprocess.Popen(
-                ["icecast2", "-c", str(config)], cwd=logs, stdout=output, stderr=output
-            )
-        )
-        icecast = Icecast(port, admin, [f"/bench{n}.mp3" for n in range(1, count + 1)])
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            try:
-                icecast.live()
-                break
-            except (OSError, ValueError):
-                if processes[0].poll() is not None or time.monotonic() > deadline:
-                    raise BenchError(
-                        f"icecast2 did not start:\n{(folder / 'icecast.out').read_text()[-2000:]}"
-                    ) from None
-                time.sleep(0.1)
-        for mount in icecast.mounts:
-            command = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-re"]
-            command += ["-stream_loop", "-1", "-i", str(loop_path), "-c", "copy"]
-            command += ["-flush_packets", "1", "-content_type", "audio/mpeg", "-f", "mp3"]
-            command += [f"icecast://source:{source}@127.0.0.1:{port}{mount}"]
-            processes.append(subprocess.Popen(command, stdout=output, stderr=output))
-        while not set(icecast.mounts) <= icecast.live():
-            if any(p.poll() is not None for p in processes) or time.monotonic() > deadline:
-                raise BenchError(
-                    f"the Icecast mounts did not go live:\n"
-                    f"{(folder / 'icecast.out').read_text()[-2000:]}"
-                )
-            time.sleep(0.1)
-        time.sleep(ICECAST_BURST / 16000)  # each mount holds a whole burst for a new listener
-        yield icecast
-    finally:
-        for process in reversed(processes):
-            stop(process)
-        output.close()
+        with icecast:
+            for mount in mounts:
+                icecast.relay(mount, loop_path)
+            time.sleep(ICECAST_BURST / 16000)  # each mount holds a whole burst for a new listener
+            yield icecast, mounts
+    except RuntimeError as exc:
+        raise BenchError(str(exc)) from None
 
 
 def bench_icecast(
-    work: Path, icecast: Icecast, args: argparse.Namespace, core: int
+    work: Path, icecast: Icecast, mounts: list[str], args: argparse.Namespace, core: int
 ) -> dict[str, Any]:
     """The agent, then as many ffmpegs, recording every mount for --seconds: CPU per
     stream-minute over the same kind of window, and what they recorded."""
-    urls = [icecast.url(mount) for mount in icecast.mounts]
+    urls = [icecast.url(mount) for mount in mounts]
     n = len(urls)
     data = work / "cluster-icecast"
     config = data / CONFIG_FILE
@@ -837,7 +717,7 @@ def bench_icecast(
         title = f"Bench title {secrets.token_hex(3)}"
 
         def set_titles() -> None:
-            for mount in icecast.mounts:
+            for mount in mounts:
                 icecast.set_title(mount, title)
 
         try:
@@ -1035,8 +915,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"Icecast: {args.icecast} mounts fed by ffmpeg -re -c copy, recorded"
                 f" {args.seconds:g} s by the agent, then by as many ffmpegs ..."
             )
-            with running_icecast(work, work / "loop.mp3", args.icecast) as icecast:
-                report["icecast"] = bench_icecast(work, icecast, args, core)
+            with running_icecast(work, work / "loop.mp3", args.icecast) as (icecast, mounts):
+                report["icecast"] = bench_icecast(work, icecast, mounts, args, core)
             print(f"  {icecast_line(report['icecast'])}")
     finally:
         if args.keep:

@@ -375,11 +375,34 @@ class Icecast(_Started):
         if codec == "ogg" and title is not None:
             command += ["-metadata", f"title={title}"]
         command += ["-content_type", content_type, "-ice_name", f"test stream {mount}"]
-        command += [
-            "-f",
-            muxer,
-            f"icecast://source:{self.source_password}@127.0.0.1:{self.port}{mount}",
-        ]
+        command += ["-f", muxer, self._source_url(mount)]
+        feed = self._start_feed(command, mount, codec, content_type, bitrate_k, readrate)
+        if title is not None and codec != "ogg":
+            self.set_title(mount, title)
+        return feed
+
+    def relay(self, mount: str, path: Path, bitrate_k: int = 128) -> Feed:
+        """Start sending an MP3 file, looped, to `mount` as it is (`-c copy`, a packet at a
+        time, in real time), as a live encoder sends, and return once the mount is live."""
+        mount = _mount(mount)
+        command = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-re"]
+        command += ["-stream_loop", "-1", "-i", str(path), "-c", "copy", "-flush_packets", "1"]
+        command += ["-content_type", "audio/mpeg", "-f", "mp3", self._source_url(mount)]
+        return self._start_feed(command, mount, "mp3", "audio/mpeg", bitrate_k, 1.0)
+
+    def _source_url(self, mount: str) -> str:
+        return f"icecast://source:{self.source_password}@127.0.0.1:{self.port}{mount}"
+
+    def _start_feed(
+        self,
+        command: list[str],
+        mount: str,
+        codec: Codec,
+        content_type: str,
+        bitrate_k: int,
+        readrate: float,
+    ) -> Feed:
+        """Start the encoder `command` for `mount`; return once the mount is live."""
         log = self.directory / f"feed{mount.replace('/', '-')}.log"
         process = spawn(command, log)
         feed = Feed(mount, codec, content_type, bitrate_k, readrate, process, log)
@@ -390,8 +413,6 @@ class Icecast(_Started):
                 feed.stop()
                 raise RuntimeError(f"the feed of {mount} did not go live:\n{_tail(log)}")
             time.sleep(0.05)
-        if title is not None and codec != "ogg":
-            self.set_title(mount, title)
         return feed
 
     def status(self) -> list[dict[str, object]]:
