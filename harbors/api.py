@@ -99,7 +99,7 @@ async def _cdx(context: HarborContext, request: HarborRequest) -> Answer:
     from search.cdx import answer, parse_query  # here: only this route needs search's modules
 
     try:
-        query = parse_query(request.query_pairs or tuple(request.query.items()))
+        query = parse_query(request.query_pairs)
         body = await answer(context.client, query, context.search_index)
     except DlwebError as exc:
         return _json(status_of(exc), {"error": str(exc)})

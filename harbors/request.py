@@ -9,9 +9,13 @@ class HarborRequest:
     method: str
     host: str
     path: str
-    query: dict[str, str] = field(default_factory=dict)
-    # Every parameter in order, a name given twice kept twice (the CDX API's `filter`); empty
-    # when the request was made without them: then `query`'s items.
+    # Every parameter in order, a name given twice kept twice (the CDX API's `filter`).
     query_pairs: tuple[tuple[str, str], ...] = ()
     headers: dict[str, str] = field(default_factory=dict)  # names in lower case
     body: bytes = b""
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The parameters by name, each one's last value; a parameter with no value is left
+        out, as if not given."""
+        return {name: value for name, value in self.query_pairs if value}

@@ -39,7 +39,6 @@ class HarborDesk:
             method=request.method,
             host=request.pretty_host,
             path=path or "/",
-            query=dict(parse_qsl(query)),
             query_pairs=tuple(parse_qsl(query, keep_blank_values=True)),
             headers={
                 k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers.fields

@@ -29,7 +29,9 @@ class _Context:
 
 async def api(index: Path, path: str, **query: str) -> tuple[int, dict[str, Any]]:
     """Status and JSON body of GET http://api.dlweb{path}?{query}."""
-    request = harbors.HarborRequest("127.0.0.1", "GET", "api.dlweb", path, query=query)
+    request = harbors.HarborRequest(
+        "127.0.0.1", "GET", "api.dlweb", path, query_pairs=tuple(query.items())
+    )
     context: Any = _Context(index)
     answer = await harbors.answer(context, request)
     assert answer.content_type == "application/json"
