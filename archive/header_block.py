@@ -87,3 +87,17 @@ def declares_chunked(data: bytes) -> bool:
         if sep and name.strip().lower() == b"transfer-encoding":
             return b"chunked" in value.lower()
     return False
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type a Content-Type names, lowercased, without its parameters ("" for none)."""
+    return (content_type or "").partition(";")[0].strip().lower()
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The charset a Content-Type names, unquoted, as given (None when it names none)."""
+    for parameter in (content_type or "").split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip("\"'"):
+            return value.strip().strip("\"'")
+    return None

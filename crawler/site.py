@@ -20,7 +20,7 @@ from urllib.parse import urljoin
 from archive.atomic import AtomicFile
 from archive.cluster import ClusterClient
 from archive.errors import DlwebError
-from archive.header_block import parse_header_block
+from archive.header_block import media_type, parse_header_block
 from archive.requestkey import lookup_url
 from archive.structure import RecordFlag, RecordKind
 from archive.urlkey import BadUrl, canonical_url
@@ -372,7 +372,7 @@ class SiteCrawler:
             return await self._not_modified(fetched, previous, parse)
         header = hashlib.sha256(fetched.header_block).hexdigest()
         self.report.bytes += fetched.size
-        self.report.content_types[_media_type(fetched.content_type)] += 1
+        self.report.content_types[media_type(fetched.content_type) or "unknown"] += 1
         if fetched.sha256 in self.known:
             self.report.known_contents += 1
             self.report.known_by_level[self._level] += 1
@@ -525,10 +525,6 @@ def _kept(body: Body) -> Body:
     kept = Body(body.data, body.path)
     body.path = None
     return kept
-
-
-def _media_type(content_type: str | None) -> str:
-    return (content_type or "").partition(";")[0].strip().lower() or "unknown"
 
 
 def _decoded(fetched: Fetched) -> Iterator[bytes]:

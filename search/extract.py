@@ -15,7 +15,7 @@ from urllib.parse import urldefrag, urljoin
 import lxml.html
 from lxml.etree import ParserError
 
-from archive.header_block import HeaderBlock
+from archive.header_block import HeaderBlock, charset_of, media_type
 
 from .errors import NotIndexed
 from .language import guess_language
@@ -64,22 +64,10 @@ class Extracted:
     simhash: int
 
 
-def media_type(header: HeaderBlock) -> tuple[str, str | None]:
-    """The media type of a response, lowercased, and the charset its Content-Type names."""
-    value = header.get("Content-Type") or ""
-    kind, _, params = value.partition(";")
-    charset = None
-    for param in params.split(";"):
-        name, _, given = param.partition("=")
-        if name.strip().lower() == "charset":
-            charset = given.strip().strip("\"'") or None
-    return kind.strip().lower(), charset
-
-
 def indexed_type(header: HeaderBlock) -> str:
     """The media type of a response the index reads; NotIndexed for any other, so that the
     payload of an image or a video is never fetched."""
-    kind, _ = media_type(header)
+    kind = media_type(header.get("Content-Type"))
     if kind in HTML_TYPES or kind in TEXT_TYPES:
         return kind
     if kind == "application/pdf":
@@ -95,7 +83,7 @@ def extract(url: str, header: HeaderBlock, payload: bytes) -> Extracted:
     body = _decoded(header, payload)
     if b"\0" in body[:1024]:
         raise NotIndexed("binary", f"a {kind} payload with NUL bytes")
-    _, charset = media_type(header)
+    charset = charset_of(header.get("Content-Type"))
     if kind in TEXT_TYPES:
         text = _fold(_text_of(body, charset, sniff_meta=False))[:MAX_TEXT]
         return Extracted(kind, "", text, guess_language(text), (), simhash(text))

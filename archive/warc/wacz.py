@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import DlwebError
+from ..header_block import charset_of
 from .digests import parse_digest
 
 if TYPE_CHECKING:
@@ -175,14 +176,12 @@ class _PageList:
 
 
 def _charset(content_type: str) -> str | None:
-    for parameter in content_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            try:
-                return codecs.lookup(value.strip().strip("\"'")).name
-            except LookupError:
-                return None
-    return None
+    """The Python name of the charset a Content-Type names; None for none or an unknown one."""
+    given = charset_of(content_type)
+    try:
+        return None if given is None else codecs.lookup(given).name
+    except LookupError:
+        return None
 
 
 def _title_and_text(record: Any, charset: str | None) -> tuple[str, str]:

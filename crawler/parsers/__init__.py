@@ -13,6 +13,8 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from archive.header_block import charset_of, media_type
+
 from . import css, feeds, html, javascript, playlists, sitemap, text
 from .common import SNIFF_SIZE, Parser, ParseResult
 
@@ -71,7 +73,7 @@ def register(
     _registry.pop(name, None)
     _registry[name] = _Registration(
         factory,
-        frozenset(_media_type(content_type) for content_type in content_types),
+        frozenset(media_type(content_type) for content_type in content_types),
         sniff,
         tuple(
             suffix.lower() if suffix.startswith(".") else "." + suffix.lower()
@@ -89,16 +91,16 @@ def parser_for(url: str, content_type: str | None, head: bytes) -> Parser | None
     only when the media type is missing or says nothing of the format, the URL's suffix.
     """
     _load_plugins()
-    media_type = _media_type(content_type or "")
+    kind = media_type(content_type)
     registrations = list(reversed(_registry.values()))
     head = head[:SNIFF_SIZE]
     chosen = next((found for found in registrations if _sniffs(found, head)), None)
     if chosen is None:
-        chosen = next((found for found in registrations if media_type in found.content_types), None)
-    if chosen is None and media_type in UNINFORMATIVE_TYPES:
+        chosen = next((found for found in registrations if kind in found.content_types), None)
+    if chosen is None and kind in UNINFORMATIVE_TYPES:
         path = _path(url)
         chosen = next((found for found in registrations if path.endswith(found.suffixes)), None)
-    return None if chosen is None else chosen.factory(url, _charset(content_type))
+    return None if chosen is None else chosen.factory(url, charset_of(content_type))
 
 
 def parse(url: str, content_type: str | None, body: bytes) -> ParseResult | None:
@@ -110,23 +112,11 @@ def parse(url: str, content_type: str | None, body: bytes) -> ParseResult | None
     return parser.close()
 
 
-def _media_type(content_type: str) -> str:
-    return content_type.partition(";")[0].strip().lower()
-
-
 def _path(url: str) -> str:
     try:
         return urlsplit(url).path.lower()
     except ValueError:
         return ""
-
-
-def _charset(content_type: str | None) -> str | None:
-    for parameter in (content_type or "").split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset" and value.strip().strip("\"'"):
-            return value.strip().strip("\"'")
-    return None
 
 
 def _sniffs(registration: _Registration, head: bytes) -> bool:
