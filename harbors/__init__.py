@@ -1,6 +1,6 @@
 """Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
 
-from . import api, captures, cert, date, status, streams
+from . import api, captures, cert, date, search, status, streams
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 from .settings import ClientSetting, ClientSettings
@@ -37,7 +37,12 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return await status.answer(context, request)
     if name == "streams":
         return await streams.answer(context, request)
-    known = "date.dlweb, captures.dlweb, streams.dlweb, status.dlweb, cert.dlweb, api.dlweb"
+    if name == "search":
+        return await search.answer(context, request)
+    known = (
+        "date.dlweb, captures.dlweb, search.dlweb, streams.dlweb, status.dlweb, cert.dlweb,"
+        " api.dlweb"
+    )
     return Answer(
         404, f"No harbor {request.host} here; the harbors are {known}.\n".encode(), "text/plain"
     )

@@ -15,7 +15,12 @@
 - `GET /backlinks?url=URL`: the archived pages that link to a URL, each with its latest linking
   version's date and title and its anchor texts; `GET /similar?url=URL[&limit=N]`: the pages
   nearest the URL's latest indexed version by simhash (search/links.py). Both read the search
-  index: 503 where none was built, and /similar 404 for a URL it does not hold.
+  index: 503 where none was built, and /similar 404 for a URL it does not hold;
+- `GET /search?q=QUERY[&offset=N&limit=N&from=DATE&to=DATE]`: the hits of a full-text query
+  (search/index.py), `{query, total, offset, hits, facets}`, the facets (domain, year,
+  content_type) counted over every match; `GET /history?url=URL`: the URL's indexed versions,
+  oldest first, each with what changed in its text (search/history.py). A query, date, offset or
+  limit that cannot be read: 400.
 """
 
 import asyncio
@@ -30,6 +35,7 @@ from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_time
 from . import document
 from .answer import Answer, HarborContext
 from .request import HarborRequest
+from .search import paging
 from .settings import ClientSetting
 
 JSON = "application/json"
@@ -70,6 +76,8 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
         return await _cdx(context, request)
     if request.path in ("/backlinks", "/similar") and request.method == "GET":
         return await _links(context, request)
+    if request.path in ("/search", "/history") and request.method == "GET":
+        return await _search(context, request)
     return _json(404, {"error": f"no {request.method} {request.path} here; see GET /date"})
 
 
@@ -124,6 +132,35 @@ async def _links(context: HarborContext, request: HarborRequest) -> Answer:
             return _json(200, {"url": url, "total": len(found), "backlinks": listed})
         near = await asyncio.to_thread(similar, index, url, limit or 10)
         return _json(200, near.as_json())
+    except NoIndex as exc:
+        return _json(503, {"error": str(exc)})
+    except DlwebError as exc:
+        return _json(status_of(exc), {"error": str(exc)})
+
+
+async def _search(context: HarborContext, request: HarborRequest) -> Answer:
+    """A full-text query's hits and facets, or a URL's text history, from the search index (read
+    on a thread: it blocks)."""
+    from search.errors import BadQuery, NoIndex
+    from search.history import history
+    from search.index import open_index, search, time_range
+    from search.keys import asked_key
+
+    try:
+        if request.path == "/history":
+            url = request.query.get("url", "")
+            asked_key(url)  # a bad URL is told before the index is opened
+            index = await asyncio.to_thread(open_index, context.search_index)
+            found = await asyncio.to_thread(history, index, url)
+            return _json(200, found.as_json())
+        query = request.query.get("q", "")
+        if not query.strip():
+            raise BadQuery("give a query: /search?q=...")
+        offset, limit = paging(request.query)
+        start, end = time_range(request.query.get("from"), request.query.get("to"))
+        index = await asyncio.to_thread(open_index, context.search_index)
+        hits = await asyncio.to_thread(search, index, query, limit, offset, start, end)
+        return _json(200, hits.as_json(query))
     except NoIndex as exc:
         return _json(503, {"error": str(exc)})
     except DlwebError as exc:

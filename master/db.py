@@ -8,6 +8,7 @@ same transaction, so the two can never disagree.
 import itertools
 import json
 import sqlite3
+import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,7 +85,12 @@ CREATE TABLE IF NOT EXISTS over_target (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending_refs (name TEXT PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
 """
+
+# The next number of the change feed (archive/changes.py), given to a file changed anew.
+NEXT_CHANGE = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM changes)"
 
 # The replica target of a file from its kind, size and reference count.
 TargetFn = Callable[[str, int, int], int]
@@ -194,6 +200,7 @@ class MasterDB:
     def __init__(self, path: Path) -> None:
         self.db = open_database(path)
         self.db.executescript(SCHEMA)
+        self._start_feed()
         # How often each structure file waiting for a refresh was marked since this process
         # started: a refresh clears a mark only if no other came while it copied.
         self._dirtied: dict[str, int] = {}
@@ -296,11 +303,16 @@ class MasterDB:
             [(e["kind"], e["name"], node) for e in entries],
         )
         # A structure file the master learns of with no active copy (its database was lost) is
-        # appended to on the first holder it hears of.
-        self.db.executemany(
-            "INSERT OR IGNORE INTO active (name, node) VALUES (?, ?)",
-            [(e["name"], node) for e in entries if e["kind"] == "structure"],
-        )
+        # appended to on the first holder it hears of, and is new to the change feed.
+        structures = [(e["name"],) for e in entries if e["kind"] == "structure"]
+        if structures:
+            self.db.executemany(
+                "INSERT OR IGNORE INTO active (name, node) VALUES (?, ?)",
+                [(name, node) for (name,) in structures],
+            )
+            self.db.executemany(
+                f"INSERT OR IGNORE INTO changes (name, seq) VALUES (?, {NEXT_CHANGE})", structures
+            )
 
     def _apply_removes(self, node: str, entries: list[dict[str, Any]]) -> None:
         self.db.executemany(
@@ -784,6 +796,44 @@ class MasterDB:
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value)),
         )
+
+    # -- the change feed of structure files (archive/changes.py) --------------------------------
+
+    def _start_feed(self) -> None:
+        """Name the feed once, numbering the structure files known before it existed."""
+        if self.get_meta("feed") is not None:
+            return
+        with self._transaction():
+            self.db.execute(
+                "INSERT OR IGNORE INTO changes (name, seq) SELECT name, ROW_NUMBER() OVER"
+                " (ORDER BY name) FROM files WHERE kind = 'structure'"
+            )
+            self.set_meta("feed", uuid.uuid4().hex)
+
+    @property
+    def feed(self) -> str:
+        return str(self.get_meta("feed"))
+
+    def record_changes(self, names: Iterable[str]) -> int:
+        """Number these structure files' latest change; the number of the last."""
+        with self._transaction():
+            for name in dict.fromkeys(names):
+                self.db.execute(
+                    f"INSERT INTO changes (name, seq) VALUES (?, {NEXT_CHANGE})"
+                    " ON CONFLICT (name) DO UPDATE SET seq = excluded.seq",
+                    (name,),
+                )
+        return self.last_change()
+
+    def last_change(self) -> int:
+        return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])
+
+    def changes_after(self, after: int, limit: int) -> list[tuple[str, int]]:
+        """The structure files changed after number `after`, in change order."""
+        rows = self.db.execute(
+            "SELECT name, seq FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
+        )
+        return [(str(name), int(seq)) for name, seq in rows]
 
     def structure_page(self, after: str, limit: int) -> list[str]:
         """Structure file names in order, the first `limit` after `after`."""

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archive.changes import CHANGED_NOTE, CHANGES_METHOD, Change, Changes, ChangesAsked
 from archive.config import RELIABILITIES, ClusterConfig
 from archive.errors import ClientFault, NotFound
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
+from archive.inserts import BadMessage
 
 from .db import CAUSES, NO_READABLE_COPY, FileRef, MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
@@ -32,6 +34,8 @@ STALE_TIMEOUT = 5.0
 # Nodes a structure.changed names for one file's copies, at most.
 MAX_COPIES = 100
 KINDS = ("content", "structure")
+# Notes to the change feed's followers, at most one per this many seconds.
+FEED_NOTE_GAP = 0.2
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ class Master:
         self.db.retarget(self.targets)
         self.wake = asyncio.Event()
         self.nodes_changed = asyncio.Event()
+        self.structures_changed = asyncio.Event()
         self.members = Membership(self.db, options.grace, options.dead_after, self._changed)
         self.copier = Copier(self.db, self.members, self.targets, config.write_token)
         self.repairer = Repairer(
@@ -118,6 +123,7 @@ class Master:
             "structure.claim": self._structure_claim,
             "structure.changed": self._structure_changed,
             "content.refs": self._content_refs,
+            CHANGES_METHOD: self._search_changes,
             "insert": self._no_index,
             "stored": self._no_index,
         }
@@ -138,6 +144,7 @@ class Master:
             asyncio.create_task(self._repair_loop(), name="repair"),
             asyncio.create_task(self._clock(), name="clock"),
             asyncio.create_task(self._tell_index_nodes(), name="node changes"),
+            asyncio.create_task(self._tell_followers(), name="structure changes"),
         ]
         self.wake.set()
         if self.rebalancer.state.get("state") == "running":
@@ -178,6 +185,23 @@ class Master:
                     await peer.notify("nodes.changed", {})
                 except HipError as exc:
                     log.warning("could not tell index node %s the nodes changed: %s", name, exc)
+
+    async def _tell_followers(self) -> None:
+        """Tell the followers of the change feed (search indexers) there are new changes, at
+        most every FEED_NOTE_GAP s: a burst of inserts is one note, and each follower then asks
+        for every change since its last."""
+        while True:
+            await self.structures_changed.wait()
+            self.structures_changed.clear()
+            last = self.db.last_change()
+            for peer in list(self.hip.slaves.values()):
+                if peer.role != "search":
+                    continue
+                try:
+                    await peer.notify(CHANGED_NOTE, {"last": last})
+                except HipError as exc:
+                    log.warning("could not tell %s of changed structure files: %s", peer.name, exc)
+            await asyncio.sleep(FEED_NOTE_GAP)
 
     async def _repair_loop(self) -> None:
         """A pass whenever something changed, at most every PASS_GAP seconds while idle, so a
@@ -548,6 +572,18 @@ class Master:
         log.info("index node %s serves clients at %s", peer.name, address)
         return {}
 
+    async def _search_changes(self, peer: Peer, params: Any) -> dict[str, Any]:
+        """The change feed of structure files, for a search indexer."""
+        self._require(peer, "search", CHANGES_METHOD)
+        try:
+            asked = ChangesAsked.from_json(params)
+        except BadMessage as exc:
+            raise _bad(str(exc)) from None
+        changes = [
+            Change(name, seq) for name, seq in self.db.changes_after(asked.after, asked.limit)
+        ]
+        return Changes(changes, self.db.last_change(), self.db.feed).to_json()
+
     async def _cluster_nodes(self, peer: Peer, params: Any) -> dict[str, Any]:
         nodes = [
             {**row.to_json(), "state": self.members.public_state(row)}
@@ -649,6 +685,8 @@ class Master:
         # answers late, though fresh, until the next refresh or append).
         self._record_appended(self._appended(params, names))
         self.db.mark_dirty(names)
+        self.db.record_changes(names)
+        self.structures_changed.set()
         try:
             await self._tell_stale(names)
         finally:

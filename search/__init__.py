@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .rebuild import RebuildSummary, rebuild
     from .simhash import distance, simhash
     from .urlkeys import UrlKeys, surt_key
-    from .walk import Version, all_versions
+    from .walk import Version
 
 _EXPORTS = {
     "Answer": "index",
@@ -54,7 +54,6 @@ _EXPORTS = {
     "Similar": "links",
     "UrlKeys": "urlkeys",
     "Version": "walk",
-    "all_versions": "walk",
     "backlinks": "links",
     "distance": "simhash",
     "extract": "extract",
@@ -91,7 +90,6 @@ __all__ = [
     "Similar",
     "UrlKeys",
     "Version",
-    "all_versions",
     "backlinks",
     "distance",
     "extract",

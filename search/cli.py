@@ -5,7 +5,8 @@ A query is one or more words (put together, as the shell splits them): `dlweb se
 brown fox"` searches those words, `dlweb search '"quick brown fox"'` the phrase. The one word
 `rebuild` makes the index again instead (search for that word as `text:rebuild`).
 `dlweb search --backlinks URL` lists the pages linking to a URL, `dlweb search --similar URL`
-the pages nearest it by simhash (links.py).
+the pages nearest it by simhash (links.py), `dlweb search --history URL` its versions and what
+changed in each (history.py). `--offset`, `--from` and `--to` page and limit a query's hits.
 """
 
 import argparse
@@ -23,6 +24,7 @@ from archive.config import load_config
 if TYPE_CHECKING:
     from tqdm import tqdm
 
+    from .history import History
     from .index import Answer
     from .links import Backlink, Neighbours
 
@@ -42,28 +44,41 @@ def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
 def _run(args: argparse.Namespace) -> int:
     from .errors import BadLinkQuery
 
-    asked = args.backlinks if args.backlinks is not None else args.similar
+    asked = next(
+        (url for url in (args.backlinks, args.similar, args.history) if url is not None), None
+    )
     if asked is not None:
         if args.words:
             raise BadLinkQuery(
-                f"give --backlinks or --similar, or a query, not both (got {' '.join(args.words)!r})"
+                "give --backlinks, --similar or --history, or a query, not both"
+                f" (got {' '.join(args.words)!r})"
             )
         return _links(args, asked)
     if not args.words:
-        raise BadLinkQuery("give a query, `rebuild`, --backlinks URL or --similar URL")
+        raise BadLinkQuery(
+            "give a query, `rebuild`, --backlinks URL, --similar URL or --history URL"
+        )
     if args.words == [REBUILD]:
         return asyncio.run(_rebuild(args))
     return _query(args)
 
 
 def _links(args: argparse.Namespace, url: str) -> int:
-    """`--backlinks URL` or `--similar URL`."""
+    """`--backlinks URL`, `--similar URL` or `--history URL`."""
+    from .history import history
     from .index import open_index
     from .keys import asked_key
     from .links import backlinks, similar
 
     asked_key(url)  # a bad URL is told before the index is opened
     index = open_index(args.index)
+    if args.history is not None:
+        versions = history(index, url)
+        if args.json:
+            print(json.dumps(versions.as_json(), ensure_ascii=False))
+        else:
+            print("\n".join(_history_lines(versions)))
+        return 0
     if args.backlinks is not None:
         found = backlinks(index, url)
         shown = found[: args.limit] if args.limit else found
@@ -110,6 +125,19 @@ def _similar_lines(near: "Neighbours") -> list[str]:
     return lines
 
 
+def _history_lines(found: "History") -> list[str]:
+    lines = [f"{len(found.versions)} versions of {found.url} in the index, oldest first"]
+    for version in found.versions:
+        lines.append(f"{version.time}  {version.title or '(no title)'}  {version.url}")
+        if version.change is None:
+            lines.append("   the first version indexed")
+            continue
+        lines.append(f"   {version.change.summary()}")
+        lines += [f"   + {sentence}" for sentence in version.change.added]
+        lines += [f"   - {sentence}" for sentence in version.change.removed]
+    return lines
+
+
 async def _rebuild(args: argparse.Namespace) -> int:
     from archive.cluster import ClusterClient  # here: a query needs no network modules
 
@@ -137,22 +165,34 @@ async def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _indexer(args: argparse.Namespace) -> int:
+    import uvloop  # here: only this command runs for long
+
+    from archive.cluster import ClusterClient
+
+    from .indexer import keep_current
+    from .rebuild import check_target
+
+    check_target(args.index)
+    config = load_config(args.config)
+
+    async def serve() -> None:
+        async with ClusterClient(config) as client:
+            await keep_current(client, args.index)
+
+    uvloop.run(serve())
+    return 0
+
+
 def _query(args: argparse.Namespace) -> int:
-    from .index import open_index, search
+    from .index import open_index, search, time_range
 
     query = " ".join(args.words)
-    answer = search(open_index(args.index), query, args.limit or 10)
+    start, end = time_range(args.from_date, args.to_date)  # told before the index is opened
+    index = open_index(args.index)
+    answer = search(index, query, args.limit or 10, args.offset, start, end)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "query": query,
-                    "total": answer.total,
-                    "hits": [hit.as_json() for hit in answer.hits],
-                },
-                ensure_ascii=False,
-            )
-        )
+        print(json.dumps(answer.as_json(query), ensure_ascii=False))
         return 0
     print("\n".join(_lines(query, answer, sys.stdout.isatty())))
     return 0
@@ -162,8 +202,10 @@ def _lines(query: str, answer: "Answer", terminal: bool) -> list[str]:
     """The hits as a reader sees them: rank and title, URL and date, the snippet with the words
     matched in bold on a terminal, between asterisks elsewhere."""
     lines = [f"{len(answer.hits)} of {answer.total:,} matching page versions for {query!r}"]
+    if answer.offset:
+        lines[0] += f", after the first {answer.offset:,}"
     start, end = (BOLD, PLAIN) if terminal else ("*", "*")
-    for rank, hit in enumerate(answer.hits, 1):
+    for rank, hit in enumerate(answer.hits, answer.offset + 1):
         snippet, at = [], 0
         for first, last in hit.highlights:
             snippet += [hit.snippet[at:first], start, hit.snippet[first:last], end]
@@ -199,10 +241,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     asked.add_argument(
         "--similar", metavar="URL", help="the pages nearest URL's latest version, by simhash"
     )
+    asked.add_argument(
+        "--history", metavar="URL", help="URL's versions, oldest first, and what changed in each"
+    )
     parser.add_argument(
         "--limit",
         type=positive_int,
         help="hits shown (default 10; every backlink for --backlinks)",
+    )
+    parser.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip the N best hits: the next page of a query",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_date",
+        metavar="DATE",
+        help="hits first captured from DATE (2019, 2019-05, 2019-05-01 or ISO 8601)",
+    )
+    parser.add_argument(
+        "--to", dest="to_date", metavar="DATE", help="hits first captured until DATE, included"
     )
     parser.add_argument("--json", action="store_true", help="answer in JSON")
     add_config_option(parser)  # for `rebuild`, which reads the cluster
@@ -279,11 +340,30 @@ def add_cdx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_cdx, log_level=logging.WARNING, collection=collector.BATCH)
 
 
+def add_indexer_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--index",
+        type=Path,
+        default=DEFAULT_SEARCH_INDEX,
+        metavar="DIR",
+        help=f"the index folder, built first when empty (default {DEFAULT_SEARCH_INDEX})",
+    )
+    add_config_option(parser)
+    parser.set_defaults(run=_indexer)
+
+
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     add_arguments(
         subparsers.add_parser(
             "search",
             help="search the archived pages' text (`dlweb search rebuild` makes the index)",
+        )
+    )
+    add_indexer_arguments(
+        subparsers.add_parser(
+            "search-indexer",
+            help="keep the search index current as captures are inserted (a follower of the"
+            " master)",
         )
     )
     add_cdx_arguments(

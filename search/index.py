@@ -7,18 +7,20 @@ other fields by name. A query that does not parse is a BadQuery, a one-line mess
 
 import datetime
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-from archive.timestamps import format_iso, from_micros
+from archive.timestamps import MAX_TIME, BadTime, format_iso, from_micros, parse_time, to_micros
+from archive.urlkey import structure_name
 
 from .errors import BadQuery, NoIndex
 from .keys import bands, link_key
 
-SCHEMA_VERSION = 2  # 2: urlkey, links_to, simhash_bands; simhash a fast field
+SCHEMA_VERSION = 3  # 2: urlkey, links_to, simhash_bands, simhash fast; 3: version
 BUILT_FILE = "dlweb-search.json"  # beside tantivy's files: what built the index, and when
 WRITER_HEAP = 128_000_000
 # One indexing thread: the documents come from one extracting thread anyway, and one segment
@@ -46,7 +48,13 @@ FIELDS = (
     ("urlkey", "key", "the SURT key of the URL (links.py), for backlinks and similar pages"),
     ("links_to", "key", "the SURT keys of the outlinks, fragments dropped: backlinks"),
     ("simhash_bands", "key", "the simhash's four 16-bit bands, as `0:1a2b`: similar pages"),
+    ("version", "key", "the structure file and time of the version: what an update replaces"),
 )
+
+
+def version_key(structure: str, time: int) -> str:
+    """The term naming one version of a page: its structure file and its first capture's time."""
+    return f"{structure}:{time}"
 
 
 def schema() -> tantivy.Schema:
@@ -98,6 +106,7 @@ class Page:
         doc.add_integer("status", self.status)
         doc.add_unsigned("simhash", self.simhash)
         doc.add_text("urlkey", link_key(self.url))
+        doc.add_text("version", version_key(structure_name(self.url), self.time))
         for key in sorted({link_key(link["url"]) for link in self.outlinks}):
             doc.add_text("links_to", key)
         if self.simhash:  # a page without words is like no other
@@ -145,10 +154,23 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """The hits of a query and how many documents match in all."""
+    """The hits of a query, how many documents match in all, and how those spread over domains,
+    years and content types (facets), for the reader to narrow the query."""
 
     total: int
     hits: list[Hit]
+    offset: int = 0  # how many better hits come before these
+    # By facet (domain, year, content_type): value and count, most first (years in order).
+    facets: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def as_json(self, query: str) -> dict[str, Any]:
+        return {
+            "query": query,
+            "total": self.total,
+            "offset": self.offset,
+            "hits": [hit.as_json() for hit in self.hits],
+            "facets": self.facets,
+        }
 
 
 def create(folder: Path) -> tantivy.Index:
@@ -210,12 +232,32 @@ def parse(index: tantivy.Index, query: str) -> tantivy.Query:
         ) from None
 
 
-def search(index: tantivy.Index, query: str, limit: int = 10) -> Answer:
-    """The best `limit` documents for `query`, best first (a tie by URL, then time)."""
+FACET_DOMAINS = 10  # the domains shown of a query's facets, most frequent first
+MAX_YEARS = 10_000  # every year: the years facet is whole
+_DAY = re.compile(r"\d{4}-\d{2}(-\d{2})?")  # 2019-05, 2019-05-01: read as their digits
+
+
+def search(
+    index: tantivy.Index,
+    query: str,
+    limit: int = 10,
+    offset: int = 0,
+    start: int | None = None,
+    end: int | None = None,
+) -> Answer:
+    """The best `limit` documents for `query` after the first `offset`, best first (a tie by URL,
+    then time), of those first captured between `start` and `end` (UTC microseconds, both
+    included, None for no bound), with the facets of every document that matches."""
+    if limit < 1 or offset < 0:
+        raise BadQuery(
+            f"limit={limit}, offset={offset}: give a limit of 1 or more, an offset of 0 or more"
+        )
     parsed = parse(index, query)
+    matching = _within(index, parsed, start, end)
     searcher = index.searcher()
     try:
-        found = searcher.search(parsed, limit)
+        found = searcher.search(matching, limit, offset=offset)
+        facets = _facets(searcher, matching)
     except ValueError as exc:
         raise BadQuery(f"the query {query!r} cannot be run: {exc}") from None
     snippets = tantivy.SnippetGenerator.create(searcher, parsed, index.schema, "text")
@@ -250,7 +292,82 @@ def search(index: tantivy.Index, query: str, limit: int = 10) -> Answer:
         )
     hits.sort(key=lambda hit: (-hit.score, hit.url, hit.time))
     total = getattr(found, "count", None)  # given when counting, which the stubs omit
-    return Answer(int(total or len(hits)), hits)
+    return Answer(int(total or len(hits)), hits, offset, facets)
+
+
+def time_range(start: str | None, end: str | None) -> tuple[int | None, int | None]:
+    """The bounds a reader typed (`2019`, `2019-05`, `2019-05-01`, 4 to 14 digits or ISO 8601) as
+    UTC microseconds: `start` from the beginning of the period it names, `end` to its end (`2019`
+    is the whole year); None where none was given. BadQuery when one cannot be read."""
+    first = _bound("from", start, up=False) if start and start.strip() else None
+    last = _bound("to", end, up=True) if end and end.strip() else None
+    if first is not None and last is not None and first > last:
+        raise BadQuery(f"from={start!r} is after to={end!r}")
+    return first, last
+
+
+# Digits a date is given to, and the length of the period it then names.
+_PERIODS = {8: datetime.timedelta(days=1), 10: datetime.timedelta(hours=1)}
+_PERIODS |= {12: datetime.timedelta(minutes=1), 14: datetime.timedelta(seconds=1)}
+
+
+def _bound(name: str, text: str, up: bool) -> int:
+    """One bound of a time range; `up` rounds a date up to the last microsecond it names."""
+    text = text.strip()
+    digits = text.replace("-", "") if _DAY.fullmatch(text) else text
+    if digits.isdigit() and len(digits) <= 14 and len(digits) % 2:
+        raise BadQuery(f"{name}={text!r}: give YYYY, YYYYMM, YYYYMMDD, … to 14 digits, or ISO 8601")
+    try:
+        moment = parse_time(digits)
+    except BadTime as exc:
+        raise BadQuery(f"{name}={text[:40]!r}: {exc}") from None
+    if not up or not digits.isdigit() or len(digits) > 14:
+        return moment
+    begun = from_micros(moment)
+    if len(digits) == 4:
+        after = begun.replace(year=begun.year + 1) if begun.year < 9999 else None
+    elif len(digits) == 6:
+        after = (begun.replace(day=28) + datetime.timedelta(days=4)).replace(day=1)
+    else:
+        after = begun + _PERIODS[len(digits)]
+    return MAX_TIME if after is None else to_micros(after) - 1
+
+
+def _within(
+    index: tantivy.Index, query: tantivy.Query, start: int | None, end: int | None
+) -> tantivy.Query:
+    """`query`, limited to the documents first captured between `start` and `end`; the limit
+    adds nothing to their scores."""
+    if start is None and end is None:
+        return query
+    period = tantivy.Query.range_query(
+        index.schema,
+        "time",
+        tantivy.FieldType.Date,
+        None if start is None else from_micros(start),
+        None if end is None else from_micros(end),
+    )
+    return tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, query),
+            (tantivy.Occur.Must, tantivy.Query.const_score_query(period, 0.0)),
+        ]
+    )
+
+
+def _facets(searcher: tantivy.Searcher, query: tantivy.Query) -> dict[str, dict[str, int]]:
+    """How the documents matching `query` (all of them, not a page) spread over their registered
+    domains (the FACET_DOMAINS most frequent), years and content types. Each is read from the
+    index's terms or columns, never from the stored documents."""
+    domains = searcher.terms_with_prefix("domain", "", filter_query=query, limit=FACET_DOMAINS)
+    types = searcher.terms_with_prefix("content_type", "", filter_query=query)
+    asked = {"year": {"terms": {"field": "year", "size": MAX_YEARS}}}
+    years = searcher.aggregate(query, asked)["year"]["buckets"]
+    return {
+        "domain": {str(term): count for term, count in domains},
+        "year": {str(b["key"]): b["doc_count"] for b in sorted(years, key=lambda b: b["key"])},
+        "content_type": {str(term): count for term, count in types},
+    }
 
 
 def _lead(text: str) -> str:

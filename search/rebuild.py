@@ -1,41 +1,30 @@
 """`dlweb search rebuild`: the search index made again from the archive alone.
 
-Every version of every page (walk.py) is read from the cluster, its header block first, so that
-the payload of an image or a video is never fetched; each HTML or text payload is extracted
-(extract.py) on a thread while the next ones are fetched. The URL-key index of the CDX API
-(urlkeys.py) is written beside it from the same walk. The index is written in a temporary
-folder beside the target, then renamed over it: a rebuild that fails or is stopped leaves the
-old index as it was, and nothing half-written.
+Every structure file of the archive is read (the walk `dlweb export` makes too) and given to an
+update of a new, empty index (updating.py), which also writes the URL-key index of the CDX API
+and the position in the master's change feed from which an indexer carries on. The index is
+written in a temporary folder beside the target, then renamed over it: a rebuild that fails or
+is stopped leaves the old index as it was, and nothing half-written.
 """
 
-import asyncio
 import os
 import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tantivy
-
-from archive.cluster import ClusterClient, Held
-from archive.errors import DlwebError, NotFound
-from archive.header_block import HeaderBlock, parse_header_block
+from archive.cluster import ClusterClient
+from archive.errors import DlwebError
 from archive.store import fsync_dir
-from archive.structure import REPLAYED_KINDS, Capture
-from archive.warc.pending import REGISTRY_URL
+from archive.structure import Capture
+from archive.walk import walk_structures
 
-from .domains import host_of, registered_domain
-from .errors import NotIndexed
-from .extract import MAX_BYTES, extract, indexed_type
-from .index import BUILT_FILE, Page, create, mark_built, new_writer
+from .feed import Follower
+from .index import BUILT_FILE, create, mark_built
 from .language import preload
-from .urlkeys import write_urlkeys
-from .walk import Version, all_versions
-
-CHUNK = 128  # versions whose header blocks, then payloads, are fetched together
+from .updating import FileState, Updater
 
 
 @dataclass
@@ -66,13 +55,6 @@ class RebuildSummary:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Fetched:
-    version: Version
-    header: HeaderBlock
-    payload: bytes
-
-
 def check_target(folder: Path) -> None:
     """Refuse a target that is not a folder, or a folder of other files (it would be replaced)."""
     if folder.exists() and not folder.is_dir():
@@ -94,139 +76,38 @@ async def rebuild(
     total)` reports the versions read."""
     check_target(folder)
     preload()  # while the archive is walked
-    summary = RebuildSummary()
-    listed: list[str] = []  # the URLs with a capture the CDX API lists
+    async with await Follower.of(client) as follower:
+        # Taken before the walk: a change made meanwhile is applied again by the indexer.
+        changes = await follower.changes(0, 1)
+    files: list[FileState] = []
 
-    def keep_url(url: str, captures: list[Capture]) -> None:
-        if url != REGISTRY_URL and any(c.kind in REPLAYED_KINDS for c in captures):
-            listed.append(url)
+    def keep(name: str, url: str, captures: list[Capture]) -> None:
+        files.append(FileState(name, url, captures))
 
-    versions = await all_versions(client, on_url=keep_url)
-    summary.versions = len(versions)
+    await walk_structures(client, keep)
+    files.sort(key=lambda state: state.name)
     temp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.part")
     try:
-        index = create(temp)
-        writer = new_writer(index)
+        updater = Updater(create(temp), temp, client, fresh=True)
         try:
-            await _index_all(client, writer, versions, summary, on_progress)
+            await updater.apply(files, on_progress)
+            updater.commit((changes.feed, changes.last))
+            updater.writer.wait_merging_threads()
+            done = updater.summary
+            summary = RebuildSummary(
+                done.versions, done.documents, updater.catalog.url_count(), done.skipped
+            )
         except BaseException:
-            writer.rollback()
+            updater.rollback()
             raise
-        await asyncio.to_thread(_commit, writer)
-        summary.urls = await asyncio.to_thread(write_urlkeys, temp, listed)
+        finally:
+            updater.close()
         mark_built(temp, summary.as_json())
         _replace(temp, folder)
     finally:
         if temp.exists():
             shutil.rmtree(temp, ignore_errors=True)
     return summary
-
-
-async def _index_all(
-    client: ClusterClient,
-    writer: tantivy.IndexWriter,
-    versions: list[Version],
-    summary: RebuildSummary,
-    on_progress: Callable[[int, int], None] | None,
-) -> None:
-    """Fetch the versions by chunks and index each chunk on a thread while the next is fetched."""
-    loop = asyncio.get_running_loop()
-    done = 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-search") as extracting:
-        indexing: asyncio.Future[tuple[int, Counter[str]]] | None = None
-        for start in range(0, len(versions), CHUNK):
-            chunk = versions[start : start + CHUNK]
-            fetched = await _fetch(client, chunk, summary.skipped)
-            if indexing is not None:
-                added, skipped = await indexing
-                summary.documents += added
-                summary.skipped.update(skipped)
-            indexing = loop.run_in_executor(extracting, _index_chunk, writer, fetched)
-            done += len(chunk)
-            if on_progress is not None:
-                on_progress(done, len(versions))
-        if indexing is not None:
-            added, skipped = await indexing
-            summary.documents += added
-            summary.skipped.update(skipped)
-
-
-async def _fetch(
-    client: ClusterClient, chunk: list[Version], skipped: Counter[str]
-) -> list[_Fetched]:
-    """The header blocks of `chunk`, then the payloads of those of HTML or text."""
-    names = [version.capture.header for version in chunk]
-    blocks = await client.get_small_contents(names)
-    readable: list[tuple[Version, HeaderBlock]] = []
-    for version in chunk:
-        name = version.capture.header
-        try:
-            block = blocks.get(name) or await client.get_header_block(name)
-            header = parse_header_block(block, f"header block {name}")
-            indexed_type(header)
-        except NotIndexed as exc:
-            skipped[exc.reason] += 1
-            continue
-        except NotFound:
-            skipped["header block missing from the cluster"] += 1
-            continue
-        except DlwebError:
-            skipped["unreadable header block"] += 1
-            continue
-        readable.append((version, header))
-    payloads = await client.get_small_contents([v.capture.content for v, _ in readable])
-    fetched = []
-    for version, header in readable:
-        name = version.capture.content
-        payload: bytes | Held | None = payloads.get(name)
-        if payload is None:
-            try:
-                payload = await client.content_or_holder(name, MAX_BYTES)
-            except NotFound:
-                skipped["payload missing from the cluster"] += 1
-                continue
-        if isinstance(payload, Held):
-            skipped["larger than 5 MB"] += 1
-            continue
-        fetched.append(_Fetched(version, header, payload))
-    return fetched
-
-
-def _index_chunk(writer: tantivy.IndexWriter, fetched: list[_Fetched]) -> tuple[int, Counter[str]]:
-    """Extract and add each fetched version (on the extracting thread); how many were added and
-    why the others were not."""
-    added = 0
-    skipped: Counter[str] = Counter()
-    for item in fetched:
-        url, capture = item.version.url, item.version.capture
-        try:
-            got = extract(url, item.header, item.payload)
-        except NotIndexed as exc:
-            skipped[exc.reason] += 1
-            continue
-        host = host_of(url)
-        page = Page(
-            url=url,
-            host=host,
-            domain=registered_domain(host),
-            time=capture.time,
-            content_type=got.content_type,
-            status=capture.status,
-            digest=capture.content,
-            title=got.title,
-            text=got.text,
-            lang=got.lang,
-            outlinks=[{"url": link.url, "text": link.text} for link in got.links],
-            simhash=got.simhash,
-        )
-        writer.add_document(page.document())
-        added += 1
-    return added, skipped
-
-
-def _commit(writer: tantivy.IndexWriter) -> None:
-    writer.commit()
-    writer.wait_merging_threads()
 
 
 def _replace(temp: Path, folder: Path) -> None:

@@ -1,19 +1,17 @@
 """The URL-key index: every URL of the archive by its SURT key, for the CDX API's prefix, host
 and domain queries (cdx.py).
 
-A SQLite file in the search index folder, written by `dlweb search rebuild` beside the full-text
-index (so it is replaced with it, never half-written), one row a URL with at least one capture
-listed by the CDX API: `(urlkey, url, structure)`, keyed by `(urlkey, url)` (an http and an https
-URL, or a `www.` one, share their SURT key). A range of keys is one indexed read.
+A table of the search index's catalog (catalog.py), kept by the same updates as the full-text
+index: one row a URL with at least one capture listed by the CDX API, `(urlkey, url,
+structure)`, keyed by `(urlkey, url)` (an http and an https URL, or a `www.` one, share their
+SURT key). A range of keys is one indexed read.
 """
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import surt
-
-from archive.urlkey import structure_name
 
 from .errors import NoUrlIndex
 
@@ -36,24 +34,6 @@ def surt_key(url: str) -> str:
     except Exception:  # surt raises what its parsers raise
         return url
     return key
-
-
-def write_urlkeys(folder: Path, urls: Iterable[str]) -> int:
-    """Write the URL-key index of `urls` into `folder` (a new index's folder); how many URLs."""
-    path = folder / URLKEYS_FILE
-    path.unlink(missing_ok=True)
-    rows = sorted({(surt_key(url), url) for url in urls})
-    connection = sqlite3.connect(path)
-    try:
-        with connection:
-            connection.execute(_SCHEMA)
-            connection.executemany(
-                "INSERT INTO urls VALUES (?, ?, ?)",
-                ((key, url, structure_name(url)) for key, url in rows),
-            )
-    finally:
-        connection.close()
-    return len(rows)
 
 
 class UrlKeys:

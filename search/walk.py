@@ -1,14 +1,8 @@
-"""Every version of every page of the archive, from the walk over its structure files that
-`dlweb export` makes too (archive/walk.py)."""
+"""The versions of a page: which of a URL's captures the search index holds a document of."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from archive.cluster import ClusterClient
-from archive.requestkey import original_url
 from archive.structure import Capture, RecordKind
-from archive.walk import walk_structures
-from archive.warc.pending import REGISTRY_URL
 
 # Captures whose payload is the page itself: a stream segment is a piece of media, and a
 # request, metadata, variant or pending record is no response.
@@ -41,30 +35,3 @@ def versions(url: str, captures: list[Capture]) -> list[Version]:
             chosen.append(Version(url, capture))
         last = capture.content
     return chosen
-
-
-async def all_versions(
-    client: ClusterClient,
-    on_file: Callable[[int], None] | None = None,
-    on_url: Callable[[str, list[Capture]], None] | None = None,
-) -> list[Version]:
-    """Every version of every URL of the archive, by URL then time; `on_file(read)` reports how
-    many structure files were read, `on_url(url, captures)` gets every structure file read."""
-    found: list[Version] = []
-    read_files = 0
-
-    def visit(url: str, captures: list[Capture]) -> None:
-        nonlocal read_files
-        read_files += 1
-        if on_file is not None:
-            on_file(read_files)
-        if on_url is not None:
-            on_url(url, captures)
-        # A response to a request other than GET (archived under a lookup URL) is no page.
-        if url == REGISTRY_URL or original_url(url) != url:
-            return
-        found.extend(versions(url, captures))
-
-    await walk_structures(client, visit)
-    found.sort(key=lambda v: (v.url, v.capture.time))
-    return found

@@ -155,7 +155,7 @@ async def _select(
 ) -> list[_Entry]:
     entries: list[_Entry] = []
 
-    def visit(url: str, captures: list[Capture]) -> None:
+    def visit(_name: str, url: str, captures: list[Capture]) -> None:
         if url == REGISTRY_URL or (
             selection.url_prefix is not None and not url.startswith(selection.url_prefix)
         ):

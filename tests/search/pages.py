@@ -127,11 +127,11 @@ CAPTURES = [
 ]
 
 
-def write_warc(path: Path) -> Path:
-    """The captures above as one gzipped WARC file."""
+def write_warc(path: Path, captures: list[Capture] = CAPTURES) -> Path:
+    """These captures (all those above) as one gzipped WARC file."""
     with open(path, "wb") as out:
         writer = WARCWriter(out, gzip=True)
-        for capture in CAPTURES:
+        for capture in captures:
             body = gzip.compress(capture.body, mtime=0) if capture.gzipped else capture.body
             headers = [("Content-Type", capture.content_type), ("Content-Length", str(len(body)))]
             if capture.gzipped:

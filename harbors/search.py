@@ -1,0 +1,307 @@
+"""`http://search.dlweb/`: full-text search of the archived pages, as plain pages (no script).
+
+- `/?q=QUERY[&from=DATE&to=DATE&offset=N&limit=N]`: the hits, best first, a page at a time, each
+  with links that open it at its date (through the date harbor, which sets the client's date and
+  then opens the URL), list the pages linking to it, the pages similar to it and its text
+  history; beside them the facets of every match (domains, years, content types), each a link
+  that narrows the query by a clause (`domain:"example.org"`, `year:2019`);
+- `/history?url=URL`: the URL's versions in the index, each with what changed in its text;
+- `/backlinks?url=URL` and `/similar?url=URL`: the pages linking to it, and those nearest it.
+
+A query or date that cannot be read is told in the page (400); without an index the page says to
+run `dlweb search rebuild` (503). The search modules are loaded on a first search only.
+"""
+
+import asyncio
+import html
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlencode
+
+from archive.errors import DlwebError
+from archive.serving import status_of
+from archive.timestamps import format_digits, parse_time
+
+from .answer import Answer, HarborContext
+from .request import HarborRequest
+
+if TYPE_CHECKING:
+    import tantivy
+
+    from search.history import History
+    from search.index import Answer as Found
+    from search.links import Backlink, Neighbours
+
+__all__ = ["answer", "paging"]
+
+HTML = "text/html; charset=utf-8"
+PAGE_SIZE = 10
+MAX_LIMIT = 100
+MAX_OFFSET = 10_000  # deeper pages cost a heap of offset + limit hits: narrow the query instead
+FACET_NAMES = {"domain": "Domain", "year": "Year", "content_type": "Type"}
+HELP = (
+    'Words are all required: <code>lighthouse keeper</code>; a phrase: <code>"east wing"</code>;'
+    " <code>OR</code>, <code>AND</code>, <code>-word</code> (not), <code>( )</code>;"
+    ' a field: <code>title:museum</code>, <code>domain:"bbc.co.uk"</code>,'
+    " <code>year:2019</code>, <code>lang:fr</code>. Dates: <code>2019</code>,"
+    " <code>2019-05</code>, <code>2019-05-01</code> or ISO 8601, UTC."
+)
+STYLE = (
+    "body{font-family:sans-serif;max-width:70em;margin:1em auto;padding:0 1em}"
+    ".help{color:#555;font-size:90%}.facets{float:right;width:15em;margin-left:2em}"
+    ".facets ul{list-style:none;padding-left:0}.hit{margin-bottom:1em}.url{color:#060}"
+    ".date{color:#555}.links a{margin-right:1em;font-size:90%}.error{color:#a00}"
+    ".added{color:#060}.removed{color:#a00}"
+)
+_OR = re.compile(r"\bOR\b")
+
+
+def paging(params: dict[str, str]) -> tuple[int, int]:
+    """The `offset` (0 to MAX_OFFSET) and `limit` (1 to MAX_LIMIT, PAGE_SIZE if not given)
+    parameters; BadQuery when one is not such a whole number."""
+    from search.errors import BadQuery
+
+    offset, limit = params.get("offset", "0"), params.get("limit", str(PAGE_SIZE))
+    if not offset.isdigit() or int(offset) > MAX_OFFSET:
+        raise BadQuery(f"offset={offset!r}: give a whole number from 0 to {MAX_OFFSET:,}")
+    if not limit.isdigit() or not 1 <= int(limit) <= MAX_LIMIT:
+        raise BadQuery(f"limit={limit!r}: give a whole number from 1 to {MAX_LIMIT}")
+    return int(offset), int(limit)
+
+
+async def answer(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.errors import NoIndex
+
+    routes = {"/": _results, "/history": _history, "/backlinks": _backlinks, "/similar": _similar}
+    route = routes.get(request.path)
+    if route is None:
+        body = "<p>search.dlweb has /, /history, /backlinks and /similar.</p>"
+        return _page(request, "Not here", body, 404)
+    try:
+        return await route(context, request)
+    except NoIndex as exc:
+        body = (
+            f'<p class="error">{html.escape(str(exc))}</p><p>The archive\'s operator must build'
+            " the index first: run <code>dlweb search rebuild</code>.</p>"
+        )
+        return _page(request, "No search index", body, 503)
+    except DlwebError as exc:  # a query, a date or a URL that cannot be read; a page not indexed
+        return _page(
+            request,
+            "Cannot answer",
+            f'<p class="error">{html.escape(str(exc))}</p>',
+            status_of(exc),
+        )
+
+
+async def _index(context: HarborContext) -> "tantivy.Index":
+    """The search index, opened on a thread (it reads files)."""
+    from search.index import open_index
+
+    return await asyncio.to_thread(open_index, context.search_index)
+
+
+async def _results(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.index import search, time_range
+
+    query = request.query.get("q", "")
+    if not query.strip():
+        return _page(request, "Search the archive", "")
+    offset, limit = paging(request.query)
+    start, end = time_range(request.query.get("from"), request.query.get("to"))
+    index = await _index(context)
+    found = await asyncio.to_thread(search, index, query, limit, offset, start, end)
+    return _page(request, query, _hits_html(request, query, found, limit))
+
+
+def _hits_html(request: HarborRequest, query: str, found: "Found", limit: int) -> str:
+    """The facets, the hits and the links to the pages before and after."""
+    if not found.hits:
+        said = "No page matches" if not found.total else "No more pages match"
+        return f"<p>{said} <b>{html.escape(query)}</b>.</p>"
+    first, last = found.offset + 1, found.offset + len(found.hits)
+    parts = [
+        _facets_html(request, query, found),
+        f'<p class="total">Hits {first:,} to {last:,} of {found.total:,} matching page'
+        f" versions for <b>{html.escape(query)}</b>.</p>",
+        f'<ol class="hits" start="{first}">',
+    ]
+    for hit in found.hits:
+        opened = html.escape(_open_at(hit.url, hit.time))
+        about = quote(hit.url, safe="")
+        parts.append(
+            f'<li class="hit"><a class="title" href="{opened}">'
+            f"{html.escape(hit.title or '(no title)')}</a><br>"
+            f'<span class="url">{html.escape(hit.url)}</span> '
+            f'<span class="date">{html.escape(hit.time)}</span> '
+            f'<span class="type">{html.escape(hit.content_type)}</span><br>'
+            f'<span class="snippet">{hit.snippet_html}</span><br>'  # escaped, words in <b>
+            f'<span class="links"><a class="open" href="{opened}">open at this date</a>'
+            f'<a class="backlinks" href="/backlinks?url={about}">pages linking here</a>'
+            f'<a class="similar" href="/similar?url={about}">similar pages</a>'
+            f'<a class="history" href="/history?url={about}">text history</a></span></li>'
+        )
+    parts.append("</ol>")
+    moves = []
+    if found.offset > 0:
+        back = max(found.offset - limit, 0)
+        moves.append(f'<a rel="prev" href="{_link(request, offset=back)}">previous</a>')
+    if last < found.total:
+        moves.append(f'<a rel="next" href="{_link(request, offset=last)}">next</a>')
+    parts.append(f'<p class="pages">{" ".join(moves)}</p>')
+    return "\n".join(parts)
+
+
+def _facets_html(request: HarborRequest, query: str, found: "Found") -> str:
+    """Each facet's values with their counts, each a link to the query narrowed to it."""
+    parts = ['<div class="facets">']
+    for facet, name in FACET_NAMES.items():
+        values = found.facets.get(facet, {})
+        if not values:
+            continue
+        parts.append(f'<h2>{name}</h2><ul class="facet" id="facet-{facet}">')
+        for value, count in values.items():
+            clause = f"year:{value}" if facet == "year" else f'{facet}:"{value}"'
+            shown = html.escape(value)
+            if clause in query:  # already narrowed to it
+                parts.append(f'<li><b>{shown}</b> <span class="count">{count:,}</span></li>')
+                continue
+            narrowed = f"({query}) {clause}" if _OR.search(query) else f"{query} {clause}"
+            href = _link(request, q=narrowed, offset=0)
+            parts.append(
+                f'<li><a href="{href}">{shown}</a> <span class="count">{count:,}</span></li>'
+            )
+        parts.append("</ul>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _link(request: HarborRequest, **changed: str | int) -> str:
+    """This page's address with some parameters changed (offset 0 left out), escaped for HTML."""
+    params = {name: request.query.get(name, "") for name in ("q", "from", "to", "limit")}
+    params |= {name: str(value) for name, value in changed.items()}
+    kept = {n: v for n, v in params.items() if v and (n, v) != ("offset", "0")}
+    return html.escape("/?" + urlencode(kept))
+
+
+def _open_at(url: str, when: str) -> str:
+    """The link that sets the client's date to `when` in the date harbor, which then opens
+    `url`: the page as captured then."""
+    at = format_digits(parse_time(when))
+    return f"http://date.dlweb/set?at={at}&back={quote(url, safe='')}"
+
+
+async def _history(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.history import history
+    from search.keys import asked_key
+
+    url = request.query.get("url", "")
+    asked_key(url)  # a bad URL is told before the index is opened
+    found = await asyncio.to_thread(history, await _index(context), url)
+    return _page(request, f"Text history of {url}", _history_html(found))
+
+
+def _history_html(found: "History") -> str:
+    count = len(found.versions)
+    parts = [
+        f"<h2>Text history of {html.escape(found.url)}</h2>",
+        f"<p>{count:,} version{'s' if count != 1 else ''} in the index, oldest first: each is"
+        " the capture where the page changed."
+        + ("" if found.complete else " Only the newest are shown.")
+        + "</p>",
+        '<ol class="versions">',
+    ]
+    for version in found.versions:
+        change = version.change
+        if change is None:
+            said = "<p>the first version indexed</p>"
+        else:
+            lines = [f'<li class="added">+ {html.escape(s)}</li>' for s in change.added]
+            lines += [f'<li class="removed">− {html.escape(s)}</li>' for s in change.removed]
+            listed = f"<ul>{''.join(lines)}</ul>" if lines else ""
+            said = f"<p>{html.escape(change.summary())}</p>{listed}"
+        opened = html.escape(_open_at(version.url, version.time))
+        parts.append(
+            f'<li class="version"><a class="open" href="{opened}">'
+            f"{html.escape(version.time)}</a> <b>{html.escape(version.title or '(no title)')}</b>"
+            f' <span class="url">{html.escape(version.url)}</span>'
+            f' <code title="SHA-256 of the payload">{html.escape(version.digest[:16])}</code>'
+            f"{said}</li>"
+        )
+    parts.append("</ol>")
+    return "\n".join(parts)
+
+
+async def _backlinks(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.keys import asked_key
+    from search.links import backlinks
+
+    url = request.query.get("url", "")
+    asked_key(url)  # a bad URL is told before the index is opened
+    found = await asyncio.to_thread(backlinks, await _index(context), url)
+    return _page(request, f"Pages linking to {url}", _backlinks_html(url, found))
+
+
+def _backlinks_html(url: str, found: "list[Backlink]") -> str:
+    parts = [
+        f"<h2>Pages linking to {html.escape(url)}</h2>",
+        f"<p>{len(found):,} archived pages link there, newest first.</p><ol>",
+    ]
+    for link in found:
+        anchors = ", ".join(f"“{html.escape(text)}”" for text in link.anchors)
+        parts.append(
+            f'<li><a href="{html.escape(_open_at(link.url, link.time))}">'
+            f"{html.escape(link.title or '(no title)')}</a>"
+            f' <span class="url">{html.escape(link.url)}</span>'
+            f' <span class="date">{html.escape(link.time)}</span><br>'
+            f"{anchors or '(no anchor text)'}</li>"
+        )
+    parts.append("</ol>")
+    return "\n".join(parts)
+
+
+async def _similar(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.keys import asked_key
+    from search.links import similar
+
+    url = request.query.get("url", "")
+    asked_key(url)
+    found = await asyncio.to_thread(similar, await _index(context), url)
+    return _page(request, f"Pages similar to {url}", _similar_html(found))
+
+
+def _similar_html(near: "Neighbours") -> str:
+    parts = [
+        f"<h2>Pages similar to {html.escape(near.url)}</h2>",
+        f"<p>{len(near.pages):,} pages within {near.max_distance} bits of 64 of its version of"
+        f" {html.escape(near.time)}, nearest first.</p><ol>",
+    ]
+    for page in near.pages:
+        parts.append(
+            f'<li><a href="{html.escape(_open_at(page.url, page.time))}">'
+            f"{html.escape(page.title or '(no title)')}</a>"
+            f' <span class="url">{html.escape(page.url)}</span>'
+            f' <span class="date">{html.escape(page.time)}</span>'
+            f" {page.distance} bits apart</li>"
+        )
+    parts.append("</ol>")
+    return "\n".join(parts)
+
+
+def _page(request: HarborRequest, title: str, body: str, status: int = 200) -> Answer:
+    """A whole page: the search form (with what was asked), the help line, then `body`."""
+    asked = {name: html.escape(request.query.get(name, "")) for name in ("q", "from", "to")}
+    text = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>dlweb search: {html.escape(title)}</title>
+<style>{STYLE}</style></head>
+<body><h1><a href="/">Search the archive</a></h1>
+<form action="/" method="get">
+<input name="q" size="50" value="{asked["q"]}" aria-label="query">
+<label>from <input name="from" size="12" value="{asked["from"]}" placeholder="2019"></label>
+<label>to <input name="to" size="12" value="{asked["to"]}" placeholder="2021-06"></label>
+<button>Search</button></form>
+<p class="help">{HELP}</p>
+{body}
+</body></html>
+"""
+    return Answer(status, text.encode(), HTML)
