@@ -13,32 +13,9 @@ from archive.errors import ClientFault
 from archive.header_block import HeaderBlock
 from archive.reading import CaptureReader, Reading
 from archive.timestamps import format_iso
+from archive.visible_text import visible_text
 
 MAX_DOCUMENT = 32 * 1024 * 1024
-BLOCKS = (
-    "p",
-    "div",
-    "br",
-    "li",
-    "tr",
-    "td",
-    "th",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "section",
-    "article",
-    "header",
-    "footer",
-    "nav",
-    "blockquote",
-    "pre",
-    "table",
-    "title",
-)
 
 
 class NotADocument(ClientFault):
@@ -103,9 +80,5 @@ def links(document: lxml.html.HtmlElement) -> list[dict[str, str]]:
 
 
 def text(document: lxml.html.HtmlElement) -> str:
-    """The text a reader sees: without scripts and style sheets, blank runs folded."""
-    for hidden in document.xpath("//script|//style|//noscript"):
-        hidden.drop_tree()
-    for block in document.iter(*BLOCKS):
-        block.tail = "\n" + (block.tail or "")  # a block ends a word, as on the screen
-    return " ".join(document.text_content().split())
+    """The text a reader sees, read as the search index and WACZ page lists read it."""
+    return visible_text(document)

@@ -1,4 +1,4 @@
-"""Full-text search over the archive: an index of every version of every HTML and text page,
+"""Full-text search over the archive: an index of every version of every HTML, text and PDF page,
 rebuilt from the archive alone, and queries over it (`dlweb search`, docs/search.md); and the
 CDX API of pywb over the archive's captures (`dlweb cdx`, `http://api.dlweb/cdx`); backlinks and
 similar pages from the index (`dlweb search --backlinks URL`, `--similar URL`).

@@ -1,39 +1,48 @@
 """What a search indexes of one capture: title, visible text, language, outlinks with their
 anchor texts, and a near-duplicate signature, from its header block and payload.
 
-HTML is parsed with lxml; plain text is taken as it is. Anything else (images, scripts, PDF for
-now) and any payload over MAX_BYTES is left out, with the reason.
+HTML is parsed with lxml; plain text is taken as it is; a PDF is read with pypdf (its first
+MAX_PDF_PAGES pages). Anything else (images, scripts) and any payload over MAX_BYTES is left
+out, with the reason; so is a PDF that cannot be read or has no text, which is also logged.
 """
 
 import codecs
 import gzip
+import io
+import itertools
+import logging
 import re
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urldefrag, urljoin
 
 import lxml.html
 from lxml.etree import ParserError
 
 from archive.header_block import HeaderBlock, charset_of, media_type
+from archive.visible_text import title_of, visible_text
 
 from .errors import NotIndexed
 from .language import guess_language
 from .simhash import simhash
 
+if TYPE_CHECKING:
+    from pypdf import PageObject
+
 MAX_BYTES = 5 * 1024 * 1024  # a larger payload (or one that inflates past it) is left out
 MAX_TEXT = 1024 * 1024  # characters of visible text kept (for the snippets)
 MAX_LINKS = 2000  # outlinks kept of one page
 MAX_ANCHOR = 200  # characters kept of one anchor text
+MAX_TITLE = 1000  # characters kept of a title
+MAX_PDF_PAGES = 200  # pages read of a PDF
+# Drawing operations read of a PDF, in its pages and the forms they draw: pypdf reads some tens
+# of thousands a second, and a small file can ask for millions. The page where the count runs
+# out is left out, the pages before it kept (a first page that runs out: unreadable).
+MAX_PDF_OPERATIONS = 300_000
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"text/plain"})
-HIDDEN = ("script", "style", "noscript", "template", "head")
-# Elements that end a word on the screen: their text must not run into the next one's.
-BLOCKS = (
-    "p", "div", "br", "li", "ul", "ol", "dd", "dt", "dl", "tr", "td", "th", "table", "h1", "h2",
-    "h3", "h4", "h5", "h6", "section", "article", "header", "footer", "nav", "aside", "main",
-    "blockquote", "pre", "hr", "form", "option", "figcaption", "address", "title",
-)  # fmt: skip
+PDF_TYPE = "application/pdf"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _BOMS = (
@@ -42,6 +51,11 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _SPACE = re.compile(r"\s+")
+
+log = logging.getLogger(__name__)
+# pypdf warns of each flaw it works around, without naming the capture; a PDF it cannot read at
+# all is logged here, with its URL.
+logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +68,7 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """What the index keeps of one HTML or text capture."""
+    """What the index keeps of one HTML, text or PDF capture."""
 
     content_type: str
     title: str
@@ -68,10 +82,8 @@ def indexed_type(header: HeaderBlock) -> str:
     """The media type of a response the index reads; NotIndexed for any other, so that the
     payload of an image or a video is never fetched."""
     kind = media_type(header.get("Content-Type"))
-    if kind in HTML_TYPES or kind in TEXT_TYPES:
+    if kind in HTML_TYPES or kind in TEXT_TYPES or kind == PDF_TYPE:
         return kind
-    if kind == "application/pdf":
-        raise NotIndexed("PDF (not read yet)")
     raise NotIndexed("not HTML or text", kind or "no Content-Type")
 
 
@@ -81,6 +93,8 @@ def extract(url: str, header: HeaderBlock, payload: bytes) -> Extracted:
     if len(payload) > MAX_BYTES:
         raise NotIndexed("larger than 5 MB", f"{len(payload):,} bytes")
     body = _decoded(header, payload)
+    if kind == PDF_TYPE:
+        return _pdf(url, body)
     if b"\0" in body[:1024]:
         raise NotIndexed("binary", f"a {kind} payload with NUL bytes")
     charset = charset_of(header.get("Content-Type"))
@@ -159,17 +173,11 @@ def _html(url: str, markup: str) -> tuple[str, str, tuple[Link, ...]]:
         document = lxml.html.document_fromstring(markup)
     except (ParserError, ValueError) as exc:
         raise NotIndexed("unparsable HTML", str(exc)) from None
-    title = _fold(" ".join(document.xpath("//title//text()")))[: MAX_ANCHOR * 5]
     base = url
     for href in document.xpath("//base/@href")[:1]:
         base = urljoin(url, str(href).strip())
-    links = _links(document, base)
-    for hidden in list(document.iter(*HIDDEN)):
-        hidden.drop_tree()
-    for block in document.iter(*BLOCKS):
-        block.tail = "\n" + (block.tail or "")
-    text = _fold(document.text_content())[:MAX_TEXT]
-    return title, text, links
+    text = visible_text(document)[:MAX_TEXT]
+    return title_of(document)[:MAX_TITLE], text, _links(document, base)
 
 
 def _links(document: lxml.html.HtmlElement, base: str) -> tuple[Link, ...]:
@@ -193,3 +201,80 @@ def _links(document: lxml.html.HtmlElement, base: str) -> tuple[Link, ...]:
         if len(found) >= MAX_LINKS:
             break
     return tuple(Link(target, text) for target, text in found)
+
+
+def _pdf(url: str, body: bytes) -> Extracted:
+    """The title (the document's, else its first line), text and link targets of a PDF; a PDF
+    that pypdf cannot read, or without text, is logged and left out."""
+    try:
+        title, text, links = _read_pdf(url, body)
+    except Exception as exc:  # pypdf raises anything on a damaged file: TypeError, AttributeError…
+        log.warning("%s: unreadable PDF: %s: %s", url, type(exc).__name__, exc)
+        raise NotIndexed("unreadable PDF", f"{type(exc).__name__}: {exc}") from None
+    if not text:
+        log.warning("%s: PDF without text", url)
+        raise NotIndexed("PDF without text")
+    return Extracted(PDF_TYPE, title, text, guess_language(text), links, simhash(text))
+
+
+class _TooLong(Exception):
+    """A PDF that asks for more than MAX_PDF_OPERATIONS drawing operations."""
+
+
+def _read_pdf(url: str, body: bytes) -> tuple[str, str, tuple[Link, ...]]:
+    """What _pdf keeps, read from the first MAX_PDF_PAGES pages until MAX_TEXT characters."""
+    import pypdf  # here: only a PDF needs it, and it is slow to load
+
+    reader = pypdf.PdfReader(io.BytesIO(body))
+    if reader.is_encrypted and not reader.decrypt(""):
+        raise ValueError("encrypted with a password")
+    texts: list[str] = []
+    length = 0
+    targets: dict[str, None] = {}
+    operations = 0
+
+    def count(*_: object) -> None:
+        nonlocal operations
+        operations += 1
+        if operations > MAX_PDF_OPERATIONS:
+            raise _TooLong(f"more than {MAX_PDF_OPERATIONS:,} drawing operations")
+
+    for page in itertools.islice(reader.pages, MAX_PDF_PAGES):
+        if length >= MAX_TEXT:
+            break
+        try:
+            texts.append(page.extract_text(visitor_operand_before=count))
+        except _TooLong:
+            if not texts:
+                raise  # not one page read: unreadable
+            break
+        length += len(texts[-1])
+        for target in _uris(url, page):
+            if len(targets) < MAX_LINKS:
+                targets.setdefault(target, None)
+    text = _fold(" ".join(texts))[:MAX_TEXT]
+    info = reader.metadata
+    title = _fold((info.title if info is not None else None) or "")
+    if not title:
+        title = next((_fold(line) for line in "\n".join(texts).splitlines() if line.strip()), "")
+    return title[:MAX_TITLE], text, tuple(Link(target, "") for target in targets)
+
+
+def _uris(url: str, page: "PageObject") -> list[str]:
+    """The http(s) targets of a page's link annotations (URI actions), without fragments."""
+    found = []
+    for listed in page.annotations or ():
+        annotation = listed.get_object()
+        action = annotation["/A"] if isinstance(annotation, dict) and "/A" in annotation else None
+        uri = action["/URI"] if isinstance(action, dict) and "/URI" in action else None
+        if isinstance(uri, bytes):
+            uri = uri.decode("latin-1")
+        if not isinstance(uri, str):
+            continue
+        try:
+            target = urldefrag(urljoin(url, uri.strip()))[0]
+        except ValueError:
+            continue
+        if target.startswith(("http://", "https://")):
+            found.append(target)
+    return found

@@ -96,7 +96,7 @@ def history(index: tantivy.Index, url: str, most: int = MAX_VERSIONS) -> History
     found = searcher.search(query, most + 1, order_by_field="time")  # the newest first
     if not found.hits:
         raise PageNotIndexed(
-            f"{url} has no version in the search index (not archived as HTML or text, or"
+            f"{url} has no version in the search index (not archived as HTML, text or PDF, or"
             " archived since the last `dlweb search rebuild`)"
         )
     docs = [searcher.doc(address) for _, address in found.hits[:most]]

@@ -130,7 +130,7 @@ def latest_version(
     newest = _newest_first(searcher, query, 1)
     if not newest:
         raise PageNotIndexed(
-            f"{url} has no version in the search index (not archived as HTML or text, or"
+            f"{url} has no version in the search index (not archived as HTML, text or PDF, or"
             " archived since the last `dlweb search rebuild`)"
         )
     return searcher, searcher.doc(newest[0]), key

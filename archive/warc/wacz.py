@@ -45,7 +45,6 @@ PIECE = 1024 * 1024
 PAGE_READ = 2 * 1024 * 1024
 TEXT_CHARS = 100_000
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_HIDDEN = ("script", "style", "noscript", "template")
 
 
 async def export_wacz(
@@ -189,6 +188,8 @@ def _title_and_text(record: Any, charset: str | None) -> tuple[str, str]:
     be read (an unknown content encoding, a body that is no HTML)."""
     from lxml import etree  # here: only an export to WACZ reads pages
 
+    from ..visible_text import title_of, visible_text
+
     try:
         data = record.content_stream().read(PAGE_READ)
     except (OSError, EOFError, ValueError, zlib.error):
@@ -207,12 +208,7 @@ def _title_and_text(record: Any, charset: str | None) -> tuple[str, str]:
         return "", ""
     if root is None:
         return "", ""
-    title = " ".join((root.findtext(".//title") or "").split())
-    etree.strip_elements(root, *_HIDDEN, "title", with_tail=False)
-    etree.strip_tags(root, etree.Comment, etree.ProcessingInstruction)
-    body = root.find("body")
-    text = " ".join(" ".join((root if body is None else body).itertext()).split())
-    return title, text[:TEXT_CHARS]
+    return title_of(root), visible_text(root)[:TEXT_CHARS]
 
 
 def is_wacz(path: Path) -> bool:

@@ -1,10 +1,14 @@
 """What the index keeps of one capture: text, title, language, outlinks, signature, or why not."""
 
 import gzip
+import io
+import logging
 
+import pypdf
 import pytest
 
 from archive.header_block import parse_header_block
+from search import extract as extract_module
 from search.domains import host_of, registered_domain
 from search.errors import NotIndexed
 from search.extract import MAX_BYTES, extract
@@ -16,6 +20,40 @@ PAGE = "http://www.example.co.uk/dir/page.html"
 def header(content_type: str, *more: str) -> object:
     lines = [f"Content-Type: {content_type}", *more]
     return parse_header_block(("HTTP/1.1 200 OK\r\n" + "\r\n".join(lines) + "\r\n\r\n").encode())
+
+
+def pdf(*pages: str, title: str = "", link: str = "") -> bytes:
+    """A small PDF written by hand: one page a line of text in Helvetica (no parentheses or
+    backslashes in it), the title in its document information, a link annotation on page 1."""
+    count = len(pages)
+    kids = " ".join(f"{5 + 2 * n} 0 R" for n in range(count))
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {count} >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({title}) >>" if title else "<< >>",
+    ]
+    for n, line in enumerate(pages):
+        annots = ""
+        if link and n == 0:
+            action = f"<< /S /URI /URI ({link}) >>"
+            annots = f"/Annots [<< /Subtype /Link /Rect [72 700 300 720] /A {action} >>]"
+        objects.append(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {6 + 2 * n} 0 R {annots}>>"
+        )
+        stream = f"BT /F1 12 Tf 72 720 Td ({line}) Tj ET" if line else ""
+        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
+    out = "%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
+    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 4 0 R >>\n"
+    return (out + f"startxref\n{xref}\n%%EOF\n").encode("latin-1")
 
 
 def test_an_html_page_gives_its_title_visible_text_and_links() -> None:
@@ -59,11 +97,10 @@ def test_plain_text_is_text_only() -> None:
     ("content_type", "body", "reason"),
     [
         ("image/png", b"\x89PNG", "not HTML or text"),
-        ("application/pdf", b"%PDF-1.4", "PDF (not read yet)"),
         ("text/html", b"<p>" + b"x" * MAX_BYTES, "larger than 5 MB"),
         ("text/plain", b"\0\1\2binary", "binary"),
     ],
-    ids=["image", "pdf", "huge", "binary"],
+    ids=["image", "huge", "binary"],
 )
 def test_other_captures_are_left_out_with_a_reason(
     content_type: str, body: bytes, reason: str
@@ -71,6 +108,57 @@ def test_other_captures_are_left_out_with_a_reason(
     with pytest.raises(NotIndexed) as raised:
         extract(PAGE, header(content_type), body)  # type: ignore[arg-type]
     assert raised.value.reason == reason
+
+
+def test_a_pdf_gives_its_title_text_and_links() -> None:
+    lines = [
+        "The lighthouse keeper wrote in his logbook every evening of the year.",
+        "Storms, passing ships and the state of the lantern were noted down.",
+    ]
+    document = pdf(*lines, title="The  Keeper's Logbook", link="https://example.org/log#p2")
+    pypdf.PdfReader(io.BytesIO(document), strict=True)  # the helper writes a valid PDF
+    got = extract(PAGE, header("application/pdf"), document)  # type: ignore[arg-type]
+    assert (got.content_type, got.title) == ("application/pdf", "The Keeper's Logbook")
+    assert got.text == " ".join(lines)
+    assert got.lang == "en" and got.simhash == simhash(got.text) != 0
+    assert [(link.url, link.text) for link in got.links] == [("https://example.org/log", "")]
+    # Without a title of its own, a PDF is named by its first line.
+    got = extract(PAGE, header("application/pdf"), pdf(*lines))  # type: ignore[arg-type]
+    assert got.title == lines[0]
+
+
+def test_only_the_first_pages_of_a_pdf_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    document = pdf("one", "two", "three")  # five drawing operations a page
+    monkeypatch.setattr(extract_module, "MAX_PDF_PAGES", 2)
+    assert extract(PAGE, header("application/pdf"), document).text == "one two"  # type: ignore[arg-type]
+    monkeypatch.setattr(extract_module, "MAX_PDF_PAGES", 200)
+    monkeypatch.setattr(extract_module, "MAX_PDF_OPERATIONS", 12)
+    assert extract(PAGE, header("application/pdf"), document).text == "one two"  # type: ignore[arg-type]
+    monkeypatch.setattr(extract_module, "MAX_PDF_OPERATIONS", 4)
+    with pytest.raises(NotIndexed, match="unreadable PDF: .*more than 4 drawing operations"):
+        extract(PAGE, header("application/pdf"), document)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (pdf("Some words on the page.")[:300], "unreadable PDF"),
+        (b"%PDF-1.7\n" + bytes(range(256)) * 8, "unreadable PDF"),
+        (b"%PDF-1.4\n", "unreadable PDF"),
+        (pdf("A page of its own kids.").replace(b"[5 0 R]", b"[2 0 R]"), "unreadable PDF"),
+        (pdf(""), "PDF without text"),
+        (pdf(), "PDF without text"),
+    ],
+    ids=["truncated", "garbage", "header-only", "cyclic-pages", "blank-page", "no-page"],
+)
+def test_a_damaged_or_empty_pdf_is_left_out_and_logged(
+    body: bytes, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING), pytest.raises(NotIndexed) as raised:
+        extract(PAGE, header("application/pdf"), body)  # type: ignore[arg-type]
+    assert raised.value.reason == reason
+    logged = [r.getMessage() for r in caplog.records if r.name == "search.extract"]
+    assert logged == [f"{PAGE}: {raised.value}"]
 
 
 def test_a_gzip_bomb_is_cut_at_the_limit() -> None:
