@@ -1,0 +1,70 @@
+"""`dlweb search-indexer` run as a process by the tests, and how they wait on its index."""
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from search.index import BUILT_FILE, open_index, search
+from tests.master.conftest import Cluster
+
+SEARCHABLE_WITHIN = 10.0  # seconds from the end of an import, as the issue asks
+READY_TIMEOUT = 60.0
+
+
+class Indexer:
+    """`dlweb search-indexer` as a process, its log in a file."""
+
+    def __init__(self, cluster: Cluster, folder: Path) -> None:
+        self.cluster = cluster
+        self.folder = folder
+        self.log_path = folder.parent / f"{folder.name}-indexer.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "Indexer":
+        command = [sys.executable, "-m", "archive", "search-indexer"]
+        command += ["-c", str(self.cluster.config_path), "--index", str(self.folder)]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: (self.folder / BUILT_FILE).exists(), "the index built", self)
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=20)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=20)
+
+
+def wait_until(
+    done: Callable[[], bool], what: str, indexer: Indexer, timeout: float = READY_TIMEOUT
+) -> float:
+    """Seconds until `done()` holds, polled; fails with the indexer's log after `timeout`."""
+    started = time.monotonic()
+    while not done():
+        assert indexer.process is not None
+        if indexer.process.poll() is not None:
+            pytest.fail(f"the indexer exited waiting for {what}:\n{indexer.log()}")
+        if time.monotonic() - started > timeout:
+            pytest.fail(f"no {what} after {timeout} s:\n{indexer.log()}")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def hits(folder: Path, query: str) -> list[tuple[str, str]]:
+    """The (url, time) of every hit of a query, best first; none before the index is built."""
+    if not (folder / BUILT_FILE).exists():
+        return []
+    index = open_index(folder)
+    return [(hit.url, hit.time) for hit in search(index, query, 100).hits]
