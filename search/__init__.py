@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .links import Backlink, Neighbours, Similar, backlinks, similar
     from .rebuild import RebuildSummary, rebuild
     from .simhash import distance, simhash
-    from .urlkeys import UrlKeys, surt_key
     from .walk import Version
 
 _EXPORTS = {
@@ -52,7 +51,6 @@ _EXPORTS = {
     "PageNotIndexed": "errors",
     "RebuildSummary": "rebuild",
     "Similar": "links",
-    "UrlKeys": "urlkeys",
     "Version": "walk",
     "backlinks": "links",
     "distance": "simhash",
@@ -67,7 +65,6 @@ _EXPORTS = {
     "search": "index",
     "simhash": "simhash",
     "similar": "links",
-    "surt_key": "urlkeys",
 }
 __all__ = [
     "Answer",
@@ -88,7 +85,6 @@ __all__ = [
     "PageNotIndexed",
     "RebuildSummary",
     "Similar",
-    "UrlKeys",
     "Version",
     "backlinks",
     "distance",
@@ -103,7 +99,6 @@ __all__ = [
     "search",
     "simhash",
     "similar",
-    "surt_key",
 ]
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

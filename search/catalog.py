@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .urlkeys import URLKEYS_FILE, surt_key
+from archive.urlkeys import URLKEYS_FILE, surt_key
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (

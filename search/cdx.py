@@ -30,11 +30,11 @@ from archive.header_block import parse_header_block
 from archive.structure import REPLAYED_KINDS, Capture, RecordKind
 from archive.timestamps import format_digits, format_http_date
 from archive.urlkey import canonical_url, structure_name
+from archive.urlkeys import URLKEYS_FILE, UrlKeys, surt_key
 from archive.warc.digests import sha256_digest
 from archive.warc.pending import REGISTRY_URL
 
 from .errors import BadCdxQuery
-from .urlkeys import URLKEYS_FILE, UrlKeys, surt_key
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 # The outputs and their content types, as pywb's CDX server sends them; cdxj is its default.

@@ -1,6 +1,17 @@
 """The errors of full-text search, each a one-line message for the user, never a traceback."""
 
-from archive.errors import ClientFault, DlwebError, NotFound, ServerFault
+from archive.errors import ClientFault, DlwebError, NotFound
+from archive.urlkeys import NoUrlIndex
+
+__all__ = [
+    "BadCdxQuery",
+    "BadLinkQuery",
+    "BadQuery",
+    "NoIndex",
+    "NoUrlIndex",
+    "NotIndexed",
+    "PageNotIndexed",
+]
 
 
 class BadQuery(ClientFault):
@@ -22,13 +33,6 @@ class NotIndexed(DlwebError):
 class BadCdxQuery(ClientFault):
     """A CDX query with a parameter that cannot be read (an unknown matchType, output or sort, a
     bad timestamp, regex or limit): its sender must write it again."""
-
-
-class NoUrlIndex(ServerFault):
-    """A prefix, host or domain CDX query where no URL-key index was built: the operator must run
-    `dlweb search rebuild`."""
-
-    status = 503
 
 
 class BadLinkQuery(ClientFault):

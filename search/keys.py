@@ -4,8 +4,9 @@ similar pages, links.py), and the four 16-bit bands of a simhash (for similar pa
 import re
 from urllib.parse import urldefrag
 
+from archive.urlkeys import surt_key
+
 from .errors import BadLinkQuery
-from .urlkeys import surt_key
 
 BANDS = 4
 BAND_BITS = 16

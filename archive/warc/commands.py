@@ -172,7 +172,7 @@ async def _export(args: argparse.Namespace) -> int:
     from .exporter import Selection, export_warc
 
     progress = functools.partial(_show_export, bar) if bar is not None else None
-    selection = Selection(args.url_prefix, args.start, args.end)
+    selection = Selection(args.url_prefix, args.start, args.end, args.search_index)
     pages = None
     # The cache keeps the small contents read lately: a bundle of request records is read once,
     # though its records are written among other captures, in time order.
@@ -204,6 +204,8 @@ def register(
 ) -> None:
     """Add `import`, `export` and `cdxj` (the kernel registers them: they only need the
     cluster client)."""
+    from ..cli import DEFAULT_SEARCH_INDEX  # the module that calls this one
+
     importing = subparsers.add_parser(
         "import", help="import WARC and ARC files (gzipped or not) and WACZ packages"
     )
@@ -231,6 +233,14 @@ def register(
         help="warc, or wacz (the WARC with its index and page list); default: by --out's name",
     )
     exporting.add_argument("--url-prefix", default=None, help="only URLs starting with this")
+    exporting.add_argument(
+        "--search-index",
+        type=Path,
+        default=DEFAULT_SEARCH_INDEX,
+        metavar="DIR",
+        help="a search index whose URL keys find the URLs of --url-prefix without reading every"
+        f" structure file, when it holds them (default {DEFAULT_SEARCH_INDEX})",
+    )
     exporting.add_argument("--from", dest="start", type=_time, default=None, help="earliest date")
     exporting.add_argument("--to", dest="end", type=_time, default=None, help="latest date")
     exporting.set_defaults(run=lambda args: asyncio.run(_export(args)))

@@ -34,7 +34,8 @@ from ..requestkey import original_url
 from ..store import fsync_dir
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
-from ..walk import walk_structures
+from ..urlkeys import NoUrlIndex, UrlKeys
+from ..walk import read_structures, walk_structures
 from .bundles import bundled_body
 from .pending import REGISTRY_URL, Revisit
 from .reader import RECOMPUTED_FIELDS, split_kept
@@ -72,6 +73,9 @@ class Selection:
     url_prefix: str | None = None
     start: int | None = None
     end: int | None = None
+    # A search index folder whose URL-key index names the structure files of a prefix's URLs,
+    # so that only those are read rather than every file of the archive.
+    url_index: Path | None = None
 
     def wants(self, capture: Capture) -> bool:
         return (self.start is None or capture.time >= self.start) and (
@@ -84,12 +88,14 @@ class ExportSummary:
     structures: int = 0
     records: Counter[str] = field(default_factory=Counter)
     bytes: int = 0
+    chosen_by: Path | None = None  # the search index whose URL keys chose the files read
 
     def line(self, out: Path) -> str:
         kinds = ", ".join(f"{kind} {n:,}" for kind, n in sorted(self.records.items()))
+        chosen = "" if self.chosen_by is None else f" (the URL-key index in {self.chosen_by})"
         return (
             f"wrote {out}: {sum(self.records.values()):,} records ({kinds or 'none'}),"
-            f" {self.bytes / 1e6:,.1f} MB, from {self.structures:,} structure files"
+            f" {self.bytes / 1e6:,.1f} MB, from {self.structures:,} structure files{chosen}"
         )
 
 
@@ -170,8 +176,32 @@ async def _select(
             _Entry(url, c) for c in captures if _exported(c, captured) and selection.wants(c)
         )
 
-    summary.structures += await walk_structures(client, visit)
+    names = _prefixed(selection)
+    if names is None:
+        summary.structures += await walk_structures(client, visit)
+        return entries
+    summary.chosen_by = selection.url_index
+
+    def found(name: str, url: str | None, captures: list[Capture]) -> None:
+        if url is not None:
+            summary.structures += 1
+            visit(name, url, captures)
+
+    await read_structures(client, names, found)
     return entries
+
+
+def _prefixed(selection: Selection) -> list[str] | None:
+    """The structure files of the URLs under the selection's prefix, by its URL-key index; None
+    when every file must be read (no prefix, no index, or a prefix no range of keys holds)."""
+    if selection.url_prefix is None or selection.url_index is None:
+        return None
+    try:
+        with UrlKeys(selection.url_index) as keys:
+            found = keys.with_prefix(selection.url_prefix)
+    except NoUrlIndex:
+        return None
+    return None if found is None else [name for _, name in found]
 
 
 def _exported(capture: Capture, captured: set[int]) -> bool:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from archive.urlkeys import URLKEYS_FILE
 from search.index import open_index
 from search.links import backlinks, similar
-from search.urlkeys import URLKEYS_FILE
 from tests.master.conftest import Cluster, clusters_in
 
 from . import pages

@@ -1,0 +1,89 @@
+"""The URL-key index: every URL of the archive by its SURT key, for the CDX API's prefix, host
+and domain queries (search/cdx.py) and for `dlweb export --url-prefix`.
+
+A table of a search index's catalog (search/catalog.py, which writes it), kept by the same
+updates as the full-text index: one row a URL with at least one capture listed by the CDX API,
+`(urlkey, url, structure)`, keyed by `(urlkey, url)` (an http and an https URL, or a `www.` one,
+share their SURT key). A range of keys is one indexed read.
+"""
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import surt
+
+from .errors import ServerFault
+
+URLKEYS_FILE = "urlkeys.sqlite"
+
+
+class NoUrlIndex(ServerFault):
+    """A query of URLs by key where no URL-key index was built: the operator must run
+    `dlweb search rebuild` (or a search indexer)."""
+
+    status = 503
+
+
+def surt_key(url: str) -> str:
+    """The SURT key of a URL as pywb computes it (`com,example)/path?a=1&b=2`), or the URL itself
+    for one the surt library cannot read (pywb keeps such keys as they are too)."""
+    try:
+        key: str = surt.surt(url)
+    except Exception:  # surt raises what its parsers raise
+        return url
+    return key
+
+
+class UrlKeys:
+    """A URL-key index opened for reading (an indexer may write it meanwhile)."""
+
+    def __init__(self, folder: Path) -> None:
+        path = folder / URLKEYS_FILE
+        if not path.is_file():
+            raise NoUrlIndex(
+                f"no URL-key index in {folder}: prefix, host and domain queries need one;"
+                " make it with `dlweb search rebuild`"
+            )
+        self._connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+    def __enter__(self) -> "UrlKeys":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def between(self, start: str, end: str) -> Iterator[tuple[str, str]]:
+        """`(urlkey, url)` of every URL whose key is at least `start` and below `end`, in key
+        then URL order."""
+        try:
+            yield from self._connection.execute(
+                "SELECT urlkey, url FROM urls WHERE urlkey >= ? AND urlkey < ?"
+                " ORDER BY urlkey, url",
+                (start, end),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise NoUrlIndex(f"the URL-key index cannot be read ({exc}): rebuild it") from None
+
+    def with_prefix(self, prefix: str) -> list[tuple[str, str]] | None:
+        """`(url, structure)` of every URL starting with `prefix`, in URL order; None for a
+        prefix that does not name a whole host (`http://exam`), which no range of keys holds."""
+        try:
+            parts = urlsplit(prefix)
+        except ValueError:
+            return None
+        if parts.scheme not in ("http", "https") or not parts.netloc or not parts.path:
+            return None
+        host = surt_key(f"{parts.scheme}://{parts.netloc}/").split(")", 1)[0]
+        try:
+            rows = self._connection.execute(
+                "SELECT url, structure FROM urls WHERE urlkey >= ? AND urlkey < ?",
+                (host + ")", host + "*"),  # "*" sorts just after ")"
+            )
+            return sorted((url, name) for url, name in rows if url.startswith(prefix))
+        except sqlite3.DatabaseError as exc:
+            raise NoUrlIndex(f"the URL-key index cannot be read ({exc}): rebuild it") from None
