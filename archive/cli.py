@@ -18,8 +18,10 @@ from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
-# Where `dlweb search rebuild` writes the search index, and the CDX API reads its URL-key index.
-DEFAULT_SEARCH_INDEX = Path("dlweb-data") / "search"
+# The search index's folder, beside the cluster's folders, where the proxy looks for it; and
+# where `dlweb search rebuild` and the indexer write it and the CDX API reads its URL-key index.
+SEARCH_FOLDER = "search"
+DEFAULT_SEARCH_INDEX = Path("dlweb-data") / SEARCH_FOLDER
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -57,6 +57,7 @@ def _up(args: argparse.Namespace) -> int:
         args.grace,
         args.proxy_port,
         args.timeout,
+        args.search,
     )
     try:
         launch = up(plan)
@@ -143,6 +144,14 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         type=positive_seconds,
         default=READY_TIMEOUT,
         help=f"seconds to wait for the cluster to be ready (default {READY_TIMEOUT:g})",
+    )
+    start.add_argument(
+        "--search",
+        action="store_const",
+        const=True,
+        default=None,
+        help="also run a search indexer that keeps DATA/search current for the proxy's search"
+        " harbor (later starts keep it)",
     )
     start.set_defaults(run=_up)
     stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")

@@ -160,7 +160,8 @@ def _instructions(data: Path, proxy: str, site: str, v1: int, v2: int) -> list[s
         f"   {SITE}  (imported from {WARC_PATH.name}, captured in 2019 and 2021)",
         _visit(SITE, "the 2019 copy", old),
         _visit(SITE, "the 2021 copy (or any later date)", new),
-        f"   http://captures.dlweb/?url={site} lists every capture of a page.",
+        f"   http://captures.dlweb/?url={site} lists every capture of a page;",
+        "   http://search.dlweb/ finds pages by their words, each opened at its date.",
         "4. Or from a terminal, one date per request:",
         _curl(proxy, site, v1),
         _curl(proxy, site, v2),
@@ -183,7 +184,7 @@ def _start(data: Path, proxy_port: int, nodes: int | None, started: _Started) ->
     """Every step of the demo, one line each, then the instructions."""
     _say(f"dlweb demo: starting in {data} (Ctrl-C stops it)")
     # Interrupted, `up` stops what it started before it raises.
-    launch = started.launch = up(Plan(data, nodes=nodes, proxy_port=proxy_port))
+    launch = started.launch = up(Plan(data, nodes=nodes, proxy_port=proxy_port, search=True))
     count = sum(1 for name in launch.started + launch.already if name.startswith("node"))
     _say(f"cluster ready: master {launch.master}, {count} storage nodes, proxy {launch.proxy}")
     config_path = data / CONFIG_FILE

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from archive.atomic import atomic_write
+from archive.cli import SEARCH_FOLDER
 from archive.config import load_config, write_new_config
 from archive.errors import DlwebError
 
@@ -46,6 +47,7 @@ class Plan:
     grace: float | None = None
     proxy_port: int | None = None  # 0 picks a free port
     timeout: float = READY_TIMEOUT
+    search: bool | None = None  # also a search indexer; None: as an earlier start chose
 
 
 @dataclass
@@ -124,6 +126,7 @@ class _Settings:
     port_base: int | None
     grace: float
     proxy_port: int
+    search: bool
 
 
 def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Settings:
@@ -140,6 +143,7 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
     _kept("--port-base", plan.port_base, record.get("port_base"), data)
     port_base = plan.port_base if plan.port_base is not None else record.get("port_base")
     grace = float(plan.grace or record.get("grace") or DEFAULT_GRACE)
+    search = plan.search if plan.search is not None else "search" in record["processes"]
     recorded_proxy = record["processes"].get("proxy", {}).get("port")
     if plan.proxy_port:  # a port asked for
         proxy_port = plan.proxy_port
@@ -154,7 +158,7 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
             raise LaunchError(f"--replicas {replicas} is more than --nodes {nodes}")
         master_port = port_base if port_base is not None else free_port(host)
         proxy_port = proxy_port or free_port(host)
-        return _Settings(host, master_port, nodes, replicas, port_base, grace, proxy_port)
+        return _Settings(host, master_port, nodes, replicas, port_base, grace, proxy_port, search)
     config = load_config(config_path)
     if config.master is None:
         raise LaunchError(
@@ -172,7 +176,14 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
         )
     proxy_port = proxy_port or free_port(url.hostname)
     return _Settings(
-        url.hostname, url.port, nodes, config.replication.default, port_base, grace, proxy_port
+        url.hostname,
+        url.port,
+        nodes,
+        config.replication.default,
+        port_base,
+        grace,
+        proxy_port,
+        search,
     )
 
 
@@ -258,6 +269,19 @@ def _commands(
             *config,
         ],
     }
+    if settings.search:
+        # No port: it only follows the master. Its folder is the one the proxy searches.
+        commands["search"] = {
+            "port": None,
+            "command": [
+                *python,
+                "archive",
+                "search-indexer",
+                "--index",
+                str(root / SEARCH_FOLDER),
+                *config,
+            ],
+        }
     return commands
 
 

@@ -3,14 +3,19 @@
 import argparse
 from pathlib import Path
 
-from archive.cli import add_config_option, checked_directory, parse_listen, standalone
+from archive.cli import (
+    SEARCH_FOLDER,
+    add_config_option,
+    checked_directory,
+    parse_listen,
+    standalone,
+)
 from archive.config import load_config
 from archive.errors import ConfigError
 
 from .access import parse_networks
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
-SEARCH_FOLDER = "search"  # the search index, beside --data unless --search-index says
 
 
 def _run(args: argparse.Namespace) -> int:

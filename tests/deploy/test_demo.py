@@ -1,6 +1,7 @@
 """`dlweb demo` as a newcomer runs it: a real cluster, proxy, site, crawls and WARC import, browsed
 through the proxy at the dates it prints, then stopped with Ctrl-C or SIGTERM."""
 
+import json
 import re
 import signal
 import socket
@@ -184,8 +185,16 @@ def test_demo_shows_both_crawls_and_the_warc_through_the_proxy_and_ctrl_c_stops_
     assert "This is version 1" in dom
     assert "script.js ran; logo.png is 120x40; style.css loaded" in dom
 
+    # Its search indexer made the pages searchable: the search harbor's API finds the museum.
+    def museum_found() -> bool:
+        status, _, body = fetch(proxy, "http://api.dlweb/search?q=%22hall+renewed%22")
+        return status == 200 and [hit["url"] for hit in json.loads(body)["hits"]] == [museum]
+
+    wait_until(museum_found, "the museum page in the search index")
+    assert "http://search.dlweb/" in text
+
     pids = recorded_pids(data)
-    assert set(pids) == {"master", "index", "node1", "node2", "node3", "proxy"}
+    assert set(pids) == {"master", "index", "node1", "node2", "node3", "proxy", "search"}
     site_port = int(site.rsplit(":", 1)[1].strip("/"))
     assert port_answers(site_port)
     assert demo.stop(signal.SIGINT) == 0, demo.output

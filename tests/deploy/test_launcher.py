@@ -238,3 +238,18 @@ def test_python_m_deploy_runs_up_and_down(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "usage: python -m deploy up" in result.stderr
+
+
+def test_up_with_search_runs_an_indexer_for_the_proxys_folder_and_later_starts_keep_it(
+    data: Path,
+) -> None:
+    dlweb("up", "--data", str(data), "--proxy-port", "0", "--nodes", "1", "--search")
+    pids = recorded_pids(data)
+    assert sorted(pids) == sorted(["master", "index", "node1", "proxy", "search"])
+    # The folder the proxy searches by default (search beside its proxy folder) gets an index.
+    wait_until(lambda: (data / "search" / "dlweb-search.json").exists(), "the search index")
+    dlweb("down", "--data", str(data))
+    assert not running(pids["search"])
+    dlweb("up", "--data", str(data), "--proxy-port", "0")
+    again = recorded_pids(data)
+    assert "search" in again and running(again["search"])
