@@ -67,7 +67,10 @@ UPLOAD_BATCHES_AT_ONCE = 3
 NODES_KEPT = 10.0
 KINDS = ("content", "structure")
 NEIGHBOURS = ("first", "last", "prev", "next")
-PACK_FRAMES = 250
+# Contents of a pack at most: an insert's new contents are split among the chains of nodes that
+# take them (three with two copies on three nodes), and each pack costs every node of its chain
+# a request, a group commit and a forward, so a chain's share of a batch goes in one pack.
+PACK_FRAMES = 500
 PACK_BYTES = 8 * 1024 * 1024
 # A cut link neither answers nor resets, so a request to a peer that sends nothing for this long
 # is given up and the next holder asked. Each byte received restarts the clock, so a large

@@ -5,7 +5,8 @@ stream of frames: the 32-byte SHA-256 of a content, its length as 8 bytes big-en
 bytes. A node copying from another POSTs a list of names to `/contents/pack` and reads a pack
 back; a name the node does not hold comes back with the length MISSING and no bytes, one larger
 than MAX_PACKED with TOO_LARGE (the copier fetches it alone). A client storing many contents
-POSTs a pack to `/contents`. The receiver verifies every hash.
+POSTs a pack to `/contents`. The receiver verifies every hash, and passes the pack on to the next
+node of its chain in the pieces it arrived in (`Relay`), with no framing or copy made again.
 """
 
 import struct
@@ -79,6 +80,22 @@ class Upload(aiohttp.payload.Payload):
             yield data
 
 
+class Relay(aiohttp.payload.Payload):
+    """A pack received, passed on in the pieces it arrived in: they are written as they are,
+    where framing it again from its contents joined every byte into new buffers."""
+
+    def __init__(self, pieces: Sequence[bytes]) -> None:
+        super().__init__(pieces, content_type="application/x-dlweb-pack")
+        self._size = sum(len(piece) for piece in pieces)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        raise TypeError("a pack is binary")
+
+    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
+        for piece in self._value:
+            await writer.write(piece)
+
+
 Frame = tuple[bytes, int, memoryview | None]  # SHA-256, length, the bytes (None: not sent)
 
 
@@ -142,13 +159,20 @@ class _Frames:
 
 
 async def read_upload(
-    stream: aiohttp.StreamReader, max_frames: int = MAX_NAMES, max_bytes: int = MAX_UPLOAD
+    stream: aiohttp.StreamReader,
+    max_frames: int = MAX_NAMES,
+    max_bytes: int = MAX_UPLOAD,
+    pieces: list[bytes] | None = None,
 ) -> AsyncIterator[tuple[str, memoryview]]:
     """The (name, bytes) of each frame of an uploaded pack, until the stream ends: views of the
-    pieces received, which the node hashes and writes without copying them first."""
+    pieces received, which the node hashes and writes without copying them first. The pieces are
+    taken as the connection gave them (`iter_any` joins those waiting into one new buffer), and
+    added to `pieces` when given, for a `Relay`."""
     frames = _Frames()
     count = total = 0
-    async for piece in stream.iter_any():
+    async for piece, _ in stream.iter_chunks():
+        if pieces is not None:
+            pieces.append(piece)
         for digest, length, data in frames.feed(piece):
             count += 1
             if count > max_frames:

@@ -172,13 +172,15 @@ def _chain(request: web.Request) -> list[str]:
 
 async def post_contents(request: web.Request) -> web.Response:
     """Many small contents in one request: a pack (archive/pack.py) of up to MAX_NAMES frames,
-    passed on down its chain of nodes as it is stored here. Its names are the hex of the frames'
-    digests, so they need no check."""
+    passed on down its chain of nodes as it arrived (no framing again) while it is stored here.
+    Its names are the hex of the frames' digests, so they need no check."""
     chain = _chain(request)
-    items = [item async for item in pack.read_upload(request.content)]
+    pieces: list[bytes] | None = [] if chain else None
+    items = [item async for item in pack.read_upload(request.content, pieces=pieces)]
     node = request.app[NODE]
+    relay = pack.Relay(pieces or [])
     created, (forwarded, failed) = await request.app[FORWARDER].along(
-        chain, "/contents", "POST", lambda: node.put_contents(items), pack.Upload(items)
+        chain, "/contents", "POST", lambda: node.put_contents(items), relay
     )
     request.app[METRICS]["dlweb_node_content_writes_total"] += len(items)
     receipt = UploadReceipt(created, forwarded, failed).to_json()

@@ -91,10 +91,12 @@ async def sent_in_pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
 
 async def uploads(request: web.Request) -> web.Response:
     """What read_upload gives of the request's body, or its error."""
-    limits = {k: int(v) for k, v in request.query.items()}
+    frames = int(request.query.get("max_frames", pack.MAX_NAMES))
+    size = int(request.query.get("max_bytes", pack.MAX_UPLOAD))
     try:
         got = [
-            (name, len(data)) async for name, data in pack.read_upload(request.content, **limits)
+            (name, len(data))
+            async for name, data in pack.read_upload(request.content, frames, size)
         ]
     except BadPack as exc:
         return web.json_response({"error": str(exc)}, status=400)
@@ -120,6 +122,43 @@ async def test_an_upload_sent_in_pieces_is_read_frame_by_frame(serve: Serve) -> 
             async with session.post(url, params=limits, data=sent_in_pieces(body, 999)) as r:
                 assert r.status == 400
                 assert message in (await r.json())["error"]
+
+
+async def test_a_pack_is_relayed_in_the_pieces_it_arrived_in(serve: Serve) -> None:
+    """What read_upload keeps of a body, sent on as a Relay, is that body byte for byte."""
+    received: list[bytes] = []
+
+    async def last(request: web.Request) -> web.Response:
+        received.append(await request.read())
+        return web.json_response({})
+
+    end = web.Application(client_max_size=2 * len(BODY))
+    end.router.add_post("/last", last)
+    following = await serve(end)
+
+    async def relaying(request: web.Request) -> web.Response:
+        kept: list[bytes] = []
+        names = [name async for name, _ in pack.read_upload(request.content, pieces=kept)]
+        relay = pack.Relay(kept)
+        assert relay.size == len(BODY)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{following}/last", data=relay) as r,
+        ):
+            assert r.status == 200
+        return web.json_response({"names": names, "pieces": len(kept)})
+
+    middle = web.Application(client_max_size=2 * len(BODY))
+    middle.router.add_post("/relay", relaying)
+    base = await serve(middle)
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base}/relay", data=sent_in_pieces(BODY, 4_096)) as r,
+    ):
+        assert r.status == 200
+        answer = await r.json()
+    assert answer["names"] == [sha(d) for d in DATAS] and answer["pieces"] > 1
+    assert received == [BODY]
 
 
 async def test_a_pack_read_back_checks_the_order_and_the_count(serve: Serve) -> None:
