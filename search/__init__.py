@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .language import guess_language
     from .links import Backlink, Neighbours, Similar, backlinks, similar
     from .rebuild import RebuildSummary, rebuild
+    from .shards import search_shards
     from .simhash import distance, simhash
     from .walk import Version
 
@@ -63,6 +64,7 @@ _EXPORTS = {
     "rebuild": "rebuild",
     "registered_domain": "domains",
     "search": "index",
+    "search_shards": "shards",
     "simhash": "simhash",
     "similar": "links",
 }
@@ -97,6 +99,7 @@ __all__ = [
     "rebuild",
     "registered_domain",
     "search",
+    "search_shards",
     "simhash",
     "similar",
 ]
