@@ -7,6 +7,7 @@ updates as the full-text index: one row a URL with at least one capture listed b
 share their SURT key). A range of keys is one indexed read.
 """
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,9 +27,28 @@ class NoUrlIndex(ServerFault):
     status = 503
 
 
+# A URL whose key is made here without the surt library (some 20 times faster): http(s), a host
+# name of letters, digits and hyphens whose last label begins with a letter (not an address),
+# a path of plain characters, no port, query or fragment. For these the library lowercases,
+# drops a leading `www.` (or `www2.`), reverses the labels and drops trailing slashes; every
+# other URL goes to the library, with its rules for escapes, queries and addresses.
+_PLAIN = re.compile(
+    r"https?://((?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*)(/[A-Za-z0-9_~.-]+(?:/[A-Za-z0-9_~.-]+)*/?|/)?",
+    re.ASCII,
+)
+_WWW = re.compile(r"www\d*\.")
+
+
 def surt_key(url: str) -> str:
     """The SURT key of a URL as pywb computes it (`com,example)/path?a=1&b=2`), or the URL itself
     for one the surt library cannot read (pywb keeps such keys as they are too)."""
+    plain = _PLAIN.fullmatch(url)
+    if plain is not None and "/." not in url:
+        host = plain.group(1).lower()
+        if www := _WWW.match(host):
+            host = host[www.end() :]
+        path = (plain.group(2) or "/").lower()
+        return ",".join(reversed(host.split("."))) + ")" + (path.rstrip("/") or "/")
     try:
         key: str = surt.surt(url)
     except Exception:  # surt raises what its parsers raise

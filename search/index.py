@@ -107,7 +107,7 @@ class Page:
         doc.add_unsigned("simhash", self.simhash)
         doc.add_text("urlkey", link_key(self.url))
         doc.add_text("version", version_key(structure_name(self.url), self.time))
-        for key in sorted({link_key(link["url"]) for link in self.outlinks}):
+        for key in sorted({link_key(url) for url in {link["url"] for link in self.outlinks}}):
             doc.add_text("links_to", key)
         if self.simhash:  # a page without words is like no other
             for band in bands(self.simhash):

@@ -1,6 +1,7 @@
 """The keys the index looks pages up by: a URL's SURT key, fragment dropped (for backlinks and
 similar pages, links.py), and the four 16-bit bands of a simhash (for similar pages)."""
 
+import functools
 import re
 from urllib.parse import urldefrag
 
@@ -15,10 +16,12 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _ASKED_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?![0-9])")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def link_key(url: str) -> str:
     """The key of a URL as a link target or a page: its SURT key as the CDX API computes it
     (`org,example)/path?a=1&b=2`: no scheme, no `www.`, the query sorted, lowercased), without its
-    fragment; a URL without a scheme is taken as http."""
+    fragment; a URL without a scheme is taken as http. Kept for the URLs met lately: the pages of
+    a site link to the same ones, and a SURT key costs more than the rest of a link's indexing."""
     url = url.strip()
     if not _SCHEME.match(url):
         url = "http://" + url

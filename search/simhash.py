@@ -9,7 +9,6 @@ import xxhash
 SHINGLE = 3  # words a shingle holds
 MAX_WORDS = 50_000  # a signature of a longer text reads its first ones
 _WORD = re.compile(r"\w+", re.UNICODE)
-_BITS = np.arange(64, dtype=np.uint64)
 
 
 def simhash(text: str) -> int:
@@ -19,12 +18,14 @@ def simhash(text: str) -> int:
     if not words:
         return 0
     span = min(SHINGLE, len(words))
-    shingles = (" ".join(words[i : i + span]) for i in range(len(words) - span + 1))
-    hashes = np.fromiter((xxhash.xxh64_intdigest(s.encode()) for s in shingles), dtype=np.uint64)
-    ones = ((hashes[:, None] >> _BITS) & np.uint64(1)).sum(axis=0)
+    count = len(words) - span + 1
+    shingles = map(str.encode, map(" ".join, zip(*(words[i:] for i in range(span)), strict=False)))
+    hashes = np.fromiter(map(xxhash.xxh64_intdigest, shingles), dtype="<u8", count=count)
+    # Each hash's 64 bits, bit 0 first, counted down the column of every shingle.
+    ones = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     signature = 0
-    for bit, count in enumerate(ones.tolist()):
-        if 2 * count > len(hashes):
+    for bit, set_in in enumerate(ones.sum(axis=0).tolist()):
+        if 2 * set_in > count:
             signature |= 1 << bit
     return signature
 

@@ -5,14 +5,14 @@ For each file, the versions of its URL (walk.py) are compared with those the cat
 indexed (catalog.py): a version gone or changed (an older capture imported later starts it
 earlier, or its payload differs) is deleted by its `version` term, a new one is read from the
 cluster (its header block first, so that the payload of an image or a video is never fetched),
-extracted (extract.py) on a thread while the next ones are fetched, and added in place of any
-document of the same term. Nothing is visible before `commit`, which writes tantivy, then the
+extracted (extract.py) on worker processes (extracting.py) while the next ones are fetched, and
+added in place of any document of the same term. Nothing is visible before `commit`, which writes tantivy, then the
 catalog with the new position in the change feed.
 """
 
 import asyncio
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, deque
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +29,13 @@ from archive.warc.pending import REGISTRY_URL
 from .catalog import Catalog, FileEntry
 from .domains import host_of, registered_domain
 from .errors import NotIndexed
-from .extract import MAX_BYTES, extract, indexed_type
+from .extract import MAX_BYTES, Extracted, indexed_type
+from .extracting import Extractors, Outcome
 from .index import Page, new_writer, version_key
 from .walk import Version, versions
 
 CHUNK = 128  # versions whose header blocks, then payloads, are fetched together
+IN_FLIGHT = 2  # chunks extracted or added at once
 
 
 @dataclass
@@ -66,7 +68,7 @@ class FileState:
 
 
 @dataclass(frozen=True, slots=True)
-class _Fetched:
+class Fetched:
     version: Version
     header: HeaderBlock
     payload: bytes
@@ -90,10 +92,12 @@ class Updater:
         self.fresh = fresh  # a new, empty index: nothing to replace
         self.writer = new_writer(index)
         self.catalog = Catalog(folder)
+        self.extractors = Extractors()
         self.summary = UpdateSummary()
         self._entries: list[FileEntry] = []
 
     def close(self) -> None:
+        self.extractors.close()
         self.catalog.close()
 
     async def apply(
@@ -146,27 +150,60 @@ class Updater:
     async def _index(
         self, added: list[Version], on_progress: Callable[[int, int], None] | None
     ) -> None:
-        """Fetch the versions by chunks and index each chunk on a thread while the next is
-        fetched."""
-        loop = asyncio.get_running_loop()
-        done = 0
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-search") as extracting:
-            indexing: asyncio.Future[tuple[int, Counter[str]]] | None = None
+        """Fetch the versions by chunks, and index them as they come."""
+
+        async def fetched() -> AsyncIterator[list[Fetched]]:
             for start in range(0, len(added), CHUNK):
                 chunk = added[start : start + CHUNK]
-                fetched = await _fetch(self.client, chunk, self.summary.skipped)
-                if indexing is not None:
-                    self._count(await indexing)
-                indexing = loop.run_in_executor(extracting, _index_chunk, self.writer, fetched)
-                done += len(chunk)
+                yield await _fetch(self.client, chunk, self.summary.skipped)
                 if on_progress is not None:
-                    on_progress(done, len(added))
-            if indexing is not None:
-                self._count(await indexing)
+                    on_progress(min(start + CHUNK, len(added)), len(added))
 
-    def _count(self, indexed: tuple[int, Counter[str]]) -> None:
-        self.summary.documents += indexed[0]
-        self.summary.skipped.update(indexed[1])
+        documents, skipped = await index_fetched(fetched(), self.extractors, self.writer)
+        self.summary.documents += documents
+        self.summary.skipped.update(skipped)
+
+
+async def index_fetched(
+    chunks: AsyncIterable[list[Fetched]], extractors: Extractors, writer: tantivy.IndexWriter
+) -> tuple[int, Counter[str]]:
+    """Extract each chunk of fetched versions on the workers, then add their documents on a
+    thread, in chunk order, while the next chunks are fetched and extracted (IN_FLIGHT at
+    once, so that the workers start on one while the other is added); how many documents were
+    added, and why the others were not."""
+    loop = asyncio.get_running_loop()
+    added = 0
+    skipped: Counter[str] = Counter()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-search") as adding:
+
+        async def index(
+            chunk: list[Fetched], before: asyncio.Future[tuple[int, Counter[str]]] | None
+        ) -> tuple[int, Counter[str]]:
+            outcomes = await extractors.extract(
+                [(item.version.url, item.header, item.payload) for item in chunk]
+            )
+            if before is not None:
+                await before  # the chunk before is added first
+            return await loop.run_in_executor(adding, _add_chunk, writer, chunk, outcomes)
+
+        in_flight: deque[asyncio.Future[tuple[int, Counter[str]]]] = deque()
+        try:
+            async for chunk in chunks:
+                if len(in_flight) >= IN_FLIGHT:
+                    done, reasons = await in_flight.popleft()
+                    added += done
+                    skipped.update(reasons)
+                in_flight.append(
+                    asyncio.ensure_future(index(chunk, in_flight[-1] if in_flight else None))
+                )
+            while in_flight:
+                done, reasons = await in_flight.popleft()
+                added += done
+                skipped.update(reasons)
+        finally:
+            for pending in in_flight:
+                pending.cancel()
+    return added, skipped
 
 
 def _listed(captures: list[Capture]) -> bool:
@@ -176,7 +213,7 @@ def _listed(captures: list[Capture]) -> bool:
 
 async def _fetch(
     client: ClusterClient, chunk: list[Version], skipped: Counter[str]
-) -> list[_Fetched]:
+) -> list[Fetched]:
     """The header blocks of `chunk`, then the payloads of those of indexed types."""
     names = [version.capture.header for version in chunk]
     blocks = await client.get_small_contents(names)
@@ -211,37 +248,41 @@ async def _fetch(
         if isinstance(payload, Held):
             skipped["larger than 5 MB"] += 1
             continue
-        fetched.append(_Fetched(version, header, payload))
+        fetched.append(Fetched(version, header, payload))
     return fetched
 
 
-def _index_chunk(writer: tantivy.IndexWriter, fetched: list[_Fetched]) -> tuple[int, Counter[str]]:
-    """Extract and add each fetched version in place of any document of its term (on the
-    extracting thread); how many were added and why the others were not."""
+def _add_chunk(
+    writer: tantivy.IndexWriter, fetched: list[Fetched], outcomes: list[Outcome]
+) -> tuple[int, Counter[str]]:
+    """Add the document of each version extracted (on the adding thread); how many were added
+    and why the others were not."""
     added = 0
     skipped: Counter[str] = Counter()
-    for item in fetched:
-        url, capture = item.version.url, item.version.capture
-        try:
-            got = extract(url, item.header, item.payload)
-        except NotIndexed as exc:
-            skipped[exc.reason] += 1
+    for item, got in zip(fetched, outcomes, strict=True):
+        if isinstance(got, str):
+            skipped[got] += 1
             continue
-        host = host_of(url)
-        page = Page(
-            url=url,
-            host=host,
-            domain=registered_domain(host),
-            time=capture.time,
-            content_type=got.content_type,
-            status=capture.status,
-            digest=capture.content,
-            title=got.title,
-            text=got.text,
-            lang=got.lang,
-            outlinks=[{"url": link.url, "text": link.text} for link in got.links],
-            simhash=got.simhash,
-        )
-        writer.add_document(page.document())
+        writer.add_document(page_of(item.version, got).document())
         added += 1
     return added, skipped
+
+
+def page_of(version: Version, got: Extracted) -> Page:
+    """The document of a version, from what its payload gave."""
+    url, capture = version.url, version.capture
+    host = host_of(url)
+    return Page(
+        url=url,
+        host=host,
+        domain=registered_domain(host),
+        time=capture.time,
+        content_type=got.content_type,
+        status=capture.status,
+        digest=capture.content,
+        title=got.title,
+        text=got.text,
+        lang=got.lang,
+        outlinks=[{"url": link.url, "text": link.text} for link in got.links],
+        simhash=got.simhash,
+    )
