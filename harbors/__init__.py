@@ -1,6 +1,6 @@
 """Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
 
-from . import api, captures, cert, date, search, status, streams
+from . import api, captures, cert, date, page, search, status, streams
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 from .settings import ClientSetting, ClientSettings
@@ -25,6 +25,8 @@ def is_harbor(host: str) -> bool:
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     """The answer of the harbor the request is for."""
     name = request.host.lower().rstrip(".").removesuffix(SUFFIX)
+    if request.path == page.STYLESHEET:
+        return page.stylesheet()
     if name == "date":
         return date.answer(context, request)
     if name == "api":

@@ -1,9 +1,10 @@
 """`http://api.dlweb/`: the harbors' settings and the archive's captures as JSON, for programs.
 
-- `GET /date`: `{"date": ISO or null, "live": bool, "record": bool}`, the asking client's
-  setting;
-- `PUT /date` with `{"date": ISO, 14 digits or null, "live": bool, "record": bool}`: change it
-  (each field optional; live and record only where the operator allows the live web);
+- `GET /date`: `{"date": ISO or null, "live": bool, "record": bool, "banner": bool}`, the asking
+  client's setting;
+- `PUT /date` with `{"date": ISO, 14 digits or null, "live": bool, "record": bool, "banner":
+  bool}`: change it (each field optional; live and record only where the operator allows the
+  live web);
 - `GET /captures?url=URL`: every capture of a URL;
 - `GET /capture?url=URL[&at=DATE]`: the capture the client would see (its date, or `at`), with
   its archived headers and its first, last, previous and next captures' dates;
@@ -50,6 +51,7 @@ def _setting_json(setting: ClientSetting) -> dict[str, Any]:
         "date": None if setting.at is None else format_iso(setting.at),
         "live": setting.live,
         "record": setting.record,
+        "banner": setting.banner,
     }
 
 
@@ -192,12 +194,13 @@ def _put_date(context: HarborContext, request: HarborRequest) -> Answer:
             at = None if text is None else parse_time(text)
         live = data.get("live", setting.live)
         record = data.get("record", setting.record)
-        if not isinstance(live, bool) or not isinstance(record, bool):
-            raise ValueError("live and record must be true or false")
+        banner = data.get("banner", setting.banner)
+        if not all(isinstance(value, bool) for value in (live, record, banner)):
+            raise ValueError("live, record and banner must be true or false")
     except (ValueError, BadTime) as exc:
         return _json(400, {"error": str(exc)})
     if (data.get("live") is True or data.get("record") is True) and not context.live_allowed:
         return _json(403, {"error": "the operator of this archive does not allow the live web"})
-    new = ClientSetting(at, live, record)
+    new = ClientSetting(at, live, record, banner)
     context.settings.set(request.client, new)
     return _json(200, _setting_json(new))

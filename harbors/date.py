@@ -74,12 +74,13 @@ def answer(context: HarborContext, request: HarborRequest) -> Answer:
             return _page(context, request, str(exc))
     live = request.query["live"] == "on" if "live" in request.query else setting.live
     record = request.query["record"] == "on" if "record" in request.query else setting.record
+    banner = request.query["banner"] == "on" if "banner" in request.query else setting.banner
     turned_on = any(request.query.get(name) == "on" for name in ("live", "record"))
     if turned_on and not context.live_allowed:
         return Answer(
             403, b"The operator of this archive does not allow the live web.\n", "text/plain"
         )
-    context.settings.set(request.client, ClientSetting(at, live, record))
+    context.settings.set(request.client, ClientSetting(at, live, record, banner))
     back = request.query.get("back", "")
     target = back if urlsplit(back).scheme in ("http", "https") else "http://date.dlweb/"
     return Answer(303, b"", HTML, [("Location", target)])

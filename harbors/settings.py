@@ -1,5 +1,5 @@
-"""Each client's harbor settings (browsing date, live mode, recording), kept per client address
-on disk.
+"""Each client's harbor settings (browsing date, live mode, recording, the date banner), kept per
+client address on disk.
 
 Settings are read on every proxied request, so they live in memory. Several proxy processes may
 serve the same archive from one settings file: a change is made under a lock on the file (read
@@ -25,6 +25,7 @@ class ClientSetting:
     at: int | None = None  # UTC microseconds; None browses the latest captures
     live: bool = False
     record: bool = False  # browse the live web and store every response it gives
+    banner: bool = False  # a bar atop archived HTML pages: their date, neighbours and coherence
 
 
 class ClientSettings:
@@ -49,7 +50,12 @@ class ClientSettings:
             self._reload()
             self._settings[client] = setting
             data = {
-                address: {"at": value.at, "live": value.live, "record": value.record}
+                address: {
+                    "at": value.at,
+                    "live": value.live,
+                    "record": value.record,
+                    "banner": value.banner,
+                }
                 for address, value in sorted(self._settings.items())
             }
             atomic_write(self.path, json.dumps(data, indent=1).encode())
@@ -71,12 +77,13 @@ def _load(path: Path) -> dict[str, ClientSetting]:
         settings = {}
         for address, value in data.items():
             ipaddress.ip_address(address)
-            at, live, record = value["at"], value["live"], value.get("record", False)
+            at, live = value["at"], value["live"]
+            record, banner = value.get("record", False), value.get("banner", False)
             if not (at is None or isinstance(at, int)) or not isinstance(live, bool):
                 raise ValueError(f"bad setting for {address}")
-            if not isinstance(record, bool):
+            if not isinstance(record, bool) or not isinstance(banner, bool):
                 raise ValueError(f"bad setting for {address}")
-            settings[address] = ClientSetting(at, live, record)
+            settings[address] = ClientSetting(at, live, record, banner)
         return settings
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: not a file of client settings ({exc})") from None
