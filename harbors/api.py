@@ -161,7 +161,7 @@ async def _search(context: HarborContext, request: HarborRequest) -> Answer:
         offset, limit = paging(request.query)
         start, end = time_range(request.query.get("from"), request.query.get("to"))
         index = await asyncio.to_thread(open_index, context.search_index)
-        hits = await asyncio.to_thread(search, index, query, limit, offset, start, end)
+        hits = await asyncio.to_thread(search, index, query, limit, offset, start, end, True)
         return _json(200, hits.as_json(query))
     except NoIndex as exc:
         return _json(503, {"error": str(exc)})

@@ -22,6 +22,7 @@ from archive.errors import DlwebError
 from archive.serving import status_of
 from archive.timestamps import format_digits, parse_time
 
+from . import page
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = ["answer", "paging"]
 
-HTML = "text/html; charset=utf-8"
+HOME = "http://search.dlweb/"
+
 PAGE_SIZE = 10
 MAX_LIMIT = 100
 MAX_OFFSET = 10_000  # deeper pages cost a heap of offset + limit hits: narrow the query instead
@@ -45,13 +47,6 @@ HELP = (
     ' a field: <code>title:museum</code>, <code>domain:"bbc.co.uk"</code>,'
     " <code>year:2019</code>, <code>lang:fr</code>. Dates: <code>2019</code>,"
     " <code>2019-05</code>, <code>2019-05-01</code> or ISO 8601, UTC."
-)
-STYLE = (
-    "body{font-family:sans-serif;max-width:70em;margin:1em auto;padding:0 1em}"
-    ".help{color:#555;font-size:90%}.facets{float:right;width:15em;margin-left:2em}"
-    ".facets ul{list-style:none;padding-left:0}.hit{margin-bottom:1em}.url{color:#060}"
-    ".date{color:#555}.links a{margin-right:1em;font-size:90%}.error{color:#a00}"
-    ".added{color:#060}.removed{color:#a00}"
 )
 _OR = re.compile(r"\bOR\b")
 
@@ -110,7 +105,7 @@ async def _results(context: HarborContext, request: HarborRequest) -> Answer:
     offset, limit = paging(request.query)
     start, end = time_range(request.query.get("from"), request.query.get("to"))
     index = await _index(context)
-    found = await asyncio.to_thread(search, index, query, limit, offset, start, end)
+    found = await asyncio.to_thread(search, index, query, limit, offset, start, end, True)
     return _page(request, query, _hits_html(request, query, found, limit))
 
 
@@ -276,13 +271,13 @@ def _similar_html(near: "Neighbours") -> str:
         f"<p>{len(near.pages):,} pages within {near.max_distance} bits of 64 of its version of"
         f" {html.escape(near.time)}, nearest first.</p><ol>",
     ]
-    for page in near.pages:
+    for near_page in near.pages:
         parts.append(
-            f'<li><a href="{html.escape(_open_at(page.url, page.time))}">'
-            f"{html.escape(page.title or '(no title)')}</a>"
-            f' <span class="url">{html.escape(page.url)}</span>'
-            f' <span class="date">{html.escape(page.time)}</span>'
-            f" {page.distance} bits apart</li>"
+            f'<li><a href="{html.escape(_open_at(near_page.url, near_page.time))}">'
+            f"{html.escape(near_page.title or '(no title)')}</a>"
+            f' <span class="url">{html.escape(near_page.url)}</span>'
+            f' <span class="date">{html.escape(near_page.time)}</span>'
+            f" {near_page.distance} bits apart</li>"
         )
     parts.append("</ol>")
     return "\n".join(parts)
@@ -291,17 +286,13 @@ def _similar_html(near: "Neighbours") -> str:
 def _page(request: HarborRequest, title: str, body: str, status: int = 200) -> Answer:
     """A whole page: the search form (with what was asked), the help line, then `body`."""
     asked = {name: html.escape(request.query.get(name, "")) for name in ("q", "from", "to")}
-    text = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>dlweb search: {html.escape(title)}</title>
-<style>{STYLE}</style></head>
-<body><h1><a href="/">Search the archive</a></h1>
-<form action="/" method="get">
-<input name="q" size="50" value="{asked["q"]}" aria-label="query">
-<label>from <input name="from" size="12" value="{asked["from"]}" placeholder="2019"></label>
-<label>to <input name="to" size="12" value="{asked["to"]}" placeholder="2021-06"></label>
+    text = f"""<div class="search"><h1><a href="/">Search the archive</a></h1>
+<form action="/" method="get" role="search">
+<label class="query">Words <input name="q" type="search" value="{asked["q"]}"></label>
+<label>From <input name="from" size="10" value="{asked["from"]}" placeholder="2019"></label>
+<label>To <input name="to" size="10" value="{asked["to"]}" placeholder="2021-06"></label>
 <button>Search</button></form>
 <p class="help">{HELP}</p>
 {body}
-</body></html>
-"""
-    return Answer(status, text.encode(), HTML)
+</div>"""
+    return page.page(f"search: {title}", text, status, current=HOME)

@@ -190,7 +190,7 @@ def _query(args: argparse.Namespace) -> int:
     query = " ".join(args.words)
     start, end = time_range(args.from_date, args.to_date)  # told before the index is opened
     index = open_index(args.index)
-    answer = search(index, query, args.limit or 10, args.offset, start, end)
+    answer = search(index, query, args.limit or 10, args.offset, start, end, facets=args.json)
     if args.json:
         print(json.dumps(answer.as_json(query), ensure_ascii=False))
         return 0

@@ -244,10 +244,12 @@ def search(
     offset: int = 0,
     start: int | None = None,
     end: int | None = None,
+    facets: bool = False,
 ) -> Answer:
     """The best `limit` documents for `query` after the first `offset`, best first (a tie by URL,
     then time), of those first captured between `start` and `end` (UTC microseconds, both
-    included, None for no bound), with the facets of every document that matches."""
+    included, None for no bound); with `facets`, how every document that matches spreads over
+    domains, years and types (which costs a pass over the matches)."""
     if limit < 1 or offset < 0:
         raise BadQuery(
             f"limit={limit}, offset={offset}: give a limit of 1 or more, an offset of 0 or more"
@@ -257,7 +259,7 @@ def search(
     searcher = index.searcher()
     try:
         found = searcher.search(matching, limit, offset=offset)
-        facets = _facets(searcher, matching)
+        spread = _facets(searcher, matching) if facets else {}
     except ValueError as exc:
         raise BadQuery(f"the query {query!r} cannot be run: {exc}") from None
     snippets = tantivy.SnippetGenerator.create(searcher, parsed, index.schema, "text")
@@ -292,7 +294,7 @@ def search(
         )
     hits.sort(key=lambda hit: (-hit.score, hit.url, hit.time))
     total = getattr(found, "count", None)  # given when counting, which the stubs omit
-    return Answer(int(total or len(hits)), hits, offset, facets)
+    return Answer(int(total or len(hits)), hits, offset, spread)
 
 
 def time_range(start: str | None, end: str | None) -> tuple[int | None, int | None]:

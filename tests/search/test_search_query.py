@@ -153,7 +153,8 @@ def test_pages_of_hits_follow_each_other(index: tantivy.Index) -> None:
 
 
 def test_facets_count_every_match_not_the_page(index: tantivy.Index) -> None:
-    answer = search(index, "keeper", limit=1)
+    assert search(index, "keeper").facets == {}  # counted only when asked
+    answer = search(index, "keeper", limit=1, facets=True)
     assert len(answer.hits) == 1
     facets = answer.facets
     # alpha.test: 12 keeper pages and two more; site00.test two; the others one each, and only
@@ -173,12 +174,15 @@ def test_facets_count_every_match_not_the_page(index: tantivy.Index) -> None:
     }
     assert sum(facets["year"].values()) == answer.total
     # A facet narrows the query as a clause of it.
-    narrowed = search(index, 'keeper domain:"site00.test"')
+    narrowed = search(index, 'keeper domain:"site00.test"', facets=True)
     assert narrowed.total == 2 and narrowed.facets["domain"] == {"site00.test": 2}
-    assert search(index, "keeper year:2022").facets["domain"] == {"bbc.co.uk": 1, "site00.test": 1}
+    assert search(index, "keeper year:2022", facets=True).facets["domain"] == {
+        "bbc.co.uk": 1,
+        "site00.test": 1,
+    }
     plain = search(index, 'keeper content_type:"text/plain"')
     assert [hit.url for hit in plain.hits] == ["http://alpha.test/new-year"]
-    nothing = search(index, "zeppelin")
+    nothing = search(index, "zeppelin", facets=True)
     assert (nothing.total, nothing.facets) == (0, {"domain": {}, "year": {}, "content_type": {}})
 
 
@@ -204,7 +208,7 @@ def test_a_date_range_keeps_the_versions_first_captured_in_it(index: tantivy.Ind
         "http://www.alpha.test/keeper/00",
         "http://www.alpha.test/keeper/02",
     }
-    filtered = search(index, "keeper", 100, 0, *time_range("2022", None))
+    filtered = search(index, "keeper", 100, 0, *time_range("2022", None), facets=True)
     unfiltered = {(h.url, h.score) for h in search(index, "keeper", 100).hits}
     assert {(h.url, h.score) for h in filtered.hits} <= unfiltered
     assert filtered.facets["year"] == {"2022": 2} and filtered.total == 2
@@ -262,7 +266,7 @@ def test_changes_between_two_texts() -> None:
 
 
 def test_a_page_of_answers_as_json(index: tantivy.Index) -> None:
-    answer = search(index, "keeper", limit=2, offset=2).as_json("keeper")
+    answer = search(index, "keeper", limit=2, offset=2, facets=True).as_json("keeper")
     assert (answer["query"], answer["total"], answer["offset"]) == ("keeper", 27, 2)
     assert len(answer["hits"]) == 2 and set(answer["facets"]) == {"domain", "year", "content_type"}
 
