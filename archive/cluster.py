@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "BodySource",
     "ClusterClient",
     "ClusterError",
+    "DayCount",
     "Found",
     "Held",
     "InsertSummary",
@@ -114,6 +116,16 @@ class Found:
     # The first, last, previous and next captures of the URL, when the node sent them.
     neighbours: dict[str, Capture | None] = field(default_factory=dict)
     url: str = ""  # the URL the structure file holds
+
+
+@dataclass(frozen=True, slots=True)
+class DayCount:
+    """The captures of a URL on one UTC day: how many, the first's and the last's times."""
+
+    day: date
+    count: int
+    first: int
+    last: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -749,6 +761,40 @@ class ClusterClient:
     async def captures(self, url: str) -> list[Capture]:
         """Every capture of `url` (its WARC request and metadata records aside), oldest first."""
         records = (await self.read_structure(structure_name(url), url))[1]
+        return [record for record in records if record.kind in REPLAYED_KINDS]
+
+    async def capture_days(self, url: str) -> list[DayCount]:
+        """Every capture of `url` (its WARC request and metadata records aside) counted per UTC
+        day, oldest first. The storage node counts them in the structure file: a URL of 100,000
+        captures costs one small answer, not a list of every record."""
+        answer, address = await self._ask_structure(
+            structure_name(url),
+            url,
+            f"mode=days&from={EARLIEST}&to={LATEST}",
+            f"no capture of {url}",
+        )
+        try:
+            return [
+                DayCount(date.fromisoformat(day), int(count), int(first), int(last))
+                for day, count, first, last in answer["days"]
+            ]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ClusterError(f"{address} answered without day counts: {exc}") from None
+
+    async def captures_between(self, url: str, start: int, stop: int, limit: int) -> list[Capture]:
+        """The first captures of `url` from `start` to `stop` (UTC microseconds), oldest first;
+        at most `limit` records are read, WARC request and metadata records among them."""
+        answer, address = await self._ask_structure(
+            structure_name(url),
+            url,
+            f"mode=range&from={quote(format_iso(start))}&to={quote(format_iso(stop))}"
+            f"&limit={limit}",
+            f"no capture of {url}",
+        )
+        try:
+            records = [Capture.from_json(record) for record in answer["records"]]
+        except (KeyError, TypeError, DlwebError) as exc:
+            raise ClusterError(f"{address} answered without records: {exc}") from None
         return [record for record in records if record.kind in REPLAYED_KINDS]
 
     async def read_structure(

@@ -24,8 +24,12 @@ beside one of 4 KB, each comparison's sides taking turns for several rounds (min
 5. random 64 KiB Range requests over the 1 GiB capture, on 1 and on 4 keep-alive connections,
    through the proxy and straight from the node.
 
+And the captures harbor on a URL of N captures (one content, an hour apart, inserted through the
+cluster client): its page (histogram per year, calendar of a month) asked for one request at a
+time through the proxy, the latest month then others; p50 and p99 latency, goal under 200 ms.
+
 Usage: python benchmarks/bench_replay.py [--quick] [--seconds S] [--captures N] [--json FILE]
-       [--skip-pages | --skip-media]
+       [--skip-pages] [--skip-media] [--skip-calendar]
 """
 
 import argparse
@@ -115,6 +119,10 @@ SEEK_CONNECTIONS = (1, 4)
 FIRST_BYTES = 20  # requests of each size, for each way of asking but the first
 MEDIA_LABELS = {"film": "1 GiB", "still": "4 KB", "node": "1 GiB straight from the node"}
 WAYS = {"cold": "first request", "warm": "repeated", "dated": "another date each"}
+CALENDAR_URL = f"http://{HOST}/calendar.html"
+CALENDAR_START = datetime(2010, 1, 1, tzinfo=UTC)
+CALENDAR_REQUESTS = 100
+CALENDAR_GOAL_MS = 200.0
 MEDIA_GOALS = {
     "throughput": (">=", 0.5),
     "first_byte warm": ("<=", 2.0),
@@ -895,6 +903,8 @@ def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, 
         report = compare_pages(work, cluster, args, stack)
     if not args.skip_media:
         report["media"] = media(work, cluster, args)
+    if not args.skip_calendar:
+        report["calendar"] = calendar_page(cluster, args)
     return report
 
 
@@ -1014,6 +1024,8 @@ def show(report: dict[str, Any]) -> None:
         show_pages(report)
     if "media" in report:
         show_media(report["media"])
+    if "calendar" in report:
+        show_calendar(report["calendar"])
 
 
 def show_pages(report: dict[str, Any]) -> None:
@@ -1091,9 +1103,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--skip-pages", action="store_true", help="media only, no pywb")
     parser.add_argument("--skip-media", action="store_true", help="no 1 GiB capture")
+    parser.add_argument("--skip-calendar", action="store_true", help="no captures harbor")
     args = parser.parse_args()
-    if args.skip_pages and args.skip_media:
-        parser.error("--skip-pages and --skip-media leave nothing to measure")
+    if args.skip_pages and args.skip_media and args.skip_calendar:
+        parser.error("--skip-pages, --skip-media and --skip-calendar leave nothing to measure")
     args.seconds = args.seconds or (3.0 if args.quick else 8.0)
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.warmup = 3.0
@@ -1102,6 +1115,104 @@ def main() -> int:
     args.seek_seconds = 1.0 if args.quick else 2.0
     outcome = run_benchmark(args, with_ratios, show, "proxies and cluster stopped, files removed")
     return outcome if isinstance(outcome, int) else 0
+
+
+# -- the captures harbor -------------------------------------------------------------------------
+
+
+async def insert_calendar(config: Path, captures: int) -> None:
+    """`captures` captures of CALENDAR_URL an hour apart, all naming one content."""
+    body = b"<!doctype html><html><body>one of the calendar's captures</body></html>\n"
+    header = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+    bodies = {hashlib.sha256(data).hexdigest(): data for data in (body, header)}
+    content, header_name = bodies
+    start = parse_time(warc_date(CALENDAR_START))
+    hour = 3_600_000_000
+    new = [
+        NewCapture(CALENDAR_URL, start + i * hour, content, header_name, 200, len(body))
+        for i in range(captures)
+    ]
+    async with ClusterClient(load_config(config)) as client:
+        await client.insert(new, bodies.__getitem__)
+
+
+def calendar_pages(captures: int, requests: int, rng: random.Random) -> list[str]:
+    """The harbor's page of CALENDAR_URL: its default (the latest month), then random months."""
+    page = f"http://captures.dlweb/?url={CALENDAR_URL}"
+    last = CALENDAR_START + (captures - 1) * timedelta(hours=1)
+    months = [
+        (year, month)
+        for year in range(CALENDAR_START.year, last.year + 1)
+        for month in range(1, 13)
+        if (year, month) <= (last.year, last.month)
+    ]
+    asked = [rng.choice(months) for _ in range(requests - 1)]
+    return [page, *(f"{page}&year={year}&month={month:02d}" for year, month in asked)]
+
+
+async def calendar_latencies(proxy: str, pages: list[str], captures: int) -> dict[str, Any]:
+    """p50 and p99 latency of the pages asked one at a time on one keep-alive connection, after
+    one untimed request; each answer checked to be the page of all the captures."""
+    tally = Tally([])
+    told = f"{captures:,} captures"
+    async with client_session(None, 1) as session:
+        await fetch(session, proxy, pages[0])
+        for page in pages:
+            began = time.perf_counter()
+            try:
+                status, body, _ = await fetch(session, proxy, page)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                tally.fail(f"{page}: {exc!r}")
+                continue
+            tally.latencies.append(time.perf_counter() - began)
+            if status != 200 or told.encode() not in body or b'class="calendar"' not in body:
+                tally.fail(f"{page}: {status}, {len(body):,} bytes without the calendar")
+    ordered = sorted(tally.latencies)
+    return {
+        "requests": len(ordered),
+        "p50_ms": quantile(ordered, 0.5) * 1000,
+        "p99_ms": quantile(ordered, 0.99) * 1000,
+        "max_ms": max(ordered, default=NAN) * 1000,
+        "errors": tally.errors,
+        "first_error": tally.first_error,
+    }
+
+
+def calendar_page(cluster: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Insert the URL of many captures into the running cluster, then time its harbor page."""
+    config = cluster / CONFIG_FILE
+    proxy = load_config(config).proxy
+    if proxy is None:
+        raise BenchError(f"{config} names no proxy")
+    print(f"inserting {args.captures:,} captures of {CALENDAR_URL} ...")
+    began = time.monotonic()
+    uvloop.run(insert_calendar(config, args.captures))
+    inserted = time.monotonic() - began
+    print(f"  inserted in {inserted:.1f} s")
+    print(f"the captures harbor's page of {CALENDAR_URL}, {CALENDAR_REQUESTS} requests ...")
+    pages = calendar_pages(args.captures, CALENDAR_REQUESTS, random.Random(args.seed))
+    figures = uvloop.run(calendar_latencies(proxy, pages, args.captures))
+    met = figures["errors"] == 0 and figures["p99_ms"] < CALENDAR_GOAL_MS
+    return {**figures, "captures": args.captures, "insert_s": inserted, "met": met}
+
+
+def show_calendar(report: dict[str, Any]) -> None:
+    print()
+    print(
+        f"The captures harbor's page (histogram per year, calendar of a month) of one URL of"
+        f" {report['captures']:,} captures, one request at a time through the proxy"
+    )
+    print(f"  {'requests':>10}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
+    print(
+        f"  {report['requests']:>10,}{report['p50_ms']:>9.1f}{report['p99_ms']:>9.1f}"
+        f"{report['max_ms']:>9.1f}{report['errors']:>8,}"
+    )
+    if report["errors"]:
+        print(f"  WRONG ANSWERS: {report['first_error']}")
+    goal = f"p99 under {CALENDAR_GOAL_MS:.0f} ms"
+    print(f"target: captures harbor page, {goal}: {'PASS' if report['met'] else 'MISS'}")
+    if report["captures"] < 100_000:
+        print(f"  (the target is for 100,000 captures; this run had {report['captures']:,})")
 
 
 def with_ratios(args: argparse.Namespace) -> dict[str, Any]:

@@ -28,7 +28,7 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     if request.path == page.STYLESHEET:
         return page.stylesheet()
     if name == "date":
-        return date.answer(context, request)
+        return await date.answer(context, request)
     if name == "api":
         return await api.answer(context, request)
     if name == "cert":

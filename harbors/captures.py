@@ -1,18 +1,23 @@
-"""`http://captures.dlweb/?url=URL`: every capture of a URL, as a page, as JSON (`format=json`)
-or as a Memento TimeMap (`format=link`, `application/link-format`)."""
+"""`http://captures.dlweb/?url=URL`: a URL's captures, as a page of their histogram per year and
+calendar (`&year=2021&month=06[&day=03]` picks the month and the day listed; by default the
+latest month with captures), as JSON (`format=json`) or as a Memento TimeMap (`format=link`,
+`application/link-format`): the page counts captures per day, the formats list every one."""
 
 import html
 import json
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from archive.errors import DlwebError, NotFound
+from archive.serving import status_of
 from archive.structure import Capture
-from archive.timestamps import format_digits, format_http_date, format_iso
+from archive.timestamps import format_http_date, format_iso
 
+from . import calendar, page
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 
 LINK_FORMAT = "application/link-format"
+HOME = "http://captures.dlweb/"
 
 
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
@@ -20,25 +25,23 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     shape = request.query.get("format", "html")
     if shape not in ("html", "json", "link"):
         return Answer(400, b"format is html, json or link\n", "text/plain")
-    if not url:
-        return _page("", [], "Give a URL: http://captures.dlweb/?url=http://example.org/")
+    if shape == "html":
+        return await _page(context, url, request.query)
     try:
         captures = await context.client.captures(url)
     except NotFound:
         captures = []
     except DlwebError as exc:
-        return Answer(
-            500, f"the archive cannot list the captures now: {exc}\n".encode(), "text/plain"
-        )
+        status = status_of(exc)  # a URL that cannot be archived is the asker's fault
+        said = f"the archive cannot list the captures now: {exc}" if status >= 500 else str(exc)
+        return Answer(status, f"{said}\n".encode(), "text/plain")
     if shape == "json":
         listed = [{**c.to_json(), "date": format_iso(c.time)} for c in captures]
         body = json.dumps({"url": url, "captures": listed}, indent=1) + "\n"
         return Answer(200 if captures else 404, body.encode(), "application/json")
-    if shape == "link":
-        if not captures:
-            return Answer(404, f"no capture of {url}\n".encode(), "text/plain")
-        return Answer(200, _timemap(url, captures).encode(), LINK_FORMAT)
-    return _page(url, captures, "" if captures else f"{url} is not in the archive.")
+    if not captures:
+        return Answer(404, f"no capture of {url}\n".encode(), "text/plain")
+    return Answer(200, _timemap(url, captures).encode(), LINK_FORMAT)
 
 
 def _timemap(url: str, captures: list[Capture]) -> str:
@@ -59,20 +62,27 @@ def _timemap(url: str, captures: list[Capture]) -> str:
     return ",\n".join(lines) + "\n"
 
 
-def _page(url: str, captures: list[Capture], note: str) -> Answer:
-    rows = "".join(
-        f'<tr><td><a href="http://date.dlweb/set?at={format_digits(c.time)}&amp;back='
-        f'{html.escape(quote(url, safe=""))}">{format_iso(c.time)}</a></td>'
-        f"<td>{c.status}</td><td>{c.kind.name.lower()}</td></tr>"
-        for c in captures
+async def _page(context: HarborContext, url: str, query: dict[str, str]) -> Answer:
+    form = (
+        '<form action="/" method="get"><label class="wide">URL <input name="url" type="url"'
+        f' required value="{html.escape(url)}"></label><button>Show its captures</button></form>'
     )
-    body = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>dlweb: captures of {html.escape(url)}</title></head>
-<body><h1>Captures of {html.escape(url) or "a URL"}</h1>
-<form><input name="url" size="60" value="{html.escape(url)}"><button>List</button></form>
-{f"<p>{html.escape(note)}</p>" if note else ""}
-{f"<p>{len(captures)} captures; pick one to browse at its date.</p>" if captures else ""}
-<table><tr><th>date (UTC)</th><th>status</th><th>kind</th></tr>{rows}</table>
-</body></html>
-"""
-    return Answer(200 if captures or not url else 404, body.encode(), "text/html; charset=utf-8")
+    if not url:
+        body = (
+            f"<h1>Captures of a URL</h1>\n{form}\n<p>Give a URL, such as"
+            " <code>http://captures.dlweb/?url=http://example.org/</code>.</p>"
+        )
+        return page.page("captures", body, current=HOME)
+    address = f"{HOME}?url={quote(url, safe='')}"
+
+    def nav(params: dict[str, str]) -> str:
+        return f"{address}&{urlencode(params)}"
+
+    status, shown = await calendar.section(context.client, url, query, nav)
+    formats = (
+        f'<p class="muted">Every capture as <a href="{html.escape(address)}&amp;format=json">JSON'
+        f'</a> or as a <a href="{html.escape(address)}&amp;format=link">Memento TimeMap</a>.</p>'
+    )
+    heading = f'<h1>Captures of <span class="url-text">{html.escape(url)}</span></h1>'
+    body = f"{heading}\n{form}\n{shown}\n{formats}"
+    return page.page(f"captures of {url}", body, status, current=HOME)

@@ -411,17 +411,24 @@ def _record_json(capture: Capture, index: int) -> dict[str, object]:
 
 
 async def get_structure(request: web.Request) -> web.StreamResponse:
-    """The raw file without `mode`; otherwise a binary-search query answered in JSON."""
+    """The raw file without `mode`; otherwise a binary-search query answered in JSON, or with
+    `mode=days` the captures from `from` to `to` counted per day (StructureReader.count_days)."""
     name = _name(request)
     node = request.app[NODE]
     mode_text = request.query.get("mode")
     if mode_text is None:
         headers = {"Content-Type": "application/octet-stream"}
         return await _send_stored(request, node.structures, name, headers)
+    if mode_text == "days":
+        start, stop = _time_param(request, "from"), _time_param(request, "to")
+        request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
+        with node.open_structure(name) as sfile:
+            days = await node.run_io(sfile.reader.count_days, start, stop)
+            return _json({"name": name, "url": sfile.reader.url, "days": days})
     try:
         mode = Mode(mode_text)
     except ValueError:
-        modes = ", ".join(m.value for m in Mode)
+        modes = ", ".join([*(m.value for m in Mode), "days"])
         raise ClientFault(f"mode {mode_text[:20]!r} is not one of {modes}") from None
     request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
     with node.open_structure(name) as sfile:
