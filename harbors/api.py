@@ -22,6 +22,9 @@
   content_type) counted over every match; `GET /history?url=URL`: the URL's indexed versions,
   oldest first, each with what changed in its text (search/history.py). A query, date, offset or
   limit that cannot be read: 400.
+
+`GET /coherence?url=PAGE[&at=&span=]`, the dates of the resources a page loaded for the date
+banner, is answered by the proxy itself (proxy/banner.py) before the harbors see the request.
 """
 
 import asyncio

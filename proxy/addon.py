@@ -1,8 +1,9 @@
-"""The proxy's addon: each request goes through access, harbors, date, then recording or replay,
-in that order. Each concern is a class of its own that answers the requests that are its concern
-and leaves the others to the next; nothing reaches the live web unless the recorder takes it or
-the replay leaves it to. They are called
-from one mitmproxy addon: every addon mitmproxy runs costs time on every hook of every request."""
+"""The proxy's addon: each request goes through access, the banner's API, harbors, date, then
+recording or replay, in that order; what the replay served is then noted for a client whose banner
+is on, and its page gets the bar. Each concern is a class of its own that answers the requests
+that are its concern and leaves the others to the next; nothing reaches the live web unless the
+recorder takes it or the replay leaves it to. They are called from one mitmproxy addon: every
+addon mitmproxy runs costs time on every hook of every request."""
 
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from archive.cli import DEFAULT_SEARCH_INDEX
 from archive.reading import CaptureReader
 
 from .access import Access
+from .banner import Banner
+from .coherence import DEFAULT_SPAN
 from .dates import DatePicker
 from .guard import Guard
 from .harbor_desk import HarborDesk
@@ -32,8 +35,10 @@ class ArchiveAddon:
         live_allowed: bool = False,
         log_requests: bool = False,
         search_index: Path = DEFAULT_SEARCH_INDEX,
+        coherence_span: int = DEFAULT_SPAN,
     ) -> None:
         self.guard = Guard(access)
+        self.banner = Banner(settings, coherence_span)
         self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder, search_index)
         self.dates = DatePicker(settings)
         self.recorder = Recorder(reader.client, settings, live_allowed)
@@ -44,10 +49,12 @@ class ArchiveAddon:
 
     async def request(self, flow: http.HTTPFlow) -> None:
         self.guard.request(flow)
+        self.banner.request(flow)
         await self.harbors.request(flow)
         self.dates.request(flow)
         if not self.recorder.request(flow):
             await self.replay.request(flow)
+            self.banner.served(flow)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         self.replay.responseheaders(flow)

@@ -14,6 +14,7 @@ from archive.config import load_config
 from archive.errors import ConfigError
 
 from .access import parse_networks
+from .coherence import DEFAULT_SPAN, BadSpan, parse_span, span_text
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
 
@@ -38,6 +39,7 @@ def _run(args: argparse.Namespace) -> int:
         log_requests=args.log_requests,
         auth=None if auth is None else Path(auth),
         search_index=args.search_index or args.data.parent / SEARCH_FOLDER,
+        coherence_span=args.coherence_span,
     )
     import uvloop  # here, as mitmproxy: loaded only when a proxy runs
 
@@ -88,12 +90,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" {DEFAULT_DATA.parent / SEARCH_FOLDER}, where `dlweb search rebuild` writes it)",
     )
     parser.add_argument(
+        "--coherence-span",
+        type=_span,
+        default=DEFAULT_SPAN,
+        metavar="DURATION",
+        help="the banner marks the resources of a page captured more than this from it"
+        f" (1d, 12h, 30m, 90s; default {span_text(DEFAULT_SPAN)})",
+    )
+    parser.add_argument(
         "--log-requests",
         action="store_true",
         help="log every replayed request: client, URL, status, date of the capture",
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)
+
+
+def _span(text: str) -> int:
+    try:
+        return parse_span(text)
+    except BadSpan as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("span=")) from None
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

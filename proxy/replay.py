@@ -6,7 +6,8 @@ Memento headers, `Accept-Ranges` and, for a fuzzy match, `X-Dlweb-Match`. A smal
 from memory (ranges cut from it); a large one is streamed from its storage node
 (proxy/streaming.py). A URL the archive lacks gets a fault content, or, for a client that turned
 live mode on where the operator allows it, the live web; a capture that cannot be read, such as
-a revisit whose original is not archived yet, a fault content of status 500 that says why.
+a revisit whose original is not archived yet, a fault content of status 500 that says why. The
+flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner (banner.py).
 """
 
 import logging
@@ -60,6 +61,8 @@ TIMEMAP = "http://captures.dlweb/?format=link&url="
 MADE_OVERHEAD = 1024  # what a kept answer weighs beside its body
 LIVE = "dlweb-live"
 MADE = "dlweb-made"  # the key of the answer a streamed replay was made from
+SERVED = "dlweb-served"  # the Prepared capture a request was answered from
+MISSED = "dlweb-missed"  # set when a request got 404: the archive has no capture of it
 PREFLIGHT_HEADERS = ("Access-Control-Request-Method", "Origin")
 
 
@@ -75,6 +78,8 @@ class Prepared:
     etag: str | None
     last_modified: str | None
     stream_url: str | None = None  # the URL of a recorded stream it may be (stream_play.py)
+    previous: int | None = None  # the dates of the URL's captures before and after this one
+    following: int | None = None
 
 
 class Replay:
@@ -125,6 +130,7 @@ class Replay:
                 flow.metadata[LIVE] = True  # left to mitmproxy, which fetches it from the web
             else:
                 flow.response = _fault(404, asked.url, accept, "it was never captured")
+                flow.metadata[MISSED] = True
             return
         except PendingRevisit as exc:
             log.info("cannot replay %s: %s", asked.url, exc)
@@ -140,6 +146,7 @@ class Replay:
         ):
             return
         self._send(flow, prepared)
+        flow.metadata[SERVED] = prepared
         if self.log_requests:
             log.info(
                 "replayed %s %s %s: %d, capture of %s",
@@ -262,6 +269,7 @@ def _prepare(url: str, reading: Reading) -> Prepared:
         headers.append(("X-Dlweb-Match", f"fuzzy; url={reading.key}; rule={reading.fuzzy.rule}"))
     media = (header.get("Content-Type") or "").split(";")[0].strip().lower()
     stream = reading.capture.kind is RecordKind.STREAM_SEGMENT or media in PLAYLIST_TYPES
+    previous, following = (reading.found.neighbours.get(key) for key in ("prev", "next"))
     return Prepared(
         header.status,
         encoded(headers),
@@ -270,6 +278,8 @@ def _prepare(url: str, reading: Reading) -> Prepared:
         header.get("ETag"),
         header.get("Last-Modified"),
         reading.key if stream else None,
+        None if previous is None else previous.time,
+        None if following is None else following.time,
     )
 
 

@@ -28,6 +28,7 @@ from archive.reading import CaptureReader
 
 from .access import Access, Network
 from .addon import ArchiveAddon
+from .coherence import DEFAULT_SPAN
 from .stream_play import StreamPlayback
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class ProxyOptions:
     log_requests: bool = False
     auth: Path | None = None  # an htpasswd file
     search_index: Path = DEFAULT_SEARCH_INDEX  # the CDX API's URL-key index is in it
+    coherence_span: int = DEFAULT_SPAN  # seconds: the banner marks resources farther from the page
 
 
 class _Ready:
@@ -111,6 +113,7 @@ async def serve(opts: ProxyOptions) -> None:
                 opts.live_allowed,
                 opts.log_requests,
                 opts.search_index,
+                opts.coherence_span,
             ),
             _Ready(opts.host, opts.port),
         )
