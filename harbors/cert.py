@@ -6,6 +6,7 @@ Only the certificate is ever sent, never the key: the file served is mitmproxy's
 
 import html
 
+from . import page
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 
@@ -21,9 +22,7 @@ def answer(context: HarborContext, request: HarborRequest) -> Answer:
             "application/x-x509-ca-cert",
             [("Content-Disposition", 'attachment; filename="dlweb-ca.pem"')],
         )
-    page = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>dlweb: certificate</title></head>
-<body><h1>Browsing archived HTTPS sites</h1>
+    body = f"""<h1>Browsing archived HTTPS sites</h1>
 <p>The archive answers HTTPS requests itself, with certificates signed by its own certificate
 authority. Install <a href="/dlweb-ca.pem">the archive's CA certificate</a> once and trust it
 for identifying websites:</p>
@@ -35,7 +34,6 @@ certificates, Authorities, Import.</li>
 <li>Programs: pass the file as the trusted CA bundle (curl <code>--cacert dlweb-ca.pem</code>,
 Python <code>ssl.create_default_context(cafile="dlweb-ca.pem")</code>).</li>
 </ul>
-<p>Trust it only for browsing this archive ({html.escape(request.host)}).</p>
-</body></html>
+<p class="note">Trust it only for browsing this archive ({html.escape(request.host)}).</p>
 """
-    return Answer(200, page.encode(), "text/html; charset=utf-8")
+    return page.page("certificate", body)

@@ -43,7 +43,72 @@ th { background: var(--panel); }
 .note { background: #fcf9e8; border-left: 4px solid #dba617; padding: .5rem .75rem; }
 .error { background: #fcf0f1; border-left: 4px solid #d63638; padding: .5rem .75rem; }
 .muted { color: var(--muted); }
+.histogram { display: block; max-width: 100%; height: auto; margin: .5rem 0; }
+.histogram .bar { fill: var(--heat2); }
+.histogram .chosen .bar, .histogram a:hover .bar { fill: var(--heat4); }
+.histogram .empty .bar { fill: var(--line); }
+.histogram text { font-size: 11px; fill: var(--ink); }
+.histogram a:focus-visible { outline: 3px solid #f0b400; }
+.scroll { overflow-x: auto; }
+.months th, .months td, .calendar th, .calendar td { text-align: center; }
+.months a, .calendar a { color: inherit; }
+.calendar { table-layout: fixed; max-width: 28rem; }
+.calendar td { padding: 0; height: 2.8rem; border: 2px solid var(--back); }
+.calendar td a { display: block; padding: .25rem 0; font-weight: 600; text-decoration: none; }
+.calendar td a:hover { text-decoration: underline; }
+.calendar .count { display: block; font-size: .7rem; font-weight: normal; }
+.months .heat0, .calendar .heat0 { background: var(--heat0); color: var(--muted); }
+.months .heat1, .calendar .heat1 { background: var(--heat1); color: var(--ink); }
+.months .heat2, .calendar .heat2 { background: var(--heat2); color: var(--ink); }
+.months .heat3, .calendar .heat3 { background: var(--heat3); color: #fff; }
+.months .heat4, .calendar .heat4 { background: var(--heat4); color: #fff; }
+.months .chosen, .calendar .chosen { outline: 3px solid var(--ink); outline-offset: -3px; }
+.calendar .current { box-shadow: inset 0 0 0 3px #f0b400; }
+.calendar .pad { background: transparent; border-bottom: 0; }
+.months-nav a { margin-right: 1rem; }
+.url-text { overflow-wrap: anywhere; }
+label.wide { flex: 1 1 20rem; }
+label.wide input { width: 100%; }
 @media (max-width: 40rem) { main { padding: .5rem; } .bar a { margin-right: .6rem; } }
+.nodes { list-style: none; padding: 0; margin: .5rem 0; display: grid; gap: .75rem;
+  grid-template-columns: repeat(auto-fill, minmax(16rem, 1fr)); }
+.node { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; }
+.node h3 { margin: 0; font-size: 1.05rem; overflow-wrap: anywhere; }
+.node p { margin: .25rem 0; }
+.state { display: inline-block; padding: 0 .4rem; border-radius: 3px; font-weight: 600;
+  background: #fcf9e8; color: #6b4c00; }
+.state[data-state="alive"] { background: #edfaef; color: #14532d; }
+.state[data-state="unreachable"], .state[data-state="dead"] { background: #fcf0f1;
+  color: #8a1f21; }
+.gauge { display: flex; height: 1.1rem; margin: .4rem 0 .2rem; overflow: hidden;
+  border: 1px solid var(--muted); border-radius: 3px; background: var(--heat0); }
+.swatch { display: inline-block; width: .9em; height: .9em; vertical-align: -.1em;
+  border: 1px solid var(--muted); background: var(--heat0); }
+.gauge-archive, .swatch-archive { background: var(--accent); }
+.gauge-other, .swatch-other { background: #6b7075; }
+.status-tables { display: grid; gap: 0 2rem;
+  grid-template-columns: repeat(auto-fit, minmax(min(18rem, 100%), 1fr)); }
+.figures td { text-align: right; font-variant-numeric: tabular-nums; }
+.figures th.cause { padding-left: 1.5rem; font-weight: normal; }
+.figures tr.alert th, .figures tr.alert td { background: #fcf0f1; color: #8a1f21;
+  font-weight: 600; }
+.search .help { color: var(--muted); font-size: .9rem; }
+.search .query { flex: 1 1 18rem; }
+.search .query input { width: 100%; }
+.search .facets { float: right; width: 15rem; margin: 0 0 1rem 2rem; }
+.search .facets h2 { font-size: 1rem; margin: .75rem 0 .25rem; }
+.search .facets ul { list-style: none; padding-left: 0; margin: 0; }
+.search .hit { margin-bottom: 1rem; }
+.search .url { color: #1e6b1e; overflow-wrap: anywhere; }
+.search .date, .search .type, .search .count { color: var(--muted); }
+.search .links a, .search .pages a { display: inline-block; margin-right: 1rem; }
+.search .added { color: #1e6b1e; }
+.search .removed { color: #a00; }
+main code { overflow-wrap: anywhere; }
+input, select { max-width: 100%; }
+.streams h2, .streams h1, .player h1 { overflow-wrap: anywhere; }
+.player audio, .player video { width: 100%; max-width: 40rem; }
+@media (max-width: 40rem) { .search .facets { float: none; width: auto; margin: 0 0 1rem; } }
 """
 
 

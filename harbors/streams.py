@@ -16,10 +16,13 @@ from archive.errors import DlwebError
 from archive.streams import Timeline, recorded_streams, stream_logs, timeline
 from archive.timestamps import format_digits, format_iso
 
+from . import page
 from .answer import Answer, HarborContext
 from .request import HarborRequest
 
 __all__ = ["answer"]
+
+HOME = "http://streams.dlweb/"
 
 
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
@@ -44,7 +47,7 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     if shape == "json":
         body = json.dumps({"streams": [_as_json(line) for line in lines]}, indent=1) + "\n"
         return Answer(status, body.encode(), "application/json")
-    return Answer(status, _page(url, lines).encode(), "text/html; charset=utf-8")
+    return page.page("recorded streams", _page(url, lines), status, current=HOME)
 
 
 def _as_json(line: Timeline) -> dict[str, Any]:
@@ -108,20 +111,15 @@ def _page(url: str, lines: list[Timeline]) -> str:
             f"<h3>Titles</h3><ul>{titles or '<li>none logged</li>'}</ul></section>"
         )
     note = "" if lines else f"<p>{html.escape(url or 'No stream')} was not recorded.</p>"
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>dlweb: recorded streams</title></head>
-<body><h1>Recorded streams</h1>{note}{"".join(parts)}</body></html>
-"""
+    return f'<div class="streams"><h1>Recorded streams</h1>{note}{"".join(parts)}</div>'
 
 
 def _player(url: str, kind: str) -> Answer:
     element = "video" if kind == "video" else "audio"
     source = html.escape(url)
-    body = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>dlweb: {source}</title></head>
-<body><h1>{source}</h1>
+    body = f"""<div class="player"><h1>{source}</h1>
 <p>As it was on air at the date set at <a href="http://date.dlweb/">date.dlweb</a>.</p>
-<{element} id="player" src="{source}" controls autoplay></{element}>
-</body></html>
+<{element} id="player" src="{source}" controls autoplay aria-label="{source} at the date set">
+<a href="{source}">Open the recording</a></{element}></div>
 """
-    return Answer(200, body.encode(), "text/html; charset=utf-8")
+    return page.page(url, body, current=HOME)

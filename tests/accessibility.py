@@ -1,0 +1,225 @@
+"""Pages checked in a running headless Chromium, through the proxy: axe-core's accessibility
+rules run in the page, and scripts evaluated in it while it stays loaded.
+
+Chromium is driven over the DevTools protocol (the crawler's client), so a test can load a
+page, leave its scripts running, and read its DOM again later; `--dump-dom` can only read a page
+once. axe-core is the copy the `axe-core-python` package ships (`axe.min.js`, MPL 2.0).
+"""
+
+import asyncio
+import contextlib
+import importlib.resources
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from crawler.browser import chromium_path
+from crawler.browser._cdp import Connection
+
+LAPTOP = (1280, 800)
+PHONE = (375, 740)
+# The WCAG 2.1 A and AA rules, and axe's best practices (one h1, landmarks, heading order...).
+TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice")
+START_TIMEOUT = 30.0
+LOAD_TIMEOUT = 30.0
+ENDPOINT = re.compile(rb"DevTools listening on (ws://\S+)")
+RUN_AXE = """
+axe.run(document, {runOnly: {type: "tag", values: %s}, resultTypes: ["violations"]})
+  .then((found) => found.violations.map((v) => ({
+    rule: v.id, impact: v.impact || "", help: v.help,
+    targets: v.nodes.map((n) => n.target.join(" ")),
+  })))
+"""
+# Whether the shared style sheet came with the page and was read: its rules are readable from a
+# page of the same harbor.
+STYLESHEET_READ = """
+Array.from(document.styleSheets).some((sheet) =>
+  sheet.href && new URL(sheet.href).pathname === "/dlweb.css" && sheet.cssRules.length > 0)
+"""
+# How many pixels the page is wider than the window (0: no sideways scrolling).
+OVERFLOW = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """An axe rule a page breaks, and the elements that break it (CSS selectors)."""
+
+    rule: str
+    impact: str
+    help: str
+    targets: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.rule} ({self.impact}): {self.help}: {', '.join(self.targets)}"
+
+
+def axe_source() -> str:
+    return (importlib.resources.files("axe_core_python") / "axe.min.js").read_text()
+
+
+class Tab:
+    """One page of the browser, loaded and left running."""
+
+    def __init__(self, connection: Connection, session: str) -> None:
+        self.connection = connection
+        self.session = session
+        self.loaded = asyncio.Event()
+        connection.on("Page.loadEventFired", lambda _: self.loaded.set(), session)
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.connection.send(method, params, self.session)
+
+    async def load(self, url: str) -> None:
+        """Navigate to `url` and wait for its load event."""
+        self.loaded.clear()
+        navigated = await self.send("Page.navigate", {"url": url})
+        assert not navigated.get("errorText"), f"{url}: {navigated['errorText']}"
+        async with asyncio.timeout(LOAD_TIMEOUT):
+            await self.loaded.wait()
+
+    async def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page, awaited if a promise."""
+        answer = await self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        if "exceptionDetails" in answer:
+            details = answer["exceptionDetails"]
+            raise AssertionError(details.get("exception", {}).get("description", details))
+        return answer.get("result", {}).get("value")
+
+    async def violations(self) -> list[Violation]:
+        """What axe-core finds in the page as it is now."""
+        await self.evaluate(axe_source())
+        found = await self.evaluate(RUN_AXE % json.dumps(TAGS))
+        return [Violation(v["rule"], v["impact"], v["help"], tuple(v["targets"])) for v in found]
+
+
+class Browser:
+    """A headless Chromium whose every request goes through the proxy at `proxy`
+    (http://host:port), in a profile of its own removed when it stops."""
+
+    def __init__(self, proxy: str) -> None:
+        self.proxy = proxy
+        self.profile = Path(tempfile.mkdtemp(prefix="dlweb-checks-"))
+        self.process: asyncio.subprocess.Process | None = None
+        self.connection: Connection | None = None
+        self.drain: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> "Browser":
+        self.process = await asyncio.create_subprocess_exec(
+            chromium_path(),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            f"--proxy-server={self.proxy}",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            f"--user-data-dir={self.profile}",
+            "about:blank",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            self.connection = await Connection.open(await self._endpoint())
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _endpoint(self) -> str:
+        """The DevTools address Chromium prints; its error output is read away after that, so it
+        never blocks on a full pipe."""
+        assert self.process is not None and self.process.stderr is not None
+        stderr, seen = self.process.stderr, b""
+        async with asyncio.timeout(START_TIMEOUT):
+            while line := await stderr.readline():
+                if found := ENDPOINT.search(line):
+                    self.drain = asyncio.create_task(_read_away(stderr))
+                    return found[1].decode()
+                seen += line
+        raise AssertionError(f"Chromium did not start: {seen[-2000:].decode(errors='replace')}")
+
+    async def open(self, url: str, window: tuple[int, int] = LAPTOP) -> Tab:
+        """A new tab of `window` pixels (a phone's when narrow) with `url` loaded."""
+        assert self.connection is not None
+        created = await self.connection.send("Target.createTarget", {"url": "about:blank"})
+        attached = await self.connection.send(
+            "Target.attachToTarget", {"targetId": created["targetId"], "flatten": True}
+        )
+        tab = Tab(self.connection, attached["sessionId"])
+        await tab.send("Page.enable")
+        width, height = window
+        await tab.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+        )
+        await tab.load(url)
+        return tab
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self.connection is not None:
+            await self.connection.close()
+        if self.process is not None:
+            if self.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+            await self.process.wait()
+        if self.drain is not None:
+            self.drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.drain
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+async def _read_away(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
+
+
+async def problems(proxy: str, url: str) -> list[str]:
+    """What keeps the harbor page at `url` from being accessible and readable, on a laptop and
+    on a phone: axe-core's violations, the shared style sheet not read, a page wider than a
+    phone's screen. Empty when there is none."""
+    found = []
+    async with Browser(proxy) as browser:
+        for window in (LAPTOP, PHONE):
+            tab = await browser.open(url, window)
+            size = f"{window[0]}x{window[1]}"
+            found += [f"{size}: {violation}" for violation in await tab.violations()]
+            if not await tab.evaluate(STYLESHEET_READ):
+                found.append(f"{size}: /dlweb.css was not loaded")
+            wider = await tab.evaluate(OVERFLOW)
+            if wider > 0:
+                found.append(f"{size}: the page is {wider} px wider than the window")
+    return found
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 30) -> None:
+    """Ask `check` again until it holds; fail naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
