@@ -7,31 +7,22 @@ once. axe-core is the copy the `axe-core-python` package ships (`axe.min.js`, MP
 """
 
 import asyncio
-import contextlib
 import importlib.resources
 import json
-import os
-import re
-import shutil
-import signal
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from crawler.browser import chromium_path
 from crawler.browser._cdp import Connection
+from crawler.browser._chromium import Chromium
 
 LAPTOP = (1280, 800)
 PHONE = (375, 740)
 # The WCAG 2.1 A and AA rules, and axe's best practices (one h1, landmarks, heading order...).
 TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice")
-START_TIMEOUT = 30.0
 LOAD_TIMEOUT = 30.0
-ENDPOINT = re.compile(rb"DevTools listening on (ws://\S+)")
 RUN_AXE = """
 axe.run(document, {runOnly: {type: "tag", values: %s}, resultTypes: ["violations"]})
   .then((found) => found.violations.map((v) => ({
@@ -105,56 +96,16 @@ class Tab:
 
 
 class Browser:
-    """A headless Chromium whose every request goes through the proxy at `proxy`
-    (http://host:port), in a profile of its own removed when it stops."""
+    """A headless Chromium (the crawler's, crawler/browser) whose every request goes through the
+    proxy at `proxy` (http://host:port), in a profile of its own removed when it stops."""
 
     def __init__(self, proxy: str) -> None:
-        self.proxy = proxy
-        self.profile = Path(tempfile.mkdtemp(prefix="dlweb-checks-"))
-        self.process: asyncio.subprocess.Process | None = None
+        self.chromium = Chromium(proxy=proxy)
         self.connection: Connection | None = None
-        self.drain: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> "Browser":
-        self.process = await asyncio.create_subprocess_exec(
-            chromium_path(),
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            f"--proxy-server={self.proxy}",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-            f"--user-data-dir={self.profile}",
-            "about:blank",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            self.connection = await Connection.open(await self._endpoint())
-        except BaseException:
-            await self.__aexit__(None, None, None)
-            raise
+        self.connection = await self.chromium.start()
         return self
-
-    async def _endpoint(self) -> str:
-        """The DevTools address Chromium prints; its error output is read away after that, so it
-        never blocks on a full pipe."""
-        assert self.process is not None and self.process.stderr is not None
-        stderr, seen = self.process.stderr, b""
-        async with asyncio.timeout(START_TIMEOUT):
-            while line := await stderr.readline():
-                if found := ENDPOINT.search(line):
-                    self.drain = asyncio.create_task(_read_away(stderr))
-                    return found[1].decode()
-                seen += line
-        raise AssertionError(f"Chromium did not start: {seen[-2000:].decode(errors='replace')}")
 
     async def open(self, url: str, window: tuple[int, int] = LAPTOP) -> Tab:
         """A new tab of `window` pixels (a phone's when narrow) with `url` loaded."""
@@ -179,23 +130,7 @@ class Browser:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        if self.connection is not None:
-            await self.connection.close()
-        if self.process is not None:
-            if self.process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.process.pid, signal.SIGKILL)
-            await self.process.wait()
-        if self.drain is not None:
-            self.drain.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.drain
-        shutil.rmtree(self.profile, ignore_errors=True)
-
-
-async def _read_away(stream: asyncio.StreamReader) -> None:
-    while await stream.read(65536):
-        pass
+        await self.chromium.stop()
 
 
 async def problems(proxy: str, url: str) -> list[str]:

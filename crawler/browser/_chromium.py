@@ -41,13 +41,15 @@ FLAGS = (
     # A page's script that allocates without end crashes its renderer at this heap size, long
     # before the agent's memory cap.
     "--js-flags=--max-old-space-size=256",
-    # What the Fetch domain does not pause (a WebSocket, say) goes to a proxy that is not there:
-    # nothing reaches the network but through the crawler.
-    "--proxy-server=http://127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
 )
+
+
+# What the Fetch domain does not pause (a WebSocket, say) goes to a proxy that is not there:
+# nothing reaches the network but through the crawler.
+NOWHERE = "http://127.0.0.1:9"
 
 
 def chromium_path() -> str:
@@ -62,8 +64,9 @@ def chromium_path() -> str:
 class Chromium:
     """One running browser. `memory()` is the memory of its whole process tree."""
 
-    def __init__(self, window: tuple[int, int] = (1280, 900)) -> None:
+    def __init__(self, window: tuple[int, int] = (1280, 900), proxy: str = NOWHERE) -> None:
         self.window = window
+        self.proxy = proxy
         self.process: asyncio.subprocess.Process | None = None
         self.connection: Connection | None = None
         self._profile: Path | None = None
@@ -75,6 +78,7 @@ class Chromium:
         self.process = await asyncio.create_subprocess_exec(
             chromium_path(),
             *FLAGS,
+            f"--proxy-server={self.proxy}",
             f"--user-data-dir={self._profile}",
             f"--window-size={width},{height}",
             "about:blank",

@@ -45,34 +45,39 @@ class Proxy:
         self.process.wait(timeout=20)
 
 
+def start_proxy(cluster: Cluster, data: Path, log: Path, *extra: str) -> Proxy:
+    """`python -m proxy` on a free port with its `--data` folder (its search index is `search`
+    beside it), answering once it does."""
+    port = free_port()
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "proxy",
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--data",
+                str(data),
+                "-c",
+                str(cluster.config_path),
+                *extra,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    proxy = Proxy(process, port, data, log)
+    wait_until(proxy.answers, "the proxy to answer")
+    return proxy
+
+
 @pytest.fixture
 def proxy_factory(tmp_path: Path) -> Iterator[Callable[..., Proxy]]:
     started: list[Proxy] = []
 
     def start(cluster: Cluster, *extra: str, data: Path | None = None) -> Proxy:
-        port = free_port()
-        folder = data or tmp_path / "proxy"
-        log = tmp_path / f"proxy-{port}.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "proxy",
-                    "--listen",
-                    f"127.0.0.1:{port}",
-                    "--data",
-                    str(folder),
-                    "-c",
-                    str(cluster.config_path),
-                    *extra,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        proxy = Proxy(process, port, folder, log)
-        started.append(proxy)
-        wait_until(proxy.answers, "the proxy to answer")
+        log = tmp_path / f"proxy-{len(started)}.log"
+        started.append(proxy := start_proxy(cluster, data or tmp_path / "proxy", log, *extra))
         return proxy
 
     yield start

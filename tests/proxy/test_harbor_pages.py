@@ -3,11 +3,8 @@ node's used space and redraws it from the master without a reload, and every har
 axe-core's accessibility rules, on a laptop and a phone, with the shared style sheet."""
 
 import asyncio
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -15,11 +12,10 @@ import lxml.html
 import pytest
 
 from tests.accessibility import Browser, Tab, eventually, problems
-from tests.conftest import free_port, wait_until
 from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
 from tests.search.conftest import dlweb
 
-from .conftest import Proxy, Version, archive, header_block
+from .conftest import Proxy, Version, archive, header_block, start_proxy
 
 PAGE = "http://lighthouse.test/keeper"
 HTML = ("Content-Type", "text/html; charset=utf-8")
@@ -65,31 +61,6 @@ Object.fromEntries(Array.from(document.querySelectorAll("[data-figure]"),
 """
 
 
-def _start_proxy(cluster: Cluster, folder: Path) -> Proxy:
-    """A proxy whose search index is `folder`/search, beside its data."""
-    port = free_port()
-    log = folder / "proxy.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "proxy",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--data",
-                str(folder / "proxy"),
-                "-c",
-                str(cluster.config_path),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    proxy = Proxy(process, port, folder / "proxy", log)
-    wait_until(proxy.answers, "the proxy to answer")
-    return proxy
-
-
 @pytest.fixture(scope="module")
 def harbor_proxy(
     module_cluster_factory: Callable[..., Cluster],  # noqa: F811
@@ -103,7 +74,7 @@ def harbor_proxy(
         "search", "rebuild", "-c", str(cluster.config_path), "--index", str(folder / "search")
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    proxy = _start_proxy(cluster, folder)
+    proxy = start_proxy(cluster, folder / "proxy", folder / "proxy.log")
     yield proxy
     proxy.stop()
 
