@@ -46,6 +46,8 @@ async def keep_current(
         log.info("%s", "; ".join(built.lines(folder)))
     updater = Updater(open_index(folder), folder, client)
     try:
+        # Started and loaded now, not at the first change: that one is indexed at once.
+        await updater.extractors.ready()
         async with await Follower.of(client) as follower:
             while True:
                 try:
