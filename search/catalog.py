@@ -2,9 +2,11 @@
 structure file, the URL-key index of the CDX API (urlkeys.py reads it), and how far in the
 master's change feed the index is.
 
-An update writes tantivy first, then this file in one transaction: after a crash between the
-two, the catalog still describes the index before the update, so the update is made again from
-the same starting point, and replacing a version twice gives what replacing it once gives.
+An update first lists here, as pending, every version of its files that tantivy may hold once
+it commits (those indexed before and those it adds); then it commits tantivy; then it writes
+the files' new versions and position, clearing the pending list, in one transaction. After a
+crash between those steps, the files still pending are redone whole: every version listed for
+them is deleted and each of their versions added again, whatever changed in the archive since.
 """
 
 import sqlite3
@@ -29,6 +31,11 @@ CREATE TABLE IF NOT EXISTS versions (
     PRIMARY KEY (structure, time)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS position (id INTEGER PRIMARY KEY CHECK (id = 0), feed TEXT, seq INTEGER);
+CREATE TABLE IF NOT EXISTS pending (
+    structure TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    PRIMARY KEY (structure, time)
+) WITHOUT ROWID;
 """
 
 
@@ -65,6 +72,34 @@ class Catalog:
             found[name] = {int(time): str(digest) for time, digest in rows}
         return found
 
+    def pending_of(self, structures: Iterable[str]) -> dict[str, set[int]]:
+        """The versions of these files an unfinished update may have left in tantivy."""
+        found: dict[str, set[int]] = {}
+        for name in structures:
+            rows = self._db.execute("SELECT time FROM pending WHERE structure = ?", (name,))
+            times = {int(time) for (time,) in rows}
+            if times:
+                found[name] = times
+        return found
+
+    def mark_pending(self, entries: Iterable[FileEntry]) -> None:
+        """List, before tantivy commits, every version these files may then hold there."""
+        self._db.execute("BEGIN")
+        try:
+            for entry in entries:
+                rows = self._db.execute(
+                    "SELECT time FROM versions WHERE structure = ?", (entry.structure,)
+                )
+                times = {int(time) for (time,) in rows} | set(entry.versions)
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO pending VALUES (?, ?)",
+                    [(entry.structure, time) for time in times],
+                )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
     def position(self) -> tuple[str | None, int]:
         """The change feed this index follows and the number of the last change it holds."""
         row = self._db.execute("SELECT feed, seq FROM position WHERE id = 0").fetchone()
@@ -75,6 +110,7 @@ class Catalog:
         self._db.execute("BEGIN")
         try:
             for entry in entries:
+                self._db.execute("DELETE FROM pending WHERE structure = ?", (entry.structure,))
                 self._db.execute("DELETE FROM versions WHERE structure = ?", (entry.structure,))
                 self._db.executemany(
                     "INSERT INTO versions VALUES (?, ?, ?)",

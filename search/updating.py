@@ -108,11 +108,17 @@ class Updater:
         """Bring these files' documents up to date (seen once committed); `on_progress(done,
         total)` reports the versions read."""
         files = list(files)
-        known = await asyncio.to_thread(self.catalog.versions_of, [f.name for f in files])
+        names = [f.name for f in files]
+        known = await asyncio.to_thread(self.catalog.versions_of, names)
+        unfinished = await asyncio.to_thread(self.catalog.pending_of, names)
         added: list[Version] = []
         for state in files:
             wanted = {v.capture.time: v for v in page_versions(state)}
             indexed = known[state.name]
+            if state.name in unfinished:  # an update cut short: redone whole
+                for time in unfinished[state.name] | set(indexed):
+                    self.writer.delete_documents_by_term("version", version_key(state.name, time))
+                indexed = {}
             for time, digest in indexed.items():
                 if time not in wanted or wanted[time].capture.content != digest:
                     self.writer.delete_documents_by_term("version", version_key(state.name, time))
@@ -138,7 +144,10 @@ class Updater:
         await self._index(added, on_progress)
 
     def commit(self, position: tuple[str | None, int]) -> None:
-        """Make the updates seen, then record them and the feed's position in the catalog."""
+        """Make the updates seen, then record them and the feed's position in the catalog (the
+        versions tantivy may hold listed as pending first: catalog.py)."""
+        if not self.fresh:
+            self.catalog.mark_pending(self._entries)
         self.writer.commit()
         self.catalog.record(self._entries, position)
         self._entries = []
