@@ -5,10 +5,11 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from archive.cluster import ClusterClient, NewCapture
@@ -114,3 +115,23 @@ async def archive(cluster: Cluster, versions: list[Version]) -> None:
         )
     async with ClusterClient(cluster.config) as client:
         await client.insert(captures, bodies.__getitem__)
+
+
+# An HTTP client through which requests come from a loopback address of its own.
+Client = Callable[..., aiohttp.ClientSession]
+
+
+@pytest.fixture
+async def sessions() -> AsyncIterator[Client]:
+    """HTTP clients, each from a loopback address of its own if asked, reading bodies as sent."""
+    made: list[aiohttp.ClientSession] = []
+
+    def make(source: str = "127.0.0.1") -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(local_addr=(source, 0))
+        session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        await session.close()

@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,9 +21,7 @@ from archive.timestamps import parse_time
 from tests.browser import chromium
 from tests.master.conftest import Cluster
 
-from .conftest import Proxy, Version, archive, header_block
-
-Sessions = Callable[[str], aiohttp.ClientSession]
+from .conftest import Client, Proxy, Version, archive, header_block
 
 PAGE_AT = "2021-06-15T12:00:00Z"
 # Each resource of the page and when it was captured; the page's own captures before and after.
@@ -80,22 +78,6 @@ def put_setting(proxy: Proxy, **setting: object) -> None:
         assert answer.status == 200
 
 
-@pytest.fixture
-async def sessions() -> AsyncIterator[Sessions]:
-    """HTTP clients, each from a loopback address of its own, reading bodies as sent."""
-    made: list[aiohttp.ClientSession] = []
-
-    def make(source: str) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(local_addr=(source, 0))
-        session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
-        made.append(session)
-        return session
-
-    yield make
-    for session in made:
-        await session.close()
-
-
 NAVIGATION = {
     "Sec-Fetch-Dest": "document",
     "Sec-Fetch-Mode": "navigate",
@@ -120,7 +102,7 @@ async def get(
 async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
     cluster_factory: Callable[..., Cluster],
     proxy_factory: Callable[..., Proxy],
-    sessions: Sessions,
+    sessions: Client,
     tmp_path: Path,
     scheme: str,
 ) -> None:
@@ -215,7 +197,7 @@ SHOWN: dict[str, tuple[tuple[tuple[str, str], ...], bytes]] = {
 
 
 async def test_only_archived_html_pages_of_the_client_that_asked_get_the_bar(
-    cluster_factory: Callable[..., Cluster], proxy_factory: Callable[..., Proxy], sessions: Sessions
+    cluster_factory: Callable[..., Cluster], proxy_factory: Callable[..., Proxy], sessions: Client
 ) -> None:
     base = "http://types.example"
     versions = [
@@ -259,7 +241,7 @@ async def test_only_archived_html_pages_of_the_client_that_asked_get_the_bar(
 async def test_coherence_questions_that_cannot_be_answered_say_why(
     cluster_factory: Callable[..., Cluster],
     proxy_factory: Callable[..., Proxy],
-    sessions: Sessions,
+    sessions: Client,
     tmp_path: Path,
 ) -> None:
     base = "http://types.example"

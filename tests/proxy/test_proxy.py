@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import pytest
@@ -46,24 +45,6 @@ LOST = Version(
     header_block(200, "OK", ("Content-Type", "image/png")),
     b"\x89PNG not really",
 )
-
-Client = Callable[..., aiohttp.ClientSession]
-
-
-@pytest.fixture
-async def sessions() -> AsyncIterator[Client]:
-    """HTTP clients, each from a loopback address of its own if asked."""
-    made: list[aiohttp.ClientSession] = []
-
-    def make(source: str = "127.0.0.1") -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(local_addr=(source, 0))
-        session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
-        made.append(session)
-        return session
-
-    yield make
-    for session in made:
-        await session.close()
 
 
 async def fetch(
