@@ -814,16 +814,14 @@ class MasterDB:
     def feed(self) -> str:
         return str(self.get_meta("feed"))
 
-    def record_changes(self, names: Iterable[str]) -> int:
-        """Number these structure files' latest change; the number of the last."""
+    def record_changes(self, names: Iterable[str]) -> None:
+        """Number these structure files' latest change."""
         with self._transaction():
-            for name in dict.fromkeys(names):
-                self.db.execute(
-                    f"INSERT INTO changes (name, seq) VALUES (?, {NEXT_CHANGE})"
-                    " ON CONFLICT (name) DO UPDATE SET seq = excluded.seq",
-                    (name,),
-                )
-        return self.last_change()
+            self.db.executemany(
+                f"INSERT INTO changes (name, seq) VALUES (?, {NEXT_CHANGE})"
+                " ON CONFLICT (name) DO UPDATE SET seq = excluded.seq",
+                [(name,) for name in dict.fromkeys(names)],
+            )
 
     def last_change(self) -> int:
         return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])

@@ -33,8 +33,8 @@ def master_in(folder: Path) -> Master:
 
 def test_a_file_changed_again_moves_to_the_end_of_the_feed(tmp_path: Path) -> None:
     db = MasterDB(tmp_path / "m.db")
-    assert db.record_changes([A, B]) == 2
-    assert db.record_changes([A]) == 3
+    db.record_changes([A, B])
+    db.record_changes([A])
     assert db.changes_after(0, 10) == [(B, 2), (A, 3)]
     assert db.changes_after(2, 10) == [(A, 3)]
     assert db.changes_after(3, 10) == []
