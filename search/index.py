@@ -20,7 +20,9 @@ from archive.urlkey import structure_name
 from .errors import BadQuery, NoIndex
 from .keys import bands, link_key
 
-SCHEMA_VERSION = 3  # 2: urlkey, links_to, simhash_bands, simhash fast; 3: version
+# 2: urlkey, links_to, simhash_bands, simhash fast; 3: version; 4: the simhash of words hashed
+# once each (simhash.py)
+SCHEMA_VERSION = 4
 BUILT_FILE = "dlweb-search.json"  # beside tantivy's files: what built the index, and when
 WRITER_HEAP = 128_000_000
 # One indexing thread: the documents come from one extracting thread anyway, and one segment

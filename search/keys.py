@@ -25,7 +25,7 @@ def link_key(url: str) -> str:
     url = url.strip()
     if not _SCHEME.match(url):
         url = "http://" + url
-    return surt_key(urldefrag(url)[0])
+    return surt_key(urldefrag(url)[0] if "#" in url else url)
 
 
 def asked_key(url: str) -> str:

@@ -6,6 +6,8 @@ import re
 import threading
 from typing import Any
 
+import numpy as np
+
 MIN_LETTERS = 40  # a shorter text is too short to tell
 MIN_PROBABILITY = 0.6  # a less certain guess is left out
 # Characters of the text read: the guess costs in proportion, and 600 characters (some
@@ -24,7 +26,11 @@ def _identifier() -> Any:
         if not _loaded:
             from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-            _loaded.append(LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True))
+            identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            # Its table of feature weights comes as float16, which numpy multiplies without
+            # BLAS: as float32 (57 MB instead of 28) a guess scores in half the time, the same.
+            identifier.nb_ptc = np.asarray(identifier.nb_ptc, dtype=np.float32)
+            _loaded.append(identifier)
     return _loaded[0]
 
 

@@ -82,7 +82,7 @@ def test_a_near_copy_is_the_most_similar_page(archive: Archive) -> None:
     assert everything[0].url == pages.MIRROR and len(everything) == 7
     assert min(s.distance for s in everything[1:]) > 20
     # Through the bands only, as a larger index is searched: a copy of the same text (another
-    # title) shares all four; the essay's copy, 9 bits apart, happens to share none, and is
+    # title) shares all four; the essay's copy, 12 bits apart, happens to share none, and is
     # missed (a page within 3 bits always shares one).
     menu = similar(index, pages.MENU, scan_all=0).pages
     assert [(s.url, s.distance) for s in menu] == [(pages.MENU_COPY, 0)]
@@ -158,7 +158,7 @@ def test_the_command_line(archive: Archive, capsys: pytest.CaptureFixture[str]) 
     assert lines[0].startswith(f"1 pages within 12 bits of {pages.TIDES} (its version of 2019-")
     assert lines[1:3] == [
         "1. Life in the rock pools",
-        f"   {pages.MIRROR}  2020-01-20T16:45:00Z  9 bits apart",
+        f"   {pages.MIRROR}  2020-01-20T16:45:00Z  12 bits apart",
     ]
     # Bad input: one line and exit status 2.
     done = dlweb("search", "--index", index, "--similar", pages.LOGO)
