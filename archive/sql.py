@@ -1,10 +1,11 @@
-"""SQLite as the master and the index node use it: opening a database, checkpointing its WAL,
-and queries that look up many values at once."""
+"""SQLite as the master, the index node and the search catalog use it: opening a database,
+checkpointing its WAL, transactions, and queries that look up many values at once."""
 
 import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -85,6 +86,19 @@ class _CheckpointedConnection(sqlite3.Connection):
             self.checkpointer.close()
             self.checkpointer = None
         super().close()
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN ... COMMIT around a block, ROLLBACK when it raises (on a connection that leaves
+    transactions to its caller: isolation_level=None)."""
+    db.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def in_chunks(values: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:

@@ -5,16 +5,16 @@ nodes send only the inventory entries after the position stored with their locat
 same transaction, so the two can never disagree.
 """
 
+import contextlib
 import itertools
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.sql import in_chunks, open_database
+from archive.sql import in_chunks, open_database, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -208,8 +208,8 @@ class MasterDB:
     def close(self) -> None:
         self.db.close()
 
-    def _transaction(self) -> "_Tx":
-        return _Tx(self.db)
+    def _transaction(self) -> contextlib.AbstractContextManager[None]:
+        return transaction(self.db)
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -843,16 +843,3 @@ class MasterDB:
 
     def iter_files(self) -> Iterator[tuple[str, str]]:
         yield from self.db.execute("SELECT kind, name FROM files")
-
-
-class _Tx:
-    """BEGIN ... COMMIT around a block; ROLLBACK if it raises."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN")
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")

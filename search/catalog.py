@@ -10,10 +10,12 @@ them is deleted and each of their versions added again, whatever changed in the 
 """
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from archive.sql import in_chunks, transaction
 from archive.urlkeys import URLKEYS_FILE, surt_key
 
 _SCHEMA = """
@@ -64,41 +66,40 @@ class Catalog:
 
     def versions_of(self, structures: Iterable[str]) -> dict[str, dict[int, str]]:
         """The versions indexed for each structure file, {time: digest} (empty when none)."""
-        found: dict[str, dict[int, str]] = {}
-        for name in structures:
-            rows = self._db.execute(
-                "SELECT time, digest FROM versions WHERE structure = ?", (name,)
-            )
-            found[name] = {int(time): str(digest) for time, digest in rows}
+        found: dict[str, dict[int, str]] = {name: {} for name in structures}
+        for name, time, digest in self._rows_of("versions", "time, digest", found):
+            found[name][int(time)] = str(digest)
         return found
 
     def pending_of(self, structures: Iterable[str]) -> dict[str, set[int]]:
         """The versions of these files an unfinished update may have left in tantivy."""
         found: dict[str, set[int]] = {}
-        for name in structures:
-            rows = self._db.execute("SELECT time FROM pending WHERE structure = ?", (name,))
-            times = {int(time) for (time,) in rows}
-            if times:
-                found[name] = times
+        for name, time in self._rows_of("pending", "time", structures):
+            found.setdefault(name, set()).add(int(time))
         return found
+
+    def _rows_of(
+        self, table: str, columns: str, structures: Iterable[str]
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of `table` for these structure files, the file first."""
+        for part, marks in in_chunks(list(structures)):
+            yield from self._db.execute(
+                f"SELECT structure, {columns} FROM {table} WHERE structure IN ({marks})", part
+            )
 
     def mark_pending(self, entries: Iterable[FileEntry]) -> None:
         """List, before tantivy commits, every version these files may then hold there."""
-        self._db.execute("BEGIN")
-        try:
-            for entry in entries:
-                rows = self._db.execute(
-                    "SELECT time FROM versions WHERE structure = ?", (entry.structure,)
-                )
-                times = {int(time) for (time,) in rows} | set(entry.versions)
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO pending VALUES (?, ?)",
-                    [(entry.structure, time) for time in times],
-                )
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        entries = list(entries)
+        indexed = self.versions_of(entry.structure for entry in entries)
+        with transaction(self._db):
+            self._db.executemany(
+                "INSERT OR IGNORE INTO pending VALUES (?, ?)",
+                [
+                    (entry.structure, time)
+                    for entry in entries
+                    for time in set(indexed[entry.structure]) | set(entry.versions)
+                ],
+            )
 
     def position(self) -> tuple[str | None, int]:
         """The change feed this index follows and the number of the last change it holds."""
@@ -106,31 +107,34 @@ class Catalog:
         return (None, 0) if row is None else (row[0], int(row[1]))
 
     def record(self, entries: Iterable[FileEntry], position: tuple[str | None, int]) -> None:
-        """Replace what is said of these structure files and move the position, at once."""
-        self._db.execute("BEGIN")
-        try:
-            for entry in entries:
-                self._db.execute("DELETE FROM pending WHERE structure = ?", (entry.structure,))
-                self._db.execute("DELETE FROM versions WHERE structure = ?", (entry.structure,))
-                self._db.executemany(
-                    "INSERT INTO versions VALUES (?, ?, ?)",
-                    [(entry.structure, time, digest) for time, digest in entry.versions.items()],
-                )
-                self._db.execute("DELETE FROM urls WHERE structure = ?", (entry.structure,))
-                if entry.listed_url is not None:
-                    self._db.execute(
-                        "INSERT OR IGNORE INTO urls VALUES (?, ?, ?)",
-                        (surt_key(entry.listed_url), entry.listed_url, entry.structure),
-                    )
+        """Replace what is said of these structure files (the last entry of a file said twice)
+        and move the position, at once."""
+        entries = list({entry.structure: entry for entry in entries}.values())
+        names = [(entry.structure,) for entry in entries]
+        with transaction(self._db):
+            for table in ("pending", "versions", "urls"):
+                self._db.executemany(f"DELETE FROM {table} WHERE structure = ?", names)
+            self._db.executemany(
+                "INSERT INTO versions VALUES (?, ?, ?)",
+                [
+                    (entry.structure, time, digest)
+                    for entry in entries
+                    for time, digest in entry.versions.items()
+                ],
+            )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO urls VALUES (?, ?, ?)",
+                [
+                    (surt_key(entry.listed_url), entry.listed_url, entry.structure)
+                    for entry in entries
+                    if entry.listed_url is not None
+                ],
+            )
             self._db.execute(
                 "INSERT INTO position VALUES (0, ?, ?)"
                 " ON CONFLICT (id) DO UPDATE SET feed = excluded.feed, seq = excluded.seq",
                 position,
             )
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
     def url_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM urls").fetchone()[0])

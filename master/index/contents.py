@@ -1,11 +1,11 @@
 """The index node's content database: which contents the archive holds, by the first 128 bits of
 their SHA-256, and how many captures refer to each."""
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-from archive.sql import in_chunks, open_database
+from archive.sql import in_chunks, open_database, transaction
 
 
 def prefix(name: str) -> bytes:
@@ -71,12 +71,5 @@ class ContentIndex:
     def __len__(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM contents").fetchone()[0])
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self.db.execute("BEGIN")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[None]:
+        return transaction(self.db)
