@@ -15,7 +15,8 @@ run `dlweb search rebuild` (503). The search modules are loaded on a first searc
 import asyncio
 import html
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, urlencode
 
 from archive.errors import DlwebError
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from search.history import History
     from search.index import Answer as Found
     from search.links import Backlink, Neighbours
+
+T = TypeVar("T")
 
 __all__ = ["answer", "paging"]
 
@@ -186,17 +189,51 @@ def _open_at(url: str, when: str) -> str:
     return f"http://date.dlweb/set?at={at}&back={quote(url, safe='')}"
 
 
-async def _history(context: HarborContext, request: HarborRequest) -> Answer:
-    from search.history import history
+async def _about_url(
+    context: HarborContext,
+    request: HarborRequest,
+    read: Callable[["tantivy.Index", str], T],
+    title: str,
+    render: Callable[[str, T], str],
+) -> Answer:
+    """A page about one URL of the index (its history, backlinks or similar pages): the URL
+    asked checked before the index is opened, then read on a thread."""
     from search.keys import asked_key
 
     url = request.query.get("url", "")
-    asked_key(url)  # a bad URL is told before the index is opened
-    found = await asyncio.to_thread(history, await _index(context), url)
-    return _page(request, f"Text history of {url}", _history_html(found))
+    asked_key(url)
+    found = await asyncio.to_thread(read, await _index(context), url)
+    return _page(request, f"{title} {url}", render(url, found))
 
 
-def _history_html(found: "History") -> str:
+async def _history(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.history import history
+
+    return await _about_url(context, request, history, "Text history of", _history_html)
+
+
+async def _backlinks(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.links import backlinks
+
+    return await _about_url(context, request, backlinks, "Pages linking to", _backlinks_html)
+
+
+async def _similar(context: HarborContext, request: HarborRequest) -> Answer:
+    from search.links import similar
+
+    return await _about_url(context, request, similar, "Pages similar to", _similar_html)
+
+
+def _page_at(url: str, time: str, title: str) -> str:
+    """A page of a list: its title, opening it at its date, then its URL and date."""
+    return (
+        f'<a href="{html.escape(_open_at(url, time))}">{html.escape(title or "(no title)")}</a>'
+        f' <span class="url">{html.escape(url)}</span>'
+        f' <span class="date">{html.escape(time)}</span>'
+    )
+
+
+def _history_html(url: str, found: "History") -> str:
     count = len(found.versions)
     parts = [
         f"<h2>Text history of {html.escape(found.url)}</h2>",
@@ -227,16 +264,6 @@ def _history_html(found: "History") -> str:
     return "\n".join(parts)
 
 
-async def _backlinks(context: HarborContext, request: HarborRequest) -> Answer:
-    from search.keys import asked_key
-    from search.links import backlinks
-
-    url = request.query.get("url", "")
-    asked_key(url)  # a bad URL is told before the index is opened
-    found = await asyncio.to_thread(backlinks, await _index(context), url)
-    return _page(request, f"Pages linking to {url}", _backlinks_html(url, found))
-
-
 def _backlinks_html(url: str, found: "list[Backlink]") -> str:
     parts = [
         f"<h2>Pages linking to {html.escape(url)}</h2>",
@@ -245,27 +272,14 @@ def _backlinks_html(url: str, found: "list[Backlink]") -> str:
     for link in found:
         anchors = ", ".join(f"“{html.escape(text)}”" for text in link.anchors)
         parts.append(
-            f'<li><a href="{html.escape(_open_at(link.url, link.time))}">'
-            f"{html.escape(link.title or '(no title)')}</a>"
-            f' <span class="url">{html.escape(link.url)}</span>'
-            f' <span class="date">{html.escape(link.time)}</span><br>'
+            f"<li>{_page_at(link.url, link.time, link.title)}<br>"
             f"{anchors or '(no anchor text)'}</li>"
         )
     parts.append("</ol>")
     return "\n".join(parts)
 
 
-async def _similar(context: HarborContext, request: HarborRequest) -> Answer:
-    from search.keys import asked_key
-    from search.links import similar
-
-    url = request.query.get("url", "")
-    asked_key(url)
-    found = await asyncio.to_thread(similar, await _index(context), url)
-    return _page(request, f"Pages similar to {url}", _similar_html(found))
-
-
-def _similar_html(near: "Neighbours") -> str:
+def _similar_html(url: str, near: "Neighbours") -> str:
     parts = [
         f"<h2>Pages similar to {html.escape(near.url)}</h2>",
         f"<p>{len(near.pages):,} pages within {near.max_distance} bits of 64 of its version of"
@@ -273,10 +287,7 @@ def _similar_html(near: "Neighbours") -> str:
     ]
     for near_page in near.pages:
         parts.append(
-            f'<li><a href="{html.escape(_open_at(near_page.url, near_page.time))}">'
-            f"{html.escape(near_page.title or '(no title)')}</a>"
-            f' <span class="url">{html.escape(near_page.url)}</span>'
-            f' <span class="date">{html.escape(near_page.time)}</span>'
+            f"<li>{_page_at(near_page.url, near_page.time, near_page.title)}"
             f" {near_page.distance} bits apart</li>"
         )
     parts.append("</ol>")
