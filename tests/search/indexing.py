@@ -1,16 +1,23 @@
-"""`dlweb search-indexer` run as a process by the tests, and how they wait on its index."""
+"""`dlweb search-indexer` run as a process by the tests, how they wait on its index, and what an
+index answers (to compare one made by updates with one rebuilt)."""
 
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from archive.urlkeys import URLKEYS_FILE
 from search.index import BUILT_FILE, open_index, search
+from search.links import backlinks, similar
 from tests.master.conftest import Cluster
+
+from . import pages
 
 SEARCHABLE_WITHIN = 10.0  # seconds from the end of an import, as the issue asks
 READY_TIMEOUT = 60.0
@@ -68,3 +75,26 @@ def hits(folder: Path, query: str) -> list[tuple[str, str]]:
         return []
     index = open_index(folder)
     return [(hit.url, hit.time) for hit in search(index, query, 100).hits]
+
+
+def answers(folder: Path) -> dict[str, Any]:
+    """What an index answers to the queries of the tests, and what its URL-key index holds."""
+    index = open_index(folder)
+    with sqlite3.connect(folder / URLKEYS_FILE) as db:
+        urls = sorted(db.execute("SELECT urlkey, url, structure FROM urls"))
+    return {
+        "documents": index.searcher().num_docs,
+        "queries": {
+            query: hits(folder, query)
+            for query in (
+                f'"{pages.SENTENCE}"',
+                "lighthouse",
+                "museum OR menu",
+                "lang:fr",
+                "year:2019",
+            )
+        },
+        "backlinks": [link.as_json() for link in backlinks(index, pages.BLOG)],
+        "similar": similar(index, pages.TIDES, 10).as_json(),
+        "urls": urls,
+    }

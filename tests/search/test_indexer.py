@@ -1,22 +1,17 @@
 """The search indexer: a follower of the master's change feed that keeps the index current, and
 answers as a rebuild from the structure files does."""
 
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from archive.urlkeys import URLKEYS_FILE
-from search.index import open_index
-from search.links import backlinks, similar
 from tests.master.conftest import Cluster, clusters_in
 
 from . import pages
 from .conftest import dlweb
-from .indexing import SEARCHABLE_WITHIN, Indexer, hits, wait_until
+from .indexing import SEARCHABLE_WITHIN, Indexer, answers, hits, wait_until
 
 
 def import_warc(cluster: Cluster, warc: Path) -> float:
@@ -24,29 +19,6 @@ def import_warc(cluster: Cluster, warc: Path) -> float:
     done = dlweb("import", "-c", str(cluster.config_path), str(warc))
     assert done.returncode == 0, done.stdout + done.stderr
     return time.monotonic()
-
-
-def answers(folder: Path) -> dict[str, Any]:
-    """What an index answers to the queries of the tests, and what its URL-key index holds."""
-    index = open_index(folder)
-    with sqlite3.connect(folder / URLKEYS_FILE) as db:
-        urls = sorted(db.execute("SELECT urlkey, url, structure FROM urls"))
-    return {
-        "documents": index.searcher().num_docs,
-        "queries": {
-            query: hits(folder, query)
-            for query in (
-                f'"{pages.SENTENCE}"',
-                "lighthouse",
-                "museum OR menu",
-                "lang:fr",
-                "year:2019",
-            )
-        },
-        "backlinks": [link.as_json() for link in backlinks(index, pages.BLOG)],
-        "similar": similar(index, pages.TIDES, 10).as_json(),
-        "urls": urls,
-    }
 
 
 @pytest.fixture
