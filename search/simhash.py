@@ -1,11 +1,11 @@
 """A 64-bit simhash over word shingles: pages that differ by a few words get signatures a few
 bits apart, so near-duplicates (a changed date, a new counter) can be found later.
 
-Words are the text's runs of letters, digits and "_", lowercased. The whole signature is made by array
-operations over the text's UTF-8 bytes, with no Python step per word: a word's hash is a
-polynomial hash of its bytes (from prefix sums of byte times power, divided by the power at its
-start: the base is odd, so it has an inverse modulo 2**64), a shingle's hash mixes its words'
-hashes, and MurmurHash3's finalizer spreads every bit of it over all 64."""
+Words are the text's runs of letters, digits and "_", lowercased. The whole signature is made
+by array operations over the text's UTF-8 bytes, with no Python step per word: a word's hash is
+a polynomial hash of its bytes (from prefix sums of byte times power, divided by the power at
+its start: the base is odd, so it has an inverse modulo 2**64), a shingle's hash mixes its
+words' hashes, and MurmurHash3's finalizer spreads every bit of it over all 64."""
 
 from typing import Any
 
