@@ -32,7 +32,7 @@ def cluster_config(
     """A configuration with a fresh secret and a cluster name no other test uses."""
     path = tmp_path / f"{uuid.uuid4().hex}.yaml"
     write_cluster_config(path)
-    text = path.read_text().replace("name: test", f"name: {name or uuid.uuid4().hex[:12]}")
+    text = path.read_text().replace("name: test", f"name: {name or 't-' + uuid.uuid4().hex[:12]}")
     text = text.replace("multicast:\n", f"multicast:\n  interface: {interface}\n")
     path.write_text(text + extra)
     return load_config(path)

@@ -21,7 +21,7 @@ def agents(url: str, kind: str = "agents") -> list[Any]:
 def test_agents_without_scheduler_address_find_the_scheduler(tmp_path: Path) -> None:
     config = tmp_path / "dlweb.yaml"
     write_cluster_config(config)
-    config.write_text(config.read_text().replace("name: test", f"name: {uuid.uuid4().hex[:12]}"))
+    config.write_text(config.read_text().replace("name: test", f"name: t-{uuid.uuid4().hex[:12]}"))
     url = f"http://127.0.0.1:{free_port()}"
     processes: list[subprocess.Popen[bytes]] = []
 
