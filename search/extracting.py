@@ -5,13 +5,17 @@ machine of N cores reads N pages at once while its own process fetches and index
 The workers are started by `spawn` (the indexing process runs threads, which a fork would copy
 in whatever state they were) and load the language model as they start. A worker that dies
 (a page that crashes the parser) breaks the pool: its batch is left out with the reason
-"extractor crashed", logged, and a new pool is started for the next.
+"extractor crashed", logged, and a new pool is started for the next. A worker whose parent is
+gone (an indexer killed with kill -9) ends within PARENT_CHECK seconds: the pool's queue would
+keep it waiting for work forever, holding its model.
 """
 
 import asyncio
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -24,6 +28,7 @@ from .language import load, preload
 log = logging.getLogger(__name__)
 
 MAX_WORKERS = 8
+PARENT_CHECK = 1.0  # seconds between a worker's looks at whether its parent is alive
 CRASHED = "extractor crashed"
 
 # A page to read: its URL, header block and payload.
@@ -34,6 +39,19 @@ Outcome = Extracted | str
 
 def default_workers() -> int:
     return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+
+
+def _start_worker(parent: int) -> None:
+    """A worker's start: its model loading on a thread, and its parent watched on another."""
+    preload()
+    threading.Thread(target=_watch, args=(parent,), name="dlweb-parent", daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    """End this worker once its parent is gone (it then has another parent: init or a reaper)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK)
+    os._exit(0)
 
 
 def _ready() -> int:
@@ -62,7 +80,10 @@ class Extractors:
 
     def _start(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=preload
+            self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
         )
 
     async def ready(self) -> int:
