@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
@@ -363,6 +363,20 @@ class Tally:
         self.errors += 1
         self.first_error = self.first_error or problem
 
+    async def timed(
+        self, what: str, answer: Awaitable[tuple[int, bytes, str]]
+    ) -> tuple[int, bytes, str] | None:
+        """A request's answer, its latency counted; None, counted as a failure about `what`,
+        when it could not be made."""
+        began = time.perf_counter()
+        try:
+            got = await answer
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            self.fail(f"{what}: {exc!r}")
+            return None
+        self.latencies.append(time.perf_counter() - began)
+        return got
+
 
 def quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else NAN
@@ -397,13 +411,10 @@ async def load(
             while time.monotonic() < until:
                 url, length = pages[i % len(pages)]
                 i += 1
-                began = time.perf_counter()
-                try:
-                    status, body, _ = await fetch(session, proxy, url)
-                except (aiohttp.ClientError, TimeoutError) as exc:
-                    tally.fail(f"{url}: {exc!r}")
+                got = await tally.timed(url, fetch(session, proxy, url))
+                if got is None:
                     continue
-                tally.latencies.append(time.perf_counter() - began)
+                status, body, _ = got
                 if status != 200 or len(body) != length:
                     tally.fail(f"{url}: {status}, {len(body)} bytes where {length} are archived")
 
@@ -437,15 +448,12 @@ async def lookups(proxy: str, dates: list[tuple[str, str]]) -> dict[str, Any]:
     async with client_session(None, 1) as session:
         await fetch(session, proxy, MANY_URL, {"Accept-Datetime": dates[0][0]})
         for asked, expected in dates[1:]:
-            began = time.perf_counter()
-            try:
-                status, body, memento = await fetch(
-                    session, proxy, MANY_URL, {"Accept-Datetime": asked}
-                )
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                tally.fail(f"{asked}: {exc!r}")
+            got = await tally.timed(
+                asked, fetch(session, proxy, MANY_URL, {"Accept-Datetime": asked})
+            )
+            if got is None:
                 continue
-            tally.latencies.append(time.perf_counter() - began)
+            status, body, memento = got
             if status != 200 or body != MANY_BODY or memento != expected:
                 tally.fail(f"{asked}: {status}, capture of {memento!r} where {expected} is")
     return {
@@ -1158,13 +1166,10 @@ async def calendar_latencies(proxy: str, pages: list[str], captures: int) -> dic
     async with client_session(None, 1) as session:
         await fetch(session, proxy, pages[0])
         for page in pages:
-            began = time.perf_counter()
-            try:
-                status, body, _ = await fetch(session, proxy, page)
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                tally.fail(f"{page}: {exc!r}")
+            got = await tally.timed(page, fetch(session, proxy, page))
+            if got is None:
                 continue
-            tally.latencies.append(time.perf_counter() - began)
+            status, body, _ = got
             if status != 200 or told.encode() not in body or b'class="calendar"' not in body:
                 tally.fail(f"{page}: {status}, {len(body):,} bytes without the calendar")
     ordered = sorted(tally.latencies)
