@@ -2,10 +2,8 @@
 
 from . import api, captures, cert, date, page, search, status, streams
 from .answer import Answer, HarborContext
-from .request import HarborRequest
+from .request import SUFFIX, HarborRequest, is_harbor
 from .settings import ClientSetting, ClientSettings
-
-SUFFIX = ".dlweb"
 
 __all__ = [
     "Answer",
@@ -16,10 +14,6 @@ __all__ = [
     "answer",
     "is_harbor",
 ]
-
-
-def is_harbor(host: str) -> bool:
-    return host.lower().rstrip(".").endswith(SUFFIX)
 
 
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, urlencode
 
 from archive.cluster import ClusterClient, DayCount
 from archive.errors import ClientFault, DlwebError, NotFound
@@ -63,6 +63,20 @@ class Choice:
     def name(self) -> str:
         month = f"{month_name[self.month]} {self.year}"
         return month if self.day is None else f"{self.day} {month}"
+
+    def where(self) -> str:
+        """ "on 3 June 2021", or "in June 2021" when no day is chosen."""
+        return f"on {self.name()}" if self.day is not None else f"in {self.name()}"
+
+
+def nav_for(address: str) -> Nav:
+    """The links of a calendar on the page at `address` (which has a query already): the same
+    page with other parameters added."""
+
+    def nav(params: dict[str, str]) -> str:
+        return f"{address}&{urlencode(params)}"
+
+    return nav
 
 
 def set_link(at: int, back: str) -> str:
@@ -149,7 +163,7 @@ async def section(
     if not any(d.day.year == choice.year for d in days):
         where = f"in {choice.year}"
     else:
-        where = f"on {choice.name()}" if choice.day is not None else f"in {choice.name()}"
+        where = choice.where()
     first, last = format_iso(days[0].first), format_iso(days[-1].last)
     message = (
         f"No capture of {url} {where}: it was captured from {first} to {last}."
@@ -345,7 +359,7 @@ def _listed(
 ) -> str:
     """The captures of the chosen month or day (the first LISTED), each a link that browses it
     at its date; and a form that lists one day's."""
-    where = f"on {choice.name()}" if choice.day is not None else f"in {choice.name()}"
+    where = choice.where()
     shown = f"The first {len(listed):,} of {counted:,}" if len(listed) < counted else f"{counted:,}"
     rows = "".join(
         f'<tr><td><a href="{html.escape(set_link(c.time, url))}">{format_iso(c.time)}</a></td>'

@@ -5,7 +5,7 @@ latest month with captures), as JSON (`format=json`) or as a Memento TimeMap (`f
 
 import html
 import json
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from archive.errors import DlwebError, NotFound
 from archive.serving import status_of
@@ -75,10 +75,7 @@ async def _page(context: HarborContext, url: str, query: dict[str, str]) -> Answ
         return page.page("captures", body, current=HOME)
     address = f"{HOME}?url={quote(url, safe='')}"
 
-    def nav(params: dict[str, str]) -> str:
-        return f"{address}&{urlencode(params)}"
-
-    status, shown = await calendar.section(context.client, url, query, nav)
+    status, shown = await calendar.section(context.client, url, query, calendar.nav_for(address))
     formats = (
         f'<p class="muted">Every capture as <a href="{html.escape(address)}&amp;format=json">JSON'
         f'</a> or as a <a href="{html.escape(address)}&amp;format=link">Memento TimeMap</a>.</p>'

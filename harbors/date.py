@@ -15,7 +15,7 @@ from archive.timestamps import BadTime, format_iso, parse_time
 
 from . import calendar, page
 from .answer import Answer, HarborContext
-from .request import HarborRequest
+from .request import HarborRequest, is_harbor
 from .settings import ClientSetting
 
 HOME = "http://date.dlweb/"
@@ -36,22 +36,22 @@ def _back(request: HarborRequest) -> str:
     when it is one and not this harbor's own page, else nothing."""
     given = request.query.get("back")
     if given is not None:
-        parts = urlsplit(given)
-        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        if not _web_page(given):
             raise BadBack(
                 f"back={given[:200]!r} is not an http or https URL: the date harbor goes back"
                 " only to a web page"
             )
         return given
     referer = request.headers.get("referer", "")
-    parts = urlsplit(referer)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+    if not _web_page(referer):
         return ""
-    return "" if (parts.hostname or "").lower().rstrip(".") == "date.dlweb" else referer
+    return "" if (urlsplit(referer).hostname or "").lower().rstrip(".") == "date.dlweb" else referer
 
 
-def _is_harbor(url: str) -> bool:
-    return (urlsplit(url).hostname or "").lower().rstrip(".").endswith(".dlweb")
+def _web_page(url: str) -> bool:
+    """Whether `url` is an http or https URL with a host."""
+    parts = urlsplit(url)
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
 def _remember(client: str, at: int | None) -> None:
@@ -99,14 +99,11 @@ async def _page(
             for at in recent
         )
         parts.append(f'<h2>Dates you used lately</h2>\n<ul class="recent">{items}</ul>')
-    if back and not _is_harbor(back):
+    if back and not is_harbor(urlsplit(back).hostname or ""):
         address = f"{HOME}?back={quote(back, safe='')}"
 
-        def nav(params: dict[str, str]) -> str:
-            return f"{address}&{urlencode(params)}"
-
         found, shown_calendar = await calendar.section(
-            context.client, back, request.query, nav, setting.at, setting.at
+            context.client, back, request.query, calendar.nav_for(address), setting.at, setting.at
         )
         status = max(status, found)
         parts.append(f'<h2>Captures of <span class="url-text">{kept}</span></h2>\n{shown_calendar}')

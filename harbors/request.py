@@ -2,6 +2,12 @@
 
 from dataclasses import dataclass, field
 
+SUFFIX = ".dlweb"
+
+
+def is_harbor(host: str) -> bool:
+    return host.lower().rstrip(".").endswith(SUFFIX)
+
 
 @dataclass(frozen=True)
 class HarborRequest:

@@ -31,6 +31,7 @@ from mitmproxy import http
 
 import harbors
 from archive.errors import ClientFault
+from archive.header_block import media_type
 from archive.timestamps import parse_time
 from harbors.answer import NO_NEGOTIATION
 from harbors.banner import bar
@@ -130,7 +131,7 @@ class Banner:
             return
         if not isinstance(prepared, Prepared) or not _shown(prepared.status):
             return
-        if _media_type(_field(prepared.fields, b"content-type")) != "text/html":
+        if media_type(_field(prepared.fields, b"content-type")) != "text/html":
             return
         self.coherence.page(client, request.pretty_url, at, prepared.time)
         response = flow.response
@@ -167,10 +168,6 @@ def _field(fields: list[tuple[bytes, bytes]], name: bytes) -> str:
         if key.lower() == name:
             return value.decode("latin-1")
     return ""
-
-
-def _media_type(content_type: str) -> str:
-    return content_type.split(";")[0].strip().lower()
 
 
 def _with_bar(response: http.Response, markup: bytes) -> bytes | None:
