@@ -8,6 +8,7 @@ other fields by name. A query that does not parse is a BadQuery, a one-line mess
 import datetime
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,8 @@ from .errors import BadQuery, NoIndex
 from .keys import bands, link_key
 
 # 2: urlkey, links_to, simhash_bands, simhash fast; 3: version; 4: the simhash of words hashed
-# once each (simhash.py)
-SCHEMA_VERSION = 4
+# once each (simhash.py); 5: outlinks stored only, as pairs
+SCHEMA_VERSION = 5
 BUILT_FILE = "dlweb-search.json"  # beside tantivy's files: what built the index, and when
 WRITER_HEAP = 128_000_000
 # One indexing thread: the documents come from one extracting thread anyway, and one segment
@@ -45,13 +46,19 @@ FIELDS = (
     ("title", "text", "the HTML title, stored"),
     ("text", "text", "the visible text, stored for snippets"),
     ("lang", "raw", "ISO 639-1 language code, or empty"),
-    ("outlinks", "json", "[{url, text}] links out with anchor texts, stored, urls indexed whole"),
+    ("outlinks", "stored", "[[url, text]] links out with their anchor texts, stored only"),
     ("simhash", "u64", "64-bit simhash of the text's word shingles, stored and fast"),
     ("urlkey", "key", "the SURT key of the URL (links.py), for backlinks and similar pages"),
     ("links_to", "key", "the SURT keys of the outlinks, fragments dropped: backlinks"),
     ("simhash_bands", "key", "the simhash's four 16-bit bands, as `0:1a2b`: similar pages"),
     ("version", "key", "the structure file and time of the version: what an update replaces"),
 )
+
+
+def outlinks_of(doc: tantivy.Document) -> list[tuple[str, str]]:
+    """The links out of a stored document, each (url, anchor text)."""
+    stored = doc.get_first("outlinks")
+    return [(url, text) for url, text in json.loads(stored)] if stored else []
 
 
 def version_key(structure: str, time: int) -> str:
@@ -75,8 +82,8 @@ def schema() -> tantivy.Schema:
             builder.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
         elif kind == "u64":
             builder.add_unsigned_field(name, stored=True, indexed=True, fast=True)
-        elif kind == "json":
-            builder.add_json_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+        elif kind == "stored":  # JSON as bytes, shown, never looked up (links_to is)
+            builder.add_bytes_field(name, stored=True)
     return builder.build()
 
 
@@ -94,7 +101,7 @@ class Page:
     title: str
     text: str
     lang: str
-    outlinks: list[dict[str, str]]
+    outlinks: Sequence[tuple[str, str]]  # (url, anchor text)
     simhash: int
 
     def document(self) -> tantivy.Document:
@@ -109,14 +116,13 @@ class Page:
         doc.add_unsigned("simhash", self.simhash)
         doc.add_text("urlkey", link_key(self.url))
         doc.add_text("version", version_key(structure_name(self.url), self.time))
-        for key in sorted({link_key(url) for url in {link["url"] for link in self.outlinks}}):
+        for key in sorted({link_key(url) for url, _ in self.outlinks}):
             doc.add_text("links_to", key)
         if self.simhash:  # a page without words is like no other
             for band in bands(self.simhash):
                 doc.add_text("simhash_bands", band)
         if self.outlinks:
-            # A list of objects in one JSON field: each of its urls is indexed whole.
-            doc.add_json("outlinks", json.dumps({"links": self.outlinks}))
+            doc.add_bytes("outlinks", json.dumps(self.outlinks, ensure_ascii=False).encode())
         return doc
 
 

@@ -11,13 +11,13 @@ which finds every version within 3 bits and most of those a little further, and 
 compared.
 """
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import tantivy
 
 from .errors import PageNotIndexed
+from .index import outlinks_of
 from .keys import asked_key, bands, link_key
 from .simhash import distance
 
@@ -106,11 +106,10 @@ def backlinks(index: tantivy.Index, url: str) -> list[Backlink]:
         source = str(doc.get_first("url"))
         if source in found:  # a version older than one already listed
             continue
-        outlinks = json.loads(json.dumps(doc.get_first("outlinks") or {})).get("links", [])
         anchors: dict[str, None] = {}
-        for link in outlinks:
-            if link_key(link["url"]) == key and link.get("text"):
-                anchors.setdefault(link["text"], None)
+        for target, text in outlinks_of(doc):
+            if text and link_key(target) == key:
+                anchors.setdefault(text, None)
         found[source] = Backlink(
             source, _iso(doc), str(doc.get_first("title") or ""), list(anchors)
         )

@@ -292,6 +292,6 @@ def page_of(version: Version, got: Extracted) -> Page:
         title=got.title,
         text=got.text,
         lang=got.lang,
-        outlinks=[{"url": link.url, "text": link.text} for link in got.links],
+        outlinks=got.links,
         simhash=got.simhash,
     )
