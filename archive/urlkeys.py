@@ -7,6 +7,7 @@ updates as the full-text index: one row a URL with at least one capture listed b
 share their SURT key). A range of keys is one indexed read.
 """
 
+import functools
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -44,16 +45,23 @@ def surt_key(url: str) -> str:
     for one the surt library cannot read (pywb keeps such keys as they are too)."""
     plain = _PLAIN.fullmatch(url)
     if plain is not None and "/." not in url:
-        host = plain.group(1).lower()
-        if www := _WWW.match(host):
-            host = host[www.end() :]
         path = (plain.group(2) or "/").lower()
-        return ",".join(reversed(host.split("."))) + ")" + (path.rstrip("/") or "/")
+        return _host_key(plain.group(1)) + ")" + (path.rstrip("/") or "/")
     try:
         key: str = surt.surt(url)
     except Exception:  # surt raises what its parsers raise
         return url
     return key
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_key(host: str) -> str:
+    """A plain host name's part of its SURT keys, kept for the hosts met lately: the links of a
+    page mostly go to a few."""
+    host = host.lower()
+    if www := _WWW.match(host):
+        host = host[www.end() :]
+    return ",".join(reversed(host.split(".")))
 
 
 class UrlKeys:
