@@ -288,7 +288,7 @@ def bench_indexing(work: Path, pages: int, seed: int) -> dict[str, Any]:
     sample = extracted[:SAMPLE]
     languages = timed_each(lambda got: guess_language(got.text), sample)
     signatures = timed_each(lambda got: simhash(got.text), sample)
-    keys = timed_each(lambda got: [link_key(link.url) for link in got.links], sample)
+    keys = timed_each(lambda got: [link_key(url) for url, _ in got.links], sample)
     per_page = extracting / pages
     return {
         "pages": pages,
