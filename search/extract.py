@@ -14,6 +14,7 @@ import itertools
 import logging
 import re
 import zlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urldefrag, urljoin, urlsplit
 
@@ -86,6 +87,34 @@ def indexed_type(header: HeaderBlock) -> str:
 
 def extract(url: str, header: HeaderBlock, payload: bytes) -> Extracted:
     """What the index keeps of a capture of `url`; NotIndexed when it keeps nothing."""
+    return _finish([_read(url, header, payload)])[0]
+
+
+def extract_many(items: Sequence[tuple[str, HeaderBlock, bytes]]) -> list[Extracted | NotIndexed]:
+    """What the index keeps of each capture (URL, header block, payload), or why it keeps
+    nothing, read one step at a time over them all: the markup of each, then the language of
+    each, then the signature of each. Taken page by page, each step finds the caches full of
+    the others' code and tables, and a page costs a third more."""
+    reads: list[_Read | NotIndexed] = []
+    for url, header, payload in items:
+        try:
+            reads.append(_read(url, header, payload))
+        except NotIndexed as exc:
+            reads.append(exc)
+    finished = iter(_finish([read for read in reads if not isinstance(read, NotIndexed)]))
+    return [read if isinstance(read, NotIndexed) else next(finished) for read in reads]
+
+
+class _Read(NamedTuple):
+    """What a capture's markup, text or PDF gave, before its language and signature."""
+
+    content_type: str
+    title: str
+    text: str
+    links: tuple[Link, ...]
+
+
+def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read:
     kind = indexed_type(header)
     if len(payload) > MAX_BYTES:
         raise NotIndexed("larger than 5 MB", f"{len(payload):,} bytes")
@@ -96,10 +125,18 @@ def extract(url: str, header: HeaderBlock, payload: bytes) -> Extracted:
         raise NotIndexed("binary", f"a {kind} payload with NUL bytes")
     charset = charset_of(header.get("Content-Type"))
     if kind in TEXT_TYPES:
-        text = _fold(_text_of(body, charset, sniff_meta=False))[:MAX_TEXT]
-        return Extracted(kind, "", text, guess_language(text), (), simhash(text))
-    title, text, links = _html(url, _text_of(body, charset, sniff_meta=True))
-    return Extracted(kind, title, text, guess_language(text), links, simhash(text))
+        return _Read(kind, "", _fold(_text_of(body, charset, sniff_meta=False))[:MAX_TEXT], ())
+    return _Read(kind, *_html(url, _text_of(body, charset, sniff_meta=True)))
+
+
+def _finish(reads: list[_Read]) -> list[Extracted]:
+    """The captures read, with the language of each, then the signature of each."""
+    languages = [guess_language(read.text) for read in reads]
+    signatures = [simhash(read.text) for read in reads]
+    return [
+        Extracted(read.content_type, read.title, read.text, language, read.links, signature)
+        for read, language, signature in zip(reads, languages, signatures, strict=True)
+    ]
 
 
 def _decoded(header: HeaderBlock, payload: bytes) -> bytes:
@@ -215,7 +252,7 @@ def _resolve(base: str, origin: str, href: str) -> str:
     return urldefrag(urljoin(base, href))[0]
 
 
-def _pdf(url: str, body: bytes) -> Extracted:
+def _pdf(url: str, body: bytes) -> _Read:
     """The title (the document's, else its first line), text and link targets of a PDF; a PDF
     that pypdf cannot read, or without text, is logged and left out."""
     try:
@@ -226,7 +263,7 @@ def _pdf(url: str, body: bytes) -> Extracted:
     if not text:
         log.warning("%s: PDF without text", url)
         raise NotIndexed("PDF without text")
-    return Extracted(PDF_TYPE, title, text, guess_language(text), links, simhash(text))
+    return _Read(PDF_TYPE, title, text, links)
 
 
 class _TooLong(Exception):

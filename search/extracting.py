@@ -22,7 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from archive.header_block import HeaderBlock
 
 from .errors import NotIndexed
-from .extract import Extracted, extract
+from .extract import Extracted, extract_many
 from .language import load, preload
 
 log = logging.getLogger(__name__)
@@ -62,13 +62,7 @@ def _ready() -> int:
 
 def extract_batch(items: list[Item]) -> list[Outcome]:
     """Read each page of a batch (in a worker)."""
-    outcomes: list[Outcome] = []
-    for url, header, payload in items:
-        try:
-            outcomes.append(extract(url, header, payload))
-        except NotIndexed as exc:
-            outcomes.append(exc.reason)
-    return outcomes
+    return [got.reason if isinstance(got, NotIndexed) else got for got in extract_many(items)]
 
 
 class Extractors:

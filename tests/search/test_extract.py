@@ -11,7 +11,7 @@ from archive.header_block import parse_header_block
 from search import extract as extract_module
 from search.domains import host_of, registered_domain
 from search.errors import NotIndexed
-from search.extract import MAX_BYTES, extract
+from search.extract import MAX_BYTES, extract, extract_many
 from search.simhash import distance, simhash
 
 PAGE = "http://www.example.co.uk/dir/page.html"
@@ -108,6 +108,30 @@ def test_other_captures_are_left_out_with_a_reason(
     with pytest.raises(NotIndexed) as raised:
         extract(PAGE, header(content_type), body)  # type: ignore[arg-type]
     assert raised.value.reason == reason
+
+
+def test_a_batch_gives_each_capture_what_it_gives_alone_and_the_others_reasons_in_order() -> None:
+    french = (
+        "<html><title>Le port</title><p>Les bateaux rentrent au port avant la nuit, et les"
+        " pêcheurs vendent leur poisson sur le quai.</p></html>"
+    )
+    english = (
+        "The boats come back to the harbour before night, and the fishermen sell their fish"
+        " on the quay."
+    )
+    items = [
+        (PAGE, header("text/html"), french.encode()),
+        (PAGE, header("image/png"), b"\x89PNG"),
+        (PAGE, header("text/plain"), english.encode()),
+        (PAGE, header("text/plain"), b"\0\1\2binary"),
+    ]
+    got = extract_many(items)  # type: ignore[arg-type]
+    assert [o.reason for o in got if isinstance(o, NotIndexed)] == ["not HTML or text", "binary"]
+    assert [isinstance(o, NotIndexed) for o in got] == [False, True, False, True]
+    assert got[0] == extract(*items[0])  # type: ignore[arg-type]
+    assert got[2] == extract(*items[2])  # type: ignore[arg-type]
+    assert [got[0].lang, got[2].lang] == ["fr", "en"]  # type: ignore[union-attr]
+    assert got[0].simhash != got[2].simhash  # type: ignore[union-attr]
 
 
 def test_a_pdf_gives_its_title_text_and_links() -> None:
