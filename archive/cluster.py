@@ -16,7 +16,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -40,7 +39,7 @@ from .inserts import (
     chain_header,
 )
 from .multicast import LookupClient
-from .structure import REPLAYED_KINDS, Capture, Mode, RecordKind
+from .structure import REPLAYED_KINDS, Capture, DayCount, Mode, RecordKind
 from .timestamps import format_iso
 from .urlkey import structure_name
 from .variants import path_of
@@ -49,7 +48,6 @@ __all__ = [
     "BodySource",
     "ClusterClient",
     "ClusterError",
-    "DayCount",
     "Found",
     "Held",
     "InsertSummary",
@@ -116,16 +114,6 @@ class Found:
     # The first, last, previous and next captures of the URL, when the node sent them.
     neighbours: dict[str, Capture | None] = field(default_factory=dict)
     url: str = ""  # the URL the structure file holds
-
-
-@dataclass(frozen=True, slots=True)
-class DayCount:
-    """The captures of a URL on one UTC day: how many, the first's and the last's times."""
-
-    day: date
-    count: int
-    first: int
-    last: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -774,11 +762,8 @@ class ClusterClient:
             f"no capture of {url}",
         )
         try:
-            return [
-                DayCount(date.fromisoformat(day), int(count), int(first), int(last))
-                for day, count, first, last in answer["days"]
-            ]
-        except (KeyError, TypeError, ValueError) as exc:
+            return [DayCount.from_json(day) for day in answer["days"]]
+        except (KeyError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without day counts: {exc}") from None
 
     async def captures_between(self, url: str, start: int, stop: int, limit: int) -> list[Capture]:

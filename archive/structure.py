@@ -12,6 +12,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 from .errors import ClientFault, CorruptFile
@@ -235,6 +236,33 @@ def find_header_size(fd: int, where: str, start: int = 0) -> tuple[int, str]:
     return header_size, url_bytes.decode("utf-8", errors="replace")
 
 
+@dataclass(frozen=True, slots=True)
+class DayCount:
+    """The captures of a URL on one UTC day: how many, the first's and the last's times."""
+
+    day: date
+    count: int
+    first: int
+    last: int
+
+    def to_json(self) -> list[object]:
+        return [self.day.isoformat(), self.count, self.first, self.last]
+
+    @classmethod
+    def from_json(cls, data: object) -> "DayCount":
+        """Read a day as a storage node sends it, `[day (ISO), count, first, last]`; BadRecord
+        naming what is wrong."""
+        if not isinstance(data, list) or len(data) != 4:
+            raise BadRecord("a day count must be a list [day, count, first time, last time]")
+        day, count, first, last = data
+        if not all(type(value) is int for value in (count, first, last)):
+            raise BadRecord(f"a day count's count and times must be integers: {data!r:.200}")
+        try:
+            return cls(date.fromisoformat(day), count, first, last)
+        except (TypeError, ValueError):
+            raise BadRecord(f"a day count's day must be an ISO date: {day!r:.40}") from None
+
+
 class StructureReader:
     """Binary search over an open structure file, or over one held at `start` in a larger file
     (`length` bytes long)."""
@@ -322,9 +350,9 @@ class StructureReader:
         kind = os.pread(self._fd, 1, self.base + index * RECORD_SIZE + _KIND_AT)
         return kind[0] if kind else 0
 
-    def count_days(self, start: int, stop: int) -> list[list[object]]:
+    def count_days(self, start: int, stop: int) -> list["DayCount"]:
         """The captures (WARC request, metadata and other side records aside) at `start` to `stop`
-        counted per UTC day, oldest first: `[day (ISO), count, first time, last time]` each.
+        counted per UTC day, oldest first.
 
         Only each record's time and kind are read, straight from the file, a batch at a time, so
         that a URL of a million captures costs a few tens of milliseconds and a few megabytes; the
@@ -366,12 +394,12 @@ class StructureReader:
         # A day across the end of a batch came in two pieces: add them up.
         opens = numpy.r_[True, days[1:] != days[:-1]]
         closes = numpy.r_[opens[1:], True]
-        names = days[opens].astype("datetime64[D]").astype(str).tolist()
+        dates = days[opens].astype("datetime64[D]").tolist()
         counted = numpy.add.reduceat(counts, numpy.flatnonzero(opens)).tolist()
         return [
-            [name, count, early, late]
-            for name, count, early, late in zip(
-                names, counted, firsts[opens].tolist(), lasts[closes].tolist(), strict=True
+            DayCount(*day)
+            for day in zip(
+                dates, counted, firsts[opens].tolist(), lasts[closes].tolist(), strict=True
             )
         ]
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from urllib.parse import parse_qsl, quote, urlencode
 
-from archive.cluster import ClusterClient, DayCount
+from archive.cluster import ClusterClient
 from archive.errors import ClientFault, DlwebError, NotFound
 from archive.serving import status_of
-from archive.structure import Capture
+from archive.structure import Capture, DayCount
 from archive.timestamps import format_digits, format_iso, from_micros, to_micros
 
 __all__ = ["BadChoice", "Choice", "choose", "section", "set_link"]

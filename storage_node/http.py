@@ -424,7 +424,8 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
         with node.open_structure(name) as sfile:
             days = await node.run_io(sfile.reader.count_days, start, stop)
-            return _json({"name": name, "url": sfile.reader.url, "days": days})
+            counted = [day.to_json() for day in days]
+            return _json({"name": name, "url": sfile.reader.url, "days": counted})
     try:
         mode = Mode(mode_text)
     except ValueError:

@@ -17,8 +17,15 @@ import lxml.html
 import pytest
 
 from archive import structure
-from archive.cluster import ClusterClient, DayCount, NewCapture
-from archive.structure import Capture, RecordKind, StructureFile, encode_file
+from archive.cluster import ClusterClient, NewCapture
+from archive.structure import (
+    BadRecord,
+    Capture,
+    DayCount,
+    RecordKind,
+    StructureFile,
+    encode_file,
+)
 from archive.timestamps import parse_time
 from harbors.calendar import BadChoice, Choice, choose
 from tests.browser import chromium
@@ -81,13 +88,30 @@ def test_the_node_counts_captures_per_day_from_the_structure_file(
     with StructureFile(path) as sfile:
         counted = sfile.reader.count_days(*everything)
         june = sfile.reader.count_days(_micros("2021-06-03T06:00:00Z"), _micros("2021-06-30"))
-    assert counted == [
+    assert [day.to_json() for day in counted] == [
         ["1999-12-31", 1, _micros("1999-12-31T23:00:00Z"), _micros("1999-12-31T23:00:00Z")],
         ["2021-06-02", 1, _micros("2021-06-02T23:59:59Z"), _micros("2021-06-02T23:59:59Z")],
         ["2021-06-03", 3, _micros("2021-06-03T00:00:00Z"), _micros("2021-06-03T23:59:59.5Z")],
         ["2021-06-05", 1, _micros("2021-06-05T10:00:00Z"), _micros("2021-06-05T10:00:00Z")],
     ]
-    assert [(day, count) for day, count, _, _ in june] == [("2021-06-03", 2), ("2021-06-05", 1)]
+    assert [DayCount.from_json(day.to_json()) for day in counted] == counted
+    assert [(day.day, day.count) for day in june] == [(date(2021, 6, 3), 2), (date(2021, 6, 5), 1)]
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        None,
+        ["2021-06-03", 1, 2],
+        ["2021-06-31", 1, 2, 3],
+        [20210603, 1, 2, 3],
+        ["2021-06-03", "1", 2, 3],
+    ],
+    ids=["not a list", "three fields", "no such day", "day not text", "count as text"],
+)
+def test_a_day_count_a_node_sends_is_checked(sent: object) -> None:
+    with pytest.raises(BadRecord):
+        DayCount.from_json(sent)
 
 
 def test_the_month_and_day_asked_for_are_read_or_refused() -> None:
