@@ -14,7 +14,9 @@ that it fits in a page of any ASCII-compatible charset.
 import html
 from urllib.parse import quote
 
-from archive.timestamps import format_digits, format_iso
+from archive.timestamps import format_iso
+
+from .calendar import set_link
 
 BAR_ID = "dlweb-banner"
 FIGURE_ID = "dlweb-coherence"
@@ -123,7 +125,7 @@ def _when(micros: int) -> str:
 def _neighbour(url: str, time: int | None, rel: str, label: str, none: str) -> str:
     if time is None:
         return f'<span class="dlweb-part dlweb-muted">{none}</span>'
-    target = f"http://date.dlweb/set?at={format_digits(time)}&back={quote(url, safe='')}"
+    target = set_link(time, url)
     return (
         f'<a class="dlweb-part" rel="{rel}" href="{html.escape(target)}">'
         f"{label} ({_when(time)[:10]})</a>"

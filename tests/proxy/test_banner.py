@@ -10,7 +10,7 @@ import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import aiohttp
 import lxml.html
@@ -18,6 +18,7 @@ import pytest
 from multidict import CIMultiDictProxy
 
 from archive.timestamps import parse_time
+from harbors.banner import bar
 from tests.browser import chromium
 from tests.master.conftest import Cluster
 
@@ -96,6 +97,20 @@ async def get(
     """A GET through the proxy, by default as a browser loads a page."""
     async with session.get(url, proxy=proxy.url, headers=headers, ssl=ssl) as answer:
         return answer.status, answer.headers, await answer.read()
+
+
+def test_the_bars_links_to_its_neighbours_name_each_capture_to_the_microsecond() -> None:
+    url = "http://coherent.example/a page?x=1"
+    previous = parse_time("2019-03-01T00:00:00.250001Z")
+    following = parse_time("2023-01-01T00:00:00Z")
+    page = lxml.html.fromstring(bar(url, parse_time(PAGE_AT), previous, following, 0))
+    for rel, time in (("prev", previous), ("next", following)):
+        [link] = page.xpath(f'//a[@rel="{rel}"]/@href')
+        parts = urlsplit(link)
+        assert (parts.netloc, parts.path) == ("date.dlweb", "/set")
+        query = parse_qs(parts.query)
+        assert parse_time(query["at"][0]) == time
+        assert query["back"] == [url]
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
