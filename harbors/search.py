@@ -21,10 +21,11 @@ from urllib.parse import quote, urlencode
 
 from archive.errors import DlwebError
 from archive.serving import status_of
-from archive.timestamps import format_digits, parse_time
+from archive.timestamps import parse_time
 
 from . import page
 from .answer import Answer, HarborContext
+from .calendar import set_link
 from .request import HarborRequest
 
 if TYPE_CHECKING:
@@ -185,8 +186,7 @@ def _link(request: HarborRequest, **changed: str | int) -> str:
 def _open_at(url: str, when: str) -> str:
     """The link that sets the client's date to `when` in the date harbor, which then opens
     `url`: the page as captured then."""
-    at = format_digits(parse_time(when))
-    return f"http://date.dlweb/set?at={at}&back={quote(url, safe='')}"
+    return set_link(parse_time(when), url)
 
 
 async def _about_url(

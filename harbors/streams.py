@@ -14,10 +14,11 @@ from urllib.parse import quote
 
 from archive.errors import DlwebError
 from archive.streams import Timeline, recorded_streams, stream_logs, timeline
-from archive.timestamps import format_digits, format_iso
+from archive.timestamps import format_iso
 
 from . import page
 from .answer import Answer, HarborContext
+from .calendar import set_link
 from .request import HarborRequest
 
 __all__ = ["answer"]
@@ -79,8 +80,7 @@ def _listen(url: str, at: int, protocol: str, text: str) -> str:
     """A link that sets the date and opens the player of the stream."""
     kind = "video" if protocol == "hls" else "audio"
     player = f"http://streams.dlweb/play?kind={kind}&url={quote(url, safe='')}"
-    href = f"http://date.dlweb/set?at={format_digits(at)}&back={quote(player, safe='')}"
-    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+    return f'<a href="{html.escape(set_link(at, player))}">{html.escape(text)}</a>'
 
 
 def _page(url: str, lines: list[Timeline]) -> str:
