@@ -39,7 +39,7 @@ from .inserts import (
     chain_header,
 )
 from .multicast import LookupClient
-from .structure import REPLAYED_KINDS, Capture, DayCount, Mode, RecordKind
+from .structure import REPLAYED_KINDS, BadRecord, Capture, DayCount, Mode, RecordKind
 from .timestamps import format_iso
 from .urlkey import structure_name
 from .variants import path_of
@@ -763,7 +763,7 @@ class ClusterClient:
         )
         try:
             return [DayCount.from_json(day) for day in answer["days"]]
-        except (KeyError, TypeError, DlwebError) as exc:
+        except (KeyError, TypeError, BadRecord) as exc:
             raise ClusterError(f"{address} answered without day counts: {exc}") from None
 
     async def captures_between(self, url: str, start: int, stop: int, limit: int) -> list[Capture]:

@@ -350,7 +350,7 @@ class StructureReader:
         kind = os.pread(self._fd, 1, self.base + index * RECORD_SIZE + _KIND_AT)
         return kind[0] if kind else 0
 
-    def count_days(self, start: int, stop: int) -> list["DayCount"]:
+    def count_days(self, start: int, stop: int) -> list[DayCount]:
         """The captures (WARC request, metadata and other side records aside) at `start` to `stop`
         counted per UTC day, oldest first.
 

@@ -18,10 +18,10 @@ run and on the same file:
    differ in the replica target alone. Its speed against the one-node cluster's is shown too:
    on a machine of few cores, the two more storage nodes' own work shares the cores.
 
-The two take turns, rounds of one pywb run (on a fresh collection) then one dlweb run (on a
-fresh cluster), and the best of each counts: on a shared machine whose load drifts, runs that
-alternate meet the same conditions, where all of one then all of the other would not. Five rounds
-by default: the speed of a shared machine drifts by a third over minutes, and dlweb, which keeps
+They take turns, rounds of one pywb run (on a fresh collection) then one run of each dlweb
+import (each on a fresh cluster; the two of 3 nodes in turns first), and the best of each
+counts: on a shared machine whose load drifts, runs that alternate meet the same conditions,
+where all of one then all of the other would not. Five rounds by default: the speed of a shared machine drifts by a third over minutes, and dlweb, which keeps
 every core busy, feels such drift more than pywb on one core, so the best of fewer rounds often
 compares a slow moment of one with a fast moment of the other.
 
@@ -352,12 +352,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for attempt in range(args.rounds):
             pywb_tries.append(one_pywb(work / f"pywb-{attempt}", warc_file))
             dlweb_tries.append(one_dlweb(work / f"cluster-{attempt}", warc_file, warc))
-            spread_tries.append(
-                one_dlweb(work / f"spread-{attempt}", warc_file, warc, nodes=3, replicas=1)
-            )
-            replicated_tries.append(
-                one_dlweb(work / f"replicated-{attempt}", warc_file, warc, nodes=3, replicas=2)
-            )
+            # The two runs of 3 nodes in turns first, so that neither always meets a later moment.
+            for replicas in (1, 2) if attempt % 2 == 0 else (2, 1):
+                tries = spread_tries if replicas == 1 else replicated_tries
+                name = f"{'spread' if replicas == 1 else 'replicated'}-{attempt}"
+                tries.append(one_dlweb(work / name, warc_file, warc, nodes=3, replicas=replicas))
         seconds, cpu, flushed = min(pywb_tries)
         pywb = {
             "version": PYWB_VERSION,

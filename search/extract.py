@@ -100,7 +100,7 @@ def extract_many(items: Sequence[tuple[str, HeaderBlock, bytes]]) -> list[Extrac
         try:
             reads.append(_read(url, header, payload))
         except NotIndexed as exc:
-            reads.append(exc)
+            reads.append(exc.with_traceback(None))  # its frames hold the page's payload
     finished = iter(_finish([read for read in reads if not isinstance(read, NotIndexed)]))
     return [read if isinstance(read, NotIndexed) else next(finished) for read in reads]
 

@@ -132,6 +132,9 @@ def test_a_batch_gives_each_capture_what_it_gives_alone_and_the_others_reasons_i
     assert got[2] == extract(*items[2])  # type: ignore[arg-type]
     assert [got[0].lang, got[2].lang] == ["fr", "en"]  # type: ignore[union-attr]
     assert got[0].simhash != got[2].simhash  # type: ignore[union-attr]
+    assert extract_many([]) == []
+    left_out = extract_many([items[1], items[3]])  # type: ignore[list-item]
+    assert [o.reason for o in left_out] == ["not HTML or text", "binary"]  # type: ignore[union-attr]
 
 
 def test_a_pdf_gives_its_title_text_and_links() -> None:
