@@ -21,9 +21,10 @@ run and on the same file:
 They take turns, rounds of one pywb run (on a fresh collection) then one run of each dlweb
 import (each on a fresh cluster; the two of 3 nodes in turns first), and the best of each
 counts: on a shared machine whose load drifts, runs that alternate meet the same conditions,
-where all of one then all of the other would not. Five rounds by default: the speed of a shared machine drifts by a third over minutes, and dlweb, which keeps
-every core busy, feels such drift more than pywb on one core, so the best of fewer rounds often
-compares a slow moment of one with a fast moment of the other.
+where all of one then all of the other would not. Five rounds by default: the speed of a shared
+machine drifts by a third over minutes, and dlweb, which keeps every core busy, feels such drift
+more than pywb on one core, so the best of fewer rounds often compares a slow moment of one with
+a fast moment of the other.
 
 Usage: python benchmarks/bench_import.py [--quick] [--records N] [--rounds N] [--seed N]
        [--json FILE]
@@ -311,9 +312,8 @@ def one_dlweb(
         command = dlweb("import", "-c", str(config), str(warc_file))
         what = "dlweb import (it must exit 0 once every record is imported)"
         seconds, output, cpu = timed_with_cpu(command, what, cluster)
-        print(
-            f"  dlweb import, {nodes} node(s), replica {replicas}: {seconds:.2f} s; {last_line(output)}"
-        )
+        shape = f"{nodes} node{'s' if nodes > 1 else ''}, replica {replicas}"
+        print(f"  dlweb import, {shape}: {seconds:.2f} s; {last_line(output)}")
         stored = content_files(config, new_contents(output))
         again, output, cpu_again = timed_with_cpu(command, f"the second {what}", cluster)
         print(f"  dlweb import again: {again:.2f} s; {last_line(output)}")
