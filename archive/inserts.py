@@ -14,6 +14,7 @@ from typing import Any
 from .errors import ClientFault, DlwebError
 from .hashing import check_name, is_valid_name
 from .structure import INT64_MAX, Capture
+from .timestamps import check_capture_time
 
 __all__ = [
     "FORWARD_HEADER",
@@ -103,6 +104,7 @@ class NewCapture:
                 if type(value) is int and not low <= value <= INT64_MAX:
                     raise BadMessage(f"{key!r} must be an integer from {low} to 2^63-1")
             record = Capture.from_json(item)
+            check_capture_time(record.time)
             new = cls(
                 url,
                 record.time,

@@ -13,10 +13,25 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DIGITS_RE = re.compile(r"\d{4,}")
 # The largest time a structure record holds (signed 64-bit microseconds) is far past year 9999.
 MAX_TIME = 253402300799999999
+MIN_TIME = -62135596800000000  # 0001-01-01T00:00:00Z, the first time a datetime holds
+# The captures the archive holds are dated from the Unix epoch to the end of the year 2999: a date
+# outside is a writer's error (a WARC dated year 0001 or 9999), refused per record on insert.
+FIRST_CAPTURE_TIME = 0
+LAST_CAPTURE_TIME = 32503680000 * 1_000_000 - 1
 
 
 class BadTime(ClientFault):
     """A date or time a user gave that cannot be read."""
+
+
+def check_capture_time(micros: int) -> None:
+    """BadTime when a capture's time lies outside FIRST_CAPTURE_TIME..LAST_CAPTURE_TIME."""
+    if not FIRST_CAPTURE_TIME <= micros <= LAST_CAPTURE_TIME:
+        shown = format_iso(micros) if MIN_TIME <= micros <= MAX_TIME else str(micros)
+        first, last = format_iso(FIRST_CAPTURE_TIME), format_iso(LAST_CAPTURE_TIME)
+        raise BadTime(
+            f"capture time {shown} is outside the dates this archive holds, {first} to {last}"
+        )
 
 
 def to_micros(moment: datetime) -> int:
