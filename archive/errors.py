@@ -6,6 +6,18 @@ answer a request with derives from `ClientFault` (4xx) or `ServerFault` (5xx), w
 the servers answer with (archive/serving.py `status_of`); any other error is a 500.
 """
 
+CLIPPED = 200  # characters of an outsider's text a message or a log line shows at most
+
+
+def clipped(text: str, limit: int = CLIPPED) -> str:
+    """An outsider's text (a URL, a header, a query) as a message shows it: its start, controls
+    escaped, and how long it was when cut, so that a hostile input can make neither a log line
+    of any size nor a line of its own."""
+    shown = text[:limit]
+    if not shown.isprintable():
+        shown = shown.encode("unicode_escape").decode("ascii")
+    return shown if len(text) <= limit else f"{shown}... ({len(text)} characters)"
+
 
 class DlwebError(Exception):
     """Base of every error dlweb reports to a user."""

@@ -16,6 +16,10 @@ from .errors import CorruptFile
 # Longer spellings first: the parser takes the first prefix that matches.
 _PROTOCOLS = ["HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/2", "HTTP/3"]
 _CHUNKED = re.compile(rb"chunked", re.IGNORECASE)
+# What HTTP allows in a field's name (a token) and bans in its value: controls but tab (CR, LF
+# and NUL end a field or the head; RFC 9110 section 5).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # The status line is checked by _status_line; warcio reads the header fields.
 _PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=False)
 
@@ -39,6 +43,12 @@ def encode_header_block(
     lines = [f"{protocol} {status} {reason}".rstrip()]
     lines.extend(f"{name}: {value}" for name, value in headers)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", errors="replace")
+
+
+def valid_field(name: str, value: str) -> bool:
+    """Whether a header field may be sent as it is, so that no value of an archived response or
+    of a request can end a field or the head early and add its own."""
+    return _TOKEN.fullmatch(name) is not None and _CONTROL.search(value) is None
 
 
 def parse_header_block(data: bytes, where: str = "header block") -> HeaderBlock:

@@ -47,7 +47,10 @@ _ACCEPT_MARKS = {
 
 def kind_of(url: str, accept: str) -> str:
     """What sort of resource the client wants: by the URL's extension, else its Accept."""
-    path = urlsplit(url).path.lower() or "/"
+    try:
+        path = urlsplit(url).path.lower() or "/"
+    except ValueError:  # a host urlsplit cannot read, such as "[": the path alone
+        path = url.partition("?")[0].lower()
     for kind, endings in _EXTENSIONS.items():
         if path.endswith(endings):
             return kind

@@ -19,7 +19,8 @@ from mitmproxy import http
 import harbors
 from archive.cache import Lru
 from archive.cluster import Found, Held
-from archive.errors import DlwebError, NotFound
+from archive.errors import DlwebError, NotFound, clipped
+from archive.header_block import valid_field
 from archive.ranges import (
     ByteRange,
     RangeNotSatisfiable,
@@ -133,12 +134,12 @@ class Replay:
                 flow.metadata[MISSED] = True
             return
         except PendingRevisit as exc:
-            log.info("cannot replay %s: %s", asked.url, exc)
+            log.info("cannot replay %s: %s", clipped(asked.url), exc)
             reason = "the capture is a revisit whose original is not archived yet"
             flow.response = _fault(500, asked.url, accept, reason)
             return
         except DlwebError as exc:  # ArchiveFault, or no lookup answered (ClusterError)
-            log.warning("cannot replay %s: %s", asked.url, exc)
+            log.warning("cannot replay %s: %s", clipped(asked.url), exc)
             flow.response = _fault(500, asked.url, accept, "the archive cannot read it now")
             return
         if prepared.stream_url is not None and await self._play(
@@ -151,8 +152,8 @@ class Replay:
             log.info(
                 "replayed %s %s %s: %d, capture of %s",
                 client_of(flow),
-                request.method,
-                asked.url,
+                clipped(request.method, 20),
+                clipped(asked.url),
                 prepared.status,
                 format_iso(prepared.time),
             )
@@ -162,7 +163,7 @@ class Replay:
         try:
             return await self.streams.play(flow, url, at, prepared.fields)
         except DlwebError as exc:
-            log.warning("cannot play the stream %s: %s", url, exc)
+            log.warning("cannot play the stream %s: %s", clipped(url), exc)
             flow.response = _fault(500, url, "", "the archive cannot read it now")
             return True
 
@@ -192,7 +193,7 @@ class Replay:
             self._made.drop(flow.metadata[MADE])
             log.warning(
                 "cannot stream %s: %s answered %d for content %s",
-                streamed.url,
+                clipped(streamed.url),
                 streamed.held.address,
                 flow.response.status_code,
                 streamed.held.name,
@@ -253,8 +254,8 @@ class Replay:
             log.info(
                 "not archived %s %s %s",
                 client_of(flow),
-                flow.request.method,
-                flow.request.pretty_url,
+                clipped(flow.request.method, 20),
+                clipped(flow.request.pretty_url),
             )
         else:
             log.debug("not archived: %s", exc)
@@ -263,6 +264,14 @@ class Replay:
 def _prepare(url: str, reading: Reading) -> Prepared:
     header = reading.header
     headers = [(k, v) for k, v in header.headers if k.lower() not in NOT_REPLAYED]
+    if not all(valid_field(k, v) for k, v in headers):
+        dropped = ", ".join(repr(k[:40]) for k, v in headers if not valid_field(k, v))
+        log.warning(
+            "replay of %s: archived header fields not valid HTTP, left out: %s",
+            clipped(url),
+            clipped(dropped),
+        )
+        headers = [(k, v) for k, v in headers if valid_field(k, v)]
     headers.extend(memento_headers(url, reading.found))
     headers.append(("Accept-Ranges", "bytes"))
     if reading.fuzzy is not None:
