@@ -656,18 +656,36 @@ class ClusterClient:
         now = time.monotonic()
         if self._nodes is not None and now - self._nodes[0] < NODES_KEPT:
             return self._nodes[1]
-        master = await self.master_url()
+        master, answer = await self._master_status()
         try:
-            async with self.session.get(f"{master}/status") as r:
-                answer = await r.json(content_type=None)
             nodes = [n for n in answer["nodes"] if n["connected"]]
             nodes.sort(key=lambda n: -int(n["files"]))
             addresses = [str(n["address"]).rstrip("/") for n in nodes]
-            self._nodes = (now, addresses)
-            return addresses
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ClusterError(f"{master}/status answered without a list of nodes") from None
+        self._nodes = (now, addresses)
+        return addresses
+
+    async def members(self) -> list[str]:
+        """The URLs of every member of the cluster: the master, its index nodes and its storage
+        nodes, connected or not (the consultation proxy sends no live request to any of them)."""
+        master, answer = await self._master_status()
+        try:
+            nodes = [str(n["address"]) for n in answer["nodes"]]
+            index_nodes = [str(address) for address in answer["index_nodes"]]
+        except (KeyError, TypeError):
+            raise ClusterError(f"{master}/status answered without its members") from None
+        return [master, *index_nodes, *nodes]
+
+    async def _master_status(self) -> tuple[str, Any]:
+        """The master's URL and its status (JSON); ClusterError when it cannot be had."""
+        master = await self.master_url()
+        try:
+            async with self.session.get(f"{master}/status") as r:
+                return master, await r.json(content_type=None)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except ValueError:
             raise ClusterError(f"{master}/status answered without a list of nodes") from None
 
     async def _read_pack(self, node: str, names: list[str]) -> dict[str, bytes]:

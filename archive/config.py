@@ -58,6 +58,8 @@ class Consultation:
     live: bool = False  # whether a client may turn on the live web for pages the archive lacks
     auth: str | None = None  # an htpasswd file: clients then give a user name and password
     fuzzy_rules: str | None = None  # a YAML file of fuzzy-lookup rules beside the built-in ones
+    # Private networks the live web may reach besides public addresses (an intranet's sites).
+    live_networks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,22 +162,29 @@ def _replication(section: _Section) -> Replication:
 
 def _consultation(section: _Section) -> Consultation:
     defaults = Consultation()
-    allow = section.get("allow", list, list(defaults.allow))
-    for index, network in enumerate(allow):
-        try:
-            ipaddress.ip_network(str(network), strict=False)
-        except ValueError:
-            raise section.fail(
-                f"allow[{index}]", f"{str(network)[:60]!r} is not a network such as 10.0.0.0/8"
-            ) from None
+    allow = _networks(section, "allow", defaults.allow)
     consultation = Consultation(
-        allow=tuple(str(network) for network in allow),
+        allow=allow,
+        live_networks=_networks(section, "live_networks", defaults.live_networks),
         live=section.get("live", bool, defaults.live),
         auth=section.get("auth", str, defaults.auth),
         fuzzy_rules=section.get("fuzzy_rules", str, defaults.fuzzy_rules),
     )
     section.finish()
     return consultation
+
+
+def _networks(section: _Section, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A list of networks such as 10.0.0.0/8, each checked."""
+    networks = section.get(key, list, list(default))
+    for index, network in enumerate(networks):
+        try:
+            ipaddress.ip_network(str(network), strict=False)
+        except ValueError:
+            raise section.fail(
+                f"{key}[{index}]", f"{str(network)[:60]!r} is not a network such as 10.0.0.0/8"
+            ) from None
+    return tuple(str(network) for network in networks)
 
 
 def parse_config(data: object, source: str) -> ClusterConfig:

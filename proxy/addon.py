@@ -1,27 +1,42 @@
 """The proxy's addon: each request goes through access, the banner's API, harbors, date, then
 recording or replay, in that order; what the replay served is then noted for a client whose banner
 is on, and its page gets the bar. Each concern is a class of its own that answers the requests
-that are its concern and leaves the others to the next; nothing reaches the live web unless the
-recorder takes it or the replay leaves it to. They are called from one mitmproxy addon: every
-addon mitmproxy runs costs time on every hook of every request."""
+that are its concern and leaves the others to the next. They are called from one mitmproxy addon:
+every addon mitmproxy runs costs time on every hook of every request.
 
+The addon fails closed. mitmproxy sends a request on to its upstream when no addon answered it,
+and goes on as if nothing happened when an addon raises; here, a request leaves the chain either
+answered or taken for the live web by the recorder or the replay (for a client the operator and
+its own setting put in live or record mode), and an exception anywhere in the chain becomes a
+fault page of ours and a log line. The upstream gate (upstream.py) checks every connection again.
+"""
+
+import logging
+import traceback
 from pathlib import Path
 
 from mitmproxy import http
 
 import harbors
 from archive.cli import DEFAULT_SEARCH_INDEX
+from archive.errors import clipped
 from archive.reading import CaptureReader
 
 from .access import Access
 from .banner import Banner
 from .coherence import DEFAULT_SPAN
 from .dates import DatePicker
-from .guard import Guard
+from .guard import Guard, client_of, refused
 from .harbor_desk import HarborDesk
-from .recorder import Recorder
-from .replay import Replay
-from .stream_play import StreamPlayback
+from .recorder import RECORDING, Recorder
+from .replay import LIVE, Replay
+from .stream_play import PLAYED, StreamPlayback
+from .streaming import STREAMED
+from .upstream import UpstreamGate
+
+log = logging.getLogger(__name__)
+
+FRAMES_LOGGED = 8  # the innermost frames of a failure's traceback that its log line shows
 
 
 class ArchiveAddon:
@@ -36,7 +51,10 @@ class ArchiveAddon:
         log_requests: bool = False,
         search_index: Path = DEFAULT_SEARCH_INDEX,
         coherence_span: int = DEFAULT_SPAN,
+        gate: UpstreamGate | None = None,
     ) -> None:
+        self.live_allowed = live_allowed
+        self.gate = gate
         self.guard = Guard(access)
         self.banner = Banner(settings, coherence_span)
         self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder, search_index)
@@ -45,23 +63,90 @@ class ArchiveAddon:
         self.replay = Replay(reader, settings, streams, live_allowed, log_requests)
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
-        self.guard.http_connect(flow)
+        try:
+            self.guard.http_connect(flow)
+        except Exception as exc:
+            _failed(flow, "CONNECT", exc)
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """Refuse early what the guard refuses: the body that follows is then read and dropped,
+        within the body limit (limits.py)."""
+        try:
+            self.guard.request(flow)
+        except Exception as exc:
+            _failed(flow, "request headers", exc)
 
     async def request(self, flow: http.HTTPFlow) -> None:
-        self.guard.request(flow)
-        self.banner.request(flow)
-        await self.harbors.request(flow)
-        self.dates.request(flow)
-        if not self.recorder.request(flow):
-            await self.replay.request(flow)
-            self.banner.served(flow)
+        try:
+            self.guard.request(flow)
+            self.banner.request(flow)
+            await self.harbors.request(flow)
+            self.dates.request(flow)
+            if not self.recorder.request(flow):
+                await self.replay.request(flow)
+                self.banner.served(flow)
+        except Exception as exc:
+            _failed(flow, "request", exc)
+        if flow.response is None:
+            self._unanswered(flow)
+
+    def _unanswered(self, flow: http.HTTPFlow) -> None:
+        """A flow the chain left for mitmproxy to send on: to the storage node or the stream
+        relay the replay chose (the gate lets that one connection through), to the live web
+        where the recorder or the replay took it there, or else nowhere: refused."""
+        request = flow.request
+        if STREAMED in flow.metadata or PLAYED in flow.metadata:
+            if self.gate is not None:
+                self.gate.expect(flow.client_conn.id, request.host, request.port)
+        elif not self._goes_live(flow):
+            log.error("no answer made for %s: refused", _target(flow))
+            flow.response = refused(500, "the proxy made no answer to this request")
+
+    def _goes_live(self, flow: http.HTTPFlow) -> bool:
+        """Whether the recorder or the replay took the flow for the live web, as they may only
+        where the operator allows it."""
+        return self.live_allowed and bool(flow.metadata.get(LIVE) or flow.metadata.get(RECORDING))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        self.replay.responseheaders(flow)
+        try:
+            self.replay.responseheaders(flow)
+        except Exception as exc:
+            _failed(flow, "response headers", exc)
+            flow.kill()  # type: ignore[no-untyped-call]  # whatever the body is, it is not sent
 
     async def response(self, flow: http.HTTPFlow) -> None:
-        await self.recorder.response(flow)
-        self.replay.response(flow)
+        try:
+            await self.recorder.response(flow)
+            self.replay.response(flow)
+        except Exception as exc:
+            _failed(flow, "response", exc)
 
     def done(self) -> None:
         self.replay.done()
+
+
+def _failed(flow: http.HTTPFlow, where: str, exc: Exception) -> None:
+    """An error of ours while handling a flow: its answer is a fault page, never the upstream's,
+    and a log line of bounded size says where (the innermost frames, the message cut)."""
+    frames = traceback.extract_tb(exc.__traceback__)[-FRAMES_LOGGED:]
+    at = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
+    log.error(
+        "error of the proxy in the %s of %s %s from %s: %s: %s [%s]",
+        where,
+        clipped(flow.request.method, 20),
+        _target(flow),
+        client_of(flow),
+        type(exc).__name__,
+        clipped(str(exc)),
+        at,
+    )
+    flow.response = refused(500, "the proxy failed on this request (an error of ours, logged)")
+
+
+def _target(flow: http.HTTPFlow) -> str:
+    """What a log line names a request by: its URL, or its path when its host cannot be read."""
+    request = flow.request
+    try:
+        return clipped(request.pretty_url)
+    except Exception:
+        return clipped(f"{request.scheme}://{request.host}:{request.port}{request.path}")
