@@ -15,6 +15,7 @@ from archive.errors import ConfigError
 
 from .access import parse_networks
 from .coherence import DEFAULT_SPAN, BadSpan, parse_span, span_text
+from .limits import HEAD_TIMEOUT, IDLE_TIMEOUT, Limits
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
 
@@ -40,6 +41,8 @@ def _run(args: argparse.Namespace) -> int:
         auth=None if auth is None else Path(auth),
         search_index=args.search_index or args.data.parent / SEARCH_FOLDER,
         coherence_span=args.coherence_span,
+        live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
+        limits=Limits(head_timeout=args.head_timeout, idle_timeout=args.idle_timeout),
     )
     import uvloop  # here, as mitmproxy: loaded only when a proxy runs
 
@@ -74,6 +77,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " (also consultation.live: true)",
     )
     parser.add_argument(
+        "--live-network",
+        action="append",
+        metavar="CIDR",
+        help="a private network the live web may reach (repeat; default: consultation."
+        "live_networks of the configuration, none: only public addresses)",
+    )
+    parser.add_argument(
+        "--head-timeout",
+        type=_seconds,
+        default=HEAD_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a request's head must arrive within this time of its first byte (default"
+        f" {HEAD_TIMEOUT:g}); 408 after",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"close a kept-alive connection that starts no request for this long (default"
+        f" {IDLE_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--auth",
         default=None,
         metavar="HTPASSWD",
@@ -104,6 +130,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}: give a number of seconds, 0 to 3600")
+    return value
 
 
 def _span(text: str) -> int:

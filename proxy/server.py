@@ -29,7 +29,11 @@ from archive.reading import CaptureReader
 from .access import Access, Network
 from .addon import ArchiveAddon
 from .coherence import DEFAULT_SPAN
+from .limits import Limits
+from .listener import Listener
+from .mitm_limits import install
 from .stream_play import StreamPlayback
+from .upstream import UpstreamGate
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +53,25 @@ class ProxyOptions:
     auth: Path | None = None  # an htpasswd file
     search_index: Path = DEFAULT_SEARCH_INDEX  # the CDX API's URL-key index is in it
     coherence_span: int = DEFAULT_SPAN  # seconds: the banner marks resources farther from the page
+    live_networks: list[Network] = field(default_factory=list)  # private ones live may reach
+    limits: Limits = field(default_factory=Limits)
 
 
 class _Ready:
-    """Says when the proxy listens, so that whoever started it knows it can connect."""
+    """Takes the proxy's connections from its own listener (listener.py) once mitmproxy runs,
+    and says so, so that whoever started it knows it can connect."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.where = f"{host}:{port}"
+    def __init__(self, listener: Listener, master: Master) -> None:
+        self.listener = listener
+        self.master = master
 
     def running(self) -> None:
-        log.info("dlweb proxy listening on %s", self.where)
+        proxyserver = self.master.addons.get("proxyserver")  # type: ignore[no-untyped-call]
+        (instance,) = proxyserver.servers
+        for own in getattr(instance, "_servers", []):  # its ephemeral loopback port: closed
+            own.close()
+        self.listener.start(instance.handle_stream)
+        log.info("dlweb proxy listening on %s:%d", self.listener.host, self.listener.port)
 
 
 def lean_master(mitm: options.Options) -> Master:
@@ -66,7 +79,9 @@ def lean_master(mitm: options.Options) -> Master:
 
     Every hook of every addon loaded costs time on every request, and mitmdump's many features
     (scripts, saving flows...) are not used here. Nothing is fetched from the web before the
-    addon answers, and no upstream certificate is copied.
+    addon answers, and no upstream certificate is copied. No raw TCP: bytes that are neither TLS
+    nor HTTP (after CONNECT, or inside TLS) are read as HTTP, and refused as bad HTTP, instead of
+    being relayed to the address the client named.
     """
     master = Master(mitm, with_termlog=False)
     master.addons.add(  # type: ignore[no-untyped-call]
@@ -79,19 +94,21 @@ def lean_master(mitm: options.Options) -> Master:
         errorcheck.ErrorCheck(),
     )
     master.options.update(  # type: ignore[no-untyped-call]
-        connection_strategy="lazy", upstream_cert=False
+        connection_strategy="lazy", upstream_cert=False, rawtcp=False
     )
     return master
 
 
 async def serve(opts: ProxyOptions) -> None:
     logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
+    install(opts.limits)
     opts.data.mkdir(parents=True, exist_ok=True)
     settings = harbors.ClientSettings(opts.data / SETTINGS_FILE)
+    listener = Listener(opts.host, opts.port)
+    # mitmproxy's own server listens on an ephemeral loopback port, closed once it runs: the
+    # listener hands it the connections.
     mitm = options.Options(
-        listen_host=opts.host,
-        listen_port=opts.port,
-        confdir=str(opts.data / CA_FOLDER),
+        listen_host="127.0.0.1", listen_port=0, confdir=str(opts.data / CA_FOLDER)
     )
     master = lean_master(mitm)
     master.options.update(  # type: ignore[no-untyped-call]
@@ -103,6 +120,12 @@ async def serve(opts: ProxyOptions) -> None:
     async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
         streams = StreamPlayback(client)
         await streams.start()
+        gate = UpstreamGate(
+            lambda address: _may_go_live(opts.live_allowed, settings.get(address)),
+            client.members,
+            opts.live_networks,
+            [(opts.host, listener.port)],
+        )
         master.addons.add(  # type: ignore[no-untyped-call]
             ArchiveAddon(
                 CaptureReader(client),
@@ -114,10 +137,19 @@ async def serve(opts: ProxyOptions) -> None:
                 opts.log_requests,
                 opts.search_index,
                 opts.coherence_span,
+                gate,
             ),
-            _Ready(opts.host, opts.port),
+            gate,
+            _Ready(listener, master),
         )
         try:
             await master.run()
         finally:
+            listener.close()
             await streams.close()
+
+
+def _may_go_live(allowed: bool, setting: harbors.ClientSetting) -> bool:
+    """Whether a client may reach the live web now: the operator allows it and the client turned
+    live or record mode on for itself."""
+    return allowed and (setting.live or setting.record)
