@@ -279,7 +279,8 @@ async def test_captures_and_status_harbors(cluster_factory, proxy_factory, sessi
 async def test_live_mode_where_the_operator_allows_it(cluster_factory, proxy_factory, sessions):
     cluster = cluster_factory(nodes=1, replicas=1)
     await archive(cluster, [NEW])
-    proxy = proxy_factory(cluster, "--allow-live")
+    # The test site is on loopback: an intranet the operator lets the live web reach.
+    proxy = proxy_factory(cluster, "--allow-live", "--live-network", "127.0.0.0/8")
     live, archived_only = sessions("127.0.0.7"), sessions("127.0.0.8")
     with TestSite() as site:
         page = site.base + "/new.html"

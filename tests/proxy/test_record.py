@@ -57,7 +57,8 @@ async def test_a_recording_client_archives_what_it_browses_and_another_replays_i
     tmp_path: Path,
 ) -> None:
     cluster = cluster_factory(nodes=1, replicas=1)
-    proxy = proxy_factory(cluster, "--allow-live")
+    # The test site is on loopback: an intranet the operator lets the live web reach.
+    proxy = proxy_factory(cluster, "--allow-live", "--live-network", "127.0.0.0/8")
     recorder, bystander = client(RECORDER), client(BYSTANDER)
     assert await set_harbor(recorder, proxy, record=True) == 200
     assert await set_harbor(bystander, proxy, live=True) == 200
