@@ -14,6 +14,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from .config import HttpTimeouts
+from .connections import app_runner
 from .errors import ClientFault, DlwebError, ServerFault
 
 # Seconds a stopping server gives requests and HIP connections still open to end.
@@ -21,9 +23,11 @@ SHUTDOWN_TIMEOUT = 5.0
 
 
 @contextlib.asynccontextmanager
-async def serving(app: web.Application, host: str, port: int) -> AsyncIterator[asyncio.Event]:
+async def serving(
+    app: web.Application, host: str, port: int, timeouts: HttpTimeouts
+) -> AsyncIterator[asyncio.Event]:
     """Serve `app` on host:port; yields the event that SIGINT or SIGTERM sets."""
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    runner = app_runner(app, timeouts, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
