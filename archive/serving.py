@@ -1,5 +1,5 @@
 """Serving an aiohttp application until the process is told to stop (SIGINT or SIGTERM), and
-the pieces every JSON service of the cluster shares: errors as JSON, writes behind the cluster
+the pieces every JSON service of the cluster shares: errors as JSON, work behind the cluster
 token, request bodies checked."""
 
 import asyncio
@@ -8,6 +8,7 @@ import hmac
 import json
 import logging
 import signal
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -44,8 +45,11 @@ async def serving(
 
 
 log = logging.getLogger(__name__)
-WRITES = frozenset(("POST", "PUT", "DELETE"))
+READS = frozenset(("GET", "HEAD"))
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+WorkTest = Callable[[web.Request], bool]
+# The handlers of reads that start work (`starts_work`), each with the test of its requests that do.
+_WORK: "weakref.WeakKeyDictionary[Handler, WorkTest]" = weakref.WeakKeyDictionary()
 
 
 def json_error(status: int, message: str) -> web.Response:
@@ -79,18 +83,49 @@ def error_response(exc: Exception, request: web.Request, who: str) -> web.Respon
     return json_error(status, f"internal error on the {who}")
 
 
+def starts_work(when: WorkTest = lambda request: True) -> Callable[[Handler], Handler]:
+    """Decorator: a GET handler whose requests (those `when` accepts) start or change work, and
+    so need the cluster token as writes do (`token_guard`): a read only reports."""
+
+    def mark(handler: Handler) -> Handler:
+        _WORK[handler] = when
+        return handler
+
+    return mark
+
+
+def _needs_token(request: web.Request) -> bool:
+    """Whether `request` needs the cluster token: every write, and every read that starts work."""
+    if request.method not in READS:
+        return True
+    when = _WORK.get(request.match_info.handler)
+    return when is not None and when(request)
+
+
+def _token_refusal(request: web.Request, token: str) -> web.Response | None:
+    """The answer refusing `request` for want of the cluster token `token`, None if it has it.
+    A header that is not ASCII (whose bytes aiohttp hands over as surrogates) holds no token."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not given or not given.isascii():
+        return json_error(
+            401, "writes and admin work need the cluster token (Authorization: Bearer <token>)"
+        )
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        return json_error(403, "wrong cluster token")
+    return None
+
+
 def token_guard(token_of: Callable[[web.Request], str], who: str) -> Middleware:
-    """Middleware: writes need the cluster token; every failure is a JSON error (`error_response`),
-    never a traceback. `who` names the service in the message of a server's error."""
+    """Middleware: writes and work need the cluster token (`_needs_token`); every failure is a
+    JSON error (`error_response`), never a traceback. `who` names the service in the message
+    of a server's error."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method in WRITES:
-            scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not token:
-                return json_error(401, "writes need the cluster token (Authorization: Bearer)")
-            if not hmac.compare_digest(token.encode(), token_of(request).encode()):
-                return json_error(403, "wrong cluster token")
+        if _needs_token(request):
+            refused = _token_refusal(request, token_of(request))
+            if refused is not None:
+                return refused
         try:
             return await handler(request)
         except web.HTTPException as exc:

@@ -17,6 +17,15 @@ IDLE_TIMEOUT = 1.0
 # Longer than every timeout above: a socket read that takes this long means nobody closed.
 READ_TIMEOUT = 10.0
 
+# Authorization values that hold no token: bytes that are not ASCII, alone or among others.
+BAD_AUTHORIZATIONS = [
+    b"Bearer \xff\xfe",
+    b"Bearer \x80",
+    b"bEaReR \xc3\x28",
+    b"Bearer " + b"0" * 30 + b"\xfe" + b"0" * 33,
+    b"Bearer \xc3\xa9t\xc3\xa9",  # UTF-8, but not a token's ASCII
+]
+
 
 def with_short_timeouts(path: Path) -> ClusterConfig:
     """The cluster configuration at `path`, its servers set to time heads and idle connections
