@@ -1,6 +1,6 @@
 """Serving an aiohttp application until the process is told to stop (SIGINT or SIGTERM), and
-the pieces every JSON service of the cluster shares: errors as JSON, work behind the cluster
-token, request bodies checked."""
+the pieces every JSON service of the cluster shares: errors as JSON that name no path of the
+server, work behind the cluster token, request bodies checked."""
 
 import asyncio
 import contextlib
@@ -61,25 +61,33 @@ def status_of(exc: BaseException) -> int:
     alike: its class says whose fault it is, and a failure of no class is the server's (500)."""
     if isinstance(exc, web.HTTPException | ClientFault | ServerFault):
         return exc.status
+    if isinstance(exc, web.RequestPayloadError | ConnectionResetError):
+        return 400
     return 500
 
 
 def error_response(exc: Exception, request: web.Request, who: str) -> web.Response:
     """The JSON error answering a request that failed with `exc`. A client's fault is told what
-    to change; a server's is logged, and named with the failing service (`who`), its message
-    kept when it was written for a user, a bug's left in the log."""
+    to change; a server's is logged, and named with the failing service (`who`), its reason
+    kept when it was written for a user, a bug's left in the log. The log names the server's
+    files at fault, the answer never does: a DlwebError answers with its `reason`, an OSError
+    with its `strerror`, neither of which holds the path."""
     status = status_of(exc)
     if isinstance(exc, web.HTTPException):
         return json_error(status, exc.reason)
     if isinstance(exc, ClientFault):
-        return json_error(status, str(exc))
-    where = f"{request.method} {request.path} on the {who}"
-    if isinstance(exc, ServerFault):
-        log.error("%s: %s", where, exc)
-    else:
-        log.error("internal error on %s", where, exc_info=exc)
+        return json_error(status, exc.reason)
+    where = f"{request.method} {request.path[:200]} on the {who}"
+    if isinstance(exc, web.RequestPayloadError | ConnectionResetError):
+        log.info("%s: the request's body did not arrive whole: %s", where, exc)
+        return json_error(status, "the request's body did not arrive whole")
     if isinstance(exc, DlwebError):
-        return json_error(status, f"on the {who}: {exc}")
+        log.error("%s: %s", where, exc)
+        return json_error(status, f"on the {who}: {exc.reason}")
+    if isinstance(exc, OSError) and exc.strerror:
+        log.error("%s: %s", where, exc)
+        return json_error(status, f"on the {who}: {exc.strerror}")
+    log.error("internal error on %s", where, exc_info=exc)
     return json_error(status, f"internal error on the {who}")
 
 
