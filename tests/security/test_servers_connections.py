@@ -155,9 +155,7 @@ def test_header_fields_over_the_limits_get_431(node: Node, fields: bytes, error:
     ],
     ids=["no colon", "version", "two lengths", "length and chunked", "nul in url"],
 )
-def test_a_malformed_head_gets_400_with_its_reason_in_json(
-    node: Node, request_head: bytes
-) -> None:
+def test_a_malformed_head_gets_400_with_its_reason_in_json(node: Node, request_head: bytes) -> None:
     error = answered_in_one_short_log_line(node[0], request_head, 400)
     assert error.startswith("malformed request head: ")
 
