@@ -6,8 +6,11 @@ import json
 import socket
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from archive.config import ClusterConfig, load_config
 from tests.conftest import NodeProcess, free_port, write_cluster_config
@@ -35,12 +38,22 @@ def with_short_timeouts(path: Path) -> ClusterConfig:
     return load_config(path)
 
 
-def start_node(root: Path) -> tuple[NodeProcess, ClusterConfig]:
+Node = tuple[NodeProcess, ClusterConfig]
+
+
+def start_node(root: Path) -> Node:
     """A storage node alone (no master), on a configuration of short timeouts."""
     write_cluster_config(root / "dlweb.yaml")
     config = with_short_timeouts(root / "dlweb.yaml")
     node = NodeProcess(root / "node", root / "dlweb.yaml", free_port(), root / "node.log")
     return node.start(), config
+
+
+def running_node(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Node]:
+    """A module fixture's `start_node` in a fresh folder, stopped when the module is done."""
+    started, config = start_node(tmp_path_factory.mktemp(name))
+    yield started, config
+    started.stop()
 
 
 def connect(port: int) -> socket.socket:

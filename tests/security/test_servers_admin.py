@@ -25,7 +25,7 @@ from tests.security.servers import (
 
 NAME = "0" * 64
 # (server, method, path, JSON body) of every route that starts or changes work.
-WORK = [
+WORK: list[tuple[str, str, str, object]] = [
     ("master", "GET", "/admin/fsck?deep=1", None),
     ("master", "POST", "/admin/scrub", {}),
     ("master", "POST", "/admin/scrub", {"node": "node1"}),
@@ -46,7 +46,7 @@ WORK = [
     ("node", "POST", "/structures", {"files": []}),
 ]
 # Reads that only report, open to anyone who reaches the server.
-REPORTS = [
+REPORTS: list[tuple[str, str]] = [
     ("master", "/status"),
     ("master", "/admin/fsck"),
     ("master", "/admin/fsck?deep=0"),

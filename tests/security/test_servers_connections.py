@@ -13,31 +13,27 @@ from collections.abc import Iterator
 
 import pytest
 
-from archive.config import ClusterConfig
 from archive.connections import MAX_FIELD, MAX_HEADERS, MAX_URL
 from tests.conftest import NodeProcess
 from tests.security.servers import (
     HEAD_TIMEOUT,
     IDLE_TIMEOUT,
     READ_TIMEOUT,
+    Node,
     auth,
     body_of,
     connect,
     exchange,
     read_until_closed,
+    running_node,
     sha,
-    start_node,
     status_of,
 )
-
-Node = tuple[NodeProcess, ClusterConfig]
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    started, config = start_node(tmp_path_factory.mktemp("connections"))
-    yield started, config
-    started.stop()
+    yield from running_node(tmp_path_factory, "connections")
 
 
 def trickle(sock: socket.socket, head: bytes) -> bytes:

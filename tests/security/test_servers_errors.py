@@ -8,29 +8,25 @@ from typing import Any
 
 import pytest
 
-from archive.config import ClusterConfig
 from archive.urlkey import structure_name
 from tests.conftest import NodeProcess
 from tests.disk import damage
 from tests.security.servers import (
     BAD_AUTHORIZATIONS,
+    Node,
     auth,
     body_of,
     call,
     exchange,
+    running_node,
     sha,
-    start_node,
     status_of,
 )
-
-Node = tuple[NodeProcess, ClusterConfig]
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
-    started, config = start_node(tmp_path_factory.mktemp("errors"))
-    yield started, config
-    started.stop()
+    yield from running_node(tmp_path_factory, "errors")
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,9 @@ def answer_to(port: int, data: bytes) -> bytes:
         except ConnectionResetError:
             pass
         except TimeoutError:
-            raise AssertionError(f"no answer, and the connection still open: {data[:300]!r}") from None
+            raise AssertionError(
+                f"no answer, and the connection still open: {data[:300]!r}"
+            ) from None
     return received.partition(b"\r\n\r\n")[0]
 
 
