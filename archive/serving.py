@@ -61,7 +61,7 @@ def status_of(exc: BaseException) -> int:
     alike: its class says whose fault it is, and a failure of no class is the server's (500)."""
     if isinstance(exc, web.HTTPException | ClientFault | ServerFault):
         return exc.status
-    if isinstance(exc, web.RequestPayloadError | ConnectionResetError):
+    if isinstance(exc, web.RequestPayloadError):
         return 400
     return 500
 
@@ -78,9 +78,9 @@ def error_response(exc: Exception, request: web.Request, who: str) -> web.Respon
     if isinstance(exc, ClientFault):
         return json_error(status, exc.reason)
     where = f"{request.method} {request.path[:200]} on the {who}"
-    if isinstance(exc, web.RequestPayloadError | ConnectionResetError):
+    if isinstance(exc, web.RequestPayloadError) or _client_left(request, exc):
         log.info("%s: the request's body did not arrive whole: %s", where, exc)
-        return json_error(status, "the request's body did not arrive whole")
+        return json_error(400, "the request's body did not arrive whole")
     if isinstance(exc, DlwebError):
         log.error("%s: %s", where, exc)
         return json_error(status, f"on the {who}: {exc.reason}")
@@ -89,6 +89,13 @@ def error_response(exc: Exception, request: web.Request, who: str) -> web.Respon
         return json_error(status, f"on the {who}: {exc.strerror}")
     log.error("internal error on %s", where, exc_info=exc)
     return json_error(status, f"internal error on the {who}")
+
+
+def _client_left(request: web.Request, exc: Exception) -> bool:
+    """Whether `exc` is the client's connection lost mid-request (not one of the server's own,
+    to a node, which is its fault)."""
+    transport = request.transport
+    return isinstance(exc, ConnectionResetError) and (transport is None or transport.is_closing())
 
 
 def starts_work(when: WorkTest = lambda request: True) -> Callable[[Handler], Handler]:

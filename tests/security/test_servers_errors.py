@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from archive.urlkey import structure_name
-from tests.conftest import NodeProcess
+from tests.conftest import NodeProcess, wait_until
 from tests.disk import damage
 from tests.security.servers import (
     BAD_AUTHORIZATIONS,
@@ -17,11 +17,14 @@ from tests.security.servers import (
     auth,
     body_of,
     call,
+    connect,
     exchange,
     running_node,
     sha,
     status_of,
 )
+
+NAME = "0" * 64
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +107,20 @@ def test_a_damaged_stored_structure_file_is_reported_without_the_nodes_paths(
         (name, "record checksum mismatch")
     ]
     assert "Traceback" not in started.log()
+
+
+@pytest.mark.parametrize("size", [100_000, 3 * 1024 * 1024], ids=["read whole", "streamed"])
+def test_a_client_that_leaves_mid_upload_is_logged_in_one_line_without_a_traceback(
+    node: Node, size: int
+) -> None:
+    started, config = node
+    before = len(started.log())
+    head = (
+        f"PUT /content/{NAME} HTTP/1.1\r\nHost: node\r\n{auth(config)}"
+        f"Content-Length: {size}\r\n\r\n"
+    ).encode()
+    with connect(started.port) as sock:
+        sock.sendall(head + b"x" * (size // 2))
+    wait_until(lambda: "did not arrive whole" in started.log()[before:], "the node to log it")
+    logged = started.log()[before:]
+    assert "Traceback" not in logged and len(logged.splitlines()) == 1, logged
