@@ -195,7 +195,7 @@ def _http(section: _Section) -> HttpTimeouts:
     for key, default in (("head_timeout", defaults.head), ("idle_timeout", defaults.idle)):
         value = section.get(key, float, default)
         if not 0 < value <= 86_400:
-            raise section.fail(key, f"must be more than 0 and at most 86400 seconds, not {value}")
+            raise section.fail(key, f"must be more than 0 and at most 86400 seconds, not {value:g}")
         seconds[key] = value
     section.finish()
     return HttpTimeouts(head=seconds["head_timeout"], idle=seconds["idle_timeout"])

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from archive.config import parse_config
 from archive.connections import MAX_FIELD, MAX_HEADERS, MAX_URL
+from archive.errors import ConfigError
 from tests.conftest import NodeProcess
 from tests.security.servers import (
     HEAD_TIMEOUT,
@@ -198,3 +200,22 @@ def test_a_reader_slower_than_both_timeouts_gets_a_large_content_whole(node: Nod
         answer = read_answer(sock)
     assert status_of(answer) == 200
     assert hashlib.sha256(body_of(answer)).hexdigest() == name
+
+
+@pytest.mark.parametrize(
+    ("http", "error"),
+    [
+        (
+            {"head_timeout": 0},
+            "http.head_timeout: must be more than 0 and at most 86400 seconds, not 0",
+        ),
+        ({"idle_timeout": "long"}, "http.idle_timeout: must be float, not str"),
+        ({"header_timeout": 5}, "http.header_timeout: unknown key"),
+    ],
+)
+def test_a_bad_timeout_in_the_configuration_is_refused_naming_its_key(
+    http: dict[str, object], error: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"cluster": {"secret": "s" * 16}, "http": http}, "dlweb.yaml")
+    assert str(refused.value) == f"dlweb.yaml: {error}"
