@@ -63,6 +63,16 @@ class Consultation:
 
 
 @dataclass(frozen=True)
+class HttpTimeouts:
+    """How long the cluster's HTTP servers wait on a client (docs/cluster.md "HTTP limits"): a
+    client that trickles a request's head, or keeps a connection open doing nothing, must not
+    hold it for long."""
+
+    head: float = 10.0  # seconds from a request's first byte until its whole head has arrived
+    idle: float = 75.0  # seconds a kept-alive connection may wait for its next request
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     name: str
     secret: bytes
@@ -73,6 +83,7 @@ class ClusterConfig:
     nodes: tuple[NodeEntry, ...] = ()
     replication: Replication = field(default_factory=Replication)
     consultation: Consultation = field(default_factory=Consultation)
+    http: HttpTimeouts = field(default_factory=HttpTimeouts)
     discovery: bool = True  # announce the master and scheduler on the LAN, find them there
     source: str = "<defaults>"
 
@@ -187,6 +198,18 @@ def _networks(section: _Section, key: str, default: tuple[str, ...]) -> tuple[st
     return tuple(str(network) for network in networks)
 
 
+def _http(section: _Section) -> HttpTimeouts:
+    defaults = HttpTimeouts()
+    seconds = {}
+    for key, default in (("head_timeout", defaults.head), ("idle_timeout", defaults.idle)):
+        value = section.get(key, float, default)
+        if not 0 < value <= 86_400:
+            raise section.fail(key, f"must be more than 0 and at most 86400 seconds, not {value:g}")
+        seconds[key] = value
+    section.finish()
+    return HttpTimeouts(head=seconds["head_timeout"], idle=seconds["idle_timeout"])
+
+
 def parse_config(data: object, source: str) -> ClusterConfig:
     top = _Section(data, "", source)
     cluster = top.section("cluster")
@@ -206,6 +229,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
     discovery = top.get("discovery", bool, True)
     replication = _replication(top.section("replication"))
     consultation = _consultation(top.section("consultation"))
+    http = _http(top.section("http"))
     nodes = []
     for index, raw in enumerate(top.get("nodes", list, [])):
         entry = _Section(raw, f"nodes[{index}]", source)
@@ -228,6 +252,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         nodes=tuple(nodes),
         replication=replication,
         consultation=consultation,
+        http=http,
         discovery=discovery,
         source=source,
     )

@@ -6,6 +6,8 @@ answer a request with derives from `ClientFault` (4xx) or `ServerFault` (5xx), w
 the servers answer with (archive/serving.py `status_of`); any other error is a 500.
 """
 
+from os import PathLike
+
 CLIPPED = 200  # characters of an outsider's text a message or a log line shows at most
 
 
@@ -20,7 +22,13 @@ def clipped(text: str, limit: int = CLIPPED) -> str:
 
 
 class DlwebError(Exception):
-    """Base of every error dlweb reports to a user."""
+    """Base of every error dlweb reports to a user. `where` names the local file at fault: it
+    leads the message (str) that a user of this machine reads and a server logs, but not the
+    `reason` a server answers its clients with, who have no business knowing its paths."""
+
+    def __init__(self, reason: str = "", where: str | PathLike[str] | None = None) -> None:
+        super().__init__(reason if where is None else f"{where}: {reason}")
+        self.reason = reason
 
 
 class ClientFault(DlwebError):

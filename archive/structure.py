@@ -140,11 +140,11 @@ class Capture:
     def unpack(cls, raw: bytes, where: str) -> "Capture":
         time, content, header, status, kind, flags, offset, crc = _RECORD.unpack(raw)
         if zlib.crc32(raw[:_CRC_SPAN]) != crc:
-            raise CorruptFile(f"{where}: record checksum mismatch")
+            raise CorruptFile("record checksum mismatch", where=where)
         try:
             record_kind = RecordKind(kind)
         except ValueError:
-            raise CorruptFile(f"{where}: unknown record kind {kind}") from None
+            raise CorruptFile(f"unknown record kind {kind}", where=where) from None
         return cls(time, content.hex(), header.hex(), status, record_kind, flags, offset)
 
     def to_json(self) -> dict[str, object]:
@@ -217,22 +217,22 @@ def find_header_size(fd: int, where: str, start: int = 0) -> tuple[int, str]:
     and the URL it holds."""
     fixed = os.pread(fd, _HEADER_FIXED.size, start)
     if len(fixed) < _HEADER_FIXED.size:
-        raise CorruptFile(f"{where}: truncated header ({len(fixed)} bytes)")
+        raise CorruptFile(f"truncated header ({len(fixed)} bytes)", where=where)
     magic, version, record_size, header_size, url_len = _HEADER_FIXED.unpack(fixed)
     if magic != MAGIC:
-        raise CorruptFile(f"{where}: not a structure file (bad magic {magic!r})")
+        raise CorruptFile(f"not a structure file (bad magic {magic!r})", where=where)
     if version != VERSION:
-        raise CorruptFile(f"{where}: structure format version {version} is not supported")
+        raise CorruptFile(f"structure format version {version} is not supported", where=where)
     if record_size != RECORD_SIZE:
-        raise CorruptFile(f"{where}: record size {record_size}, expected {RECORD_SIZE}")
+        raise CorruptFile(f"record size {record_size}, expected {RECORD_SIZE}", where=where)
     if url_len > MAX_URL_BYTES or header_size < _HEADER_FIXED.size + url_len + 4:
-        raise CorruptFile(f"{where}: header sizes are inconsistent")
+        raise CorruptFile("header sizes are inconsistent", where=where)
     rest = os.pread(fd, url_len + 4, start + _HEADER_FIXED.size)
     if len(rest) < url_len + 4:
-        raise CorruptFile(f"{where}: truncated header")
+        raise CorruptFile("truncated header", where=where)
     url_bytes, crc = rest[:url_len], rest[url_len:]
     if struct.pack(">I", zlib.crc32(fixed + url_bytes)) != crc:
-        raise CorruptFile(f"{where}: header checksum mismatch")
+        raise CorruptFile("header checksum mismatch", where=where)
     return header_size, url_bytes.decode("utf-8", errors="replace")
 
 
@@ -275,11 +275,12 @@ class StructureReader:
         end = os.fstat(fd).st_size if length is None else start + length
         body = end - self.base
         if body < 0:
-            raise CorruptFile(f"{where}: truncated header")
+            raise CorruptFile("truncated header", where=where)
         if body % RECORD_SIZE:
             raise CorruptFile(
-                f"{where}: truncated structure file: {body % RECORD_SIZE} trailing bytes "
-                f"after {body // RECORD_SIZE} whole records"
+                f"truncated structure file: {body % RECORD_SIZE} trailing bytes "
+                f"after {body // RECORD_SIZE} whole records",
+                where=where,
             )
         self.count = body // RECORD_SIZE
 
@@ -291,7 +292,7 @@ class StructureReader:
     def record(self, index: int) -> Capture:
         raw = os.pread(self._fd, RECORD_SIZE, self.base + index * RECORD_SIZE)
         if len(raw) != RECORD_SIZE:
-            raise CorruptFile(f"{self.where}: record {index} is truncated")
+            raise CorruptFile(f"record {index} is truncated", where=self.where)
         return Capture.unpack(raw, f"{self.where} record {index}")
 
     def records(self, start: int = 0, stop: int | None = None) -> list[Capture]:
@@ -310,7 +311,7 @@ class StructureReader:
         for start in range(0, self.count, batch):
             for capture in self.records(start, start + batch):
                 if last is not None and capture.time < last:
-                    raise CorruptFile(f"{self.where}: records out of time order near {start}")
+                    raise CorruptFile(f"records out of time order near {start}", where=self.where)
                 last = capture.time
 
     def bisect_left(self, time: int) -> int:
@@ -376,7 +377,7 @@ class StructureReader:
             size = min(DAYS_BATCH, end - at) * RECORD_SIZE
             raw = os.pread(self._fd, size, self.base + at * RECORD_SIZE)
             if len(raw) != size:
-                raise CorruptFile(f"{self.where}: records {at} and after are truncated")
+                raise CorruptFile(f"records {at} and after are truncated", where=self.where)
             records = numpy.frombuffer(raw, layout)
             times = records["time"][numpy.isin(records["kind"], replayed)].astype(numpy.int64)
             if not len(times):

@@ -7,6 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
+from archive.config import HttpTimeouts
+from archive.connections import app_runner
+
 __all__ = ["start_monitor"]
 
 Status = Callable[[], dict[str, Any]]
@@ -59,7 +62,9 @@ def render(status: dict[str, Any]) -> str:
     )
 
 
-async def start_monitor(host: str, port: int, status: Status) -> web.AppRunner:
+async def start_monitor(
+    host: str, port: int, status: Status, timeouts: HttpTimeouts
+) -> web.AppRunner:
     """Serve the page and /status.json; the runner's address tells the port chosen."""
 
     async def page(_: web.Request) -> web.Response:
@@ -71,7 +76,7 @@ async def start_monitor(host: str, port: int, status: Status) -> web.AppRunner:
     app = web.Application()
     app.router.add_get("/", page)
     app.router.add_get("/status.json", as_json)
-    runner = web.AppRunner(app, access_log=None)
+    runner = app_runner(app, timeouts)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner

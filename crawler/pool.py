@@ -97,7 +97,7 @@ class Agent:
         if self.monitor is None:
             return
         host, port = self.monitor
-        runner = await start_monitor(host, port, self.status)
+        runner = await start_monitor(host, port, self.status, self.config.http)
         address = runner.addresses[0]
         self.monitor_url = f"http://{address[0]}:{address[1]}/"
         log.info("%s: monitoring page at %s", self.name, self.monitor_url)

@@ -41,15 +41,16 @@ def _error_field(body: bytes) -> str | None:
 def request(
     master: str, path: str, body: dict[str, Any] | None = None, token: str | None = None
 ) -> Any:
-    """GET a master endpoint, or POST it a JSON body with the cluster token; its JSON answer."""
+    """GET a master endpoint, or POST it a JSON body; its JSON answer. The cluster token goes
+    with either: a read may start work too (a deep fsck)."""
     url = master.rstrip("/") + path
     headers = {"Accept": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     data = None
     if body is not None:
         data = json.dumps(body).encode()
         headers["Content-Type"] = "application/json"
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(
         url, data=data, headers=headers, method="GET" if data is None else "POST"
     )

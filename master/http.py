@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from archive.hashing import is_valid_name
-from archive.serving import json_body, json_error, token_guard
+from archive.serving import json_body, json_error, starts_work, token_guard
 
 from .service import KINDS, Master
 
@@ -87,7 +87,10 @@ async def structures(request: web.Request) -> web.Response:
     return web.json_response({"structures": page})
 
 
+@starts_work(when=lambda request: request.query.get("deep", "0") != "0")
 async def fsck(request: web.Request) -> web.Response:
+    """Report the files below target; a deep fsck reads every structure file of the cluster,
+    work that needs the token."""
     deep = request.query.get("deep", "0")
     if deep not in ("0", "1"):
         return json_error(400, "deep must be 0 or 1")

@@ -18,7 +18,9 @@ async def serve(options: MasterOptions) -> None:
     master = Master(options)
     try:
         url = f"http://{options.host}:{options.port}"
-        async with serving(build_app(master), options.host, options.port) as stop:
+        async with serving(
+            build_app(master), options.host, options.port, options.config.http
+        ) as stop:
             master.start()
             log.info("master of cluster %s at %s", options.config.name, url)
             try:

@@ -18,6 +18,7 @@ from aiohttp import web
 from mitmproxy import http
 
 from archive.cluster import ClusterClient
+from archive.connections import app_runner
 from archive.errors import DlwebError
 from archive.streams import ChunkLog, frame_after, hls_playlist, start_at, stream_logs
 from archive.timestamps import format_http_date, format_iso
@@ -52,7 +53,7 @@ class StreamPlayback:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get(f"/{self._token}/play", self._play)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = app_runner(app, self.client.config.http)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

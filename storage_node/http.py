@@ -1,7 +1,6 @@
 """The storage node's HTTP interface: contents, structure files, status, metrics, inventory."""
 
 import asyncio
-import hmac
 import logging
 import time
 from collections import Counter
@@ -13,7 +12,7 @@ from archive import jsonwire, pack
 from archive.errors import BadName, ClientFault, DlwebError, HashMismatch, NotFound
 from archive.hashing import check_name
 from archive.inserts import FORWARD_HEADER, UploadReceipt, forward_chain
-from archive.serving import error_response, status_of
+from archive.serving import json_error, status_of, token_guard
 from archive.structure import BadRecord, Capture, Mode
 from archive.timestamps import BadTime, parse_time
 from archive.urlkey import BadUrl, structure_name
@@ -30,7 +29,6 @@ MAX_JSON_BODY = 16 * 1024 * 1024
 MAX_RANGE_LIMIT = 100_000
 MAX_BATCH_FILES = 5_000
 READ_CHUNK = 256 * 1024
-_WRITES = frozenset(("PUT", "POST", "DELETE"))
 _CLIENT_ERRORS = (BadName, HashMismatch, BadRecord, BadTime, BadUrl, UrlMismatch, pack.BadPack)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -67,35 +65,25 @@ def _check_deadline(body: object) -> None:
         raise Late(f"append arrived {late:.1f} s after its deadline; its sender gave up on it")
 
 
-def _error(status: int, message: str) -> web.Response:
-    return _json({"error": message}, status=status)
-
-
-def _check_token(request: web.Request) -> web.Response | None:
-    """An error response when a write or delete lacks the cluster token, else None."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        return _error(401, "writes and deletes need the cluster token (Authorization: Bearer)")
-    if not hmac.compare_digest(token.encode(), request.app[TOKEN].encode()):
-        return _error(403, "wrong cluster token")
-    return None
+_guard = token_guard(lambda request: request.app[TOKEN], "storage node")
 
 
 @web.middleware
-async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Check the token on writes, count the request, and turn every failure into a JSON error
-    naming the problem; never a traceback."""
-    denied = _check_token(request) if request.method in _WRITES else None
+async def _count(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Count each request by method, route and the status it was answered with."""
     try:
-        response = denied or await handler(request)
+        response = await handler(request)
     except web.HTTPException as exc:
-        response = exc if exc.status < 400 else error_response(exc, request, "storage node")
-    except Exception as exc:
-        response = error_response(exc, request, "storage node")
+        _counted(request, exc.status)
+        raise
+    _counted(request, response.status)
+    return response
+
+
+def _counted(request: web.Request, status: int) -> None:
     route = request.match_info.route.resource
     label = route.canonical if route is not None else "unmatched"
-    request.app[REQUESTS][(request.method, label, response.status)] += 1
-    return response
+    request.app[REQUESTS][(request.method, label, status)] += 1
 
 
 def _name(request: web.Request) -> str:
@@ -515,7 +503,7 @@ async def post_scrub(request: web.Request) -> web.Response:
     try:
         report = await scrub(request.app[NODE])
     except ScrubRunning as exc:
-        return _error(409, str(exc))
+        return json_error(409, str(exc))
     return _json(report.to_json())
 
 
@@ -524,7 +512,7 @@ def build_app(
     token: str,
     extra_status: Callable[[], dict[str, object]] = dict,
 ) -> web.Application:
-    app = web.Application(middlewares=[_guard], client_max_size=MAX_JSON_BODY)
+    app = web.Application(middlewares=[_count, _guard], client_max_size=MAX_JSON_BODY)
     app[NODE] = node
     app[TOKEN] = token
     app[FORWARDER] = Forwarder(token)

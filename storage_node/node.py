@@ -63,6 +63,10 @@ class UrlMismatch(ClientFault):
     """A structure write whose URL does not hash to the file name it was sent to."""
 
 
+class DamagedCopy(ClientFault):
+    """A whole structure file sent that does not read as one."""
+
+
 @dataclass
 class Counts:
     """What the node holds, kept current so /status and group subscriptions need no disk scan."""
@@ -711,9 +715,12 @@ class StorageNode:
             with open(temp, "wb") as out:
                 async for chunk in body:
                     out.write(chunk)
-            with StructureFile(temp) as sfile:
-                url = sfile.reader.url
-                await self.run_io(sfile.reader.check_all)
+            try:
+                with StructureFile(temp) as sfile:
+                    url = sfile.reader.url
+                    await self.run_io(sfile.reader.check_all)
+            except CorruptFile as exc:
+                raise DamagedCopy(f"the structure file sent is damaged: {exc.reason}") from None
             if name != structure_name(url):
                 raise UrlMismatch(f"structure file for {url[:200]!r} sent as {name}")
             size = temp.stat().st_size

@@ -37,7 +37,8 @@ class ScrubReport:
 
 
 def content_fault(span: Span) -> str | None:
-    """Why a content is bad (its bytes hash to another name), or None."""
+    """Why a content is bad (its bytes hash to another name), or None. The reason travels to
+    the master and to readers, so it names no path of this node: the log does."""
     digest = hashlib.sha256()
     try:
         with open(span.path, "rb") as stream:
@@ -49,24 +50,34 @@ def content_fault(span: Span) -> str | None:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        return f"cannot be read: {exc}"
+        return _unreadable(span, exc)
     if left:
-        return f"{span.path} ends {left} bytes before the content's end"
+        log.warning("%s: content %s is cut short", span.path, span.name)
+        return f"its file ends {left} bytes before the content's end"
     actual = digest.hexdigest()
     return None if actual == span.name else f"bytes hash to {actual}"
 
 
 def structure_fault(span: Span) -> str | None:
-    """Why a structure file is bad (damaged, or holding another URL), or None."""
+    """Why a structure file is bad (damaged, or holding another URL), or None; like
+    `content_fault`'s, the reason names no path."""
     try:
         with StructureFile(Path(span.path), start=span.offset, length=span.size) as sfile:
             sfile.reader.check_all()
             url = sfile.reader.url
     except FileNotFoundError:
         raise
-    except (DlwebError, OSError) as exc:
-        return str(exc)
+    except DlwebError as exc:
+        log.warning("structure %s: %s", span.name, exc)
+        return exc.reason
+    except OSError as exc:
+        return _unreadable(span, exc)
     return None if span.name == structure_name(url) else f"holds the URL {url[:200]!r}"
+
+
+def _unreadable(span: Span, exc: OSError) -> str:
+    log.warning("%s %s cannot be read: %s", span.path, span.name, exc)
+    return f"cannot be read: {exc.strerror or 'I/O error'}"
 
 
 def _take(names: Iterator[str]) -> list[str]:

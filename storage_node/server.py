@@ -91,7 +91,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
     loop = asyncio.get_running_loop()
     finding: asyncio.Task[None] | None = None
     try:
-        async with serving(app, options.host, options.port) as stop:
+        async with serving(app, options.host, options.port, options.config.http) as stop:
             try:
                 if config.lookup in ("multicast", "both"):
                     await responder.start()

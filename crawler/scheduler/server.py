@@ -71,7 +71,7 @@ async def serve(options: ServerOptions) -> None:
             scheduler.set_campaign("paused")
         app = build_app(scheduler, options.config.write_token)
         url = f"http://{options.host}:{options.port}"
-        async with serving(app, options.host, options.port) as stop:
+        async with serving(app, options.host, options.port, options.config.http) as stop:
             await scheduler.start()
             log.info(
                 "scheduler on %s/, campaign %s", url, "running" if scheduler.running else "paused"

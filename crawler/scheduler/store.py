@@ -1062,7 +1062,7 @@ class SqliteStore(Store):
     def _existing(self, site_id: int) -> Site:
         site = self.site(site_id)
         if site is None:
-            raise NotFound(f"{self.path}: no site {site_id}")
+            raise NotFound(f"no site {site_id}", where=self.path)
         return site
 
     def _sites_by_id(self, site_ids: list[int]) -> list[Site]:
@@ -1158,10 +1158,14 @@ class SqliteStore(Store):
     def _failure(self, error: sqlite3.Error) -> StoreError:
         text = str(error)
         if "locked" in text:
-            return StoreError(f"{self.path}: the scheduler's database is in use by another process")
+            return StoreError(
+                "the scheduler's database is in use by another process", where=self.path
+            )
         if "not a database" in text or "malformed" in text:
-            return StoreError(f"{self.path}: not a scheduler's database, or a damaged one ({text})")
-        return StoreError(f"{self.path}: {text}")
+            return StoreError(
+                f"not a scheduler's database, or a damaged one ({text})", where=self.path
+            )
+        return StoreError(text, where=self.path)
 
 
 _SITE_FIELDS = tuple(field.name for field in fields(Site))

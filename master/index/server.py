@@ -25,7 +25,7 @@ async def serve(options: IndexOptions) -> None:
     index.hip.add_routes(app)
     app.router.add_get("/status", get_status)
     try:
-        async with serving(app, options.host, options.port) as stop:
+        async with serving(app, options.host, options.port, options.config.http) as stop:
             await index.start()
             log.info("index node %s at %s, master %s", index.id, index.address, options.master)
             try:

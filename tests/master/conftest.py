@@ -142,8 +142,13 @@ class Cluster:
 
     # -- talking to the master -----------------------------------------------------------------
 
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.master_port}{path}") as answer:
+    def get(self, path: str, token: bool = False) -> Any:
+        """The master's JSON answer to GET `path`, asked with the cluster token if `token`."""
+        headers = {"Authorization": f"Bearer {self.config.write_token}"} if token else {}
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.master_port}{path}", headers=headers
+        )
+        with urllib.request.urlopen(request) as answer:
             return json.load(answer)
 
     def post(self, path: str, body: dict[str, Any]) -> Any:

@@ -268,6 +268,6 @@ async def test_a_deep_fsck_finds_contents_no_capture_names(cluster_factory) -> N
 
     shallow = cluster.get("/admin/fsck")
     assert shallow["ok"] is True and shallow["orphans"] is None
-    deep = cluster.get("/admin/fsck?deep=1")
+    deep = cluster.get("/admin/fsck?deep=1", token=True)
     assert deep["structures_read"] == 10 and deep["structures_unreadable"] == 0
     assert (deep["orphans"], deep["orphan_names"], deep["ok"]) == (1, [stray_name], False)
