@@ -15,7 +15,7 @@ from archive.errors import ConfigError
 
 from .access import parse_networks
 from .coherence import DEFAULT_SPAN, BadSpan, parse_span, span_text
-from .limits import HEAD_TIMEOUT, IDLE_TIMEOUT, Limits
+from .limits import Limits
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
 
@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
         search_index=args.search_index or args.data.parent / SEARCH_FOLDER,
         coherence_span=args.coherence_span,
         live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
-        limits=Limits(head_timeout=args.head_timeout, idle_timeout=args.idle_timeout),
+        limits=Limits(head_timeout=config.http.head, idle_timeout=config.http.idle),
     )
     import uvloop  # here, as mitmproxy: loaded only when a proxy runs
 
@@ -84,22 +84,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "live_networks of the configuration, none: only public addresses)",
     )
     parser.add_argument(
-        "--head-timeout",
-        type=_seconds,
-        default=HEAD_TIMEOUT,
-        metavar="SECONDS",
-        help=f"a request's head must arrive within this time of its first byte (default"
-        f" {HEAD_TIMEOUT:g}); 408 after",
-    )
-    parser.add_argument(
-        "--idle-timeout",
-        type=_seconds,
-        default=IDLE_TIMEOUT,
-        metavar="SECONDS",
-        help=f"close a kept-alive connection that starts no request for this long (default"
-        f" {IDLE_TIMEOUT:g})",
-    )
-    parser.add_argument(
         "--auth",
         default=None,
         metavar="HTPASSWD",
@@ -130,16 +114,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_config_option(parser)
     parser.set_defaults(run=_run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r}: give a number of seconds, 0 to 3600")
-    return value
 
 
 def _span(text: str) -> int:

@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import wait_until
 from tests.master.conftest import Cluster, clusters_in
 from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy
+from tests.security.servers import with_short_timeouts
 
 from .conftest import Canary
 
@@ -28,7 +29,9 @@ EVIL_HEADERS = "http://archived.example/evil-headers"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with clusters_in(tmp_path_factory.mktemp("cluster")) as make:
-        made = make(nodes=1, replicas=1)
+        made = make(nodes=1, replicas=1, start=False)
+        made.config = with_short_timeouts(made.config_path)  # the proxy's timeouts too
+        made.start(1)
         evil = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Split: a\rSet-Cookie: stolen=1\r\nX-Nul: a\x00b\r\nX-Fine: yes\r\n\r\n"
         asyncio.run(
             archive(
@@ -50,18 +53,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="module")
 def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
-    """A proxy where the operator allows the live web, with short timeouts."""
+    """A proxy where the operator allows the live web, with the cluster's short timeouts."""
     folder = tmp_path_factory.mktemp("proxy")
-    started = start_proxy(
-        cluster,
-        folder / "data",
-        folder / "proxy.log",
-        "--allow-live",
-        "--head-timeout",
-        "1",
-        "--idle-timeout",
-        "1",
-    )
+    started = start_proxy(cluster, folder / "data", folder / "proxy.log", "--allow-live")
     yield started
     started.stop()
 
@@ -139,7 +133,7 @@ def test_a_slow_request_head_is_answered_408_and_closed(proxy: Proxy) -> None:
         while data := sock.recv(65536):
             answer += data
     assert status_of(answer) == 408
-    assert time.monotonic() - started < 8  # the head timeout is 1 s; the default 20 s
+    assert time.monotonic() - started < 8  # the head timeout is 0.5 s here; 10 s by default
 
 
 def test_an_idle_kept_alive_connection_is_closed(proxy: Proxy) -> None:
