@@ -15,7 +15,7 @@ from mitmproxy import http
 
 import harbors
 from archive.cluster import ClusterClient, NewCapture
-from archive.errors import DlwebError
+from archive.errors import DlwebError, clipped
 from archive.header_block import encode_header_block
 from archive.requestkey import lookup_url
 from archive.timestamps import format_iso
@@ -82,7 +82,8 @@ class Recorder:
         try:
             await self.client.insert([capture], files.__getitem__)
         except DlwebError as exc:
-            log.warning("recording of %s %s failed: %s", request.method, request.pretty_url, exc)
-            response.headers[MARK] = f"not stored: {exc}"[:300]
+            url = clipped(request.pretty_url)
+            log.warning("recording of %s %s failed: %s", clipped(request.method, 20), url, exc)
+            response.headers[MARK] = f"not stored: {clipped(str(exc), 300)}"
             return
         response.headers[MARK] = format_iso(time)
