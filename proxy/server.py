@@ -87,7 +87,7 @@ def lean_master(mitm: options.Options) -> Master:
 async def serve(opts: ProxyOptions) -> None:
     logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
     opts.data.mkdir(parents=True, exist_ok=True)
-    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE)
+    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE, opts.config.secret)
     mitm = options.Options(
         listen_host=opts.host,
         listen_port=opts.port,
