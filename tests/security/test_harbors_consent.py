@@ -8,7 +8,6 @@ import asyncio
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -24,20 +23,12 @@ from tests.proxy.conftest import (
     Version,
     archive,
     header_block,
-    put_setting,
     setting_of,
     start_proxy,
 )
+from tests.security.harbor_setting import BASELINE, HELD, HTML, reset, setting
 
-HELD = "http://held.test/page.html"
 ATTACKER = "http://attacker.test"
-HTML = ("Content-Type", "text/html; charset=utf-8")
-BASELINE: dict[str, Any] = {
-    "date": "2021-06-01T00:00:00Z",
-    "live": False,
-    "record": False,
-    "banner": False,
-}
 ASKED = {"at": "2001", "live": "on", "record": "on", "banner": "on", "back": ATTACKER + "/"}
 # What every attack asks for, in a query string.
 QUERY = "&".join(f"{name}={quote(value, safe='')}" for name, value in ASKED.items())
@@ -134,12 +125,7 @@ def harbor(
 @pytest.fixture
 def proxy(harbor: Proxy) -> Proxy:
     """The proxy, with the setting of its client at 127.0.0.1 (Chromium's) at the baseline."""
-    assert put_setting(harbor, **BASELINE)[0] == 200
-    return harbor
-
-
-def _setting(proxy: Proxy) -> dict[str, object]:
-    return {key: value for key, value in setting_of(proxy).items() if key in BASELINE}
+    return reset(harbor)
 
 
 @pytest.mark.parametrize("page", ["/images.html", "/form.html", "/other-client.html"])
@@ -149,7 +135,7 @@ def test_an_archived_page_cannot_change_the_clients_setting(
     dom = chromium(proxy.url, tmp_path / "profile", ATTACKER + page, "--dump-dom")
     if page != "/images.html":  # the form was sent: the date harbor asks the client instead
         assert "Confirm the change" in dom
-    assert _setting(proxy) == BASELINE
+    assert setting(proxy) == BASELINE
 
 
 def test_an_archived_pages_fetches_change_nothing_and_cannot_read_the_token(
@@ -158,7 +144,7 @@ def test_an_archived_pages_fetches_change_nothing_and_cannot_read_the_token(
     dom = chromium(proxy.url, tmp_path / "profile", ATTACKER + "/fetches.html", "--dump-dom")
     title = dom.split("<title>")[1].split("</title>")[0]
     assert title == "set:opaque api-post:opaque api-put:blocked read:blocked"
-    assert _setting(proxy) == BASELINE
+    assert setting(proxy) == BASELINE
 
 
 async def test_the_date_pages_form_posts_the_clients_token_and_sets_the_date(
@@ -179,7 +165,7 @@ async def test_the_date_pages_form_posts_the_clients_token_and_sets_the_date(
             })()"""
         )
         assert await tab.evaluate("location.href") == HELD
-    assert _setting(proxy) == {**BASELINE, "date": "2019-05-01T00:00:00Z"}
+    assert setting(proxy) == {**BASELINE, "date": "2019-05-01T00:00:00Z"}
 
 
 async def test_a_harbor_link_with_its_token_sets_the_date_with_one_click(proxy: Proxy) -> None:
@@ -189,7 +175,7 @@ async def test_a_harbor_link_with_its_token_sets_the_date_with_one_click(proxy: 
         assert "&token=" in await tab.evaluate(f"{day}.href")
         await tab.follow(f"{day}.click()")
         assert await tab.evaluate("location.href") == HELD
-    assert _setting(proxy) == {**BASELINE, "date": "2021-06-15T10:00:00Z"}
+    assert setting(proxy) == {**BASELINE, "date": "2021-06-15T10:00:00Z"}
 
 
 async def test_a_printed_link_asks_first_and_one_click_sets_the_date(proxy: Proxy) -> None:
@@ -197,7 +183,7 @@ async def test_a_printed_link_asks_first_and_one_click_sets_the_date(proxy: Prox
         tab = await browser.open(f"http://date.dlweb/set?at=2019&back={quote(HELD, safe='')}")
         asked = await tab.evaluate('document.querySelector("section.confirm").textContent')
         assert f"Browse at 2019-01-01T00:00:00Z and open {HELD}?" in asked
-        assert _setting(proxy) == BASELINE
+        assert setting(proxy) == BASELINE
         await tab.follow('document.querySelector("section.confirm button").click()')
         assert await tab.evaluate("location.href") == HELD
-    assert _setting(proxy) == {**BASELINE, "date": "2019-01-01T00:00:00Z"}
+    assert setting(proxy) == {**BASELINE, "date": "2019-01-01T00:00:00Z"}

@@ -11,7 +11,6 @@ import socket
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 import pytest
@@ -30,24 +29,16 @@ from tests.proxy.conftest import (
     archive,
     header_block,
     post_set,
-    put_setting,
     setting_of,
     start_proxy,
     through,
 )
+from tests.security.harbor_setting import HELD, HTML, reset, unchanged
 
-HELD = "http://held.test/page.html"
 HELD_ACCENTED = "http://held.test/café"
 # An archived URL whose original spelling would end a link-format entry and start others.
 INJECTING = 'http://inject.test/a>;rel="memento",<http://evil.test/ "x"é'
 NEVER = "http://never.test/page.html"
-HTML = ("Content-Type", "text/html; charset=utf-8")
-BASELINE: dict[str, Any] = {
-    "date": "2021-06-01T00:00:00Z",
-    "live": False,
-    "record": False,
-    "banner": False,
-}
 # Each harbor route that takes a URL, and the parameter naming it.
 URL_ROUTES = [
     ("http://date.dlweb/", "back"),
@@ -113,14 +104,7 @@ def harbor(
 @pytest.fixture
 def proxy(harbor: tuple[Cluster, Proxy]) -> Proxy:
     """The proxy, its client at 127.0.0.1 set to the baseline setting."""
-    found = harbor[1]
-    assert put_setting(found, **BASELINE)[0] == 200
-    return found
-
-
-def _unchanged(proxy: Proxy) -> bool:
-    setting = setting_of(proxy)
-    return {key: setting[key] for key in BASELINE} == BASELINE
+    return reset(harbor[1])
 
 
 def _raw(proxy: Proxy, head: bytes, body: bytes = b"") -> bytes:
@@ -169,12 +153,12 @@ def test_back_never_puts_a_control_or_non_ascii_character_in_a_header(proxy: Pro
         for method, target, body in _asked_with(HELD + tail, token):
             answered = _sent_as_ascii(proxy, method, target.encode(), body)
             assert answered.startswith(b"HTTP/1.1 400"), (tail, answered)
-        assert _unchanged(proxy)
+        assert unchanged(proxy)
     # Text beyond ASCII (a byte that was not UTF-8 reads as U+FFFD): sent out percent-encoded.
     for tail in ("%FF", "%E2%80%A8"):
         for method, target, body in _asked_with(HELD + tail, token):
             _sent_as_ascii(proxy, method, target.encode(), body)
-        assert put_setting(proxy, **BASELINE)[0] == 200
+        reset(proxy)
     # Raw bytes beyond ASCII in the request: percent-encoded where they go out, or refused.
     raw = HELD_ACCENTED.encode()
     _sent_as_ascii(proxy, "GET", b"http://date.dlweb/set?at=2019&back=" + raw + b"\xff")
@@ -200,7 +184,7 @@ def test_set_goes_back_only_to_a_page_the_archive_holds(
     def changed_and_went(back: str) -> tuple[int, str | None]:
         status, headers, _ = post_set(proxy, at="2019", back=back)
         assert setting_of(proxy)["date"] == "2019-01-01T00:00:00Z"
-        assert put_setting(proxy, **BASELINE)[0] == 200
+        reset(proxy)
         return status, headers.get("location")
 
     assert changed_and_went(HELD) == (303, HELD)
@@ -210,7 +194,7 @@ def test_set_goes_back_only_to_a_page_the_archive_holds(
         status, headers, body = post_set(proxy, at="2019", back=elsewhere)
         assert (status, headers.get("location")) == (200, None), elsewhere
         assert b"holds no capture of" in body and b'href="' + elsewhere.encode() + b'"' in body
-        assert put_setting(proxy, **BASELINE)[0] == 200
+        reset(proxy)
     # Where a browser would read another host than the archive does: sent so that it reads ours.
     status, location = changed_and_went("http://evil.test\\@held.test/page.html")
     assert status == 303 and location is not None and "\\" not in location
@@ -219,7 +203,7 @@ def test_set_goes_back_only_to_a_page_the_archive_holds(
     for bad in ("//evil.test/", "http:evil.test", "javascript:alert(1)", "ftp://held.test/"):
         status, headers, body = post_set(proxy, at="2019", back=bad)
         assert (status, headers.get("location")) == (400, None) and b"back=" in body, bad
-        assert _unchanged(proxy)
+        assert unchanged(proxy)
     # A harbor's link to a page the archive lacks, with its token: the date is set, no redirect.
     cluster, _ = harbor
     link = set_link(Consent(cluster.config.secret), "127.0.0.1", parse_time("2019"), NEVER)
@@ -238,7 +222,7 @@ def test_every_url_parameter_takes_http_or_https_only(proxy: Proxy) -> None:
             assert status == 400, (route, value, status, body[:300])
             assert f"{name}=".encode() in body, (route, value, body[:300])
             assert "location" not in headers
-    assert _unchanged(proxy)
+    assert unchanged(proxy)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -295,7 +279,7 @@ def test_api_date_tells_the_token_to_its_client_alone_and_changes_only_with_it(
         for method in ("PUT", "POST"):
             status, _, body = through(proxy, method, "http://api.dlweb/date", change, headers)
             assert status == 403 and b"X-Dlweb-Token" in body, (method, headers, body)
-    assert _unchanged(proxy)
+    assert unchanged(proxy)
     # No harbor grants another origin a look at its answers, preflight or not.
     evil = {"Origin": "http://evil.test"}
     asked = {**evil, "Access-Control-Request-Method": "PUT"}
@@ -330,7 +314,7 @@ def test_nested_or_oversized_json_gets_a_4xx_and_changes_nothing(proxy: Proxy) -
     ):
         status, _, answer = through(proxy, "PUT", "http://api.dlweb/date", body, token)
         assert status == expected and b'"error"' in answer and len(answer) < 1000, answer[:300]
-        assert _unchanged(proxy)
+        assert unchanged(proxy)
 
 
 def test_a_date_past_the_years_0001_to_9999_is_refused_and_changes_nothing(proxy: Proxy) -> None:
@@ -341,7 +325,7 @@ def test_a_date_past_the_years_0001_to_9999_is_refused_and_changes_nothing(proxy
         change = json.dumps({"date": date}).encode()
         status, _, body = through(proxy, "PUT", "http://api.dlweb/date", change, token)
         assert status == 400 and len(body) < 1000, body
-        assert _unchanged(proxy)
+        assert unchanged(proxy)
         assert through(proxy, "GET", "http://date.dlweb/")[0] == 200
 
 
@@ -450,7 +434,7 @@ def test_fuzzed_harbor_requests_get_no_fault_and_change_nothing(proxy: Proxy) ->
         assert b"Traceback" not in answer
         assert "set-cookie" not in headers
         assert all(value.isascii() for value in headers.values()), headers
-        assert _unchanged(proxy), asked
+        assert unchanged(proxy), asked
 
     one()
     assert proxy.process.poll() is None
