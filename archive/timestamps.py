@@ -47,25 +47,28 @@ def from_micros(micros: int) -> datetime:
 
 def parse_time(text: str) -> int:
     """Read a time as 4 to 14 digits (YYYY[MM[DD[hh[mm[ss]]]]], the Wayback form), as more than
-    14 digits (microseconds since the epoch), or as ISO 8601 (UTC when no zone is given)."""
+    14 digits (microseconds since the epoch), or as ISO 8601 (UTC when no zone is given); BadTime
+    when it cannot be read, or falls outside the years 0001 to 9999 (MIN_TIME to MAX_TIME)."""
     text = text.strip()
     if _DIGITS_RE.fullmatch(text):
         if len(text) > 14:
-            micros = int(text)
-            if micros > MAX_TIME:
-                raise BadTime(f"time {text!r} is past the year 9999")
-            return micros
+            if len(text) > len(str(MAX_TIME)) or int(text) > MAX_TIME:
+                raise BadTime(f"time {text[:40]!r} is past the year 9999")
+            return int(text)
         padded = text + "0101000000"[len(text) - 4 :] if len(text) < 14 else text
         try:
             return to_micros(datetime.strptime(padded, "%Y%m%d%H%M%S"))
         except ValueError:
             raise BadTime(f"time {text!r} is not a valid YYYYMMDDhhmmss date") from None
     try:
-        return to_micros(datetime.fromisoformat(text.replace("Z", "+00:00")))
+        micros = to_micros(datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
         raise BadTime(
             f"time {text[:40]!r} is neither 4-14 digits (YYYYMMDDhhmmss) nor ISO 8601"
         ) from None
+    if not MIN_TIME <= micros <= MAX_TIME:  # a zone's offset took it past year 1 or 9999
+        raise BadTime(f"time {text[:40]!r} is outside the years 0001 to 9999 in UTC")
+    return micros
 
 
 def format_iso(micros: int) -> str:

@@ -135,7 +135,8 @@ def _second(seconds: float, up: bool = False) -> int:
 
 
 def _visit(url: str, label: str, at: int) -> str:
-    """The date to pick for a version, and the link that picks it and opens the page."""
+    """The date to pick for a version, and the link that picks it and opens the page (the date
+    harbor asks once to confirm a link it did not make itself)."""
     link = f"http://date.dlweb/set?at={format_digits(at)}&back={quote(url, safe=':/')}"
     return f"     {label}: pick {format_iso(at)}, or open {link}"
 
@@ -153,7 +154,8 @@ def _instructions(data: Path, proxy: str, site: str, v1: int, v2: int) -> list[s
         f"1. Set {address} as your browser's HTTP and HTTPS proxy ({proxy}).",
         "2. For HTTPS sites, install the archive's CA certificate from http://cert.dlweb/",
         "   (the demo's two sites are plain HTTP and need none).",
-        "3. Pick a date at http://date.dlweb/ (day and time, UTC), then visit:",
+        "3. Pick a date at http://date.dlweb/ (day and time, UTC), then visit (a link below asks"
+        " you to confirm its date once):",
         f"   {site}  (crawled twice a few seconds ago; it changed in between)",
         _visit(site, "version 1, the first crawl", v1),
         _visit(site, "version 2, the second crawl (or any later date)", v2),

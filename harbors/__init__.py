@@ -17,7 +17,12 @@ __all__ = [
 
 
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
-    """The answer of the harbor the request is for."""
+    """The answer of the harbor the request is for, its header fields checked."""
+    found = await _answer(context, request)
+    return found.checked(f"{request.method} {request.host}{request.path}")
+
+
+async def _answer(context: HarborContext, request: HarborRequest) -> Answer:
     name = request.host.lower().rstrip(".").removesuffix(SUFFIX)
     if request.path == page.STYLESHEET:
         return page.stylesheet()

@@ -1,10 +1,13 @@
 """`http://api.dlweb/`: the harbors' settings and the archive's captures as JSON, for programs.
 
-- `GET /date`: `{"date": ISO or null, "live": bool, "record": bool, "banner": bool}`, the asking
-  client's setting;
-- `PUT /date` with `{"date": ISO, 14 digits or null, "live": bool, "record": bool, "banner":
-  bool}`: change it (each field optional; live and record only where the operator allows the
-  live web);
+- `GET /date`: `{"date": ISO or null, "live": bool, "record": bool, "banner": bool, "token":
+  TOKEN}`, the asking client's setting and its token (consent.py), which no other origin can
+  read: the harbors grant no cross-origin access;
+- `PUT` or `POST /date` with the token in the `X-Dlweb-Token` header (a page cannot send it
+  without a CORS preflight, and the harbors grant none) and `{"date": ISO, 14 digits or null,
+  "live": bool, "record": bool, "banner": bool}`: change it (each field optional; live and record
+  only where the operator allows the live web). 403 without the token; a body over 64 KiB, 413;
+  one that is not such a JSON object (nested beyond orjson's 1024 levels included), 400;
 - `GET /captures?url=URL`: every capture of a URL;
 - `GET /capture?url=URL[&at=DATE]`: the capture the client would see (its date, or `at`), with
   its archived headers and its first, last, previous and next captures' dates;
@@ -31,6 +34,7 @@ import asyncio
 import json
 from typing import Any
 
+from archive import jsonwire
 from archive.errors import DlwebError
 from archive.reading import Asked
 from archive.serving import status_of
@@ -38,15 +42,17 @@ from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_time
 
 from . import document
 from .answer import Answer, HarborContext
-from .request import HarborRequest
+from .request import MAX_BODY, BadParameter, HarborRequest
 from .search import paging
 from .settings import ClientSetting
 
 JSON = "application/json"
+TOKEN_HEADER = "X-Dlweb-Token"
+NO_STORE = ("Cache-Control", "no-store")  # the answer holds the client's token
 
 
-def _json(status: int, data: Any) -> Answer:
-    return Answer(status, (json.dumps(data, indent=1) + "\n").encode(), JSON)
+def _json(status: int, data: Any, *headers: tuple[str, str]) -> Answer:
+    return Answer(status, (json.dumps(data, indent=1) + "\n").encode(), JSON, list(headers))
 
 
 def _setting_json(setting: ClientSetting) -> dict[str, Any]:
@@ -61,15 +67,16 @@ def _setting_json(setting: ClientSetting) -> dict[str, Any]:
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     if request.path == "/date":
         if request.method == "GET":
-            return _json(200, _setting_json(context.settings.get(request.client)))
-        if request.method == "PUT":
+            setting = _setting_json(context.settings.get(request.client))
+            token = context.settings.consent.form_token(request.client)
+            return _json(200, {**setting, "token": token}, NO_STORE)
+        if request.method in ("PUT", "POST"):
             return _put_date(context, request)
-        return _json(405, {"error": "use GET or PUT on /date"})
+        refused = {"error": "use GET, or PUT or POST with your token, on /date"}
+        return _json(405, refused, ("Allow", "GET, PUT, POST"))
     if request.path == "/captures" and request.method == "GET":
-        url = request.query.get("url")
-        if not url:
-            return _json(400, {"error": "give the URL: /captures?url=..."})
         try:
+            url = _url(request)
             captures = await context.client.captures(url)
         except DlwebError as exc:
             return _json(status_of(exc), {"error": str(exc)})
@@ -86,11 +93,17 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     return _json(404, {"error": f"no {request.method} {request.path} here; see GET /date"})
 
 
-async def _document(context: HarborContext, request: HarborRequest) -> Answer:
-    url = request.query.get("url")
+def _url(request: HarborRequest) -> str:
+    """The page's URL the request names (request.py); BadParameter when it names none."""
+    url = request.url("url")
     if not url:
-        return _json(400, {"error": f"give the URL: {request.path}?url=..."})
+        raise BadParameter(f"give the URL: {request.path}?url=...")
+    return url
+
+
+async def _document(context: HarborContext, request: HarborRequest) -> Answer:
     try:
+        url = _url(request)
         if "at" in request.query:
             at = parse_time(request.query["at"])
         else:
@@ -126,8 +139,8 @@ async def _links(context: HarborContext, request: HarborRequest) -> Answer:
     from search.keys import asked_key
     from search.links import backlinks, similar
 
-    url = request.query.get("url", "")
     try:
+        url = request.url("url")
         asked_key(url)
         limit = _limit(request.query.get("limit"))
         index = await asyncio.to_thread(open_index, context.search_index)
@@ -153,7 +166,7 @@ async def _search(context: HarborContext, request: HarborRequest) -> Answer:
 
     try:
         if request.path == "/history":
-            url = request.query.get("url", "")
+            url = request.url("url")
             asked_key(url)  # a bad URL is told before the index is opened
             index = await asyncio.to_thread(open_index, context.search_index)
             found = await asyncio.to_thread(history, index, url)
@@ -184,8 +197,15 @@ def _limit(text: str | None) -> int | None:
 
 
 def _put_date(context: HarborContext, request: HarborRequest) -> Answer:
+    """A change of the client's setting, with its token only (consent.py)."""
+    given = request.headers.get(TOKEN_HEADER.lower(), "")
+    if not context.settings.consent.allows_form(request.client, given):
+        said = f"give your token in the {TOKEN_HEADER} header: GET /date tells it"
+        return _json(403, {"error": f"{'a wrong token' if given else 'no token'}: {said}"})
+    if len(request.body) > MAX_BODY:
+        return _json(413, {"error": f"the body is larger than {MAX_BODY:,} bytes"})
     try:
-        data = json.loads(request.body or b"{}")
+        data = jsonwire.loads(request.body or b"{}")
         if not isinstance(data, dict):
             raise ValueError("the body must be a JSON object")
         setting = context.settings.get(request.client)

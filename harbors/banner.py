@@ -16,7 +16,8 @@ from urllib.parse import quote
 
 from archive.timestamps import format_iso
 
-from .calendar import set_link
+from .calendar import Opens, opens_for
+from .consent import Consent
 
 BAR_ID = "dlweb-banner"
 FIGURE_ID = "dlweb-coherence"
@@ -122,28 +123,37 @@ def _when(micros: int) -> str:
     return format_iso(micros).replace("T", " ").removesuffix("Z") + " UTC"
 
 
-def _neighbour(url: str, time: int | None, rel: str, label: str, none: str) -> str:
+def _neighbour(url: str, time: int | None, rel: str, label: str, none: str, opens: Opens) -> str:
     if time is None:
         return f'<span class="dlweb-part dlweb-muted">{none}</span>'
-    target = set_link(time, url)
+    target = opens(time, url)
     return (
         f'<a class="dlweb-part" rel="{rel}" href="{html.escape(target)}">'
         f"{label} ({_when(time)[:10]})</a>"
     )
 
 
-def bar(url: str, time: int, previous: int | None, following: int | None, at: int) -> bytes:
-    """The bar for the capture of `url` at `time`, browsed at date `at`: its style, markup
-    and script, in ASCII."""
+def bar(
+    url: str,
+    time: int,
+    previous: int | None,
+    following: int | None,
+    at: int,
+    client: str,
+    consent: Consent,
+) -> bytes:
+    """The bar for the capture of `url` at `time`, browsed at date `at` by `client` (whose
+    link tokens its neighbours' links carry): its style, markup and script, in ASCII."""
     back = quote(url, safe="")
+    opens = opens_for(consent, client)
     # No text between the three elements: the frame's script leaves nothing of the bar behind.
     markup = f"""<style id="dlweb-banner-style">{STYLE}</style>\
 <div id="{BAR_ID}" role="region" aria-label="dlweb: archived page" data-url="{html.escape(url)}" \
 data-at="{format_iso(at)}" data-date="{format_iso(time)}">
 <span class="dlweb-part">Archived page, captured <time datetime="{format_iso(time)}">\
 {_when(time)}</time></span>
-{_neighbour(url, previous, "prev", "&larr; previous capture", "no earlier capture")}
-{_neighbour(url, following, "next", "next capture &rarr;", "no later capture")}
+{_neighbour(url, previous, "prev", "&larr; previous capture", "no earlier capture", opens)}
+{_neighbour(url, following, "next", "next capture &rarr;", "no later capture", opens)}
 <a class="dlweb-part" href="http://captures.dlweb/?url={back}">all captures</a>
 <span class="dlweb-part" id="{FIGURE_ID}">Coherence: shown once the page has loaded \
 (needs JavaScript)</span>

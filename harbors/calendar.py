@@ -5,7 +5,8 @@ month's days (HTML tables), then the captures of that month or of one day of it.
 Everything is drawn on the server, without a script, from counts per day that the storage node
 makes from the structure file (`ClusterClient.capture_days`): a URL of 100,000 captures makes a
 page of a few kilobytes, and only the captures listed are read. Each day and each capture links
-to the date harbor, which sets the client's date to it and opens the page.
+to the date harbor, which sets the client's date to it and opens the page: the link carries a
+token for that client, that date and that page (consent.py), so it works with one click.
 """
 
 import html
@@ -19,11 +20,14 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from archive.cluster import ClusterClient
 from archive.errors import ClientFault, DlwebError, NotFound
+from archive.link_format import escape_uri
 from archive.serving import status_of
 from archive.structure import Capture, DayCount
 from archive.timestamps import format_digits, format_iso, from_micros, to_micros
 
-__all__ = ["BadChoice", "Choice", "choose", "section", "set_link"]
+from .consent import Consent
+
+__all__ = ["BadChoice", "Choice", "Opens", "choose", "opens_for", "section", "set_link"]
 
 LISTED = 100  # captures listed under the calendar at most
 HEAT_LEVELS = 4
@@ -35,6 +39,8 @@ _SMALL = re.compile(r"[0-9]{1,2}")
 
 # The address of the harbor's own page with these parameters (the URL is already in it).
 Nav = Callable[[dict[str, str]], str]
+# The link that sets the client's date to a time and opens a page (set_link, for one client).
+Opens = Callable[[int, str], str]
 
 
 class BadChoice(ClientFault):
@@ -79,11 +85,23 @@ def nav_for(address: str) -> Nav:
     return nav
 
 
-def set_link(at: int, back: str) -> str:
+def set_link(consent: Consent, client: str, at: int, back: str) -> str:
     """The date harbor's link that sets the client's date to `at` and opens `back` (a time
-    with a fraction of a second in ISO 8601, so that it names that very capture)."""
+    with a fraction of a second in ISO 8601, so that it names that very capture), with the
+    link token that lets that client, and no other, do that and nothing else."""
     when = format_digits(at) if at % 1_000_000 == 0 else quote(format_iso(at))
-    return f"http://date.dlweb/set?at={when}&back={quote(back, safe='')}"
+    page = escape_uri(back)
+    token = consent.link_token(client, at, page)
+    return f"http://date.dlweb/set?at={when}&back={quote(page, safe='')}&token={token}"
+
+
+def opens_for(consent: Consent, client: str) -> Opens:
+    """The links of one client's page that set its date and open a page."""
+
+    def opens(at: int, back: str) -> str:
+        return set_link(consent, client, at, back)
+
+    return opens
 
 
 def choose(query: dict[str, str], days: list[DayCount], near: int | None = None) -> Choice:
@@ -126,6 +144,7 @@ async def section(
     url: str,
     query: dict[str, str],
     nav: Nav,
+    opens: Opens,
     near: int | None = None,
     current: int | None = None,
 ) -> tuple[int, str]:
@@ -142,7 +161,8 @@ async def section(
         choice = choose(query, days, near)
     except BadChoice as exc:
         shown = choose({}, days, near)
-        return 400, "\n".join((_error(str(exc)), _summary(url, days), _histogram(days, shown, nav)))
+        summary = _summary(url, days, opens)
+        return 400, "\n".join((_error(str(exc)), summary, _histogram(days, shown, nav)))
     start, end = choice.span()
     try:
         # Records of other kinds (WARC requests and metadata) are read too: room for them.
@@ -150,15 +170,15 @@ async def section(
     except DlwebError as exc:
         return _failure(exc)
     parts = [
-        _summary(url, days),
+        _summary(url, days, opens),
         *_outside(url, days, current),
         _histogram(days, choice, nav),
         _months(days, choice, nav),
-        _month(url, days, choice, nav, current),
+        _month(url, days, choice, nav, opens, current),
     ]
     counted = sum(d.count for d in days if start <= d.first <= end)
     if counted:
-        parts.append(_listed(url, days, choice, listed, counted, nav))
+        parts.append(_listed(url, days, choice, listed, counted, nav, opens))
         return 200, "\n".join(parts)
     if not any(d.day.year == choice.year for d in days):
         where = f"in {choice.year}"
@@ -184,13 +204,13 @@ def _failure(exc: DlwebError) -> tuple[int, str]:
     return status, _error(str(exc))
 
 
-def _summary(url: str, days: list[DayCount]) -> str:
+def _summary(url: str, days: list[DayCount], opens: Opens) -> str:
     total = sum(d.count for d in days)
     first, last = days[0].first, days[-1].last
     return (
         f'<p class="summary">{total:,} capture{"s" if total != 1 else ""} on {len(days):,}'
-        f' day{"s" if len(days) != 1 else ""}, the first <a href="{html.escape(set_link(first, url))}">'
-        f'{format_iso(first)}</a>, the last <a href="{html.escape(set_link(last, url))}">'
+        f' day{"s" if len(days) != 1 else ""}, the first <a href="{html.escape(opens(first, url))}">'
+        f'{format_iso(first)}</a>, the last <a href="{html.escape(opens(last, url))}">'
         f"{format_iso(last)}</a>.</p>"
     )
 
@@ -296,7 +316,9 @@ def _months(days: list[DayCount], choice: Choice, nav: Nav) -> str:
     )
 
 
-def _month(url: str, days: list[DayCount], choice: Choice, nav: Nav, current: int | None) -> str:
+def _month(
+    url: str, days: list[DayCount], choice: Choice, nav: Nav, opens: Opens, current: int | None
+) -> str:
     """The chosen month's heat map: a table of its weeks, each day with captures a link that
     sets the client's date to the day's first capture and opens the page."""
     counts = {d.day: d for d in days if (d.day.year, d.day.month) == (choice.year, choice.month)}
@@ -324,7 +346,7 @@ def _month(url: str, days: list[DayCount], choice: Choice, nav: Nav, current: in
             at = ' aria-current="date"' if day == today else ""
             cells.append(
                 f'<td class="day heat{_heat(held.count, most)}{marks}" data-day="{day.isoformat()}"'
-                f' data-count="{held.count}"><a href="{html.escape(set_link(held.first, url))}"'
+                f' data-count="{held.count}"><a href="{html.escape(opens(held.first, url))}"'
                 f' aria-label="{words}"{at}>{number}<span class="count" aria-hidden="true">'
                 f"{held.count:,}</span></a></td>"
             )
@@ -355,14 +377,20 @@ def _neighbours(days: list[DayCount], choice: Choice, nav: Nav) -> str:
 
 
 def _listed(
-    url: str, days: list[DayCount], choice: Choice, listed: list[Capture], counted: int, nav: Nav
+    url: str,
+    days: list[DayCount],
+    choice: Choice,
+    listed: list[Capture],
+    counted: int,
+    nav: Nav,
+    opens: Opens,
 ) -> str:
     """The captures of the chosen month or day (the first LISTED), each a link that browses it
     at its date; and a form that lists one day's."""
     where = choice.where()
     shown = f"The first {len(listed):,} of {counted:,}" if len(listed) < counted else f"{counted:,}"
     rows = "".join(
-        f'<tr><td><a href="{html.escape(set_link(c.time, url))}">{format_iso(c.time)}</a></td>'
+        f'<tr><td><a href="{html.escape(opens(c.time, url))}">{format_iso(c.time)}</a></td>'
         f"<td>{c.status}</td><td>{c.kind.name.lower()}</td></tr>"
         for c in listed
     )

@@ -105,6 +105,9 @@ label.wide input { width: 100%; }
 .search .added { color: #1e6b1e; }
 .search .removed { color: #a00; }
 main code { overflow-wrap: anywhere; }
+form.switch, form.inline { margin: .25rem 0; align-items: center; }
+.recent form { margin: 0; }
+.confirm { border: 2px solid var(--accent); border-radius: 6px; padding: 0 1rem; margin: 1rem 0; }
 input, select { max-width: 100%; }
 .streams h2, .streams h1, .player h1 { overflow-wrap: anywhere; }
 .player audio, .player video { width: 100%; max-width: 40rem; }

@@ -1,8 +1,35 @@
-"""A request to a harbor, as the proxy hands it over."""
+"""A request to a harbor, as the proxy hands it over, and the one way its parameters that name a
+web page are read.
 
+A harbor puts such a URL in links, in a player's source, in a `Location`: a `javascript:` or
+`data:` URL there would run in the harbor's own origin, a control character would end the header.
+So a URL parameter is an http or https URL with a host, of bounded length, valid text without
+control characters, or it is refused (400, the parameter named); what beyond ASCII it holds is
+percent-encoded where it goes out (archive/link_format.py).
+"""
+
+import re
 from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+from archive.errors import ClientFault
+from archive.urlkey import MAX_URL_LENGTH
 
 SUFFIX = ".dlweb"
+MAX_BODY = 64 * 1024  # a form or a JSON setting: a few fields, one URL among them
+MAX_FIELDS = 32
+_SHOWN = 100  # characters of a refused value quoted in its message
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+class BadParameter(ClientFault):
+    """A parameter of a harbor request that cannot be used; the message names it."""
+
+
+class TooLarge(BadParameter):
+    """A request body larger than the harbors read."""
+
+    status = 413
 
 
 def is_harbor(host: str) -> bool:
@@ -25,3 +52,50 @@ class HarborRequest:
         """The parameters by name, each one's last value; a parameter with no value is left
         out, as if not given."""
         return {name: value for name, value in self.query_pairs if value}
+
+    def fields(self) -> dict[str, str]:
+        """A form's fields as `query` gives parameters: a POST's from its body (BadParameter
+        when it is larger than MAX_BODY or has more than MAX_FIELDS fields), else the query's."""
+        if self.method != "POST":
+            return self.query
+        if len(self.body) > MAX_BODY:
+            raise TooLarge(f"the form is larger than {MAX_BODY:,} bytes")
+        try:
+            pairs = parse_qsl(
+                self.body.decode("utf-8", "replace"),
+                keep_blank_values=True,
+                max_num_fields=MAX_FIELDS,
+            )
+        except ValueError:
+            raise BadParameter(f"the form has more than {MAX_FIELDS} fields") from None
+        return {name: value for name, value in pairs if value}
+
+    def url(self, name: str, given: dict[str, str] | None = None) -> str:
+        """The URL of a web page the parameter `name` gives (in `given`, else in the query):
+        "" when absent, BadParameter when it is not an http or https URL with a host."""
+        value = (self.query if given is None else given).get(name, "")
+        return web_url(name, value) if value else ""
+
+
+def web_url(name: str, value: str) -> str:
+    """`value`, the parameter `name`, when it is an http or https URL with a host that a harbor
+    may link to; BadParameter saying why not otherwise."""
+    shown = repr(value[:_SHOWN]) + ("..." if len(value) > _SHOWN else "")
+    if len(value) > MAX_URL_LENGTH:
+        raise BadParameter(f"{name}={shown} is longer than {MAX_URL_LENGTH:,} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadParameter(f"{name}={shown} is not valid UTF-8") from None
+    if _CONTROL.search(value):
+        raise BadParameter(f"{name}={shown} holds a control character")
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError as exc:
+        raise BadParameter(f"{name}={shown} cannot be read as a URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise BadParameter(f"{name}={shown}: the scheme is not http or https")
+    if not host:
+        raise BadParameter(f"{name}={shown} names no host")
+    return value

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, urlencode
 
 from archive.errors import DlwebError
+from archive.link_format import escape_uri
 from archive.serving import status_of
 from archive.timestamps import parse_time
 
 from . import page
 from .answer import Answer, HarborContext
-from .calendar import set_link
+from .calendar import Opens, opens_for
 from .request import HarborRequest
 
 if TYPE_CHECKING:
@@ -110,10 +111,11 @@ async def _results(context: HarborContext, request: HarborRequest) -> Answer:
     start, end = time_range(request.query.get("from"), request.query.get("to"))
     index = await _index(context)
     found = await asyncio.to_thread(search, index, query, limit, offset, start, end, True)
-    return _page(request, query, _hits_html(request, query, found, limit))
+    opens = opens_for(context.settings.consent, request.client)
+    return _page(request, query, _hits_html(request, query, found, limit, opens))
 
 
-def _hits_html(request: HarborRequest, query: str, found: "Found", limit: int) -> str:
+def _hits_html(request: HarborRequest, query: str, found: "Found", limit: int, opens: Opens) -> str:
     """The facets, the hits and the links to the pages before and after."""
     if not found.hits:
         said = "No page matches" if not found.total else "No more pages match"
@@ -126,8 +128,8 @@ def _hits_html(request: HarborRequest, query: str, found: "Found", limit: int) -
         f'<ol class="hits" start="{first}">',
     ]
     for hit in found.hits:
-        opened = html.escape(_open_at(hit.url, hit.time))
-        about = quote(hit.url, safe="")
+        opened = html.escape(_open_at(opens, hit.url, hit.time))
+        about = quote(escape_uri(hit.url), safe="")
         parts.append(
             f'<li class="hit"><a class="title" href="{opened}">'
             f"{html.escape(hit.title or '(no title)')}</a><br>"
@@ -183,10 +185,10 @@ def _link(request: HarborRequest, **changed: str | int) -> str:
     return html.escape("/?" + urlencode(kept))
 
 
-def _open_at(url: str, when: str) -> str:
+def _open_at(opens: Opens, url: str, when: str) -> str:
     """The link that sets the client's date to `when` in the date harbor, which then opens
     `url`: the page as captured then."""
-    return set_link(parse_time(when), url)
+    return opens(parse_time(when), url)
 
 
 async def _about_url(
@@ -194,16 +196,17 @@ async def _about_url(
     request: HarborRequest,
     read: Callable[["tantivy.Index", str], T],
     title: str,
-    render: Callable[[str, T], str],
+    render: Callable[[str, T, Opens], str],
 ) -> Answer:
     """A page about one URL of the index (its history, backlinks or similar pages): the URL
     asked checked before the index is opened, then read on a thread."""
     from search.keys import asked_key
 
-    url = request.query.get("url", "")
+    url = request.url("url")
     asked_key(url)
     found = await asyncio.to_thread(read, await _index(context), url)
-    return _page(request, f"{title} {url}", render(url, found))
+    opens = opens_for(context.settings.consent, request.client)
+    return _page(request, f"{title} {url}", render(url, found, opens))
 
 
 async def _history(context: HarborContext, request: HarborRequest) -> Answer:
@@ -224,16 +227,16 @@ async def _similar(context: HarborContext, request: HarborRequest) -> Answer:
     return await _about_url(context, request, similar, "Pages similar to", _similar_html)
 
 
-def _page_at(url: str, time: str, title: str) -> str:
+def _page_at(opens: Opens, url: str, time: str, title: str) -> str:
     """A page of a list: its title, opening it at its date, then its URL and date."""
     return (
-        f'<a href="{html.escape(_open_at(url, time))}">{html.escape(title or "(no title)")}</a>'
+        f'<a href="{html.escape(_open_at(opens, url, time))}">{html.escape(title or "(no title)")}</a>'
         f' <span class="url">{html.escape(url)}</span>'
         f' <span class="date">{html.escape(time)}</span>'
     )
 
 
-def _history_html(url: str, found: "History") -> str:
+def _history_html(url: str, found: "History", opens: Opens) -> str:
     count = len(found.versions)
     parts = [
         f"<h2>Text history of {html.escape(found.url)}</h2>",
@@ -252,7 +255,7 @@ def _history_html(url: str, found: "History") -> str:
             lines += [f'<li class="removed">− {html.escape(s)}</li>' for s in change.removed]
             listed = f"<ul>{''.join(lines)}</ul>" if lines else ""
             said = f"<p>{html.escape(change.summary())}</p>{listed}"
-        opened = html.escape(_open_at(version.url, version.time))
+        opened = html.escape(_open_at(opens, version.url, version.time))
         parts.append(
             f'<li class="version"><a class="open" href="{opened}">'
             f"{html.escape(version.time)}</a> <b>{html.escape(version.title or '(no title)')}</b>"
@@ -264,7 +267,7 @@ def _history_html(url: str, found: "History") -> str:
     return "\n".join(parts)
 
 
-def _backlinks_html(url: str, found: "list[Backlink]") -> str:
+def _backlinks_html(url: str, found: "list[Backlink]", opens: Opens) -> str:
     parts = [
         f"<h2>Pages linking to {html.escape(url)}</h2>",
         f"<p>{len(found):,} archived pages link there, newest first.</p><ol>",
@@ -272,14 +275,14 @@ def _backlinks_html(url: str, found: "list[Backlink]") -> str:
     for link in found:
         anchors = ", ".join(f"“{html.escape(text)}”" for text in link.anchors)
         parts.append(
-            f"<li>{_page_at(link.url, link.time, link.title)}<br>"
+            f"<li>{_page_at(opens, link.url, link.time, link.title)}<br>"
             f"{anchors or '(no anchor text)'}</li>"
         )
     parts.append("</ol>")
     return "\n".join(parts)
 
 
-def _similar_html(url: str, near: "Neighbours") -> str:
+def _similar_html(url: str, near: "Neighbours", opens: Opens) -> str:
     parts = [
         f"<h2>Pages similar to {html.escape(near.url)}</h2>",
         f"<p>{len(near.pages):,} pages within {near.max_distance} bits of 64 of its version of"
@@ -287,7 +290,7 @@ def _similar_html(url: str, near: "Neighbours") -> str:
     ]
     for near_page in near.pages:
         parts.append(
-            f"<li>{_page_at(near_page.url, near_page.time, near_page.title)}"
+            f"<li>{_page_at(opens, near_page.url, near_page.time, near_page.title)}"
             f" {near_page.distance} bits apart</li>"
         )
     parts.append("</ol>")

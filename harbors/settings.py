@@ -1,5 +1,5 @@
 """Each client's harbor settings (browsing date, live mode, recording, the date banner), kept per
-client address on disk.
+client address on disk, and the key of the tokens a change of them takes (consent.py).
 
 Settings are read on every proxied request, so they live in memory. Several proxy processes may
 serve the same archive from one settings file: a change is made under a lock on the file (read
@@ -17,6 +17,8 @@ from pathlib import Path
 from archive.atomic import atomic_write
 from archive.errors import ConfigError
 
+from .consent import Consent
+
 RECHECK_EVERY = 1.0
 
 
@@ -29,8 +31,9 @@ class ClientSetting:
 
 
 class ClientSettings:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, secret: bytes) -> None:
         self.path = Path(path)
+        self.consent = Consent(secret)  # the cluster's: every proxy process agrees on tokens
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._settings: dict[str, ClientSetting] = {}
         self._seen: float | None = None  # modification time of the file last read

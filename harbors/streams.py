@@ -4,7 +4,8 @@ titles, and a player.
 `/` lists the streams the recorders entered in the registry; `/?url=URL` shows one stream's
 timeline; `/play?url=URL` is a page with an `<audio>` (a `<video>` for HLS) element that plays
 the stream through the proxy at the client's date. Every time shown links to the date harbor,
-which sets the date and opens the player. `format=json` gives the same as JSON.
+which sets the date and opens the player. `format=json` gives the same as JSON. A `url` that is
+not an http(s) URL is refused (400): it would be the player's source and a link.
 """
 
 import html
@@ -13,13 +14,14 @@ from typing import Any
 from urllib.parse import quote
 
 from archive.errors import DlwebError
+from archive.link_format import escape_uri
 from archive.streams import Timeline, recorded_streams, stream_logs, timeline
 from archive.timestamps import format_iso
 
 from . import page
 from .answer import Answer, HarborContext
-from .calendar import set_link
-from .request import HarborRequest
+from .calendar import Opens, opens_for
+from .request import BadParameter, HarborRequest
 
 __all__ = ["answer"]
 
@@ -30,7 +32,10 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     shape = request.query.get("format", "html")
     if shape not in ("html", "json"):
         return Answer(400, b"format is html or json\n", "text/plain")
-    url = request.query.get("url", "")
+    try:
+        url = request.url("url")
+    except BadParameter as exc:
+        return Answer(400, f"{exc}\n".encode(), "text/plain; charset=utf-8")
     if request.path == "/play":
         if not url:
             return Answer(400, b"play which stream? /play?url=URL\n", "text/plain")
@@ -48,7 +53,8 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     if shape == "json":
         body = json.dumps({"streams": [_as_json(line) for line in lines]}, indent=1) + "\n"
         return Answer(status, body.encode(), "application/json")
-    return page.page("recorded streams", _page(url, lines), status, current=HOME)
+    opens = opens_for(context.settings.consent, request.client)
+    return page.page("recorded streams", _page(url, lines, opens), status, current=HOME)
 
 
 def _as_json(line: Timeline) -> dict[str, Any]:
@@ -76,19 +82,19 @@ def _as_json(line: Timeline) -> dict[str, Any]:
     }
 
 
-def _listen(url: str, at: int, protocol: str, text: str) -> str:
+def _listen(url: str, at: int, protocol: str, text: str, opens: Opens) -> str:
     """A link that sets the date and opens the player of the stream."""
     kind = "video" if protocol == "hls" else "audio"
-    player = f"http://streams.dlweb/play?kind={kind}&url={quote(url, safe='')}"
-    return f'<a href="{html.escape(set_link(at, player))}">{html.escape(text)}</a>'
+    player = f"http://streams.dlweb/play?kind={kind}&url={quote(escape_uri(url), safe='')}"
+    return f'<a href="{html.escape(opens(at, player))}">{html.escape(text)}</a>'
 
 
-def _page(url: str, lines: list[Timeline]) -> str:
+def _page(url: str, lines: list[Timeline], opens: Opens) -> str:
     parts = []
     for line in lines:
-        details = f"?url={quote(line.url, safe='')}"
+        details = f"?url={quote(escape_uri(line.url), safe='')}"
         spans = "".join(
-            f"<li>{_listen(line.url, s.start, line.protocol, format_iso(s.start))}"
+            f"<li>{_listen(line.url, s.start, line.protocol, format_iso(s.start), opens)}"
             f" to {format_iso(s.end)}</li>"
             for s in line.spans
         )
@@ -98,7 +104,7 @@ def _page(url: str, lines: list[Timeline]) -> str:
             for g in line.gaps
         )
         titles = "".join(
-            f"<li>{_listen(line.url, t.time, line.protocol, format_iso(t.time))}"
+            f"<li>{_listen(line.url, t.time, line.protocol, format_iso(t.time), opens)}"
             f" {html.escape(t.title)}</li>"
             for t in line.titles
         )
@@ -116,10 +122,10 @@ def _page(url: str, lines: list[Timeline]) -> str:
 
 def _player(url: str, kind: str) -> Answer:
     element = "video" if kind == "video" else "audio"
-    source = html.escape(url)
-    body = f"""<div class="player"><h1>{source}</h1>
+    source, named = html.escape(escape_uri(url)), html.escape(url)
+    body = f"""<div class="player"><h1>{named}</h1>
 <p>As it was on air at the date set at <a href="http://date.dlweb/">date.dlweb</a>.</p>
-<{element} id="player" src="{source}" controls autoplay aria-label="{source} at the date set">
+<{element} id="player" src="{source}" controls autoplay aria-label="{named} at the date set">
 <a href="{source}">Open the recording</a></{element}></div>
 """
     return page.page(url, body, current=HOME)

@@ -137,7 +137,15 @@ class Banner:
         response = flow.response
         if response is None or request.method not in ("GET", "POST") or "range" in request.headers:
             return  # streamed from its node, or not a whole page
-        markup = bar(request.pretty_url, prepared.time, prepared.previous, prepared.following, at)
+        markup = bar(
+            request.pretty_url,
+            prepared.time,
+            prepared.previous,
+            prepared.following,
+            at,
+            client,
+            self.settings.consent,
+        )
         page = _with_bar(response, markup)
         if page is not None:
             response.raw_content = page

@@ -21,6 +21,7 @@ from archive.cache import Lru
 from archive.cluster import Found, Held
 from archive.errors import DlwebError, NotFound, clipped
 from archive.header_block import valid_field
+from archive.link_format import escape_uri
 from archive.ranges import (
     ByteRange,
     RangeNotSatisfiable,
@@ -294,11 +295,14 @@ def _prepare(url: str, reading: Reading) -> Prepared:
 
 def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
     """RFC 7089 headers of a memento served in proxy mode, where the original URL is also its
-    own time gate (the date comes with Accept-Datetime or the client's date harbor)."""
+    own time gate (the date comes with Accept-Datetime or the client's date harbor). The URL
+    is escaped for `<...>`: a `>` or a quote in it would end its entry and start another."""
+    timemap = f"{TIMEMAP}{quote(url, safe='')}"
+    url = escape_uri(url)
     links = [
         f'<{url}>; rel="original"',
         f'<{url}>; rel="timegate"',
-        f'<{TIMEMAP}{quote(url, safe="")}>; rel="timemap"; type="application/link-format"',
+        f'<{timemap}>; rel="timemap"; type="application/link-format"',
     ]
     for key in ("first", "last", "prev", "next"):
         other = found.neighbours.get(key)

@@ -103,7 +103,7 @@ async def serve(opts: ProxyOptions) -> None:
     logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
     install(opts.limits)
     opts.data.mkdir(parents=True, exist_ok=True)
-    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE)
+    settings = harbors.ClientSettings(opts.data / SETTINGS_FILE, opts.config.secret)
     listener = Listener(opts.host, opts.port)
     # mitmproxy's own server listens on an ephemeral loopback port, closed once it runs: the
     # listener hands it the connections.

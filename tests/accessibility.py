@@ -77,6 +77,14 @@ class Tab:
         async with asyncio.timeout(LOAD_TIMEOUT):
             await self.loaded.wait()
 
+    async def follow(self, expression: str) -> None:
+        """Run a script that leads to another page (a click on a link or a button) and wait
+        for that page's load event."""
+        self.loaded.clear()
+        await self.evaluate(expression)
+        async with asyncio.timeout(LOAD_TIMEOUT):
+            await self.loaded.wait()
+
     async def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page, awaited if a promise."""
         answer = await self.send(

@@ -1,6 +1,7 @@
 """`dlweb demo` as a newcomer runs it: a real cluster, proxy, site, crawls and WARC import, browsed
 through the proxy at the dates it prints, then stopped with Ctrl-C or SIGTERM."""
 
+import asyncio
 import json
 import re
 import signal
@@ -19,7 +20,7 @@ import pytest
 
 from archive.timestamps import format_iso, parse_http_date
 from deploy.demo_warc import WARC_PATH, build
-from tests.browser import chromium
+from tests.accessibility import Browser, eventually
 from tests.conftest import free_port, wait_until
 from tests.deploy.run_dlweb import dlweb, one_line_error, processes_naming, recorded_pids, running
 
@@ -115,6 +116,18 @@ def fetch(proxy: str, url: str, when: str | None = None) -> tuple[int, dict[str,
         return error.code, dict(error.headers), error.read()
 
 
+async def confirmed(proxy: str, link: str) -> str:
+    """The page a link of the date harbor opens in Chromium once its date is confirmed, as its
+    script left it."""
+    async with Browser(proxy) as browser:
+        tab = await browser.open(link)
+        await tab.follow('document.querySelector("section.confirm button").click()')
+        ran = "document.body.textContent.includes('script.js ran')"
+        await eventually(lambda: tab.evaluate(ran), "the page's script to run")
+        html: str = await tab.evaluate("document.documentElement.outerHTML")
+        return html
+
+
 def version_text(body: bytes) -> str:
     found = re.search(rb'id="version">([^<]*)<', body)
     assert found is not None, body[:300]
@@ -175,13 +188,14 @@ def test_demo_shows_both_crawls_and_the_warc_through_the_proxy_and_ctrl_c_stops_
     status, headers, _ = fetch(proxy, museum + "style.css", new_date)  # a revisit record
     assert status == 200 and headers["Memento-Datetime"] == new_date
 
-    # A browser opening the printed link for version 1 gets that version's page, and its script,
-    # style sheet and logo, from the archive (the live site serves version 2 by now).
+    # A browser opening the printed link for version 1 is asked to confirm the date, and one
+    # click gets that version's page, and its script, style sheet and logo, from the archive (the
+    # live site serves version 2 by now).
     v1_link = next(
         m[1] for line in demo.out if "version 1" in line and (m := SET_DATE.search(line))
     )
     assert v1_link.endswith(site)
-    dom = chromium(proxy, tmp_path / "profile", v1_link, "--dump-dom")
+    dom = asyncio.run(confirmed(proxy, v1_link))
     assert "This is version 1" in dom
     assert "script.js ran; logo.png is 120x40; style.css loaded" in dom
 

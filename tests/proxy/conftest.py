@@ -1,6 +1,8 @@
 """Fixtures for the proxy tests: a real cluster with captures, and a real proxy process."""
 
 import hashlib
+import http.client
+import json
 import subprocess
 import sys
 import urllib.error
@@ -8,6 +10,8 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import pytest
@@ -85,6 +89,60 @@ def proxy_factory(tmp_path: Path) -> Iterator[Callable[..., Proxy]]:
     for proxy in started:
         if proxy.process.poll() is None:
             proxy.stop()
+
+
+def through(
+    proxy: Proxy,
+    method: str,
+    url: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    client: str = "127.0.0.1",
+) -> tuple[int, dict[str, str], bytes]:
+    """One request through the proxy from the loopback address `client`, a redirect not
+    followed: the status, the headers (names in lower case) and the body answered."""
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", proxy.port, timeout=30, source_address=(client, 0)
+    )
+    try:
+        connection.request(method, url, body, {"Host": urlsplit(url).netloc, **(headers or {})})
+        answer = connection.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        connection.close()
+
+
+def setting_of(proxy: Proxy, client: str = "127.0.0.1") -> dict[str, Any]:
+    """A client's setting and token, as `GET http://api.dlweb/date` tells them to it alone."""
+    status, _, body = through(proxy, "GET", "http://api.dlweb/date", client=client)
+    assert status == 200, body
+    answer: dict[str, Any] = json.loads(body)
+    return answer
+
+
+def put_setting(proxy: Proxy, client: str = "127.0.0.1", **setting: Any) -> tuple[int, Any]:
+    """Change a client's setting as a program does: `PUT http://api.dlweb/date` with the token
+    read from `GET` first. The status and the JSON answered."""
+    token = setting_of(proxy, client)["token"]
+    status, _, body = through(
+        proxy,
+        "PUT",
+        "http://api.dlweb/date",
+        json.dumps(setting).encode(),
+        {"Content-Type": "application/json", "X-Dlweb-Token": token},
+        client,
+    )
+    return status, json.loads(body)
+
+
+def post_set(
+    proxy: Proxy, client: str = "127.0.0.1", **fields: str
+) -> tuple[int, dict[str, str], bytes]:
+    """What the date page's forms send: `POST http://date.dlweb/set` with the fields and the
+    client's token."""
+    form = urlencode({**fields, "token": setting_of(proxy, client)["token"]}).encode()
+    kind = {"Content-Type": "application/x-www-form-urlencoded"}
+    return through(proxy, "POST", "http://date.dlweb/set", form, kind, client)
 
 
 @dataclass(frozen=True)

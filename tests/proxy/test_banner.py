@@ -7,7 +7,6 @@ import gzip
 import json
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -19,10 +18,11 @@ from multidict import CIMultiDictProxy
 
 from archive.timestamps import parse_time
 from harbors.banner import bar
+from harbors.consent import Consent
 from tests.browser import chromium
 from tests.master.conftest import Cluster
 
-from .conftest import Client, Proxy, Version, archive, header_block
+from .conftest import Client, Proxy, Version, archive, header_block, post_set, put_setting
 
 PAGE_AT = "2021-06-15T12:00:00Z"
 # Each resource of the page and when it was captured; the page's own captures before and after.
@@ -69,16 +69,6 @@ def site(base: str) -> list[Version]:
     return versions
 
 
-def put_setting(proxy: Proxy, **setting: object) -> None:
-    """Change the setting of the client at 127.0.0.1 (where Chromium comes from)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy.url}))
-    request = urllib.request.Request(
-        "http://api.dlweb/date", data=json.dumps(setting).encode(), method="PUT"
-    )
-    with opener.open(request, timeout=10) as answer:
-        assert answer.status == 200
-
-
 NAVIGATION = {
     "Sec-Fetch-Dest": "document",
     "Sec-Fetch-Mode": "navigate",
@@ -103,14 +93,21 @@ def test_the_bars_links_to_its_neighbours_name_each_capture_to_the_microsecond()
     url = "http://coherent.example/a page?x=1"
     previous = parse_time("2019-03-01T00:00:00.250001Z")
     following = parse_time("2023-01-01T00:00:00Z")
-    page = lxml.html.fromstring(bar(url, parse_time(PAGE_AT), previous, following, 0))
+    consent = Consent(b"the cluster secret")
+    made = bar(url, parse_time(PAGE_AT), previous, following, 0, CLIENT, consent)
+    page = lxml.html.fromstring(made)
     for rel, time in (("prev", previous), ("next", following)):
         [link] = page.xpath(f'//a[@rel="{rel}"]/@href')
         parts = urlsplit(link)
         assert (parts.netloc, parts.path) == ("date.dlweb", "/set")
         query = parse_qs(parts.query)
         assert parse_time(query["at"][0]) == time
-        assert query["back"] == [url]
+        assert query["back"] == ["http://coherent.example/a%20page?x=1"]
+        # Its token lets this client, and no other, set that date and open that page.
+        [token] = query["token"]
+        assert consent.allows_link(CLIENT, time, url, token)
+        assert not consent.allows_link(OTHER, time, url, token)
+        assert not consent.allows_link(CLIENT, time + 1, url, token)
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
@@ -125,11 +122,11 @@ async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
     cluster = cluster_factory(nodes=1, replicas=1)
     await archive(cluster, site(base))
     proxy = proxy_factory(cluster)
-    put_setting(proxy, date=PAGE_AT)
+    assert put_setting(proxy, CLIENT, date=PAGE_AT)[0] == 200
     ssl = scheme != "https"  # the proxy's CA is not trusted here
     # Not before the client turns it on.
     assert (await get(sessions(CLIENT), proxy, base + "/", ssl=ssl))[2] == PAGE_BODY
-    put_setting(proxy, banner=True)
+    assert put_setting(proxy, CLIENT, banner=True)[0] == 200
 
     dom = chromium(
         proxy.url, tmp_path / "profile", base + "/", "--dump-dom", "--ignore-certificate-errors"
@@ -140,12 +137,10 @@ async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
     bar = body[1]
     assert bar.xpath(".//time/@datetime") == [PAGE_AT]
     back = quote(base + "/", safe="")
-    assert bar.xpath('.//a[@rel="prev"]/@href') == [
-        f"http://date.dlweb/set?at=20190301000000&back={back}"
-    ]
-    assert bar.xpath('.//a[@rel="next"]/@href') == [
-        f"http://date.dlweb/set?at=20230101000000&back={back}"
-    ]
+    [previous] = bar.xpath('.//a[@rel="prev"]/@href')
+    assert previous.startswith(f"http://date.dlweb/set?at=20190301000000&back={back}&token=")
+    [following] = bar.xpath('.//a[@rel="next"]/@href')
+    assert following.startswith(f"http://date.dlweb/set?at=20230101000000&back={back}&token=")
     assert f"http://captures.dlweb/?url={back}" in bar.xpath(".//a/@href")
     # Over HTTPS the browser says the frame is a frame: its document and image are the page's.
     # Over HTTP nothing tells it from a page, so they count for the frame's own load.
@@ -176,8 +171,7 @@ async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
     ]
     assert report["missing"] == [base + "/missing.png"] and report["span"] == "1 day"
     other = sessions(OTHER)
-    async with other.put("http://api.dlweb/date", json={"date": PAGE_AT}, proxy=proxy.url) as r:
-        assert r.status == 200
+    assert put_setting(proxy, OTHER, date=PAGE_AT)[0] == 200
     assert (await get(other, proxy, base + "/", ssl=ssl))[2] == PAGE_BODY
 
 
@@ -223,8 +217,8 @@ async def test_only_archived_html_pages_of_the_client_that_asked_get_the_bar(
     await archive(cluster, versions)
     proxy = proxy_factory(cluster)
     asking, bystander = sessions(OTHER), sessions(THIRD)
-    async with asking.put("http://api.dlweb/date", json={"banner": True}, proxy=proxy.url) as r:
-        assert r.status == 200 and json.loads(await r.read())["banner"] is True
+    status, answer = put_setting(proxy, OTHER, banner=True)
+    assert status == 200 and answer["banner"] is True
 
     for path, (_, body) in SAME.items():  # as archived, byte for byte, even asked as a page
         status, headers, got = await get(asking, proxy, base + path)
@@ -246,10 +240,7 @@ async def test_only_archived_html_pages_of_the_client_that_asked_get_the_bar(
     assert b'id="dlweb-banner"' in (await get(asking, proxy, base + "/loose.html"))[2]
 
     # The bystander turns it on at the date harbor; then it sees the bar too.
-    async with bystander.get(
-        "http://date.dlweb/set?banner=on", proxy=proxy.url, allow_redirects=False
-    ) as r:
-        assert r.status == 303
+    assert post_set(proxy, THIRD, banner="on")[0] == 303
     assert b'id="dlweb-banner"' in (await get(bystander, proxy, base + "/plain.html"))[2]
 
 
@@ -276,8 +267,7 @@ async def test_coherence_questions_that_cannot_be_answered_say_why(
 
     status, answer = await coherence(url=base + "/")
     assert status == 404 and "only while the banner is on" in str(answer["error"])
-    async with client.put("http://api.dlweb/date", json={"banner": True}, proxy=proxy.url) as r:
-        assert r.status == 200
+    assert put_setting(proxy, OTHER, banner=True)[0] == 200
     await get(client, proxy, base + "/")
     status, answer = await coherence(url=base + "/")
     assert status == 200 and answer["span"] == "12 hours" and answer["date"] == PAGE_AT

@@ -2,9 +2,7 @@
 image and script at two dates, and every resource comes from the archive at that date."""
 
 import io
-import json
 import struct
-import urllib.request
 import zlib
 from pathlib import Path
 
@@ -14,7 +12,7 @@ from warcio.warcwriter import WARCWriter
 from tests.archive.warc.conftest import dlweb
 from tests.browser import chromium
 
-from .conftest import Proxy
+from .conftest import put_setting
 
 SITE = "http://museum.example"
 BROWSER_TIMEOUT = 60
@@ -108,15 +106,6 @@ def _unfilter(kind: int, line: bytearray, above: bytearray, step: int) -> bytear
     return line
 
 
-def set_date(proxy: Proxy, date: str) -> None:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy.url}))
-    request = urllib.request.Request(
-        "http://api.dlweb/date", data=json.dumps({"date": date}).encode(), method="PUT"
-    )
-    with opener.open(request, timeout=10) as answer:
-        assert answer.status == 200
-
-
 def test_chromium_browses_the_page_at_two_dates(cluster_factory, proxy_factory, tmp_path):
     cluster = cluster_factory(nodes=1, replicas=1)
     warc = tmp_path / "museum.warc.gz"
@@ -126,7 +115,7 @@ def test_chromium_browses_the_page_at_two_dates(cluster_factory, proxy_factory, 
     proxy = proxy_factory(cluster, "--log-requests")
 
     for number, (date, (page, logo, title)) in enumerate(VERSIONS.items()):
-        set_date(proxy, date)
+        assert put_setting(proxy, date=date)[0] == 200
         seen_before = proxy.log.read_text().count("replayed ")
         dom = chromium(proxy.url, tmp_path / f"profile-{number}", SITE + "/", "--dump-dom")
         assert f"<title>{title}</title>" in dom  # the archived script of that date ran

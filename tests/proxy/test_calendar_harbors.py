@@ -5,13 +5,12 @@ and the messages bad input gets."""
 
 import asyncio
 import hashlib
-import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, urlencode, urljoin
 
 import lxml.html
 import pytest
@@ -31,7 +30,7 @@ from harbors.calendar import BadChoice, Choice, choose
 from tests.browser import chromium
 from tests.master.conftest import Cluster
 
-from .conftest import Proxy, Version, archive, header_block
+from .conftest import Proxy, Version, archive, header_block, post_set, setting_of, through
 
 PAGE = "http://calendar.test/page.html"
 HTML = ("Content-Type", "text/html; charset=utf-8")
@@ -158,9 +157,22 @@ def _get(proxy: Proxy, url: str, **headers: str) -> tuple[int, str]:
 
 
 def _date(proxy: Proxy) -> str | None:
-    with _opener(proxy).open("http://api.dlweb/date", timeout=10) as answer:
-        at: str | None = json.load(answer)["date"]
-        return at
+    at: str | None = setting_of(proxy)["date"]
+    return at
+
+
+def _submit(proxy: Proxy, form: lxml.html.HtmlElement) -> tuple[int, dict[str, str]]:
+    """POST a form of the date harbor's page as a browser sends it, its hidden fields (the
+    client's token among them) with it: the status and headers answered."""
+    fields = {field.get("name"): field.get("value") or "" for field in form.xpath(".//input")}
+    status, headers, _ = through(
+        proxy,
+        "POST",
+        urljoin(HOME, form.get("action")),
+        urlencode(fields).encode(),
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    return status, headers
 
 
 def _years(page: lxml.html.HtmlElement) -> dict[str, int]:
@@ -282,12 +294,17 @@ def test_chromium_browses_the_captures_calendar_and_opens_a_day(
     assert harbor.xpath('//td[@data-day="2021-06-03"]/a/@aria-current') == ["date"]
     recent = [item.text_content() for item in harbor.xpath('//ul[@class="recent"]/li')]
     assert recent == ["2021-06-03T15:00:00Z", "2021-06-20T10:00:00Z", "2021-06-03T09:00:00Z"]
-    latest = harbor.xpath('//a[text()="Browse the latest captures"]/@href')[0]
-    banner = harbor.xpath('//a[text()="Turn it on"]/@href')[0]
-    assert "banner=on" in banner
-    assert TEXTS["2021-06-03T15:00:00Z"] in load(urljoin(HOME, banner)).text_content()
+    [latest] = harbor.xpath('//form[button="Browse the latest captures"]')
+    [banner] = harbor.xpath('//form[button="Turn it on"]')
+    assert banner.get("method") == "post" and banner.xpath('.//input[@name="banner"]/@value') == [
+        "on"
+    ]
+    status, headers = _submit(proxy, banner)
+    assert (status, headers["location"]) == (303, PAGE)
+    assert TEXTS["2021-06-03T15:00:00Z"] in load(PAGE).text_content()
     assert "Date banner atop archived pages: on" in load(HOME).text_content()
-    assert TEXTS["2021-06-20T10:00:00Z"] in load(urljoin(HOME, latest)).text_content()
+    assert _submit(proxy, latest)[1]["location"] == PAGE
+    assert TEXTS["2021-06-20T10:00:00Z"] in load(PAGE).text_content()
     assert _date(proxy) is None
     # The page's Referer serves as `back`.
     status, text = _get(proxy, "http://date.dlweb/", Referer=PAGE)
@@ -308,8 +325,8 @@ def test_bad_input_gets_a_message_and_its_status(
         f"{listed}&year=2021&month=07": (404, f"No capture of {PAGE} in July 2021"),
         f"http://captures.dlweb/?url={NEVER}": (404, f"{NEVER} is not in the archive"),
         "http://captures.dlweb/?url=javascript:alert(1)": (400, "is not http or https"),
-        "http://date.dlweb/?back=javascript:alert(1)": (400, "is not an http or https URL"),
-        "http://date.dlweb/set?at=2020&back=ftp://files.test/": (400, "is not an http or https"),
+        "http://date.dlweb/?back=javascript:alert(1)": (400, "back='javascript:alert(1)'"),
+        "http://date.dlweb/set?at=2020&back=ftp://files.test/": (400, "is not http or https"),
         f"http://date.dlweb/?back={NEVER}": (404, f"{NEVER} is not in the archive"),
         f"{dated}&year=2021&month=6x": (400, "give a month from 01 to 12"),
         f"{dated}&year=1990": (404, f"No capture of {PAGE} in 1990"),
@@ -322,7 +339,7 @@ def test_bad_input_gets_a_message_and_its_status(
         assert "Traceback" not in text
     assert _date(proxy) is None  # the refused `back` changed nothing
     # A date outside the page's captures: the calendar says which capture is seen instead.
-    assert _get(proxy, f"http://date.dlweb/set?at=1990&back={quote(PAGE, safe='')}")[0] == 200
+    assert post_set(proxy, at="1990", back=PAGE)[0] == 303
     status, text = _get(proxy, dated)
     said = lxml.html.fromstring(text).xpath('//p[@class="note"]')[0].text_content()
     assert status == 200 and said == (

@@ -40,6 +40,7 @@ HARBOR_PAGES = {
     "status": "http://status.dlweb/",
     "cert": "http://cert.dlweb/",
     "date-back": f"http://date.dlweb/?back={quote(PAGE, safe='')}",
+    "date-confirm": f"http://date.dlweb/set?at=2019&banner=on&back={quote(PAGE, safe='')}",
     "captures-day": f"http://captures.dlweb/?url={quote(PAGE, safe='')}&year=2021&month=06&day=15",
     "captures-empty": f"http://captures.dlweb/?url={quote(PAGE, safe='')}&year=2015",
 }

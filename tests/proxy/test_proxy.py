@@ -14,7 +14,7 @@ from passlib.apache import HtpasswdFile
 from archive.timestamps import format_http_date, parse_time
 from tests.archive.warc.site import PAGES, TestSite
 
-from .conftest import Proxy, Version, archive, header_block
+from .conftest import Proxy, Version, archive, header_block, post_set, put_setting, setting_of
 
 PAGE = "http://old.example/page.html"
 OLD = Version(
@@ -106,10 +106,8 @@ async def test_two_clients_browse_at_their_own_dates(cluster_factory, proxy_fact
     proxy = proxy_factory(cluster)
     first, second = sessions("127.0.0.2"), sessions("127.0.0.3")
 
-    async with first.put(
-        "http://api.dlweb/date", proxy=proxy.url, json={"date": "2020-06-01"}
-    ) as r:
-        assert r.status == 200 and (await r.json())["date"] == "2020-06-01T00:00:00Z"
+    status, answer = put_setting(proxy, "127.0.0.2", date="2020-06-01")
+    assert status == 200 and answer["date"] == "2020-06-01T00:00:00Z"
     assert (await fetch(first, proxy, PAGE))[2] == OLD.body
     assert (await fetch(second, proxy, PAGE))[2] == NEW.body
     # Accept-Datetime wins over the harbor's setting.
@@ -117,11 +115,9 @@ async def test_two_clients_browse_at_their_own_dates(cluster_factory, proxy_fact
     assert newer[2] == NEW.body
 
     # The date harbor, as a browser uses it: a form, then back to the page.
-    async with second.get(
-        f"http://date.dlweb/set?at=2019&back={PAGE}", proxy=proxy.url, allow_redirects=False
-    ) as r:
-        assert r.status == 303 and r.headers["Location"] == PAGE
-        assert r.headers["Link"] == '<http://mementoweb.org/terms/donotnegotiate>; rel="type"'
+    status, headers, _ = post_set(proxy, "127.0.0.3", at="2019", back=PAGE)
+    assert status == 303 and headers["location"] == PAGE
+    assert headers["link"] == '<http://mementoweb.org/terms/donotnegotiate>; rel="type"'
     assert (await fetch(second, proxy, PAGE))[2] == OLD.body  # 2020 is the closest to 2019
     async with second.get("http://date.dlweb/", proxy=proxy.url) as r:
         assert "2019-01-01T00:00:00Z" in await r.text()
@@ -132,10 +128,8 @@ async def test_two_clients_browse_at_their_own_dates(cluster_factory, proxy_fact
     assert (await fetch(sessions("127.0.0.2"), again, PAGE))[2] == OLD.body
     assert (await fetch(sessions("127.0.0.4"), again, PAGE))[2] == NEW.body
 
-    async with first.put(
-        "http://api.dlweb/date", proxy=again.url, json={"date": "not a date"}
-    ) as r:
-        assert r.status == 400 and "not a date" in (await r.json())["error"]
+    status, answer = put_setting(again, "127.0.0.2", date="not a date")
+    assert status == 400 and "not a date" in answer["error"]
 
 
 @pytest.mark.parametrize(
@@ -197,12 +191,12 @@ async def test_live_web_is_refused_unless_the_operator_allows_it(
     cluster = cluster_factory(nodes=1, replicas=1)
     proxy = proxy_factory(cluster)
     session = sessions()
-    async with session.put("http://api.dlweb/date", proxy=proxy.url, json={"live": True}) as r:
-        assert r.status == 403 and "does not allow the live web" in (await r.json())["error"]
+    status, answer = put_setting(proxy, live=True)
+    assert status == 403 and "does not allow the live web" in answer["error"]
+    assert post_set(proxy, live="on")[0] == 403
     async with session.get("http://date.dlweb/set?live=on", proxy=proxy.url) as r:
         assert r.status == 403
-    async with session.get("http://api.dlweb/date", proxy=proxy.url) as r:
-        assert json.loads(await r.read())["live"] is False
+    assert setting_of(proxy)["live"] is False
 
 
 SECURE = Version(
@@ -285,8 +279,8 @@ async def test_live_mode_where_the_operator_allows_it(cluster_factory, proxy_fac
     with TestSite() as site:
         page = site.base + "/new.html"
         assert (await fetch(live, proxy, page))[0] == 404  # live mode is off until turned on
-        async with live.put("http://api.dlweb/date", proxy=proxy.url, json={"live": True}) as r:
-            assert r.status == 200 and (await r.json())["live"] is True
+        status, answer = put_setting(proxy, "127.0.0.7", live=True)
+        assert status == 200 and answer["live"] is True
         status, headers, body = await fetch(live, proxy, page)
         assert status == 200 and body == PAGES["/new.html"].body
         assert headers["X-Dlweb-Live"] == "fetched from the live web, not archived"
@@ -327,8 +321,7 @@ async def test_two_proxies_share_the_clients_settings(cluster_factory, proxy_fac
     first = proxy_factory(cluster)
     second = proxy_factory(cluster, data=first.data)
     client = sessions("127.0.0.9")
-    async with client.put("http://api.dlweb/date", proxy=first.url, json={"date": "2020"}) as r:
-        assert r.status == 200
+    assert put_setting(first, "127.0.0.9", date="2020")[0] == 200
 
     async def second_sees_it() -> bool:
         return (await fetch(client, second, PAGE))[2] == OLD.body
@@ -398,11 +391,9 @@ async def test_the_date_harbor_calendar(cluster_factory, proxy_factory, sessions
     async with session.get("http://date.dlweb/", proxy=proxy.url) as r:
         page = await r.text()
     assert 'type="date"' in page and "the latest capture" in page
-    picked = "http://date.dlweb/set?day=2020-02-03&time=04:05"
-    async with session.get(picked, proxy=proxy.url, allow_redirects=False) as r:
-        assert r.status == 303 and r.headers["Location"] == "http://date.dlweb/"
-    async with session.get("http://api.dlweb/date", proxy=proxy.url) as r:
-        assert (await r.json())["date"] == "2020-02-03T04:05:00Z"
+    status, headers, _ = post_set(proxy, day="2020-02-03", time="04:05")
+    assert status == 303 and headers["location"] == "http://date.dlweb/"
+    assert setting_of(proxy)["date"] == "2020-02-03T04:05:00Z"
     assert (await fetch(session, proxy, PAGE))[2] == OLD.body
     async with session.get("http://date.dlweb/set?at=someday", proxy=proxy.url) as r:
         assert r.status == 400 and "someday" in await r.text()

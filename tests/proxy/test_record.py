@@ -17,7 +17,7 @@ from tests.master.conftest import Cluster
 from tests.scripted_site import QUERY, READY_TITLE, STATIC_IMAGE, ScriptedSite, post_body
 from tests.source_relay import SourceRelay
 
-from .conftest import Proxy
+from .conftest import Proxy, post_set, put_setting, setting_of
 
 RECORDER, BYSTANDER = "127.0.0.2", "127.0.0.3"
 WINDOW = (800, 600)
@@ -37,13 +37,6 @@ async def client() -> AsyncIterator[Callable[[str], aiohttp.ClientSession]]:
         await session.close()
 
 
-async def set_harbor(session: aiohttp.ClientSession, proxy: Proxy, **setting: Any) -> int:
-    """PUT the client's setting at the API harbor; the status answered."""
-    async with session.put("http://api.dlweb/date", json=setting, proxy=proxy.url) as r:
-        await r.read()
-        return r.status
-
-
 async def captures_of(session: aiohttp.ClientSession, proxy: Proxy, url: str) -> list[Any]:
     async with session.get("http://api.dlweb/captures", params={"url": url}, proxy=proxy.url) as r:
         answer = json.loads(await r.read())
@@ -60,8 +53,8 @@ async def test_a_recording_client_archives_what_it_browses_and_another_replays_i
     # The test site is on loopback: an intranet the operator lets the live web reach.
     proxy = proxy_factory(cluster, "--allow-live", "--live-network", "127.0.0.0/8")
     recorder, bystander = client(RECORDER), client(BYSTANDER)
-    assert await set_harbor(recorder, proxy, record=True) == 200
-    assert await set_harbor(bystander, proxy, live=True) == 200
+    assert put_setting(proxy, RECORDER, record=True)[0] == 200
+    assert put_setting(proxy, BYSTANDER, live=True)[0] == 200
     target = ("127.0.0.1", proxy.port)
     with ScriptedSite() as site, SourceRelay(target, RECORDER) as relay:
         live = screenshot("direct://", tmp_path / "live", site.base + "/", tmp_path / "live.png")
@@ -78,7 +71,7 @@ async def test_a_recording_client_archives_what_it_browses_and_another_replays_i
         assert posted == [post_body(QUERY)]
 
     # The site is gone. The recorder turns recording off and replays; a third client too.
-    assert await set_harbor(recorder, proxy, record=False) == 200
+    assert put_setting(proxy, RECORDER, record=False)[0] == 200
     with SourceRelay(target, RECORDER) as relay:
         dom = browse(relay.url, tmp_path / "replaying", site.base + "/", "--dump-dom")
     assert f"<title>{READY_TITLE}</title>" in dom
@@ -102,8 +95,8 @@ async def test_recording_needs_the_operator_s_leave(
     cluster = cluster_factory(nodes=1, replicas=1)
     proxy = proxy_factory(cluster)
     session = client(RECORDER)
-    assert await set_harbor(session, proxy, record=True) == 403
+    assert put_setting(proxy, RECORDER, record=True)[0] == 403
+    assert post_set(proxy, RECORDER, record="on")[0] == 403
     async with session.get("http://date.dlweb/set?record=on", proxy=proxy.url) as r:
         assert r.status == 403
-    async with session.get("http://api.dlweb/date", proxy=proxy.url) as r:
-        assert (await r.json(content_type=None))["record"] is False
+    assert setting_of(proxy, RECORDER)["record"] is False

@@ -17,7 +17,7 @@ from archive.timestamps import format_http_date, format_iso, parse_time
 from crawler.stream.icy import IcyDemuxer
 from tests.browser import browse, net_log_exchanges
 from tests.master.conftest import Cluster
-from tests.proxy.conftest import Proxy, Version, archive, header_block
+from tests.proxy.conftest import Proxy, Version, archive, header_block, put_setting
 from tests.stream_recording import Recorded, icy_audio
 
 INTO = 30  # seconds into the recording: the date played from
@@ -146,9 +146,7 @@ def test_chromium_plays_the_recording_from_the_date(
 ) -> None:
     player_pages(stream_recording, stream_recording.cluster)
     at = date_of(stream_recording)
-    setting = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy.url}))
-    with setting.open(f"http://date.dlweb/set?at={at}", timeout=30) as answer:
-        assert answer.status == 200
+    assert put_setting(proxy, date=str(at))[0] == 200
     net_log = tmp_path / "net-log.json"
     dom = browse(
         proxy.url,

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.master.conftest import Cluster, clusters_in
-from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy
+from tests.proxy.conftest import Proxy, Version, archive, header_block, put_setting, start_proxy
 from tests.security.servers import with_short_timeouts
 
 from .conftest import Canary
@@ -89,14 +89,10 @@ def status_of(answer: bytes) -> int:
     return int(line.split()[1])
 
 
-async def setting(proxy: Proxy, client: str, **wanted: Any) -> None:
-    """Set a client's harbor setting through the API harbor, as that client."""
-    connector = aiohttp.TCPConnector(local_addr=(client, 0))
-    async with (
-        aiohttp.ClientSession(connector=connector) as session,
-        session.put("http://api.dlweb/date", json=wanted, proxy=proxy.url) as answer,
-    ):
-        assert answer.status == 200, await answer.text()
+def setting(proxy: Proxy, client: str, **wanted: Any) -> None:
+    """Set a client's harbor setting through the API harbor, as that client, with its token."""
+    status, answer = put_setting(proxy, client, **wanted)
+    assert status == 200, answer
 
 
 NOT_HTTP = {
@@ -246,7 +242,7 @@ def test_an_error_inside_the_addon_is_a_fault_page_never_the_upstream(
     tmp_path: Path,
 ) -> None:
     proxy = proxy_factory(cluster, "--allow-live", data=tmp_path / "data")
-    asyncio.run(setting(proxy, "127.0.0.9", live=True))
+    setting(proxy, "127.0.0.9", live=True)
     # The settings file turns unreadable under the running proxy: every request's date fails.
     (tmp_path / "data" / "client-settings.json").write_text('{"127.0.0.9": ')
     before = canary.connections
@@ -280,7 +276,7 @@ async def test_live_mode_never_reaches_a_local_or_private_address(
     proxy: Proxy, canary: Canary, target: str
 ) -> None:
     client = "127.0.0.10"
-    await setting(proxy, client, live=True, record=False)
+    setting(proxy, client, live=True, record=False)
     before = canary.connections
     connector = aiohttp.TCPConnector(local_addr=(client, 0))
     async with (
@@ -297,7 +293,7 @@ async def test_record_mode_cannot_store_one_address_under_another_name(
     proxy: Proxy, canary: Canary
 ) -> None:
     client = "127.0.0.11"
-    await setting(proxy, client, record=True)
+    setting(proxy, client, record=True)
     before = canary.connections
     request = f"GET http://{canary.address}/ HTTP/1.1\r\nHost: bank.example\r\n\r\n"
     with socket.create_connection(("127.0.0.1", proxy.port), source_address=(client, 0)) as sock:
@@ -306,7 +302,7 @@ async def test_record_mode_cannot_store_one_address_under_another_name(
         answer = sock.recv(65536)
     assert status_of(answer) == 400
     assert canary.connections == before
-    await setting(proxy, client, record=False)
+    setting(proxy, client, record=False)
     connector = aiohttp.TCPConnector(local_addr=(client, 0))
     async with (
         aiohttp.ClientSession(connector=connector) as session,
@@ -322,7 +318,7 @@ async def test_an_intranet_the_operator_allows_is_reached_but_never_the_cluster_
 ) -> None:
     proxy = proxy_factory(cluster, "--allow-live", "--live-network", "127.0.0.0/8")
     client = "127.0.0.12"
-    await setting(proxy, client, live=True)
+    setting(proxy, client, live=True)
     assert cluster.master is not None
     node = next(iter(cluster.nodes.values()))
     connector = aiohttp.TCPConnector(local_addr=(client, 0))
