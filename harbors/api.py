@@ -112,10 +112,10 @@ async def _document(context: HarborContext, request: HarborRequest) -> Answer:
         reading = await context.reader.read(Asked(url, at))
         if request.path == "/capture":
             return _json(200, {"url": url, **document.metadata(reading.found, reading.header)})
-        parsed = document.parse(url, reading.header, await document.body(context.reader, reading))
-        if request.path == "/links":
-            return _json(200, {"url": url, "links": document.links(parsed)})
-        return _json(200, {"url": url, "text": document.text(parsed)})
+        body = await document.body(context.reader, reading)
+        what = request.path.lstrip("/")
+        found = await asyncio.to_thread(document.extracted, what, url, reading.header, body)
+        return _json(200, {"url": url, what: found})
     except DlwebError as exc:
         return _json(status_of(exc), {"error": str(exc)})
 

@@ -1,21 +1,22 @@
 """What a program asks of one archived document through `api.dlweb`: its capture's metadata,
 its links and its text, read from the archived HTML with lxml."""
 
-import gzip
-import zlib
 from typing import Any
 
 import lxml.html
 from lxml.etree import ParserError
 
 from archive.cluster import Found
+from archive.content_coding import BadCoding, TooLarge, inflate
 from archive.errors import ClientFault
 from archive.header_block import HeaderBlock
 from archive.reading import CaptureReader, Reading
 from archive.timestamps import format_iso
 from archive.visible_text import visible_text
 
-MAX_DOCUMENT = 32 * 1024 * 1024
+# Bytes of a document read, as stored and once its coding is undone: lxml's tree of a page takes
+# ten times its size, and a harbor parses it while others wait for theirs.
+MAX_DOCUMENT = 8 * 1024 * 1024
 
 
 class NotADocument(ClientFault):
@@ -46,17 +47,12 @@ async def body(reader: CaptureReader, reading: Reading) -> bytes:
 
 
 def _decoded(header: HeaderBlock, body: bytes) -> bytes:
-    encoding = (header.get("Content-Encoding") or "identity").strip().lower()
+    """The body without its content coding, at most MAX_DOCUMENT bytes of it: a small payload
+    may inflate to gigabytes."""
     try:
-        if encoding in ("gzip", "x-gzip"):
-            return gzip.decompress(body)
-        if encoding == "deflate":
-            return zlib.decompress(body, -zlib.MAX_WBITS)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise NotADocument(f"the archived payload is not valid {encoding}: {exc}") from None
-    if encoding not in ("identity", ""):
-        raise NotADocument(f"the archived payload is {encoding}-encoded, which is not read here")
-    return body
+        return inflate(header.get("Content-Encoding") or "", body, MAX_DOCUMENT)
+    except (BadCoding, TooLarge) as exc:
+        raise NotADocument(str(exc)) from None
 
 
 def parse(url: str, header: HeaderBlock, body: bytes) -> lxml.html.HtmlElement:
@@ -69,6 +65,13 @@ def parse(url: str, header: HeaderBlock, body: bytes) -> lxml.html.HtmlElement:
         raise NotADocument(f"the archived document cannot be parsed: {exc}") from None
     document.make_links_absolute(url, resolve_base_href=True)
     return document
+
+
+def extracted(what: str, url: str, header: HeaderBlock, body: bytes) -> Any:
+    """The links or the text of an archived document (`what`), parsed here: on a thread, as the
+    harbors call it, since a large page takes a second to read."""
+    parsed = parse(url, header, body)
+    return links(parsed) if what == "links" else text(parsed)
 
 
 def links(document: lxml.html.HtmlElement) -> list[dict[str, str]]:
