@@ -101,14 +101,9 @@ def tokens(text: str, at: int = 0) -> Iterator[Token]:
 def attributes(text: str, tag: Token, most: int = 1000) -> dict[str, str] | None:
     """A tag's attributes, names in lower case, values with their references resolved; the first
     of two of one name wins, as in browsers. None for a tag of more than `most` attributes."""
-    source = text[tag.start : tag.end]
-    named = _TAG_RE.match(source, 2 if tag.kind == "end" else 1)
     found: dict[str, str] = {}
-    if named is None:
-        return found
-    for count, attribute in enumerate(
-        _ATTRIBUTE_RE.finditer(source, named.end(1), len(source) - 1)
-    ):
+    after_name = tag.start + (2 if tag.kind == "end" else 1) + len(tag.name)
+    for count, attribute in enumerate(_ATTRIBUTE_RE.finditer(text, after_name, tag.end - 1)):
         if count >= most:
             return None
         value = attribute.group(2) or ""

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from .html_tokens import Token, attributes, tokens
 
-# Reading the start of a page costs about a microsecond a token: a page that has this many before
-# its body's place is known gets no bar rather than a second of the proxy's time.
-MAX_TOKENS = 100_000
+# Reading the start of a page costs a few microseconds a token: a page that has this many before
+# its body's place is known gets no bar rather than a good part of a second of the proxy's time.
+MAX_TOKENS = 25_000
 # Head elements, put back into the head when they come after `</head>`; `noscript` is one only
 # before (scripting on: its content is raw text).
 _AFTER_HEAD = frozenset({"base", "basefont", "bgsound", "link", "meta", "noframes", "script"})
@@ -34,10 +34,14 @@ _IN_HEAD = _AFTER_HEAD | {"noscript"}
 _NO_FRAMESET = frozenset({"applet", "area", "body", "br", "button", "dd", "dt", "embed", "hr"})
 _NO_FRAMESET |= {"iframe", "image", "img", "input", "keygen", "li", "listing", "marquee", "object"}
 _NO_FRAMESET |= {"pre", "select", "table", "textarea", "wbr", "xmp"}
-# White space as the tree builder sees it, character references to it included.
-_BLANK = r"[\t\n\f\r ]++|&#(?:[xX]0*+(?:9|[aAcCdD]|20)(?![0-9a-fA-F])|0*+(?:9|1[023]|32)(?!\d));?"
-_BLANK_RE = re.compile(rf"(?:{_BLANK}|&(?:Tab|NewLine);)*+")
-_BLANK_IN_BODY_RE = re.compile(rf"(?:{_BLANK}|&(?:Tab|NewLine);|\0)*+")  # NUL is dropped there
+# White space as the tree builder sees it, character references to it included, and NUL, which
+# Chromium drops from text outside SVG and MathML (so it starts no body there, unlike in the
+# standard: a body begun later keeps the head's elements in the head in both).
+_BLANK_RE = re.compile(
+    r"(?:[\t\n\f\r \0]++|&(?:Tab|NewLine);"
+    r"|&#(?:[xX]0*+(?:9|[aAcCdD]|20)(?![0-9a-fA-F])|0*+(?:9|1[023]|32)(?!\d));?)*+"
+)
+_EQUIV_RE = re.compile("http-equiv", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ class _Reader:
     def _in_head(self, token: Token) -> Placement | None:
         kind, name = token.kind, token.name
         if kind == "text":
-            content = _content(self.text, token, _BLANK_RE)
+            content = _content(self.text, token)
             self.body = -1 if content is None else content
         elif kind == "eof" or kind == "end" and name in ("body", "html", "br"):
             self.body = token.start
@@ -137,7 +141,7 @@ class _Reader:
 def _closes_frameset(text: str, token: Token) -> bool:
     """Whether this token, in the body, ends the chance of a frameset (`frameset-ok`)."""
     if token.kind == "text":
-        return _content(text, token, _BLANK_IN_BODY_RE) is not None
+        return _content(text, token) is not None
     if token.kind == "end":
         return token.name == "br"
     if token.kind != "start" or token.name not in _NO_FRAMESET:
@@ -148,9 +152,9 @@ def _closes_frameset(text: str, token: Token) -> bool:
     return found is not None and found.get("type", "").lower() != "hidden"
 
 
-def _content(text: str, token: Token, blank: re.Pattern[str]) -> int | None:
+def _content(text: str, token: Token) -> int | None:
     """Where the first character other than white space is in a text token, or None."""
-    blanks = blank.match(text, token.start, token.end)
+    blanks = _BLANK_RE.match(text, token.start, token.end)
     found = blanks.end() if blanks else token.start
     return found if found < token.end else None
 
@@ -158,6 +162,8 @@ def _content(text: str, token: Token, blank: re.Pattern[str]) -> int | None:
 def _note_policy(text: str, meta: Token, policies: list[str]) -> bool:
     """Note the policy of a Content-Security-Policy `<meta>`; False for a meta too long to
     read, which may hold one."""
+    if not _EQUIV_RE.search(text, meta.start, meta.end):  # an attribute's name is never escaped
+        return True
     found = attributes(text, meta)
     if found is None:
         return False
