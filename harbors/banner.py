@@ -11,9 +11,9 @@ into it (`element.shadowRoot` is null), nor read its links, and the page's style
 apply in it. Its host takes back every property with `all: initial !important` from inside,
 which wins over the page's rules, `!important` ones included, so the page can neither hide nor
 restyle it (`#dlweb-banner {display: none}`, `* {...}`, `div {...}`). Its script, after it in
-the page (and holding nothing the page may not read), moves the host before the page's body,
-out of reach of the body's style, shows the root element again if the page hid it, and removes
-the bar (and itself) inside a frame, where it belongs to the page around it.
+the page (and holding nothing the page may not read), shows the root element again if the page
+hid it, moves the host out of the body if the page hid the body, and removes the bar (and
+itself) inside a frame, where it belongs to the page around it.
 
 The coherence figure is a frame inside the shadow root: a page of `http://api.dlweb`
 (figure_page) that asks `/coherence` of its own origin, a second and again until what was served
@@ -58,8 +58,9 @@ iframe{display:inline-block;vertical-align:top;width:36em;max-width:100%;height:
 margin:0 14px 0 0;border:0;background:#1d2327}
 """
 
-# Right after the host in the page: moves it out of the body, shows the root element if a page's
-# rule hid it (the bar is inside it), and leaves nothing of the bar in a frame.
+# Right after the host in the page: shows the root element if a page's rule hid it (the bar is
+# inside it), moves the host out of a body a page's rule hid (without reloading the figure where
+# moveBefore exists), and leaves nothing of the bar in a frame.
 SCRIPT = """\
 (function () {
   var me = document.currentScript, host = me && me.previousElementSibling;
@@ -67,10 +68,14 @@ SCRIPT = """\
   if (!host || host.id !== "dlweb-banner") { return; }
   if (window.top !== window.self) { host.remove(); return; }
   var root = document.documentElement;
-  if (document.body && document.body.parentNode === root) { root.insertBefore(host, document.body); }
   function shown() {
+    var body = document.body;
     if (getComputedStyle(root).display === "none") {
       root.style.setProperty("display", "block", "important");
+    }
+    if (body && body.parentNode === root && body.contains(host) &&
+        getComputedStyle(body).display === "none") {
+      (root.moveBefore || root.insertBefore).call(root, host, body);
     }
   }
   shown();
