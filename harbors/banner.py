@@ -54,7 +54,7 @@ a{color:#9ec5f0;text-decoration:underline;cursor:pointer}
 a:focus-visible{outline:2px solid #f0b400;outline-offset:1px}
 .dlweb-part{display:inline-block;margin-right:14px}
 .dlweb-muted{color:#c3c4c7}
-iframe{display:inline-block;vertical-align:top;width:36em;max-width:100%;height:1.5em;
+iframe{display:inline-block;vertical-align:top;width:60em;max-width:100%;height:1.5em;
 margin:0 14px 0 0;border:0;background:#1d2327}
 """
 
@@ -87,7 +87,8 @@ SCRIPT = """\
 FIGURE_STYLE = """\
 html{color-scheme:dark}
 body{margin:0;padding:4px 8px;background:#1d2327;color:#fff;font:13px/1.5 system-ui,sans-serif}
-.framed body{padding:0;white-space:nowrap;overflow:hidden}
+.framed body{padding:0;overflow:hidden}
+.framed p{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .framed ol{display:none}
 a{color:#9ec5f0}
 a:focus-visible{outline:2px solid #f0b400;outline-offset:1px}
@@ -107,7 +108,7 @@ FIGURE_SCRIPT = """\
   var whole = document.getElementById("dlweb-whole");
   var asked = 0, last = "", steady = 0;
   if (window.top !== window.self) { document.documentElement.className = "framed"; }
-  else { whole.remove(); }
+  else { whole.removeAttribute("href"); }
   function element(name, text, kind) {
     var made = document.createElement(name);
     if (text) { made.textContent = text; }
@@ -115,6 +116,7 @@ FIGURE_SCRIPT = """\
     return made;
   }
   function when(iso) { return iso.replace("T", " ").replace(/(\\.\\d+)?Z$/, " UTC"); }
+  function minute(iso) { return iso.replace("T", " ").slice(0, 16); }
   function offset(seconds) {
     var size = Math.abs(seconds), sign = seconds < 0 ? "-" : "+";
     if (size >= 86400) { return sign + (size / 86400).toFixed(1) + " d"; }
@@ -129,8 +131,8 @@ FIGURE_SCRIPT = """\
     figure.setAttribute("data-latest", data.latest);
     figure.setAttribute("data-beyond", String(data.beyond));
     figure.setAttribute("data-missing", String(data.missing.length));
-    figure.textContent = "Coherence: " + count + " resource" + (count === 1 ? "" : "s") +
-      ", captured " + when(data.earliest) + " to " + when(data.latest) + "; ";
+    figure.textContent = count + " resource" + (count === 1 ? "" : "s") + ", captured " +
+      minute(data.earliest) + " to " + minute(data.latest) + " UTC; ";
     figure.appendChild(element("span", data.beyond + " more than " + data.span +
       " from the page", data.beyond ? "beyond" : ""));
     if (data.missing.length) {
@@ -156,7 +158,7 @@ FIGURE_SCRIPT = """\
       if (!steady) { last = text; show(JSON.parse(text)); }
       if (steady < STEADY && asked < MOST) { setTimeout(ask, 1000); }
     }, function () {
-      figure.textContent = "Coherence: not available";
+      figure.textContent = "not available";
     });
   }
   ask();
@@ -218,11 +220,11 @@ def bar(url: str, time: int, previous: int | None, following: int | None, at: in
 
 def figure_page(url: str) -> bytes:
     """The page that shows the temporal coherence of the client's latest load of `url`: one
-    line in the bar's frame, with a link to the whole list (this page on its own)."""
+    line in the bar's frame, whose link opens the whole list (this page on its own)."""
     address = html.escape(f"{FIGURE_PATH}?url={quote(url, safe='')}")
     return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>Temporal coherence of {html.escape(url)}</title><style>{FIGURE_STYLE}</style></head><body>
-<p><span id="{FIGURE_ID}">Coherence: measured while the page loads (needs JavaScript)</span>
-<a id="dlweb-whole" href="{address}" target="_blank" rel="noopener">list</a></p>
+<p><a id="dlweb-whole" href="{address}" target="_blank" rel="noopener">Coherence</a>:
+<span id="{FIGURE_ID}">measured while the page loads (needs JavaScript)</span></p>
 <ol id="dlweb-resources"></ol><script>{FIGURE_SCRIPT}</script></body></html>
 """.encode()
