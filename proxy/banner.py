@@ -125,7 +125,7 @@ class Banner:
         if response is None or request.method not in ("GET", "POST") or "range" in request.headers:
             return  # streamed from its node, or not a whole page
         markup = bar(request.pretty_url, prepared.time, prepared.previous, prepared.following, at)
-        page = _with_bar(response, markup, request.scheme)
+        page = _with_bar(response, markup)
         if page is not None:
             response.raw_content = page
             response.headers.pop("content-encoding", None)
@@ -157,7 +157,7 @@ def _field(fields: list[tuple[bytes, bytes]], name: bytes) -> str:
     return ""
 
 
-def _with_bar(response: http.Response, markup: bytes, scheme: str) -> bytes | None:
+def _with_bar(response: http.Response, markup: bytes) -> bytes | None:
     """The page's decoded body with the bar in it, or None where the bar must not go."""
     content_type = (response.headers.get("content-type") or "").lower()
     if re.search(r"charset\s*=\s*[\"']?utf-?(16|32)", content_type):
@@ -167,7 +167,7 @@ def _with_bar(response: http.Response, markup: bytes, scheme: str) -> bytes | No
         return None
     place = placement(body.decode("latin-1"), len(_UTF8_MARK) if body.startswith(_UTF8_MARK) else 0)
     policies = [*response.headers.get_all("content-security-policy"), *place.policies]
-    if place.at is None or any(refusal(policy, scheme) for policy in policies):
+    if place.at is None or any(refusal(policy) for policy in policies):
         return None
     return body[: place.at] + markup + body[place.at :]
 

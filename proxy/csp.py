@@ -21,9 +21,8 @@ _GOVERNING = {
 _OVERRIDING = ("'nonce-", "'sha256-", "'sha384-", "'sha512-", "'strict-dynamic'")
 
 
-def refusal(header: str, scheme: str) -> str:
-    """What the policies in `header` forbid of the bar of a page whose frames load over
-    `scheme` ("http" or "https"), or "" when they allow all of it."""
+def refusal(header: str) -> str:
+    """What the policies in `header` forbid of the bar, or "" when they allow all of it."""
     for policy in header.split(","):
         directives: dict[str, list[str]] = {}
         for directive in policy.split(";"):
@@ -32,12 +31,12 @@ def refusal(header: str, scheme: str) -> str:
                 directives.setdefault(tokens[0], tokens[1:])
         for part, names in _GOVERNING.items():
             sources = next((directives[name] for name in names if name in directives), None)
-            if sources is not None and not _allows(part, sources, scheme):
+            if sources is not None and not _allows(part, sources):
                 return f"its Content-Security-Policy forbids {part}"
     return ""
 
 
-def _allows(part: str, sources: list[str], scheme: str) -> bool:
-    if part == "frames":  # from a page's own time, no policy names api.dlweb
-        return bool({"*", "http:", f"{scheme}:"} & set(sources))
+def _allows(part: str, sources: list[str]) -> bool:
+    if part == "frames":  # no archived policy names api.dlweb; `http:` allows HTTPS too
+        return "*" in sources or "http:" in sources
     return "'unsafe-inline'" in sources and not any(s.startswith(_OVERRIDING) for s in sources)
