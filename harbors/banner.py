@@ -1,18 +1,35 @@
 """The banner: a thin bar the proxy puts atop an archived HTML page for a client that asked for
 it (`http://date.dlweb/set?banner=on`). It says when the page was captured, links to the
 previous and next captures (each sets the client's date and reloads the page) and to all of
-them, and, once the page has loaded, its temporal coherence: the spread of the capture dates of
-the resources it was made of, from `http://api.dlweb/coherence` (proxy/coherence.py).
+them, and shows the page's temporal coherence: the spread of the capture dates of the resources
+it was made of (proxy/coherence.py).
 
-The bar is plain markup that reads without JavaScript; a small script adds the coherence
-figure after the page's `load` event, since the page's resources are asked for after its HTML
-is sent, and removes the bar (and itself) inside a frame, where it belongs to the page around it. Every
-name it uses is prefixed `dlweb-`, its style is scoped to its own id, and it is ASCII only, so
-that it fits in a page of any ASCII-compatible charset.
+An archived page is hostile, and the bar is in it. So the bar lives in a closed shadow root,
+declared in its markup (`<template shadowrootmode="closed">`), which the browser attaches while
+it parses the page, before any of the page's later scripts run: the page's scripts cannot reach
+into it (`element.shadowRoot` is null), nor read its links, and the page's style sheets do not
+apply in it. Its host takes back every property with `all: initial !important` from inside,
+which wins over the page's rules, `!important` ones included, so the page can neither hide nor
+restyle it (`#dlweb-banner {display: none}`, `* {...}`, `div {...}`). Its script, after it in
+the page (and holding nothing the page may not read), shows the root element again if the page
+hid it, moves the host out of the body if the page hid the body, and removes the bar (and
+itself) inside a frame, where it belongs to the page around it.
+
+The coherence figure is a frame inside the shadow root: a page of `http://api.dlweb`
+(figure_page) that asks `/coherence` of its own origin, a second and again until what was served
+for the page stays the same, and draws the figure itself. The data is never granted to another
+origin (no `Access-Control-Allow-Origin`): a page's scripts cannot read another origin's frame,
+nor, with the frame in a closed shadow root, even get hold of it (it is not in `window.frames`,
+it has no name, and it sends the page no message). The frame's address names only the page, which
+the page knows: Resource Timing shows it to the page's scripts, so the client's date is not in it.
+
+The markup is ASCII only, so that it fits in a page of any ASCII-compatible charset.
 """
 
+import base64
+import hashlib
 import html
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from archive.timestamps import format_iso
 
@@ -21,40 +38,78 @@ from .consent import Consent
 
 BAR_ID = "dlweb-banner"
 FIGURE_ID = "dlweb-coherence"
+COHERENCE_HOST = "api.dlweb"
+FIGURE_PATH = "/coherence/figure"
 
+# Inside the shadow root: the page's style sheets do not apply here, and the host's rules win over
+# theirs, for the host and for the pseudo-elements a page could style on it. Generic font families
+# only: a page's @font-face cannot redefine them.
 STYLE = """\
-#dlweb-banner{all:initial;display:block;box-sizing:border-box;position:relative;
-z-index:2147483647;width:100%;margin:0;padding:3px 8px;background:#1d2327;color:#fff;
-font:13px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;text-align:left}
-#dlweb-banner *{box-sizing:border-box;margin:0;padding:0;border:0;float:none;
-font:inherit;color:inherit;background:none;text-transform:none;letter-spacing:normal}
-#dlweb-banner a{color:#9ec5f0;text-decoration:underline;cursor:pointer}
-#dlweb-banner a:focus-visible{outline:2px solid #f0b400;outline-offset:1px}
-#dlweb-banner .dlweb-part{display:inline-block;margin-right:14px}
-#dlweb-banner .dlweb-muted{color:#c3c4c7}
-#dlweb-banner details{display:inline-block;margin-left:6px}
-#dlweb-banner summary{display:list-item;cursor:pointer;color:#9ec5f0}
-#dlweb-banner ol{display:block;max-height:40vh;overflow:auto;margin:4px 0 2px 18px;
-list-style:decimal}
-#dlweb-banner li{display:list-item;white-space:nowrap}
-#dlweb-banner .dlweb-beyond{color:#f0b400;font-weight:bold}
+:host{all:initial!important;display:block!important;position:relative!important;
+z-index:2147483647!important}
+:host::before,:host::after{content:none!important;display:none!important}
+:host::first-line,:host::first-letter{all:inherit!important}
+.bar{display:block;box-sizing:border-box;width:100%;margin:0;padding:3px 8px;background:#1d2327;
+color:#fff;font:13px/1.5 system-ui,sans-serif;text-align:left}
+a{color:#9ec5f0;text-decoration:underline;cursor:pointer}
+a:focus-visible{outline:2px solid #f0b400;outline-offset:1px}
+.dlweb-part{display:inline-block;margin-right:14px}
+.dlweb-muted{color:#c3c4c7}
+iframe{display:inline-block;vertical-align:top;width:60em;max-width:100%;height:1.5em;
+margin:0 14px 0 0;border:0;background:#1d2327}
 """
 
-# Reads the bar's data, asks the proxy what was served for the page once it has loaded, and
-# writes the figure with text nodes only (no markup parsed: a page's Trusted Types still hold).
+# Right after the host in the page: shows the root element if a page's rule hid it (the bar is
+# inside it), moves the host out of a body a page's rule hid (without reloading the figure where
+# moveBefore exists), and leaves nothing of the bar in a frame.
 SCRIPT = """\
 (function () {
-  var bar = document.getElementById("dlweb-banner"), me = document.currentScript;
-  if (!bar) { return; }
-  if (window.top !== window.self) {
-    var style = document.getElementById("dlweb-banner-style");
-    if (style) { style.remove(); }
-    bar.remove();
-    if (me) { me.remove(); }
-    return;
+  var me = document.currentScript, host = me && me.previousElementSibling;
+  if (me) { me.remove(); }
+  if (!host || host.id !== "dlweb-banner") { return; }
+  if (window.top !== window.self) { host.remove(); return; }
+  var root = document.documentElement;
+  function shown() {
+    var body = document.body;
+    if (getComputedStyle(root).display === "none") {
+      root.style.setProperty("display", "block", "important");
+    }
+    if (body && body.parentNode === root && body.contains(host) &&
+        getComputedStyle(body).display === "none") {
+      (root.moveBefore || root.insertBefore).call(root, host, body);
+    }
   }
+  shown();
+  document.addEventListener("DOMContentLoaded", shown);
+  window.addEventListener("load", shown);
+})();
+"""
+
+FIGURE_STYLE = """\
+html{color-scheme:dark}
+body{margin:0;padding:4px 8px;background:#1d2327;color:#fff;font:13px/1.5 system-ui,sans-serif}
+.framed body{padding:0;overflow:hidden}
+.framed p{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.framed ol{display:none}
+a{color:#9ec5f0}
+a:focus-visible{outline:2px solid #f0b400;outline-offset:1px}
+p{margin:0}
+ol{margin:6px 0;padding-left:2.5em}
+.beyond{color:#f0b400;font-weight:bold}
+.muted{color:#c3c4c7}
+"""
+
+# Asks `/coherence` of its own origin (no grant to another needed) until the answer stays the
+# same STEADY times, a second apart, and writes the figure with text nodes only.
+FIGURE_SCRIPT = """\
+(function () {
+  var STEADY = 3, MOST = 60;
   var figure = document.getElementById("dlweb-coherence");
-  var get = window.fetch ? window.fetch.bind(window) : null;
+  var list = document.getElementById("dlweb-resources");
+  var whole = document.getElementById("dlweb-whole");
+  var asked = 0, last = "", steady = 0;
+  if (window.top !== window.self) { document.documentElement.className = "framed"; }
+  else { whole.removeAttribute("href"); }
   function element(name, text, kind) {
     var made = document.createElement(name);
     if (text) { made.textContent = text; }
@@ -62,6 +117,7 @@ SCRIPT = """\
     return made;
   }
   function when(iso) { return iso.replace("T", " ").replace(/(\\.\\d+)?Z$/, " UTC"); }
+  function minute(iso) { return iso.replace("T", " ").slice(0, 16); }
   function offset(seconds) {
     var size = Math.abs(seconds), sign = seconds < 0 ? "-" : "+";
     if (size >= 86400) { return sign + (size / 86400).toFixed(1) + " d"; }
@@ -76,47 +132,51 @@ SCRIPT = """\
     figure.setAttribute("data-latest", data.latest);
     figure.setAttribute("data-beyond", String(data.beyond));
     figure.setAttribute("data-missing", String(data.missing.length));
-    figure.textContent = "";
-    var text = "Coherence: " + count + " resource" + (count === 1 ? "" : "s") +
-      ", captured " + when(data.earliest) + " to " + when(data.latest) + "; ";
-    figure.appendChild(document.createTextNode(text));
+    figure.textContent = count + " resource" + (count === 1 ? "" : "s") + ", captured " +
+      minute(data.earliest) + " to " + minute(data.latest) + " UTC; ";
     figure.appendChild(element("span", data.beyond + " more than " + data.span +
-      " from the page", data.beyond ? "dlweb-beyond" : ""));
+      " from the page", data.beyond ? "beyond" : ""));
     if (data.missing.length) {
       figure.appendChild(document.createTextNode("; " + data.missing.length +
         " not archived"));
     }
-    if (!count && !data.missing.length) { return; }
-    var details = element("details"), list = element("ol");
-    details.appendChild(element("summary", "list"));
+    list.textContent = "";
     data.resources.forEach(function (resource) {
-      var item = element("li", (resource.beyond ? "! " : "") + when(resource.date) + " (" +
-        offset(resource.offset_seconds) + ") " + resource.url,
-        resource.beyond ? "dlweb-beyond" : "");
-      list.appendChild(item);
+      list.appendChild(element("li", (resource.beyond ? "! " : "") + when(resource.date) +
+        " (" + offset(resource.offset_seconds) + ") " + resource.url,
+        resource.beyond ? "beyond" : ""));
     });
     data.missing.forEach(function (url) {
-      list.appendChild(element("li", "not archived: " + url, "dlweb-muted"));
+      list.appendChild(element("li", "not archived: " + url, "muted"));
     });
-    details.appendChild(list);
-    figure.appendChild(details);
   }
   function ask() {
-    if (!get) { return; }
-    var api = (location.protocol === "https:" ? "https:" : "http:") +
-      "//api.dlweb/coherence?url=" + encodeURIComponent(bar.getAttribute("data-url")) +
-      "&at=" + encodeURIComponent(bar.getAttribute("data-at"));
-    get(api, {credentials: "omit", cache: "no-store"}).then(function (answer) {
-      return answer.ok ? answer.json() : Promise.reject(answer.status);
-    }).then(show, function () {
-      figure.textContent = "Coherence: not available";
+    asked += 1;
+    fetch("/coherence" + location.search, {cache: "no-store"}).then(function (answer) {
+      return answer.ok ? answer.text() : Promise.reject(answer.status);
+    }).then(function (text) {
+      steady = text === last ? steady + 1 : 0;
+      if (!steady) { last = text; show(JSON.parse(text)); }
+      if (steady < STEADY && asked < MOST) { setTimeout(ask, 1000); }
+    }, function () {
+      figure.textContent = "not available";
     });
   }
-  if (document.readyState === "complete") { ask(); } else {
-    window.addEventListener("load", ask);
-  }
+  ask();
 })();
 """
+
+
+def _hash(source: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode() + "'"
+
+
+# The figure page runs its own script and style only, reads only its own origin, and may be
+# framed only by the page it describes (the proxy adds `frame-ancestors`).
+FIGURE_POLICY = (
+    f"default-src 'none'; script-src {_hash(FIGURE_SCRIPT)}; style-src {_hash(FIGURE_STYLE)}; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'"
+)
 
 
 def _when(micros: int) -> str:
@@ -133,6 +193,12 @@ def _neighbour(url: str, time: int | None, rel: str, label: str, none: str, open
     )
 
 
+def figure_url(url: str) -> str:
+    """The figure page of `url`, over the page's own scheme (an HTTPS page may not frame HTTP)."""
+    scheme = "https" if urlsplit(url).scheme.lower() == "https" else "http"
+    return f"{scheme}://{COHERENCE_HOST}{FIGURE_PATH}?url={quote(url, safe='')}"
+
+
 def bar(
     url: str,
     time: int,
@@ -142,21 +208,34 @@ def bar(
     client: str,
     consent: Consent,
 ) -> bytes:
-    """The bar for the capture of `url` at `time`, browsed at date `at` by `client` (whose
-    link tokens its neighbours' links carry): its style, markup and script, in ASCII."""
+    """The bar for the capture of `url` at `time`, browsed by `client` (whose link tokens its
+    neighbours' links carry): its host and closed shadow root, then its script, in ASCII. `at`,
+    the date browsed at, is not written in: the page may read its bytes (a script of the page
+    can ask for it again)."""
     back = quote(url, safe="")
     opens = opens_for(consent, client)
-    # No text between the three elements: the frame's script leaves nothing of the bar behind.
-    markup = f"""<style id="dlweb-banner-style">{STYLE}</style>\
-<div id="{BAR_ID}" role="region" aria-label="dlweb: archived page" data-url="{html.escape(url)}" \
-data-at="{format_iso(at)}" data-date="{format_iso(time)}">
+    # No text between the host and the script: in a frame, the script leaves nothing behind.
+    markup = f"""<div id="{BAR_ID}"><template shadowrootmode="closed"><style>{STYLE}</style>\
+<div class="bar" role="region" aria-label="dlweb: archived page">
 <span class="dlweb-part">Archived page, captured <time datetime="{format_iso(time)}">\
 {_when(time)}</time></span>
 {_neighbour(url, previous, "prev", "&larr; previous capture", "no earlier capture", opens)}
 {_neighbour(url, following, "next", "next capture &rarr;", "no later capture", opens)}
 <a class="dlweb-part" href="http://captures.dlweb/?url={back}">all captures</a>
-<span class="dlweb-part" id="{FIGURE_ID}">Coherence: shown once the page has loaded \
-(needs JavaScript)</span>
+<iframe id="{FIGURE_ID}" title="Temporal coherence of this page" src="{html.escape(figure_url(url))}">\
+</iframe>
 <a class="dlweb-part" href="http://date.dlweb/set?banner=off&amp;back={back}">hide the bar</a>
-</div><script>{SCRIPT}</script>"""
+</div></template></div><script>{SCRIPT}</script>"""
     return markup.encode("ascii", "xmlcharrefreplace")
+
+
+def figure_page(url: str) -> bytes:
+    """The page that shows the temporal coherence of the client's latest load of `url`: one
+    line in the bar's frame, whose link opens the whole list (this page on its own)."""
+    address = html.escape(f"{FIGURE_PATH}?url={quote(url, safe='')}")
+    return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>Temporal coherence of {html.escape(url)}</title><style>{FIGURE_STYLE}</style></head><body>
+<p><a id="dlweb-whole" href="{address}" target="_blank" rel="noopener">Coherence</a>:
+<span id="{FIGURE_ID}">measured while the page loads (needs JavaScript)</span></p>
+<ol id="dlweb-resources"></ol><script>{FIGURE_SCRIPT}</script></body></html>
+""".encode()

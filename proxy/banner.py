@@ -1,6 +1,8 @@
 """The banner addon: for a client that turned the banner on, a bar atop each archived HTML page it
 loads (harbors/banner.py), and the record of what was served for that page (proxy/coherence.py),
-which `GET http://api.dlweb/coherence?url=PAGE[&at=DATE][&span=1d]` answers.
+which `GET http://api.dlweb/coherence?url=PAGE[&at=DATE][&span=1d]` answers to the client itself
+(and to no other origin: the bar's figure is a page of api.dlweb, `/coherence/figure?url=PAGE`,
+which asks it from its own origin).
 
 The bar goes only where it cannot break the page or mislead:
 - into a replayed capture (not a harbor page, not the live web, not a recording), asked for by
@@ -9,67 +11,49 @@ The bar goes only where it cannot break the page or mislead:
   sends none to a plain-HTTP site), a request that asks for `text/html` first with
   `Upgrade-Insecure-Requests: 1`, as navigations do (inside a frame, the bar's script then
   removes it);
-- into `text/html` only (not XHTML served as XML, not UTF-16 or UTF-32), not into a frameset,
-  and held in memory (a streamed body of more than 1 MiB gets none);
-- identity, gzip or deflate content, at most MAX_DECODED bytes once decoded; it is sent
-  decoded, without `Content-Encoding`, with its new `Content-Length` and `Cache-Control:
+- into `text/html` only (not XHTML served as XML), whose bytes a browser reads as ASCII does (not
+  UTF-16 or UTF-32, by header or byte-order mark, nor a page with an ESC byte, as ISO-2022-JP
+  has), and held in memory (a streamed body of more than 1 MiB gets none);
+- in any one coding archive.content_coding reads, at most MAX_DECODED bytes once decoded; it is
+  sent decoded, without `Content-Encoding`, with its new `Content-Length` and `Cache-Control:
   no-store` (a page with the bar is not kept as the archived page);
-- not when the page's Content-Security-Policy (header or `<meta>`) would block the bar's inline
-  style or script: a `style-src`, `script-src` (their `-elem` forms) or `default-src` without
-  `'unsafe-inline'`, or whose nonce, hash or `'strict-dynamic'` makes it ignored.
-It goes right after `<body ...>`, else after `</head>`, else after the doctype and `<html>`.
+- where the page's tokens give it a place (proxy/placement.py): right after `<body ...>`, else
+  right before what starts the body, never in a tag, a comment or a raw-text element, nor in a
+  frameset;
+- not when a Content-Security-Policy of the page, in a header or a `<meta>` of its head, forbids
+  the bar's inline style or script or its frame (proxy/csp.py).
 """
 
 import json
 import re
-import zlib
-from html import unescape
 from typing import Any
 from urllib.parse import parse_qsl
 
 from mitmproxy import http
 
 import harbors
+from archive.content_coding import BadCoding, TooLarge, inflate
 from archive.errors import ClientFault
 from archive.header_block import media_type
 from archive.timestamps import parse_time
 from harbors.answer import NO_NEGOTIATION
-from harbors.banner import bar
+from harbors.banner import FIGURE_PATH, FIGURE_POLICY, bar, figure_page
 
-from .coherence import Coherence, parse_span
+from .coherence import Coherence, origin_of, parse_span
+from .csp import refusal
 from .dates import AT
 from .guard import client_of
+from .placement import placement
 from .replay import MISSED, SERVED, Prepared
 from .responses import encoded, made
 
 MAX_DECODED = 8 * 1024 * 1024
 API_HOST = "api.dlweb"
 COHERENCE = "/coherence"
-# What the bar's place is looked for among: comments and elements whose text may hold `<body`
-# without being the page's body tag (each skipped to its end), `<body ...>`, `</head>`, and
-# `<frameset`.
-_RAW = (b"script", b"style", b"textarea", b"title", b"xmp", b"noscript", b"template")
-_OPENING_RE = re.compile(
-    rb"<!--|<(" + b"|".join(_RAW) + rb")(?=[\s/>])"
-    rb"|<body(?=[\s/>])(?:[^>\"']|\"[^\"]*\"|'[^']*')*>|</head\s*>|<frameset(?=[\s/>])",
-    re.IGNORECASE,
-)
-_ENDS = {name: re.compile(rb"</" + name + rb"\s*>", re.IGNORECASE) for name in _RAW}
-_ENDS[b"!--"] = re.compile(rb"-->")
-_START_RE = re.compile(
-    rb"\A(?:\s|<\?xml[^>]*>|<!doctype[^>]*>|<!--.*?-->)*"
-    rb"(?:<html\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>)?",
-    re.IGNORECASE | re.DOTALL,
-)
-_META_RE = re.compile(rb"<meta\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
-_ATTRIBUTE_RE = re.compile(
-    rb"""([a-z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE
-)
-_INLINE_DIRECTIVES = (
-    ("script-src-elem", "script-src", "default-src"),
-    ("style-src-elem", "style-src", "default-src"),
-)
-_OVERRIDING = ("'nonce-", "'sha256-", "'sha384-", "'sha512-", "'strict-dynamic'")
+# Byte-order marks of UTF-16 and UTF-32, whose pages get no bar, and of UTF-8, which a browser drops.
+_WIDE_MARKS = (b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff")
+_UTF8_MARK = b"\xef\xbb\xbf"
+_SAFE_ORIGIN_RE = re.compile(r"https?://[a-z0-9.\-\[\]:]+")
 
 
 class Banner:
@@ -82,17 +66,20 @@ class Banner:
         self.coherence = Coherence()
 
     def request(self, flow: http.HTTPFlow) -> None:
-        """Answer `http://api.dlweb/coherence`; leave every other request to the harbors."""
+        """Answer `http://api.dlweb/coherence` and its figure page; leave every other request
+        to the harbors."""
         request = flow.request
         if flow.response is not None or request.pretty_host.lower().rstrip(".") != API_HOST:
             return
         path, _, query = request.path.partition("?")
-        if path != COHERENCE:
+        if path not in (COHERENCE, FIGURE_PATH):
             return
         if request.method != "GET":
-            flow.response = _json(405, {"error": "use GET on /coherence"})
-            return
-        flow.response = self._coherence(client_of(flow), dict(parse_qsl(query)))
+            flow.response = _json(405, {"error": f"use GET on {path}"})
+        elif path == FIGURE_PATH:
+            flow.response = _figure(dict(parse_qsl(query)))
+        else:
+            flow.response = self._coherence(client_of(flow), dict(parse_qsl(query)))
 
     def _coherence(self, client: str, query: dict[str, str]) -> http.Response:
         url = query.get("url")
@@ -183,110 +170,49 @@ def _with_bar(response: http.Response, markup: bytes) -> bytes | None:
     content_type = (response.headers.get("content-type") or "").lower()
     if re.search(r"charset\s*=\s*[\"']?utf-?(16|32)", content_type):
         return None
-    if any(
-        _forbids_inline(policy) for policy in response.headers.get_all("content-security-policy")
-    ):
+    try:
+        body = inflate(
+            response.headers.get("content-encoding", ""), response.raw_content or b"", MAX_DECODED
+        )
+    except (BadCoding, TooLarge):  # several codings, a broken one, or too large to go through
         return None
-    body = _decoded(response.raw_content or b"", response.headers.get("content-encoding", ""))
-    if body is None or body.startswith((b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff")):
+    if body.startswith(_WIDE_MARKS) or b"\x1b" in body:
         return None
-    at = _insertion_point(body)
-    if at is None or _meta_forbids_inline(body[:at]):
+    place = placement(body.decode("latin-1"), len(_UTF8_MARK) if body.startswith(_UTF8_MARK) else 0)
+    policies = [*response.headers.get_all("content-security-policy"), *place.policies]
+    if place.at is None or any(refusal(policy) for policy in policies):
         return None
-    return body[:at] + markup + body[at:]
+    return body[: place.at] + markup + body[place.at :]
 
 
-def _decoded(body: bytes, coding: str) -> bytes | None:
-    """The body without its content coding, or None for a coding not read here (br, zstd,
-    several), a broken one, or one that decodes past MAX_DECODED."""
-    coding = coding.strip().lower()
-    if coding in ("", "identity"):
-        return body if len(body) <= MAX_DECODED else None
-    if coding in ("gzip", "x-gzip"):
-        tries = [zlib.MAX_WBITS | 16]
-    elif coding == "deflate":  # zlib-wrapped as the standard says, or raw as some servers send
-        tries = [zlib.MAX_WBITS, -zlib.MAX_WBITS]
-    else:
-        return None
-    for wbits in tries:
-        inflater = zlib.decompressobj(wbits)
-        try:
-            out = inflater.decompress(body, MAX_DECODED + 1)
-        except zlib.error:
-            continue
-        if inflater.eof and len(out) <= MAX_DECODED:
-            return out
-        return None
-    return None
-
-
-def _insertion_point(body: bytes) -> int | None:
-    """Where the bar goes: after `<body ...>`, else after `</head>`, else after the doctype
-    and `<html>`; None in a frameset, which a body's content would break, or where a comment
-    or a script never closed holds the rest of the page. In one pass, however long the page."""
-    after_head, at = None, 0
-    while (found := _OPENING_RE.search(body, at)) is not None:
-        tag = found.group(0)[:6].lower()
-        if tag.startswith(b"<body"):
-            return found.end()
-        if tag.startswith(b"<frame"):
-            return None
-        if tag.startswith(b"</head"):
-            after_head, at = after_head or found.end(), found.end()
-            continue
-        name = found.group(1).lower() if found.group(1) else b"!--"
-        end = _ENDS[name].search(body, found.end())
-        if end is None:  # the rest is that element's text
-            return after_head
-        at = end.end()
-    if after_head is not None:
-        return after_head
-    start = _START_RE.match(body)
-    return start.end() if start else 0
-
-
-def _forbids_inline(header: str) -> bool:
-    """Whether a Content-Security-Policy (several policies joined by commas) would block an
-    inline style or script."""
-    for policy in header.split(","):
-        directives: dict[str, list[str]] = {}
-        for directive in policy.split(";"):
-            tokens = directive.strip().lower().split()
-            if tokens:
-                directives.setdefault(tokens[0], tokens[1:])
-        for names in _INLINE_DIRECTIVES:
-            sources = next((directives[name] for name in names if name in directives), None)
-            if sources is None:
-                continue
-            if "'unsafe-inline'" not in sources or any(
-                source.startswith(_OVERRIDING) for source in sources
-            ):
-                return True
-    return False
-
-
-def _meta_forbids_inline(head: bytes) -> bool:
-    """Whether a `<meta http-equiv="Content-Security-Policy">` before the bar forbids it."""
-    for meta in _META_RE.finditer(head):
-        attributes = {
-            found.group(1).lower(): next(v for v in found.groups()[1:] if v is not None)
-            for found in _ATTRIBUTE_RE.finditer(meta.group(0))
-        }
-        equiv = attributes.get(b"http-equiv", b"").strip().lower()
-        if equiv == b"content-security-policy" and _forbids_inline(
-            unescape(attributes.get(b"content", b"").decode("latin-1"))
-        ):
-            return True
-    return False
+def _figure(query: dict[str, str]) -> http.Response:
+    """The coherence figure page of `url`, which only that page's origin may frame."""
+    url = query.get("url")
+    if not url:
+        return _json(400, {"error": f"give the page's URL: {FIGURE_PATH}?url=..."})
+    page = origin_of(url)
+    ancestor = page if _SAFE_ORIGIN_RE.fullmatch(page) else "'none'"
+    body = figure_page(url)
+    headers = [
+        ("Content-Type", "text/html; charset=utf-8"),
+        NO_NEGOTIATION,
+        ("Content-Security-Policy", f"{FIGURE_POLICY}; frame-ancestors {ancestor}"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+    ]
+    return made(200, encoded(headers), body, len(body))
 
 
 def _json(status: int, data: Any) -> http.Response:
     body = (json.dumps(data, indent=1) + "\n").encode()
+    # The client's own pages and dates: for no other origin (no CORS grant), not even as a
+    # resource of another origin's page (CORP), nor read as anything but JSON.
     headers = [
         ("Content-Type", "application/json"),
         NO_NEGOTIATION,
-        # The bar of a page of any origin reads it; it holds only the asking client's pages.
-        ("Access-Control-Allow-Origin", "*"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cross-Origin-Resource-Policy", "same-origin"),
         ("Cache-Control", "no-store"),
     ]
     return made(status, encoded(headers), body, len(body))

@@ -143,8 +143,8 @@ class Coherence:
         if not owners:
             # The Referer's origin (sent alone across origins), or without one (a page's
             # no-referrer policy, or the browser's own requests), the resource's own origin.
-            origin = _origin(named) or _origin(url)
-            same = [load for load in loads if _origin(load.url) == origin]
+            origin = origin_of(named) or origin_of(url)
+            same = [load for load in loads if origin_of(load.url) == origin]
             if not same:
                 return
             owners = [same[-1]]
@@ -159,6 +159,7 @@ class Coherence:
         return None
 
 
-def _origin(url: str) -> str:
+def origin_of(url: str) -> str:
+    """`scheme://host[:port]` of a URL, in lower case, or "" for a URL without them."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else ""

@@ -1,5 +1,6 @@
 """Pages checked in a running headless Chromium, through the proxy: axe-core's accessibility
-rules run in the page, and scripts evaluated in it while it stays loaded.
+rules run in the page, and scripts evaluated in it while it stays loaded, in its closed shadow
+roots and in its frames of other sites.
 
 Chromium is driven over the DevTools protocol (the crawler's client), so a test can load a
 page, leave its scripts running, and read its DOM again later; `--dump-dom` can only read a page
@@ -96,6 +97,31 @@ class Tab:
             raise AssertionError(details.get("exception", {}).get("description", details))
         return answer.get("result", {}).get("value")
 
+    async def in_shadow_root(self, host: str, function: str) -> Any:
+        """The value of a JavaScript function called with `this` the shadow root of the element
+        that the selector `host` picks, closed ones included (which the page's scripts cannot
+        reach: the DevTools protocol can)."""
+        document = await self.send("DOM.getDocument", {"depth": 0})
+        found = await self.send(
+            "DOM.querySelector", {"nodeId": document["root"]["nodeId"], "selector": host}
+        )
+        assert found.get("nodeId"), f"no element {host} in the page"
+        node = await self.send("DOM.describeNode", {"nodeId": found["nodeId"], "pierce": True})
+        roots = node["node"].get("shadowRoots", [])
+        assert roots, f"{host} has no shadow root"
+        resolved = await self.send("DOM.resolveNode", {"backendNodeId": roots[0]["backendNodeId"]})
+        answer = await self.send(
+            "Runtime.callFunctionOn",
+            {
+                "objectId": resolved["object"]["objectId"],
+                "functionDeclaration": function,
+                "returnByValue": True,
+                "awaitPromise": True,
+            },
+        )
+        assert "exceptionDetails" not in answer, answer["exceptionDetails"]
+        return answer.get("result", {}).get("value")
+
     async def violations(self) -> list[Violation]:
         """What axe-core finds in the page as it is now."""
         await self.evaluate(axe_source())
@@ -131,6 +157,22 @@ class Browser:
         )
         await tab.load(url)
         return tab
+
+    async def frame(self, address: str) -> Tab:
+        """The frame of another site whose address starts with `address`, in any open page, as a
+        tab of its own (a frame of another site runs in a process of its own)."""
+        assert self.connection is not None
+        found = await self.connection.send("Target.getTargets")
+        frames = [
+            target
+            for target in found["targetInfos"]
+            if target["type"] == "iframe" and target["url"].startswith(address)
+        ]
+        assert frames, f"no frame at {address}: {found['targetInfos']}"
+        attached = await self.connection.send(
+            "Target.attachToTarget", {"targetId": frames[0]["targetId"], "flatten": True}
+        )
+        return Tab(self.connection, attached["sessionId"])
 
     async def __aexit__(
         self,

@@ -19,7 +19,7 @@ from multidict import CIMultiDictProxy
 from archive.timestamps import parse_time
 from harbors.banner import bar
 from harbors.consent import Consent
-from tests.browser import chromium
+from tests.accessibility import Browser, eventually
 from tests.master.conftest import Cluster
 
 from .conftest import Client, Proxy, Version, archive, header_block, post_set, put_setting
@@ -110,12 +110,39 @@ def test_the_bars_links_to_its_neighbours_name_each_capture_to_the_microsecond()
         assert not consent.allows_link(CLIENT, time + 1, url, token)
 
 
+# What the bar shows, read in its closed shadow root (`this`).
+READ_BAR = """function () {
+  return {
+    time: Array.from(this.querySelectorAll("time"), (t) => t.getAttribute("datetime")),
+    prev: Array.from(this.querySelectorAll('a[rel="prev"]'), (a) => a.getAttribute("href")),
+    next: Array.from(this.querySelectorAll('a[rel="next"]'), (a) => a.getAttribute("href")),
+    links: Array.from(this.querySelectorAll("a"), (a) => a.getAttribute("href")),
+    figure: Array.from(this.querySelectorAll("iframe"), (f) => f.getAttribute("src")),
+  };
+}"""
+# The figure as its frame draws it.
+READ_FIGURE = """(() => {
+  const figure = document.getElementById("dlweb-coherence");
+  return {
+    count: figure.dataset.count, earliest: figure.dataset.earliest, latest: figure.dataset.latest,
+    beyond: figure.dataset.beyond, missing: figure.dataset.missing,
+    marked: Array.from(document.querySelectorAll("li.beyond"), (li) => li.textContent),
+  };
+})()"""
+# The page as its own scripts see it once loaded: the body's first element (the bar's host), what
+# the page's own script saw of its frame, and whether any of the bar's links is in reach.
+READ_PAGE = """(() => ({
+  first: document.body.firstElementChild.id,
+  frame: document.body.dataset.frame, frameBar: document.body.dataset.frameBar,
+  links: document.documentElement.outerHTML.includes("captures.dlweb"),
+}))()"""
+
+
 @pytest.mark.parametrize("scheme", ["http", "https"])
 async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
     cluster_factory: Callable[..., Cluster],
     proxy_factory: Callable[..., Proxy],
     sessions: Client,
-    tmp_path: Path,
     scheme: str,
 ) -> None:
     base = f"{scheme}://coherent.example"
@@ -128,38 +155,50 @@ async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
     assert (await get(sessions(CLIENT), proxy, base + "/", ssl=ssl))[2] == PAGE_BODY
     assert put_setting(proxy, CLIENT, banner=True)[0] == 200
 
-    dom = chromium(
-        proxy.url, tmp_path / "profile", base + "/", "--dump-dom", "--ignore-certificate-errors"
-    )
-    page = lxml.html.fromstring(dom)
-    [body] = page.xpath("//body")
-    assert [child.get("id") for child in body[:2]] == ["dlweb-banner-style", "dlweb-banner"]
-    bar = body[1]
-    assert bar.xpath(".//time/@datetime") == [PAGE_AT]
-    back = quote(base + "/", safe="")
-    [previous] = bar.xpath('.//a[@rel="prev"]/@href')
-    assert previous.startswith(f"http://date.dlweb/set?at=20190301000000&back={back}&token=")
-    [following] = bar.xpath('.//a[@rel="next"]/@href')
-    assert following.startswith(f"http://date.dlweb/set?at=20230101000000&back={back}&token=")
-    assert f"http://captures.dlweb/?url={back}" in bar.xpath(".//a/@href")
-    # Over HTTPS the browser says the frame is a frame: its document and image are the page's.
-    # Over HTTP nothing tells it from a page, so they count for the frame's own load.
-    served = ["/style.css", "/bg.png", "/app.js", "/logo.png"]
-    if scheme == "https":
-        served += ["/frame.html", "/frame.png"]
-    dates = [PAGE_AT] + [RESOURCES[path][1] for path in served]
-    beyond = [
-        path for path in served if abs(parse_time(RESOURCES[path][1]) - parse_time(PAGE_AT)) > DAY
-    ]
-    [figure] = bar.xpath('.//*[@id="dlweb-coherence"]')
-    assert figure.get("data-count") == str(len(served)), figure.text_content()
-    assert (figure.get("data-earliest"), figure.get("data-latest")) == (min(dates), max(dates))
-    assert figure.get("data-beyond") == str(len(beyond)) and figure.get("data-missing") == "1", (
-        figure.text_content()
-    )
-    marked = [item.text_content() for item in figure.xpath('.//li[@class="dlweb-beyond"]')]
-    assert sorted(item.rsplit(" ", 1)[1] for item in marked) == sorted(base + p for p in beyond)
-    assert body.get("data-frame") == "the frame" and body.get("data-frame-bar") == "false"
+    async with Browser(proxy.url) as browser:
+        assert browser.connection is not None
+        await browser.connection.send("Security.setIgnoreCertificateErrors", {"ignore": True})
+        tab = await browser.open(base + "/")
+        bar = await tab.in_shadow_root("#dlweb-banner", READ_BAR)
+        back = quote(base + "/", safe="")
+        assert bar["time"] == [PAGE_AT]
+        [previous], [following] = bar["prev"], bar["next"]
+        assert previous.startswith(f"http://date.dlweb/set?at=20190301000000&back={back}&token=")
+        assert following.startswith(f"http://date.dlweb/set?at=20230101000000&back={back}&token=")
+        assert f"http://captures.dlweb/?url={back}" in bar["links"]
+        assert bar["figure"] == [f"{scheme}://api.dlweb/coherence/figure?url={back}"]
+        # Over HTTPS the browser says the frame is a frame: its document and image are the
+        # page's. Over HTTP nothing tells it from a page, so they count for the frame's own load.
+        served = ["/style.css", "/bg.png", "/app.js", "/logo.png"]
+        if scheme == "https":
+            served += ["/frame.html", "/frame.png"]
+        dates = [PAGE_AT] + [RESOURCES[path][1] for path in served]
+        beyond = [
+            path
+            for path in served
+            if abs(parse_time(RESOURCES[path][1]) - parse_time(PAGE_AT)) > DAY
+        ]
+        figure_frame = await browser.frame(f"{scheme}://api.dlweb/coherence/figure")
+
+        async def counted() -> bool:
+            figure = await figure_frame.evaluate(READ_FIGURE)
+            return bool(figure["count"] == str(len(served)))
+
+        await eventually(counted, "the figure to count the page's resources")
+        figure = await figure_frame.evaluate(READ_FIGURE)
+        assert (figure["earliest"], figure["latest"]) == (min(dates), max(dates))
+        assert figure["beyond"] == str(len(beyond)) and figure["missing"] == "1", figure
+        marked = sorted(item.rsplit(" ", 1)[1] for item in figure["marked"])
+        assert marked == sorted(base + path for path in beyond)
+        # The bar is the body's first element, its links out of the page's reach; the page's
+        # frame shows no bar.
+        page = await tab.evaluate(READ_PAGE)
+        assert page == {
+            "first": "dlweb-banner",
+            "frame": "the frame",
+            "frameBar": "false",
+            "links": False,
+        }
 
     # The API the bar read says the same, and the other client sees the page as archived.
     async with sessions(CLIENT).get(
@@ -231,7 +270,7 @@ async def test_only_archived_html_pages_of_the_client_that_asked_get_the_bar(
 
     status, headers, got = await get(asking, proxy, base + "/plain.html")
     head, _, rest = PLAIN.partition(b"<body class='x'>")
-    assert got.startswith(head + b"<body class='x'><style id=\"dlweb-banner-style\">")
+    assert got.startswith(head + b"<body class='x'><div id=\"dlweb-banner\"><template")
     assert got.endswith(b"</script>" + rest) and headers["Content-Length"] == str(len(got))
     status, headers, unpacked = await get(asking, proxy, base + "/packed.html")
     assert "Content-Encoding" not in headers and headers["Content-Length"] == str(len(unpacked))
