@@ -69,16 +69,15 @@ class ArchiveAddon:
             _failed(flow, "CONNECT", exc)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
-        """Refuse early what the guard refuses: the body that follows is then read and dropped,
-        within the body limit (limits.py)."""
+        """The guard looks at a request once its head is read: what it refuses is answered
+        without its body, which is read and dropped within the body limit (limits.py)."""
         try:
             self.guard.request(flow)
         except Exception as exc:
             _failed(flow, "request headers", exc)
 
     async def request(self, flow: http.HTTPFlow) -> None:
-        try:
-            self.guard.request(flow)
+        try:  # the guard saw the request's head (requestheaders)
             self.banner.request(flow)
             await self.harbors.request(flow)
             self.dates.request(flow)

@@ -8,6 +8,8 @@ an authority, given twice, or a request with more header fields or a longer URL 
 could hold (431, 414).
 """
 
+import functools
+
 from mitmproxy import http
 from mitmproxy.net.http.url import default_port, parse_authority
 
@@ -74,6 +76,7 @@ def malformed(request: http.Request) -> tuple[int, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # asked twice for every request, of the same few hosts
 def _host_key(host: str) -> str:
     """A host as compared: lower case, no trailing dot nor brackets, international names in
     their ASCII form (a request line may carry either)."""
