@@ -20,6 +20,7 @@ from archive.urlkey import structure_name
 
 from .errors import BadQuery, NoIndex
 from .keys import bands, link_key
+from .query_limits import check_query
 
 # 2: urlkey, links_to, simhash_bands, simhash fast; 3: version; 4: the simhash of words hashed
 # once each (simhash.py); 5: outlinks stored only, as pairs
@@ -225,9 +226,11 @@ def open_index(folder: Path) -> tantivy.Index:
 
 def parse(index: tantivy.Index, query: str) -> tantivy.Query:
     """`query` parsed over title and text, all its words required unless it says OR; BadQuery
-    when it does not parse."""
+    when it does not parse, or passes a limit of query_limits.py (which tantivy could not
+    withstand)."""
     if not query.strip():
         raise BadQuery("the query is empty")
+    check_query(query)
     try:
         return index.parse_query(
             query, DEFAULT_FIELDS, field_boosts=FIELD_BOOSTS, conjunction_by_default=True
