@@ -18,6 +18,7 @@ import tantivy
 from archive.timestamps import MAX_TIME, BadTime, format_iso, from_micros, parse_time, to_micros
 from archive.urlkey import structure_name
 
+from .budget import Budgeted
 from .errors import BadQuery, NoIndex
 from .keys import bands, link_key
 from .query_limits import check_query
@@ -248,6 +249,18 @@ MAX_YEARS = 10_000  # every year: the years facet is whole
 _DAY = re.compile(r"\d{4}-\d{2}(-\d{2})?")  # 2019-05, 2019-05-01: read as their digits
 
 
+# A search runs on SEARCHES_AT_ONCE threads of its own, and its asker is answered within
+# SEARCH_BUDGET seconds (budget.py): tantivy cannot stop a search it has begun.
+SEARCH_BUDGET = 10.0
+SEARCHES_AT_ONCE = 2
+QUERIES = Budgeted(
+    SEARCHES_AT_ONCE,
+    SEARCH_BUDGET,
+    "the search",
+    "narrow the query (fewer words, a field, a date range) or ask again later",
+)
+
+
 def search(
     index: tantivy.Index,
     query: str,
@@ -260,12 +273,27 @@ def search(
     """The best `limit` documents for `query` after the first `offset`, best first (a tie by URL,
     then time), of those first captured between `start` and `end` (UTC microseconds, both
     included, None for no bound); with `facets`, how every document that matches spreads over
-    domains, years and types (which costs a pass over the matches)."""
+    domains, years and types (which costs a pass over the matches). OverBudget when the answer
+    takes longer than SEARCH_BUDGET seconds."""
     if limit < 1 or offset < 0:
         raise BadQuery(
             f"limit={limit}, offset={offset}: give a limit of 1 or more, an offset of 0 or more"
         )
     parsed = parse(index, query)
+    return QUERIES.run(_answer, index, parsed, query, limit, offset, start, end, facets)
+
+
+def _answer(
+    index: tantivy.Index,
+    parsed: tantivy.Query,
+    query: str,
+    limit: int,
+    offset: int,
+    start: int | None,
+    end: int | None,
+    facets: bool,
+) -> Answer:
+    """What `search` answers, from the query parsed (on a thread of QUERIES)."""
     matching = _within(index, parsed, start, end)
     searcher = index.searcher()
     try:

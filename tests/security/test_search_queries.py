@@ -9,6 +9,7 @@ import json
 import select
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,8 +18,8 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search.errors import BadQuery
-from search.index import parse
+from search.errors import BadQuery, OverBudget
+from search.index import QUERIES, SEARCHES_AT_ONCE, parse, search
 from tests.security.query_runner import small_index
 
 ANSWER_TIMEOUT = 30.0  # seconds for the runner to answer one query: past it, it hangs
@@ -137,13 +138,46 @@ def test_a_readers_queries_pass_and_those_too_long_or_of_too_many_words_are_refu
         parse(index, '"' + "-".join(["a"] * (MAX_WORDS + 1)) + '"')
 
 
+def test_a_search_not_answered_within_its_budget_is_refused_with_503_and_the_next_runs(
+    index: tantivy.Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(QUERIES, "seconds", 0.2)
+    began, gate = threading.Semaphore(0), threading.Event()
+
+    def hold() -> None:
+        """A search that cannot end until the gate opens, holding a thread of QUERIES."""
+        began.release()
+        gate.wait()
+
+    def asker() -> None:
+        with pytest.raises(OverBudget):
+            QUERIES.run(hold)
+
+    askers = [threading.Thread(target=asker) for _ in range(SEARCHES_AT_ONCE)]
+    for thread in askers:
+        thread.start()
+    for _ in askers:
+        began.acquire()  # every thread of QUERIES busy
+    try:
+        with pytest.raises(OverBudget, match="the search took longer than 0.2 s") as late:
+            search(index, "lighthouse")
+        assert late.value.status == 503
+    finally:
+        gate.set()
+        for thread in askers:
+            thread.join()
+    assert [hit.url for hit in search(index, "lighthouse").hits] == [
+        "http://a.test/", "http://b.test/x",
+    ]  # fmt: skip
+
+
 # Pieces of tantivy's syntax, and what nests, for the fuzz run to put together.
 PIECES = [
     "(", ")", "-", "+", "NOT ", "AND ", "OR ", "IN ", '"', "'", "\\", "[", "]", "{", "}",
     "^2", "^", "~2", "*", ":", "title:", "year:", "TO", ">=", "a", "b", "2019", " ", "é", "\t",
 ]  # fmt: skip
 UNITS = ["(", "(-", "(+", "b (-", "NOT ", "title:(", "(NOT ", '("a" ', "a^2 (", "-", "\\("]
-QUERIES = st.one_of(
+TEXTS = st.one_of(
     st.text(max_size=200),
     st.lists(st.sampled_from(PIECES), max_size=300).map("".join),
     st.builds(
@@ -158,12 +192,12 @@ QUERIES = st.one_of(
 
 
 @settings(
-    max_examples=2500,
+    max_examples=1500,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(query=QUERIES)
+@given(query=TEXTS)
 def test_any_query_is_answered_or_refused_without_a_crash_a_hang_or_a_gigabyte(
     query: str, runner: Runner
 ) -> None:
