@@ -8,12 +8,10 @@ out, with the reason; so is a PDF that cannot be read or has no text, which is a
 """
 
 import codecs
-import gzip
 import io
 import itertools
 import logging
 import re
-import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -24,6 +22,7 @@ from archive.header_block import HeaderBlock, charset_of, media_type
 from archive.visible_text import title_of, visible_text
 
 from .errors import NotIndexed
+from .inflate import TooLarge, inflate
 from .language import guess_language
 from .simhash import simhash
 
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from pypdf import PageObject
 
 MAX_BYTES = 5 * 1024 * 1024  # a larger payload (or one that inflates past it) is left out
+TOO_LARGE = "larger than 5 MB"  # the reason such a payload is left out
 MAX_TEXT = 1024 * 1024  # characters of visible text kept (for the snippets)
 MAX_LINKS = 2000  # outlinks kept of one page
 MAX_ANCHOR = 200  # characters kept of one anchor text
@@ -117,7 +117,7 @@ class _Read(NamedTuple):
 def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read:
     kind = indexed_type(header)
     if len(payload) > MAX_BYTES:
-        raise NotIndexed("larger than 5 MB", f"{len(payload):,} bytes")
+        raise NotIndexed(TOO_LARGE, f"{len(payload):,} bytes")
     body = _decoded(header, payload)
     if kind == PDF_TYPE:
         return _pdf(url, body)
@@ -143,28 +143,9 @@ def _decoded(header: HeaderBlock, payload: bytes) -> bytes:
     """The payload without its Content-Encoding, at most MAX_BYTES of it."""
     coding = (header.get("Content-Encoding") or "identity").strip().lower()
     try:
-        if coding in ("gzip", "x-gzip"):
-            inflated = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(payload, MAX_BYTES + 1)
-        elif coding == "deflate":
-            try:
-                inflated = zlib.decompressobj().decompress(payload, MAX_BYTES + 1)
-            except zlib.error:
-                inflated = zlib.decompressobj(-zlib.MAX_WBITS).decompress(payload, MAX_BYTES + 1)
-        elif coding == "br":
-            import brotli
-
-            inflated = brotli.decompress(payload)
-        elif coding in ("identity", ""):
-            return payload
-        else:
-            raise NotIndexed("unknown Content-Encoding", coding)
-    except (zlib.error, gzip.BadGzipFile, EOFError, ImportError) as exc:
-        raise NotIndexed("undecodable Content-Encoding", f"{coding}: {exc}") from None
-    except Exception as exc:  # brotli.error derives from Exception only
-        raise NotIndexed("undecodable Content-Encoding", f"{coding}: {exc}") from None
-    if len(inflated) > MAX_BYTES:
-        raise NotIndexed("larger than 5 MB", f"inflates past {MAX_BYTES:,} bytes")
-    return bytes(inflated)
+        return inflate(coding, payload, MAX_BYTES)
+    except TooLarge as exc:
+        raise NotIndexed(TOO_LARGE, str(exc)) from None
 
 
 def _text_of(body: bytes, charset: str | None, sniff_meta: bool) -> str:
