@@ -163,11 +163,13 @@ def _text_of(body: bytes, charset: str | None, sniff_meta: bool) -> str:
             continue
         try:
             name = codecs.lookup(candidate).name
-        except LookupError:
+            # As browsers do (WHATWG Encoding): a page that says Latin-1 is read as Windows-1252.
+            name = "cp1252" if name in ("iso8859-1", "ascii") else name
+            return body.decode(name, errors="replace")
+        except (LookupError, ValueError):
+            # No charset: unknown, a codec of bytes (base64, rot13), or one that fails whatever
+            # the bytes (undefined, idna).
             continue
-        # As browsers do (WHATWG Encoding): a page that says Latin-1 is read as Windows-1252.
-        name = "cp1252" if name in ("iso8859-1", "ascii") else name
-        return body.decode(name, errors="replace")
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:

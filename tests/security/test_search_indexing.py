@@ -1,6 +1,6 @@
 """The search indexer does not trust the archive. A payload that inflates to hundreds of
-megabytes (in any Content-Encoding it reads: gzip, deflate, Brotli, zstd) is cut at 5 MB with
-bounded memory."""
+megabytes (in any Content-Encoding it reads) is cut at 5 MB with bounded memory, and a page
+whose charset is a codec of bytes is read."""
 
 import gzip
 import json
@@ -10,7 +10,11 @@ import zlib
 from pathlib import Path
 
 import brotlicffi
+import pytest
 import zstandard
+
+from archive.header_block import parse_header_block
+from search.extract import extract
 
 MB = 1024 * 1024
 BOMB = 64 * MB  # what each bomb inflates to
@@ -67,6 +71,18 @@ def test_a_bomb_in_any_coding_is_cut_at_5_mb_in_bounded_memory(tmp_path: Path) -
             [sys.executable, "-c", EXTRACT, coding, str(small)], capture_output=True, text=True
         )
         assert json.loads(done.stdout)[0] == "The keeper's logbook", (coding, done.stdout)
+
+
+@pytest.mark.parametrize("charset", ["rot13", "base64", "uu", "undefined", "idna", "punycode"])
+def test_a_page_whose_charset_is_no_text_codec_is_read_as_utf8(charset: str) -> None:
+    html = "<p>Le phare de l’île</p>".encode()
+    said = parse_header_block(
+        f"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset={charset}\r\n\r\n".encode()
+    )
+    assert extract("http://x.test/", said, html).text == "Le phare de l’île"
+    plain = parse_header_block(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n")
+    meta = f'<meta charset="{charset}">'.encode() + html
+    assert extract("http://x.test/", plain, meta).text == "Le phare de l’île"
 
 
 def _encoded(coding: str, data: bytes) -> bytes:
