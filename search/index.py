@@ -204,16 +204,22 @@ def _now_micros() -> int:
     return int(datetime.datetime.now(datetime.UTC).timestamp() * 1_000_000)
 
 
-def open_index(folder: Path) -> tantivy.Index:
-    """The index in `folder`; NoIndex when there is none or it has another schema."""
+def read_built(folder: Path) -> dict[str, Any]:
+    """What built the index in `folder` (mark_built); NoIndex when there is none."""
     try:
-        built = json.loads((folder / BUILT_FILE).read_text())
+        built: dict[str, Any] = json.loads((folder / BUILT_FILE).read_text())
     except FileNotFoundError:
         raise NoIndex(
             f"no search index in {folder}: build it with `dlweb search rebuild --index {folder}`"
         ) from None
     except (OSError, ValueError) as exc:
         raise NoIndex(f"{folder / BUILT_FILE} cannot be read: {exc}") from None
+    return built
+
+
+def open_index(folder: Path) -> tantivy.Index:
+    """The index in `folder`; NoIndex when there is none or it has another schema."""
+    built = read_built(folder)
     if built.get("schema") != SCHEMA_VERSION:
         raise NoIndex(
             f"the search index in {folder} has schema {built.get('schema')}, this version reads"

@@ -1,12 +1,18 @@
 """The search indexer does not trust the archive. A payload that inflates to hundreds of
-megabytes (in any Content-Encoding it reads) is cut at 5 MB with bounded memory, and a page
-whose charset is a codec of bytes is read."""
+megabytes (in any Content-Encoding it reads) is cut at 5 MB with bounded memory; a page whose
+charset is a codec of bytes is read; and a record its index cannot take (dated 9999 or 2500,
+past what tantivy's dates hold), put straight into a structure file as a hostile archive could,
+is set aside with its reason while the follower and a rebuild index the rest."""
 
+import asyncio
 import gzip
+import hashlib
 import json
 import subprocess
 import sys
+import urllib.request
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import brotlicffi
@@ -14,17 +20,27 @@ import pytest
 import zstandard
 
 from archive.header_block import parse_header_block
+from archive.structure import Capture
+from archive.timestamps import parse_time
+from archive.urlkey import structure_name
 from search.extract import extract
+from search.index import open_index, search
+from tests.master.conftest import Cluster, clusters_in
+from tests.proxy.conftest import Version, archive, header_block
+from tests.search.conftest import dlweb
+from tests.search.indexing import Indexer, hits, wait_until
 
 MB = 1024 * 1024
 BOMB = 64 * MB  # what each bomb inflates to
+HTML = ("Content-Type", "text/html; charset=utf-8")
 
 
 def _compressed(coding: str, size: int) -> bytes:
     """`size` zero bytes in a Content-Encoding, compressed a megabyte at a time."""
     if coding == "br":
         brotli = brotlicffi.Compressor(quality=5)
-        return b"".join(brotli.process(bytes(MB)) for _ in range(size // MB)) + brotli.finish()
+        parts = [brotli.process(bytes(MB)) for _ in range(size // MB)]
+        return b"".join(parts) + bytes(brotli.finish())
     if coding == "zstd":
         return zstandard.ZstdCompressor().compress(bytes(size))
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31 if coding == "gzip" else 15)
@@ -93,3 +109,107 @@ def _encoded(coding: str, data: bytes) -> bytes:
     if coding == "gzip":
         return gzip.compress(data)
     return zlib.compress(data)
+
+
+BEFORE = "http://museum.test/"
+AFTER = "http://museum.test/after"
+ROT13 = "http://museum.test/rot13"  # says its charset is rot13, a codec of bytes to bytes
+BOMBED = "http://museum.test/bomb"
+# Dates a hostile archive can write: tantivy's dates hold 1677 to 2262 only. A record dated
+# before 1970 is never read back from its structure file (year 1 here): it is put in too.
+POISON = {
+    "http://poison.test/9999": "9999-12-31T23:59:59Z",
+    "http://poison.test/2500": "2500-06-01T00:00:00Z",
+}
+EARLY = {"http://poison.test/1": "0001-01-01T00:00:00Z"}
+
+
+def _page(url: str, when: str, text: str, kind: tuple[str, str] = HTML) -> Version:
+    body = f"<!doctype html><title>{text}</title><p>{text}</p>".encode()
+    return Version(url, when, 200, header_block(200, "OK", kind), body)
+
+
+def _send(cluster: Cluster, method: str, path: str, body: bytes) -> None:
+    """A write to the cluster's storage node, with the cluster's token, as an archive's
+    writer with the secret could make it."""
+    node = next(iter(cluster.nodes.values()))
+    request = urllib.request.Request(
+        f"{node.url}{path}",
+        data=body,
+        method=method,
+        headers={"Authorization": f"Bearer {cluster.config.write_token}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status in (200, 201), answer.read()
+
+
+def _put_poison(cluster: Cluster) -> None:
+    """Records the index node would refuse, appended to new structure files on the node."""
+    header = header_block(200, "OK", HTML)
+    body = b"<!doctype html><title>Poison</title><p>nightshade</p>"
+    for data in (header, body):
+        _send(cluster, "PUT", f"/content/{hashlib.sha256(data).hexdigest()}", data)
+    for url, when in (POISON | EARLY).items():
+        capture = Capture(
+            parse_time(when),
+            hashlib.sha256(body).hexdigest(),
+            hashlib.sha256(header).hexdigest(),
+            200,
+        )
+        append = {"url": url, "records": [capture.to_json()]}
+        _send(cluster, "POST", f"/structure/{structure_name(url)}", json.dumps(append).encode())
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with clusters_in(tmp_path_factory.mktemp("cluster")) as make:
+        yield make(nodes=1, replicas=1)
+
+
+def test_records_the_index_cannot_take_are_set_aside_and_the_pages_after_them_indexed(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    asyncio.run(archive(cluster, [_page(BEFORE, "2019-03-01T10:00:00Z", "lighthouse")]))
+    folder = tmp_path / "index"
+    indexer = Indexer(cluster, folder).start()
+    try:
+        files = cluster.status()["files"]["structure"]
+        _put_poison(cluster)
+        cluster.wait_for(
+            lambda status: status["files"]["structure"] == files + len(POISON | EARLY),
+            "the master to list the poisoned structure files (its change feed with them)",
+        )
+        rot13 = ("Content-Type", "text/html; charset=rot13")
+        brotli = header_block(200, "OK", HTML, ("Content-Encoding", "br"))
+        later = [
+            _page(ROT13, "2019-03-02T10:00:00Z", "cormorant", rot13),
+            Version(BOMBED, "2019-03-02T10:00:01Z", 200, brotli, _compressed("br", BOMB)),
+            _page(AFTER, "2019-03-03T10:00:00Z", "albatross"),
+        ]
+        asyncio.run(archive(cluster, later))
+        wait_until(lambda: bool(hits(folder, "albatross")), "the page after the poison", indexer)
+        assert [url for url, _ in hits(folder, "cormorant")] == [ROT13]
+        assert hits(folder, "nightshade") == [] and hits(folder, "bomb") == []
+        about = dlweb("search", "--about", "--json", "--index", str(folder))
+        assert about.returncode == 0, about.stderr
+        told = json.loads(about.stdout)
+        assert told["set_aside"] == len(POISON)
+        assert {entry["url"] for entry in told["last_set_aside"]} == set(POISON)
+        assert {entry["reason"] for entry in told["last_set_aside"]} == {
+            "set aside: the index cannot take it"
+        }
+        assert "out of range" in told["last_set_aside"][0]["error"]
+        assert "set aside" in indexer.log()
+    finally:
+        indexer.stop()
+    rebuilt = tmp_path / "rebuilt"
+    config = str(cluster.config_path)
+    done = dlweb("search", "rebuild", "-c", config, "--index", str(rebuilt))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(POISON)} set aside: the index cannot take it" in done.stdout
+    assert "1 larger than 5 MB" in done.stdout
+    assert all(url in done.stdout for url in POISON)
+    index = open_index(rebuilt)
+    assert {hit.url for hit in search(index, "albatross OR cormorant OR lighthouse", 10).hits} == {
+        AFTER, ROT13, BEFORE,
+    }  # fmt: skip
