@@ -476,7 +476,7 @@ def _set_mimes(rows: Sequence[Row], blocks: dict[str, bytes | None]) -> None:
             row.mime = mimes.get(row.header, "-")
 
 
-def _targets(query: CdxQuery, index: Path) -> list[list[str]]:
+def _targets(query: CdxQuery, index: Path, deadline: Deadline) -> list[list[str]]:
     """The URLs to read, grouped by SURT key in key order (a group is never split, so that rows
     come in order however the groups are read)."""
     if query.match_type == "exact":
@@ -489,7 +489,7 @@ def _targets(query: CdxQuery, index: Path) -> list[list[str]]:
     groups: list[list[str]] = []
     last = None
     with UrlKeys(index) as keys:
-        for key, url in keys.between(query.key, query.end_key):
+        for key, url in deadline.watch(keys.between(query.key, query.end_key)):
             if url == REGISTRY_URL:
                 continue
             if key != last:
@@ -507,7 +507,7 @@ async def answer(client: ClusterClient, query: CdxQuery, index: Path) -> str:
     longer than CDX_BUDGET seconds."""
     deadline = Deadline(CDX_BUDGET, "the CDX query", _ADVICE)
     reader = _Reader(client)
-    groups = await asyncio.to_thread(_targets, query, index)
+    groups = await asyncio.to_thread(_targets, query, index, deadline)
     mime_first = query.filters_need("mime")
     everything = query.closest is not None or query.reverse
     found: list[Row] = []
