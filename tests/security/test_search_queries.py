@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from search.errors import BadQuery, OverBudget
-from search.index import QUERIES, SEARCHES_AT_ONCE, parse, search
+from search.index import QUERIES, SEARCHES_AT_ONCE, mark_built, parse, search
 from tests.security.query_runner import small_index
 
 ANSWER_TIMEOUT = 30.0  # seconds for the runner to answer one query: past it, it hangs
@@ -136,6 +136,23 @@ def test_a_readers_queries_pass_and_those_too_long_or_of_too_many_words_are_refu
     # Each word of a phrase counts, and each part of a word tantivy splits (a-b is two).
     with pytest.raises(BadQuery, match="words"):
         parse(index, '"' + "-".join(["a"] * (MAX_WORDS + 1)) + '"')
+
+
+def test_the_command_line_refuses_a_query_nested_9000_deep_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "index"
+    small_index(folder)
+    mark_built(folder, {})
+    deep = "(" * 9000 + "a" + ")" * 9000
+    done = subprocess.run(
+        [sys.executable, "-m", "archive", "search", "--index", str(folder), deep],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert (
+        done.stderr == "dlweb: error: the query is 18,001 characters long; at most 1,000 are read\n"
+    )
 
 
 def test_a_search_not_answered_within_its_budget_is_refused_with_503_and_the_next_runs(
