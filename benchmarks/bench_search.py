@@ -64,7 +64,7 @@ from bench_tools import MB, BenchError, run_benchmark  # noqa: E402
 
 from archive.header_block import parse_header_block  # noqa: E402
 from archive.structure import Capture as StructureCapture  # noqa: E402
-from search.errors import NotIndexed  # noqa: E402
+from archive.urlkey import structure_name  # noqa: E402
 from search.extract import Extracted, extract, extract_many  # noqa: E402
 from search.extracting import Extractors, default_workers  # noqa: E402
 from search.index import Page, create, mark_built, new_writer, open_index, search  # noqa: E402
@@ -206,7 +206,10 @@ def page_of(capture: Capture, got: Extracted) -> Page:
 async def extract_and_add(captures: list[Capture], writer: Any) -> float:
     """An update's pipeline over these pages (search.updating.index_fetched, as fetched chunk
     by chunk), and its seconds, the extracting processes started and warm before the clock."""
-    fetched = [Fetched(version_of(c), parse_header_block(c.header), c.payload) for c in captures]
+    fetched = [
+        Fetched(version_of(c), parse_header_block(c.header), c.payload, structure_name(c.url))
+        for c in captures
+    ]
     extractors = Extractors()
     try:
         await extractors.ready()
@@ -216,14 +219,17 @@ async def extract_and_add(captures: list[Capture], writer: Any) -> float:
                 yield fetched[start : start + CHUNK]
 
         started = time.perf_counter()
-        added, skipped = await index_fetched(chunks(), extractors, writer)
+        indexed = await index_fetched(chunks(), extractors, writer)
         writer.commit()
         writer.wait_merging_threads()
         seconds = time.perf_counter() - started
     finally:
         extractors.close()
-    if added != len(captures):
-        raise BenchError(f"only {added} of {len(captures)} pages were indexed: {dict(skipped)}")
+    if indexed.documents != len(captures):
+        raise BenchError(
+            f"only {indexed.documents} of {len(captures)} pages were indexed:"
+            f" {dict(indexed.skipped)}"
+        )
     return seconds
 
 
@@ -261,7 +267,7 @@ def bench_indexing(work: Path, pages: int, seed: int) -> dict[str, Any]:
         chunk = captures[start : start + CHUNK]
         items = [(c.url, parse_header_block(c.header), c.payload) for c in chunk]
         for got in extract_many(items):
-            if isinstance(got, NotIndexed):
+            if not isinstance(got, Extracted):
                 raise BenchError(f"a generated page was not indexed: {got}")
             extracted.append(got)
     extracting = time.perf_counter() - started

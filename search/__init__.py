@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         NoIndex,
         NotIndexed,
         NoUrlIndex,
+        OverBudget,
         PageNotIndexed,
     )
     from .extract import Extracted, Link, extract
@@ -48,6 +49,7 @@ _EXPORTS = {
     "NoIndex": "errors",
     "NoUrlIndex": "errors",
     "NotIndexed": "errors",
+    "OverBudget": "errors",
     "Page": "index",
     "PageNotIndexed": "errors",
     "RebuildSummary": "rebuild",
@@ -83,6 +85,7 @@ __all__ = [
     "NoIndex",
     "NoUrlIndex",
     "NotIndexed",
+    "OverBudget",
     "Page",
     "PageNotIndexed",
     "RebuildSummary",

@@ -7,6 +7,9 @@ it commits (those indexed before and those it adds); then it commits tantivy; th
 the files' new versions and position, clearing the pending list, in one transaction. After a
 crash between those steps, the files still pending are redone whole: every version listed for
 them is deleted and each of their versions added again, whatever changed in the archive since.
+
+It also lists the versions set aside (updating.py): those whose reading failed or whose
+document tantivy refused, each with why, until an update deletes or adds that version again.
 """
 
 import sqlite3
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from archive.sql import in_chunks, transaction
+from archive.timestamps import MAX_TIME, MIN_TIME, format_iso
 from archive.urlkeys import URLKEYS_FILE, surt_key
 
 _SCHEMA = """
@@ -38,6 +42,14 @@ CREATE TABLE IF NOT EXISTS pending (
     time INTEGER NOT NULL,
     PRIMARY KEY (structure, time)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS set_aside (
+    structure TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    error TEXT NOT NULL,
+    PRIMARY KEY (structure, time)
+);
 """
 
 
@@ -49,6 +61,25 @@ class FileEntry:
     structure: str
     listed_url: str | None
     versions: dict[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """A version the index could not take, set aside so that the others are indexed: its
+    structure file and time, its URL (cut short), why (a category) and the error."""
+
+    structure: str
+    time: int
+    url: str
+    reason: str
+    error: str
+
+    def when(self) -> str:
+        """Its time in ISO 8601, or in microseconds past the years that can be written."""
+        return format_iso(self.time) if MIN_TIME <= self.time <= MAX_TIME else f"{self.time} µs"
+
+    def as_json(self) -> dict[str, str]:
+        return {"url": self.url, "time": self.when(), "reason": self.reason, "error": self.error}
 
 
 class Catalog:
@@ -106,12 +137,24 @@ class Catalog:
         row = self._db.execute("SELECT feed, seq FROM position WHERE id = 0").fetchone()
         return (None, 0) if row is None else (row[0], int(row[1]))
 
-    def record(self, entries: Iterable[FileEntry], position: tuple[str | None, int]) -> None:
+    def record(
+        self,
+        entries: Iterable[FileEntry],
+        position: tuple[str | None, int],
+        redone: Iterable[tuple[str, int]] = (),
+        set_aside: Iterable[SetAside] = (),
+    ) -> None:
         """Replace what is said of these structure files (the last entry of a file said twice)
-        and move the position, at once."""
+        and move the position, at once; the versions `redone` (structure file, time: deleted or
+        added again) are no longer set aside, unless `set_aside` lists them."""
         entries = list({entry.structure: entry for entry in entries}.values())
         names = [(entry.structure,) for entry in entries]
         with transaction(self._db):
+            self._db.executemany("DELETE FROM set_aside WHERE structure = ? AND time = ?", redone)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO set_aside VALUES (?, ?, ?, ?, ?)",
+                [(e.structure, e.time, e.url, e.reason, e.error) for e in set_aside],
+            )
             for table in ("pending", "versions", "urls"):
                 self._db.executemany(f"DELETE FROM {table} WHERE structure = ?", names)
             self._db.executemany(
@@ -138,3 +181,12 @@ class Catalog:
 
     def url_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM urls").fetchone()[0])
+
+    def set_aside(self, last: int) -> tuple[int, list[SetAside]]:
+        """How many versions are set aside, and the `last` set aside, the latest first."""
+        count = int(self._db.execute("SELECT COUNT(*) FROM set_aside").fetchone()[0])
+        rows = self._db.execute(
+            "SELECT structure, time, url, reason, error FROM set_aside ORDER BY rowid DESC LIMIT ?",
+            (last,),
+        )
+        return count, [SetAside(*row) for row in rows]

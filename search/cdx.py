@@ -21,7 +21,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
+import re2
 from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to_sec
 
 from archive.cluster import ClusterClient
@@ -34,6 +36,7 @@ from archive.urlkeys import URLKEYS_FILE, UrlKeys, surt_key
 from archive.warc.digests import sha256_digest
 from archive.warc.pending import REGISTRY_URL
 
+from .budget import Deadline
 from .errors import BadCdxQuery
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
@@ -71,6 +74,26 @@ UNKNOWN_MIME = "unk"  # pywb's, for a response without Content-Type
 _MIME_END = re.compile("[; ]")
 _DIGITS = re.compile(r"[0-9]{1,14}")
 READS_IN_FLIGHT = 16  # structure files read at once for a range
+MAX_FILTERS = 32
+MAX_FILTER_CHARS = 1_000  # of one filter, its field and value
+# An answer's time: reading the captures, filtering, ordering and writing them, the work done
+# off the event loop (a proxy's other clients are answered meanwhile).
+CDX_BUDGET = 20.0
+_ADVICE = "narrow it (a longer prefix, a from and to, a lower limit, fewer filters)"
+# RE2 matches in time linear in the text, whatever the expression, as Python's re does not
+# (`(.|.)*Q` takes it hours on a long URL); it reads no backreference or lookaround. Its errors
+# are ours to tell, not its to print.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+T = TypeVar("T")
+
+
+class Pattern(Protocol):
+    """A compiled regular expression, as RE2's are matched here."""
+
+    def match(self, text: str) -> object | None: ...
 
 
 @dataclass(slots=True)
@@ -108,7 +131,7 @@ class CdxFilter:
     invert: bool
     how: str  # "=", "~" or "" (contains)
     value: str
-    regex: re.Pattern[str] | None = None
+    regex: Pattern | None = None
 
     def __call__(self, row: Row) -> bool:
         got = self.get(row)
@@ -126,6 +149,13 @@ class CdxFilter:
 
 
 def parse_filter(text: str) -> CdxFilter:
+    """A filter of the `filter` parameter; BadCdxQuery for one too long, or whose regular
+    expression RE2 does not read."""
+    if len(text) > MAX_FILTER_CHARS:
+        raise BadCdxQuery(
+            f"filter={text[:40]!r}…: {len(text):,} characters long, at most"
+            f" {MAX_FILTER_CHARS:,} are read"
+        )
     rest = text
     invert = rest.startswith("!")
     if invert:
@@ -139,9 +169,13 @@ def parse_filter(text: str) -> CdxFilter:
     regex = None
     if how == "~":
         try:
-            regex = re.compile(value)
-        except re.error as exc:
-            raise BadCdxQuery(f"filter={text!r}: bad regular expression: {exc}") from None
+            regex = re2.compile(value, _RE2_OPTIONS)
+        except re2.error as exc:
+            why = exc.args[0].decode(errors="replace") if exc.args else ""
+            raise BadCdxQuery(
+                f"filter={text!r}: bad regular expression: {why[:200]} (RE2's syntax is read:"
+                " no backreference, no lookaround)"
+            ) from None
     return CdxFilter(text, name, invert, how, value, regex)
 
 
@@ -194,6 +228,8 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
             filters.append(value)
         else:
             single.setdefault(name, value)
+    if len(filters) > MAX_FILTERS:
+        raise BadCdxQuery(f"{len(filters)} filters: give at most {MAX_FILTERS}")
     url = single.get("url", "").strip()
     if not url:
         raise BadCdxQuery("give the URL: url=example.com/page (or example.com/*, *.example.com)")
@@ -286,13 +322,13 @@ def with_scheme(url: str) -> str:
     return url if "://" in url else "http://" + url
 
 
-def lines_of(url: str, captures: Sequence[Capture]) -> list[Row]:
+def lines_of(url: str, captures: Sequence[Capture], deadline: Deadline | None = None) -> list[Row]:
     """The rows of a URL's captures that a CDX server lists: responses, revisits, "not
     modified" answers and stream segments (not WARC requests, metadata, variants or pending
     revisits), oldest first."""
     key = surt_key(url)
     rows = []
-    for capture in captures:
+    for capture in _watched(captures, deadline):
         if capture.kind not in REPLAYED_KINDS:
             continue
         revisit = capture.kind is RecordKind.REVISIT
@@ -316,19 +352,26 @@ def sort_key(row: Row) -> tuple[str, str, str, int]:
     return (row.urlkey, row.timestamp, row.url, row.time)
 
 
-def clamp(query: CdxQuery, rows: Iterable[Row]) -> list[Row]:
+def _watched(items: Iterable[T], deadline: Deadline | None) -> Iterable[T]:
+    """The items, the deadline looked at now and then when there is one."""
+    return items if deadline is None else deadline.watch(items)
+
+
+def clamp(query: CdxQuery, rows: Iterable[Row], deadline: Deadline | None = None) -> list[Row]:
     """The rows between `from` and `to` (timestamp prefixes padded: `from=2019` is
     20190101000000, `to=2019` 20191231235959), both included."""
     return [
         row
-        for row in rows
+        for row in _watched(rows, deadline)
         if (query.from_ts is None or row.timestamp >= query.from_ts)
         and (query.to_ts is None or row.timestamp <= query.to_ts)
     ]
 
 
-def apply_filters(query: CdxQuery, rows: Iterable[Row]) -> list[Row]:
-    return [row for row in rows if all(match(row) for match in query.filters)]
+def apply_filters(
+    query: CdxQuery, rows: Iterable[Row], deadline: Deadline | None = None
+) -> list[Row]:
+    return [row for row in _watched(rows, deadline) if all(match(row) for match in query.filters)]
 
 
 def order(query: CdxQuery, rows: list[Row]) -> list[Row]:
@@ -357,20 +400,21 @@ def cdxj_line(row: Row, query: CdxQuery | None) -> str:
     return f"{row.urlkey} {row.timestamp} {json.dumps(rest)}"
 
 
-def render(query: CdxQuery, rows: Sequence[Row]) -> str:
+def render(query: CdxQuery, rows: Sequence[Row], deadline: Deadline | None = None) -> str:
     """The body of the answer: one line a row, each ending in a newline."""
+    each = _watched(rows, deadline)
     if query.output == "link":
         links = [
-            f'<{row.url}>; rel="memento"; datetime="{format_http_date(row.time)}"' for row in rows
+            f'<{row.url}>; rel="memento"; datetime="{format_http_date(row.time)}"' for row in each
         ]
         return ",\n".join(links) + "\n" if links else ""
     if query.output == "cdxj":
-        lines = [cdxj_line(row, query) for row in rows]
+        lines = [cdxj_line(row, query) for row in each]
     elif query.output == "json":
-        lines = [json.dumps(_chosen(query, row.fields())) for row in rows]
+        lines = [json.dumps(_chosen(query, row.fields())) for row in each]
     else:
         names = query.fields or LINE_FIELDS
-        lines = [" ".join(row.get(name) or "-" for name in names) for row in rows]
+        lines = [" ".join(row.get(name) or "-" for name in names) for row in each]
     return "".join(line + "\n" for line in lines)
 
 
@@ -396,17 +440,18 @@ class _Reader:
     client: ClusterClient
     gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(READS_IN_FLIGHT))
 
-    async def rows(self, url: str) -> list[Row]:
-        """The rows of a URL's structure file; none when it is gone or was never archived."""
+    async def captures(self, url: str) -> tuple[str, list[Capture]]:
+        """The URL as its structure file stores it and its captures; none when the file is gone
+        or was never archived."""
         async with self.gate:
             try:
-                stored, captures = await self.client.read_structure(structure_name(url), url)
+                return await self.client.read_structure(structure_name(url), url)
             except NotFound:
-                return []
-        return lines_of(stored, captures)
+                return url, []
 
     async def fill_mimes(self, rows: Sequence[Row]) -> None:
-        """Read the header blocks of the rows without a mime (in packs, the rest one by one)."""
+        """Read the header blocks of the rows without a mime (in packs, the rest one by one),
+        and their Content-Types off the event loop."""
         names = list(dict.fromkeys(row.header for row in rows if row.mime is None))
         if not names:
             return
@@ -420,13 +465,18 @@ class _Reader:
                     blocks[name] = None
 
         await asyncio.gather(*(alone(name) for name in names if name not in blocks))
-        mimes = {name: mime_of(block) for name, block in blocks.items()}
-        for row in rows:
-            if row.mime is None:
-                row.mime = mimes.get(row.header, "-")
+        await asyncio.to_thread(_set_mimes, rows, blocks)
 
 
-def _targets(query: CdxQuery, index: Path) -> list[list[str]]:
+def _set_mimes(rows: Sequence[Row], blocks: dict[str, bytes | None]) -> None:
+    """Give the rows without a mime the one of their header block."""
+    mimes = {name: mime_of(block) for name, block in blocks.items()}
+    for row in rows:
+        if row.mime is None:
+            row.mime = mimes.get(row.header, "-")
+
+
+def _targets(query: CdxQuery, index: Path, deadline: Deadline) -> list[list[str]]:
     """The URLs to read, grouped by SURT key in key order (a group is never split, so that rows
     come in order however the groups are read)."""
     if query.match_type == "exact":
@@ -439,7 +489,7 @@ def _targets(query: CdxQuery, index: Path) -> list[list[str]]:
     groups: list[list[str]] = []
     last = None
     with UrlKeys(index) as keys:
-        for key, url in keys.between(query.key, query.end_key):
+        for key, url in deadline.watch(keys.between(query.key, query.end_key)):
             if url == REGISTRY_URL:
                 continue
             if key != last:
@@ -452,23 +502,39 @@ def _targets(query: CdxQuery, index: Path) -> list[list[str]]:
 async def answer(client: ClusterClient, query: CdxQuery, index: Path) -> str:
     """The body answering `query`: captures read from the cluster, the URLs of a prefix, host or
     domain range from the URL-key index in the search index folder `index` (NoUrlIndex when it
-    has none). Without closest or reverse, reading stops once `limit` rows are found."""
+    has none). Without closest or reverse, reading stops once `limit` rows are found. The rows
+    are made, filtered, ordered and written on threads, and OverBudget ends an answer that takes
+    longer than CDX_BUDGET seconds."""
+    deadline = Deadline(CDX_BUDGET, "the CDX query", _ADVICE)
     reader = _Reader(client)
-    groups = _targets(query, index)
+    groups = await asyncio.to_thread(_targets, query, index, deadline)
     mime_first = query.filters_need("mime")
     everything = query.closest is not None or query.reverse
     found: list[Row] = []
     step = READS_IN_FLIGHT
     for start in range(0, len(groups), step):
+        deadline.check()
         urls = [url for group in groups[start : start + step] for url in group]
-        read = await asyncio.gather(*(reader.rows(url) for url in urls))
-        rows = clamp(query, sorted((row for rows in read for row in rows), key=sort_key))
+        read = await asyncio.gather(*(reader.captures(url) for url in urls))
+        rows = await asyncio.to_thread(_select, query, read, deadline, not mime_first)
         if mime_first:
             await reader.fill_mimes(rows)
-        found += apply_filters(query, rows)
+            rows = await asyncio.to_thread(apply_filters, query, rows, deadline)
+        found += rows
         if not everything and len(found) >= query.limit:
             break
-    shown = order(query, found)
+    shown = await asyncio.to_thread(order, query, found)
+    deadline.check()
     if query.wants("mime"):
         await reader.fill_mimes(shown)
-    return render(query, shown)
+    return await asyncio.to_thread(render, query, shown, deadline)
+
+
+def _select(
+    query: CdxQuery, read: list[tuple[str, list[Capture]]], deadline: Deadline, filtered: bool
+) -> list[Row]:
+    """The rows of the captures read, in order, between `from` and `to`, and filtered when
+    `filtered` (the filters that read the mime are applied once it is read)."""
+    rows = [row for url, captures in read for row in lines_of(url, captures, deadline)]
+    rows = clamp(query, sorted(rows, key=sort_key), deadline)
+    return apply_filters(query, rows, deadline) if filtered else rows

@@ -7,6 +7,7 @@ brown fox"` searches those words, `dlweb search '"quick brown fox"'` the phrase.
 `dlweb search --backlinks URL` lists the pages linking to a URL, `dlweb search --similar URL`
 the pages nearest it by simhash (links.py), `dlweb search --history URL` its versions and what
 changed in each (history.py). `--offset`, `--from` and `--to` page and limit a query's hits.
+`dlweb search --about` tells what the index holds and the versions it set aside.
 """
 
 import argparse
@@ -44,6 +45,10 @@ def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
 def _run(args: argparse.Namespace) -> int:
     from .errors import BadLinkQuery
 
+    if args.about:
+        if args.words:
+            raise BadLinkQuery(f"give --about or a query, not both (got {' '.join(args.words)!r})")
+        return _about(args)
     asked = next(
         (url for url in (args.backlinks, args.similar, args.history) if url is not None), None
     )
@@ -97,6 +102,44 @@ def _links(args: argparse.Namespace, url: str) -> int:
         print(json.dumps(near.as_json(), ensure_ascii=False))
     else:
         print("\n".join(_similar_lines(near)))
+    return 0
+
+
+def _about(args: argparse.Namespace) -> int:
+    """`--about`: what the index holds, how far it follows the master's changes, and the
+    versions it set aside (those it could not take), the last few of them."""
+    from .catalog import Catalog
+    from .index import open_index, read_built
+    from .rebuild import set_aside_lines
+    from .updating import SET_ASIDE_SHOWN
+
+    documents = open_index(args.index).searcher().num_docs
+    built = read_built(args.index)
+    catalog = Catalog(args.index)
+    try:
+        position = catalog.position()[1]
+        count, last = catalog.set_aside(SET_ASIDE_SHOWN)
+    finally:
+        catalog.close()
+    if args.json:
+        about = {
+            "index": str(args.index),
+            "schema": built.get("schema"),
+            "built": built.get("built"),
+            "documents": documents,
+            "position": position,
+            "set_aside": count,
+            "last_set_aside": [entry.as_json() for entry in last],
+        }
+        print(json.dumps(about, ensure_ascii=False))
+        return 0
+    lines = [
+        f"search index in {args.index}: {documents:,} page versions, built {built.get('built')}",
+        f"up to change {position:,} of the master's feed",
+        f"{count:,} versions set aside (their reading failed, or the index cannot take them)",
+        *set_aside_lines(last),
+    ]
+    print("\n".join(lines))
     return 0
 
 
@@ -243,6 +286,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     asked.add_argument(
         "--history", metavar="URL", help="URL's versions, oldest first, and what changed in each"
+    )
+    asked.add_argument(
+        "--about",
+        action="store_true",
+        help="what the index holds, and the versions it set aside (it could not take them)",
     )
     parser.add_argument(
         "--limit",

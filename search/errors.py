@@ -1,6 +1,6 @@
 """The errors of full-text search, each a one-line message for the user, never a traceback."""
 
-from archive.errors import ClientFault, DlwebError, NotFound
+from archive.errors import ClientFault, DlwebError, NotFound, ServerFault
 from archive.urlkeys import NoUrlIndex
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "NoIndex",
     "NoUrlIndex",
     "NotIndexed",
+    "OverBudget",
     "PageNotIndexed",
 ]
 
@@ -41,3 +42,10 @@ class BadLinkQuery(ClientFault):
 
 class PageNotIndexed(NotFound):
     """A URL with no version in the search index (similar pages need one to compare with)."""
+
+
+class OverBudget(ServerFault):
+    """An answer that would take longer than its time budget (budget.py): its asker may narrow
+    the query, or ask again later."""
+
+    status = 503

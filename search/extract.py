@@ -8,14 +8,12 @@ out, with the reason; so is a PDF that cannot be read or has no text, which is a
 """
 
 import codecs
-import gzip
 import io
 import itertools
 import logging
 import re
-import zlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple, ParamSpec, TypeVar
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from lxml import etree
@@ -24,6 +22,7 @@ from archive.header_block import HeaderBlock, charset_of, media_type
 from archive.visible_text import title_of, visible_text
 
 from .errors import NotIndexed
+from .inflate import TooLarge, inflate
 from .language import guess_language
 from .simhash import simhash
 
@@ -31,6 +30,9 @@ if TYPE_CHECKING:
     from pypdf import PageObject
 
 MAX_BYTES = 5 * 1024 * 1024  # a larger payload (or one that inflates past it) is left out
+TOO_LARGE = "larger than 5 MB"  # the reason such a payload is left out
+EXTRACTION_FAILED = "set aside: extraction failed"  # the reason of a Failed capture
+MAX_ERROR = 300  # characters kept of the error a capture Failed with
 MAX_TEXT = 1024 * 1024  # characters of visible text kept (for the snippets)
 MAX_LINKS = 2000  # outlinks kept of one page
 MAX_ANCHOR = 200  # characters kept of one anchor text
@@ -53,6 +55,8 @@ _BOMS = (
 _SPACE = re.compile(r"\s+")
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+V = TypeVar("V")
 # pypdf warns of each flaw it works around, without naming the capture; a PDF it cannot read at
 # all is logged here, with its URL.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -85,24 +89,63 @@ def indexed_type(header: HeaderBlock) -> str:
     raise NotIndexed("not HTML or text", kind or "no Content-Type")
 
 
+class Failed(NamedTuple):
+    """A capture whose reading failed in a way no reason of NotIndexed foresees (a reader's
+    error on hostile bytes): the index sets it aside with this error, and reads the others."""
+
+    error: str  # the exception's type and message, at most MAX_ERROR characters
+
+
 def extract(url: str, header: HeaderBlock, payload: bytes) -> Extracted:
     """What the index keeps of a capture of `url`; NotIndexed when it keeps nothing."""
-    return _finish([_read(url, header, payload)])[0]
+    got = extract_many([(url, header, payload)])[0]
+    if isinstance(got, Failed):
+        raise NotIndexed(EXTRACTION_FAILED, got.error)
+    if isinstance(got, NotIndexed):
+        raise got
+    return got
 
 
-def extract_many(items: Sequence[tuple[str, HeaderBlock, bytes]]) -> list[Extracted | NotIndexed]:
+def extract_many(
+    items: Sequence[tuple[str, HeaderBlock, bytes]],
+) -> list[Extracted | NotIndexed | Failed]:
     """What the index keeps of each capture (URL, header block, payload), or why it keeps
     nothing, read one step at a time over them all: the markup of each, then the language of
     each, then the signature of each. Taken page by page, each step finds the caches full of
-    the others' code and tables, and a page costs a third more."""
-    reads: list[_Read | NotIndexed] = []
-    for url, header, payload in items:
-        try:
-            reads.append(_read(url, header, payload))
-        except NotIndexed as exc:
-            reads.append(exc.with_traceback(None))  # its frames hold the page's payload
-    finished = iter(_finish([read for read in reads if not isinstance(read, NotIndexed)]))
-    return [read if isinstance(read, NotIndexed) else next(finished) for read in reads]
+    the others' code and tables, and a page costs a third more. A page that fails a step is
+    Failed, and the others are read."""
+    reads = [_attempt(_read, url, header, payload) for url, header, payload in items]
+    languages = [_attempt(guess_language, r.text) if isinstance(r, _Read) else r for r in reads]
+    signatures = [_attempt(simhash, r.text) if isinstance(r, _Read) else r for r in reads]
+    return [
+        _extracted(read, language, signature)
+        for read, language, signature in zip(reads, languages, signatures, strict=True)
+    ]
+
+
+def _attempt(step: Callable[P, V], *args: P.args, **kwargs: P.kwargs) -> V | NotIndexed | Failed:
+    """`step`'s result, or why it gave none: its NotIndexed, or Failed for any other error."""
+    try:
+        return step(*args, **kwargs)
+    except NotIndexed as exc:
+        return exc.with_traceback(None)  # its frames hold the page's payload
+    except Exception as exc:
+        return Failed(f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
+
+
+def _extracted(
+    read: "_Read | NotIndexed | Failed",
+    language: str | NotIndexed | Failed,
+    signature: int | NotIndexed | Failed,
+) -> Extracted | NotIndexed | Failed:
+    """What the steps of a page gave put together, or the first reason one gave nothing."""
+    if not isinstance(read, _Read):
+        return read
+    if not isinstance(language, str):
+        return language
+    if not isinstance(signature, int):
+        return signature
+    return Extracted(read.content_type, read.title, read.text, language, read.links, signature)
 
 
 class _Read(NamedTuple):
@@ -117,7 +160,7 @@ class _Read(NamedTuple):
 def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read:
     kind = indexed_type(header)
     if len(payload) > MAX_BYTES:
-        raise NotIndexed("larger than 5 MB", f"{len(payload):,} bytes")
+        raise NotIndexed(TOO_LARGE, f"{len(payload):,} bytes")
     body = _decoded(header, payload)
     if kind == PDF_TYPE:
         return _pdf(url, body)
@@ -129,42 +172,13 @@ def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read:
     return _Read(kind, *_html(url, _text_of(body, charset, sniff_meta=True)))
 
 
-def _finish(reads: list[_Read]) -> list[Extracted]:
-    """The captures read, with the language of each, then the signature of each."""
-    languages = [guess_language(read.text) for read in reads]
-    signatures = [simhash(read.text) for read in reads]
-    return [
-        Extracted(read.content_type, read.title, read.text, language, read.links, signature)
-        for read, language, signature in zip(reads, languages, signatures, strict=True)
-    ]
-
-
 def _decoded(header: HeaderBlock, payload: bytes) -> bytes:
     """The payload without its Content-Encoding, at most MAX_BYTES of it."""
     coding = (header.get("Content-Encoding") or "identity").strip().lower()
     try:
-        if coding in ("gzip", "x-gzip"):
-            inflated = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(payload, MAX_BYTES + 1)
-        elif coding == "deflate":
-            try:
-                inflated = zlib.decompressobj().decompress(payload, MAX_BYTES + 1)
-            except zlib.error:
-                inflated = zlib.decompressobj(-zlib.MAX_WBITS).decompress(payload, MAX_BYTES + 1)
-        elif coding == "br":
-            import brotli
-
-            inflated = brotli.decompress(payload)
-        elif coding in ("identity", ""):
-            return payload
-        else:
-            raise NotIndexed("unknown Content-Encoding", coding)
-    except (zlib.error, gzip.BadGzipFile, EOFError, ImportError) as exc:
-        raise NotIndexed("undecodable Content-Encoding", f"{coding}: {exc}") from None
-    except Exception as exc:  # brotli.error derives from Exception only
-        raise NotIndexed("undecodable Content-Encoding", f"{coding}: {exc}") from None
-    if len(inflated) > MAX_BYTES:
-        raise NotIndexed("larger than 5 MB", f"inflates past {MAX_BYTES:,} bytes")
-    return bytes(inflated)
+        return inflate(coding, payload, MAX_BYTES)
+    except TooLarge as exc:
+        raise NotIndexed(TOO_LARGE, str(exc)) from None
 
 
 def _text_of(body: bytes, charset: str | None, sniff_meta: bool) -> str:
@@ -182,11 +196,13 @@ def _text_of(body: bytes, charset: str | None, sniff_meta: bool) -> str:
             continue
         try:
             name = codecs.lookup(candidate).name
-        except LookupError:
+            # As browsers do (WHATWG Encoding): a page that says Latin-1 is read as Windows-1252.
+            name = "cp1252" if name in ("iso8859-1", "ascii") else name
+            return body.decode(name, errors="replace")
+        except (LookupError, ValueError):
+            # No charset: unknown, a codec of bytes (base64, rot13), or one that fails whatever
+            # the bytes (undefined, idna).
             continue
-        # As browsers do (WHATWG Encoding): a page that says Latin-1 is read as Windows-1252.
-        name = "cp1252" if name in ("iso8859-1", "ascii") else name
-        return body.decode(name, errors="replace")
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:

@@ -22,7 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from archive.header_block import HeaderBlock
 
 from .errors import NotIndexed
-from .extract import Extracted, extract_many
+from .extract import Extracted, Failed, extract_many
 from .language import load, preload
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,8 @@ CRASHED = "extractor crashed"
 
 # A page to read: its URL, header block and payload.
 Item = tuple[str, HeaderBlock, bytes]
-# What a page gave, or the reason it was left out.
-Outcome = Extracted | str
+# What a page gave, the reason it was left out, or the error its reading failed with.
+Outcome = Extracted | str | Failed
 
 
 def default_workers() -> int:

@@ -18,8 +18,10 @@ import tantivy
 from archive.timestamps import MAX_TIME, BadTime, format_iso, from_micros, parse_time, to_micros
 from archive.urlkey import structure_name
 
+from .budget import Budgeted
 from .errors import BadQuery, NoIndex
 from .keys import bands, link_key
+from .query_limits import check_query
 
 # 2: urlkey, links_to, simhash_bands, simhash fast; 3: version; 4: the simhash of words hashed
 # once each (simhash.py); 5: outlinks stored only, as pairs
@@ -202,16 +204,22 @@ def _now_micros() -> int:
     return int(datetime.datetime.now(datetime.UTC).timestamp() * 1_000_000)
 
 
-def open_index(folder: Path) -> tantivy.Index:
-    """The index in `folder`; NoIndex when there is none or it has another schema."""
+def read_built(folder: Path) -> dict[str, Any]:
+    """What built the index in `folder` (mark_built); NoIndex when there is none."""
     try:
-        built = json.loads((folder / BUILT_FILE).read_text())
+        built: dict[str, Any] = json.loads((folder / BUILT_FILE).read_text())
     except FileNotFoundError:
         raise NoIndex(
             f"no search index in {folder}: build it with `dlweb search rebuild --index {folder}`"
         ) from None
     except (OSError, ValueError) as exc:
         raise NoIndex(f"{folder / BUILT_FILE} cannot be read: {exc}") from None
+    return built
+
+
+def open_index(folder: Path) -> tantivy.Index:
+    """The index in `folder`; NoIndex when there is none or it has another schema."""
+    built = read_built(folder)
     if built.get("schema") != SCHEMA_VERSION:
         raise NoIndex(
             f"the search index in {folder} has schema {built.get('schema')}, this version reads"
@@ -225,9 +233,11 @@ def open_index(folder: Path) -> tantivy.Index:
 
 def parse(index: tantivy.Index, query: str) -> tantivy.Query:
     """`query` parsed over title and text, all its words required unless it says OR; BadQuery
-    when it does not parse."""
+    when it does not parse, or passes a limit of query_limits.py (which tantivy could not
+    withstand)."""
     if not query.strip():
         raise BadQuery("the query is empty")
+    check_query(query)
     try:
         return index.parse_query(
             query, DEFAULT_FIELDS, field_boosts=FIELD_BOOSTS, conjunction_by_default=True
@@ -245,6 +255,18 @@ MAX_YEARS = 10_000  # every year: the years facet is whole
 _DAY = re.compile(r"\d{4}-\d{2}(-\d{2})?")  # 2019-05, 2019-05-01: read as their digits
 
 
+# A search runs on SEARCHES_AT_ONCE threads of its own, and its asker is answered within
+# SEARCH_BUDGET seconds (budget.py): tantivy cannot stop a search it has begun.
+SEARCH_BUDGET = 10.0
+SEARCHES_AT_ONCE = 2
+QUERIES = Budgeted(
+    SEARCHES_AT_ONCE,
+    SEARCH_BUDGET,
+    "the search",
+    "narrow the query (fewer words, a field, a date range) or ask again later",
+)
+
+
 def search(
     index: tantivy.Index,
     query: str,
@@ -257,12 +279,27 @@ def search(
     """The best `limit` documents for `query` after the first `offset`, best first (a tie by URL,
     then time), of those first captured between `start` and `end` (UTC microseconds, both
     included, None for no bound); with `facets`, how every document that matches spreads over
-    domains, years and types (which costs a pass over the matches)."""
+    domains, years and types (which costs a pass over the matches). OverBudget when the answer
+    takes longer than SEARCH_BUDGET seconds."""
     if limit < 1 or offset < 0:
         raise BadQuery(
             f"limit={limit}, offset={offset}: give a limit of 1 or more, an offset of 0 or more"
         )
     parsed = parse(index, query)
+    return QUERIES.run(_answer, index, parsed, query, limit, offset, start, end, facets)
+
+
+def _answer(
+    index: tantivy.Index,
+    parsed: tantivy.Query,
+    query: str,
+    limit: int,
+    offset: int,
+    start: int | None,
+    end: int | None,
+    facets: bool,
+) -> Answer:
+    """What `search` answers, from the query parsed (on a thread of QUERIES)."""
     matching = _within(index, parsed, start, end)
     searcher = index.searcher()
     try:

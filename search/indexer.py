@@ -90,11 +90,13 @@ async def _round(client: ClusterClient, follower: Follower, updater: Updater) ->
     before = updater.summary.documents
     await updater.apply(files)
     position = changes.changes[-1].seq
+    set_aside = updater.set_aside_count()
     await asyncio.to_thread(updater.commit, (changes.feed, position))
     log.info(
-        "indexed %d new versions of %d changed files in %.2f s (change %d of %d)",
+        "indexed %d new versions of %d changed files (%d set aside) in %.2f s (change %d of %d)",
         updater.summary.documents - before,
         len(files),
+        set_aside,
         time.monotonic() - started,
         position,
         changes.last,

@@ -21,6 +21,7 @@ from archive.store import fsync_dir
 from archive.structure import Capture
 from archive.walk import walk_structures
 
+from .catalog import SetAside
 from .feed import Follower
 from .index import BUILT_FILE, create, mark_built
 from .language import preload
@@ -34,7 +35,8 @@ class RebuildSummary:
     versions: int = 0
     documents: int = 0
     urls: int = 0  # in the URL-key index
-    skipped: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)  # set aside too, by reason
+    set_aside: list[SetAside] = field(default_factory=list)  # the last few set aside
 
     def lines(self, folder: Path) -> list[str]:
         skipped = sum(self.skipped.values())
@@ -43,6 +45,7 @@ class RebuildSummary:
             f" ({skipped:,} left out)"
         ]
         lines += [f"  {n:,} {reason}" for reason, n in sorted(self.skipped.items())]
+        lines += set_aside_lines(self.set_aside)
         lines.append(f"{self.urls:,} URLs in the URL-key index (for the CDX API)")
         return lines
 
@@ -52,7 +55,17 @@ class RebuildSummary:
             "documents": self.documents,
             "urls": self.urls,
             "skipped": dict(sorted(self.skipped.items())),
+            "set_aside": [entry.as_json() for entry in self.set_aside],
         }
+
+
+def set_aside_lines(entries: list[SetAside]) -> list[str]:
+    """The versions set aside, as `dlweb search` shows them: URL, time, why."""
+    if not entries:
+        return []
+    return ["the last set aside:"] + [
+        f"  {entry.url} {entry.when()}: {entry.error}" for entry in entries
+    ]
 
 
 def check_target(folder: Path) -> None:
@@ -95,7 +108,11 @@ async def rebuild(
             updater.writer.wait_merging_threads()
             done = updater.summary
             summary = RebuildSummary(
-                done.versions, done.documents, updater.catalog.url_count(), done.skipped
+                done.versions,
+                done.documents,
+                updater.catalog.url_count(),
+                done.skipped,
+                list(done.set_aside),
             )
         except BaseException:
             updater.rollback()

@@ -8,9 +8,14 @@ cluster (its header block first, so that the payload of an image or a video is n
 extracted (extract.py) on worker processes (extracting.py) while the next ones are fetched, and
 added in place of any document of the same term. Nothing is visible before `commit`, which writes tantivy, then the
 catalog with the new position in the change feed.
+
+The archive is not trusted: a version whose reading fails, or whose document tantivy refuses (a
+date it cannot hold, a URL too long to key), is set aside with its reason, logged and listed in
+the catalog, and the others are indexed; one such version never stops an update.
 """
 
 import asyncio
+import logging
 from collections import Counter, deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,16 +31,29 @@ from archive.requestkey import original_url
 from archive.structure import REPLAYED_KINDS, Capture
 from archive.warc.pending import REGISTRY_URL
 
-from .catalog import Catalog, FileEntry
+from .catalog import Catalog, FileEntry, SetAside
 from .domains import host_of, registered_domain
 from .errors import NotIndexed
-from .extract import MAX_BYTES, Extracted, indexed_type
+from .extract import (
+    EXTRACTION_FAILED,
+    MAX_BYTES,
+    MAX_ERROR,
+    TOO_LARGE,
+    Extracted,
+    Failed,
+    indexed_type,
+)
 from .extracting import Extractors, Outcome
 from .index import Page, new_writer, version_key
 from .walk import Version, versions
 
+log = logging.getLogger(__name__)
+
 CHUNK = 128  # versions whose header blocks, then payloads, are fetched together
 IN_FLIGHT = 2  # chunks extracted or added at once
+NO_DOCUMENT = "set aside: the index cannot take it"  # tantivy refused its document
+SET_ASIDE_SHOWN = 10  # the last versions set aside that a summary keeps
+MAX_URL_SHOWN = 300  # characters of a URL set aside kept in the log and the catalog
 
 
 @dataclass
@@ -46,7 +64,9 @@ class UpdateSummary:
     versions: int = 0  # read from the cluster to be indexed
     documents: int = 0  # added to the index
     removed: int = 0  # versions deleted from the index
-    skipped: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)  # set aside too, by reason
+    # The last versions set aside (the catalog lists them all).
+    set_aside: deque[SetAside] = field(default_factory=lambda: deque(maxlen=SET_ASIDE_SHOWN))
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -55,7 +75,23 @@ class UpdateSummary:
             "documents": self.documents,
             "removed": self.removed,
             "skipped": dict(sorted(self.skipped.items())),
+            "set_aside": [entry.as_json() for entry in self.set_aside],
         }
+
+
+@dataclass
+class Indexed:
+    """What indexing fetched versions did: the documents added, the versions left out by
+    reason, and those set aside."""
+
+    documents: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    set_aside: list[SetAside] = field(default_factory=list)
+
+    def add(self, other: "Indexed") -> None:
+        self.documents += other.documents
+        self.skipped.update(other.skipped)
+        self.set_aside += other.set_aside
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +108,7 @@ class Fetched:
     version: Version
     header: HeaderBlock
     payload: bytes
+    structure: str  # the name of the structure file that lists it
 
 
 def page_versions(state: FileState) -> list[Version]:
@@ -95,6 +132,8 @@ class Updater:
         self.extractors = Extractors()
         self.summary = UpdateSummary()
         self._entries: list[FileEntry] = []
+        self._redone: list[tuple[str, int]] = []  # versions deleted, to be added again or gone
+        self._set_aside: list[SetAside] = []
 
     def close(self) -> None:
         self.extractors.close()
@@ -111,25 +150,23 @@ class Updater:
         names = [f.name for f in files]
         known = await asyncio.to_thread(self.catalog.versions_of, names)
         unfinished = await asyncio.to_thread(self.catalog.pending_of, names)
-        added: list[Version] = []
+        added: list[tuple[str, Version]] = []  # each with its structure file's name
         for state in files:
             wanted = {v.capture.time: v for v in page_versions(state)}
             indexed = known[state.name]
             if state.name in unfinished:  # an update cut short: redone whole
                 for time in unfinished[state.name] | set(indexed):
-                    self.writer.delete_documents_by_term("version", version_key(state.name, time))
+                    self._delete(state.name, time)
                 indexed = {}
             for time, digest in indexed.items():
                 if time not in wanted or wanted[time].capture.content != digest:
-                    self.writer.delete_documents_by_term("version", version_key(state.name, time))
+                    self._delete(state.name, time)
                     self.summary.removed += 1
             new = [v for t, v in wanted.items() if indexed.get(t) != v.capture.content]
             if not self.fresh:  # an update made again after a crash finds them in tantivy
                 for version in new:
-                    self.writer.delete_documents_by_term(
-                        "version", version_key(state.name, version.capture.time)
-                    )
-            added += new
+                    self._delete(state.name, version.capture.time)
+            added += [(state.name, version) for version in new]
             listed = state.url is not None and state.url != REGISTRY_URL
             self._entries.append(
                 FileEntry(
@@ -139,7 +176,7 @@ class Updater:
                 )
             )
         self.summary.files += len(files)
-        added.sort(key=lambda v: (v.url, v.capture.time))
+        added.sort(key=lambda pair: (pair[1].url, pair[1].capture.time))
         self.summary.versions += len(added)
         await self._index(added, on_progress)
 
@@ -149,15 +186,28 @@ class Updater:
         if not self.fresh:
             self.catalog.mark_pending(self._entries)
         self.writer.commit()
-        self.catalog.record(self._entries, position)
+        self.catalog.record(self._entries, position, self._redone, self._set_aside)
         self._entries = []
+        self._redone = []
+        self._set_aside = []
 
     def rollback(self) -> None:
         self.writer.rollback()
         self._entries = []
+        self._redone = []
+        self._set_aside = []
+
+    def set_aside_count(self) -> int:
+        """How many versions this update (since its last commit) set aside."""
+        return len(self._set_aside)
+
+    def _delete(self, structure: str, time: int) -> None:
+        """Delete a version's document (to be added again, or gone)."""
+        self.writer.delete_documents_by_term("version", version_key(structure, time))
+        self._redone.append((structure, time))
 
     async def _index(
-        self, added: list[Version], on_progress: Callable[[int, int], None] | None
+        self, added: list[tuple[str, Version]], on_progress: Callable[[int, int], None] | None
     ) -> None:
         """Fetch the versions by chunks, and index them as they come."""
 
@@ -168,26 +218,25 @@ class Updater:
                 if on_progress is not None:
                     on_progress(min(start + CHUNK, len(added)), len(added))
 
-        documents, skipped = await index_fetched(fetched(), self.extractors, self.writer)
-        self.summary.documents += documents
-        self.summary.skipped.update(skipped)
+        indexed = await index_fetched(fetched(), self.extractors, self.writer)
+        self.summary.documents += indexed.documents
+        self.summary.skipped.update(indexed.skipped)
+        self.summary.set_aside.extend(indexed.set_aside)
+        self._set_aside += indexed.set_aside
 
 
 async def index_fetched(
     chunks: AsyncIterable[list[Fetched]], extractors: Extractors, writer: tantivy.IndexWriter
-) -> tuple[int, Counter[str]]:
+) -> Indexed:
     """Extract each chunk of fetched versions on the workers, then add their documents on a
     thread, in chunk order, while the next chunks are fetched and extracted (IN_FLIGHT at
-    once, so that the workers start on one while the other is added); how many documents were
-    added, and why the others were not."""
+    once, so that the workers start on one while the other is added); what was added, left out
+    and set aside."""
     loop = asyncio.get_running_loop()
-    added = 0
-    skipped: Counter[str] = Counter()
+    indexed = Indexed()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dlweb-search") as adding:
 
-        async def index(
-            chunk: list[Fetched], before: asyncio.Future[tuple[int, Counter[str]]] | None
-        ) -> tuple[int, Counter[str]]:
+        async def index(chunk: list[Fetched], before: asyncio.Future[Indexed] | None) -> Indexed:
             outcomes = await extractors.extract(
                 [(item.version.url, item.header, item.payload) for item in chunk]
             )
@@ -195,24 +244,20 @@ async def index_fetched(
                 await before  # the chunk before is added first
             return await loop.run_in_executor(adding, _add_chunk, writer, chunk, outcomes)
 
-        in_flight: deque[asyncio.Future[tuple[int, Counter[str]]]] = deque()
+        in_flight: deque[asyncio.Future[Indexed]] = deque()
         try:
             async for chunk in chunks:
                 if len(in_flight) >= IN_FLIGHT:
-                    done, reasons = await in_flight.popleft()
-                    added += done
-                    skipped.update(reasons)
+                    indexed.add(await in_flight.popleft())
                 in_flight.append(
                     asyncio.ensure_future(index(chunk, in_flight[-1] if in_flight else None))
                 )
             while in_flight:
-                done, reasons = await in_flight.popleft()
-                added += done
-                skipped.update(reasons)
+                indexed.add(await in_flight.popleft())
         finally:
             for pending in in_flight:
                 pending.cancel()
-    return added, skipped
+    return indexed
 
 
 def _listed(captures: list[Capture]) -> bool:
@@ -221,13 +266,14 @@ def _listed(captures: list[Capture]) -> bool:
 
 
 async def _fetch(
-    client: ClusterClient, chunk: list[Version], skipped: Counter[str]
+    client: ClusterClient, chunk: list[tuple[str, Version]], skipped: Counter[str]
 ) -> list[Fetched]:
-    """The header blocks of `chunk`, then the payloads of those of indexed types."""
-    names = [version.capture.header for version in chunk]
+    """The header blocks of `chunk` (versions, each with its structure file's name), then the
+    payloads of those of indexed types."""
+    names = [version.capture.header for _, version in chunk]
     blocks = await client.get_small_contents(names)
-    readable: list[tuple[Version, HeaderBlock]] = []
-    for version in chunk:
+    readable: list[tuple[str, Version, HeaderBlock]] = []
+    for structure, version in chunk:
         name = version.capture.header
         try:
             block = blocks.get(name) or await client.get_header_block(name)
@@ -242,10 +288,10 @@ async def _fetch(
         except DlwebError:
             skipped["unreadable header block"] += 1
             continue
-        readable.append((version, header))
-    payloads = await client.get_small_contents([v.capture.content for v, _ in readable])
+        readable.append((structure, version, header))
+    payloads = await client.get_small_contents([v.capture.content for _, v, _ in readable])
     fetched = []
-    for version, header in readable:
+    for structure, version, header in readable:
         name = version.capture.content
         payload: bytes | Held | None = payloads.get(name)
         if payload is None:
@@ -255,26 +301,45 @@ async def _fetch(
                 skipped["payload missing from the cluster"] += 1
                 continue
         if isinstance(payload, Held):
-            skipped["larger than 5 MB"] += 1
+            skipped[TOO_LARGE] += 1
             continue
-        fetched.append(Fetched(version, header, payload))
+        fetched.append(Fetched(version, header, payload, structure))
     return fetched
 
 
 def _add_chunk(
     writer: tantivy.IndexWriter, fetched: list[Fetched], outcomes: list[Outcome]
-) -> tuple[int, Counter[str]]:
-    """Add the document of each version extracted (on the adding thread); how many were added
-    and why the others were not."""
-    added = 0
-    skipped: Counter[str] = Counter()
+) -> Indexed:
+    """Add the document of each version extracted (on the adding thread); what was added, left
+    out and set aside."""
+    indexed = Indexed()
     for item, got in zip(fetched, outcomes, strict=True):
         if isinstance(got, str):
-            skipped[got] += 1
+            indexed.skipped[got] += 1
             continue
-        writer.add_document(page_of(item.version, got).document())
-        added += 1
-    return added, skipped
+        if isinstance(got, Failed):
+            indexed.set_aside.append(set_aside(item, EXTRACTION_FAILED, got.error))
+            continue
+        try:
+            document = page_of(item.version, got).document()
+        except Exception as exc:  # whatever tantivy or the keys refuse of what the archive holds
+            error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+            indexed.set_aside.append(set_aside(item, NO_DOCUMENT, error))
+            continue
+        writer.add_document(document)
+        indexed.documents += 1
+    indexed.skipped.update(entry.reason for entry in indexed.set_aside)
+    return indexed
+
+
+def set_aside(item: Fetched, reason: str, error: str) -> SetAside:
+    """A version set aside for `reason`, logged in a line of bounded size."""
+    version = item.version
+    entry = SetAside(
+        item.structure, version.capture.time, version.url[:MAX_URL_SHOWN], reason, error
+    )
+    log.warning("%s of %s set aside (%s): %s", entry.url, entry.when(), reason, error)
+    return entry
 
 
 def page_of(version: Version, got: Extracted) -> Page:
