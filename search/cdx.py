@@ -29,6 +29,7 @@ from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to
 from archive.cluster import ClusterClient
 from archive.errors import DlwebError, NotFound
 from archive.header_block import parse_header_block
+from archive.link_format import escape_uri
 from archive.structure import REPLAYED_KINDS, Capture, RecordKind
 from archive.timestamps import format_digits, format_http_date
 from archive.urlkey import canonical_url, structure_name
@@ -405,7 +406,8 @@ def render(query: CdxQuery, rows: Sequence[Row], deadline: Deadline | None = Non
     each = _watched(rows, deadline)
     if query.output == "link":
         links = [
-            f'<{row.url}>; rel="memento"; datetime="{format_http_date(row.time)}"' for row in each
+            f'<{escape_uri(row.url)}>; rel="memento"; datetime="{format_http_date(row.time)}"'
+            for row in each
         ]
         return ",\n".join(links) + "\n" if links else ""
     if query.output == "cdxj":

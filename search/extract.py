@@ -18,11 +18,11 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from lxml import etree
 
+from archive.content_coding import CODINGS, BadCoding, TooLarge, inflate
 from archive.header_block import HeaderBlock, charset_of, media_type
 from archive.visible_text import title_of, visible_text
 
 from .errors import NotIndexed
-from .inflate import TooLarge, inflate
 from .language import guess_language
 from .simhash import simhash
 
@@ -175,10 +175,14 @@ def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read:
 def _decoded(header: HeaderBlock, payload: bytes) -> bytes:
     """The payload without its Content-Encoding, at most MAX_BYTES of it."""
     coding = (header.get("Content-Encoding") or "identity").strip().lower()
-    try:
-        return inflate(coding, payload, MAX_BYTES)
+    if coding not in (*CODINGS, "identity", ""):
+        raise NotIndexed("unknown Content-Encoding", coding[:40])
+    try:  # a page cut short is indexed as far as it goes
+        return inflate(coding, payload, MAX_BYTES, whole=False)
     except TooLarge as exc:
         raise NotIndexed(TOO_LARGE, str(exc)) from None
+    except BadCoding as exc:
+        raise NotIndexed("undecodable Content-Encoding", str(exc)) from None
 
 
 def _text_of(body: bytes, charset: str | None, sniff_meta: bool) -> str:
