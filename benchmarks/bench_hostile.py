@@ -250,7 +250,7 @@ async def raw(port: int, data: bytes, hold: float = 0.0) -> str:
         await writer.drain()
         line = await asyncio.wait_for(reader.readline(), timeout=hold or 30.0)
         if line.startswith(b"HTTP/1.1 200 Connection established"):  # the tunnel's answer next
-            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=30.0)
+            await asyncio.wait_for(reader.readline(), timeout=30.0)  # the blank line ending it
             line = await asyncio.wait_for(reader.readline(), timeout=30.0)
         return line.split(b" ")[1].decode() if line.startswith(b"HTTP/") else "closed"
     except TimeoutError:
