@@ -10,6 +10,7 @@ members is left to warc/gunzip.py: the iterator reads the inflated bytes.
 """
 
 import contextlib
+import logging
 import re
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -26,6 +27,9 @@ MAX_WARC_HEADER = 64 * 1024
 # line, not per byte.
 MAX_HEADER_LINES = 256
 MAX_TRAILER = 64 * 1024
+# warcio logs each WARC-Target-URI it mends, whole, whatever its length; the reader mends them
+# as warcio does and says nothing of it.
+logging.getLogger("warcio.recordloader").setLevel(logging.ERROR)
 # Whole lines that are blank once their trailing white space is removed (bytes.rstrip's).
 _BLANK_LINES = re.compile(rb"(?:[ \t\r\x0b\x0c]*\n)*")
 

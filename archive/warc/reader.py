@@ -505,7 +505,8 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
     fields = _first_values(record.fields)
     length_text = fields.get("content-length")
     if length_text is None or not length_text.strip().isdigit():
-        raise _BadRecord(f"malformed record header: Content-Length {length_text!r} is not a number")
+        shown = None if length_text is None else length_text[:40]
+        raise _BadRecord(f"malformed record header: Content-Length {shown!r} is not a number")
     length: int = record.length
     if rec_type in NOT_IMPORTED:
         return Ignored(path, offset, rec_type, NOT_IMPORTED[rec_type])
@@ -518,7 +519,8 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
         uri, record = _uri_as_warcio_reads_it(record, uri)
     scheme = uri.partition(":")[0].lower()
     if scheme not in ("http", "https"):
-        return Ignored(path, offset, rec_type, f"{uri[:100]!r} is not an http(s) URL")
+        # One reason for all (the summary counts records by reason): no URL quoted.
+        return Ignored(path, offset, rec_type, "not an http(s) URL")
     try:
         key = canonical_url(uri)
     except DlwebError as exc:

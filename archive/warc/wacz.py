@@ -275,7 +275,14 @@ def _opened(path: Path) -> "Iterator[tuple[zipfile.ZipFile, dict[str, Entry]]]":
                 yield package, {e.name: e for e in checked_entries(path, package, fh)}
     except BadPackage as exc:
         raise DlwebError(f"{path}: {exc}") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        NotImplementedError,
+        RuntimeError,
+        OSError,
+    ) as exc:
         raise DlwebError(f"{path}: not a readable WACZ (ZIP) file: {str(exc)[:300]}") from None
 
 

@@ -135,6 +135,8 @@ def _data_start(fh: IO[bytes], info: zipfile.ZipInfo) -> int:
     """Where an entry's bytes start, once its local header is found to agree with the central
     directory (a reader that goes by the local headers sees the same entries)."""
     name = info.filename
+    if info.header_offset < 0:
+        raise BadPackage(f"{shown(name)}: the central directory places it before the file starts")
     fh.seek(info.header_offset)
     header = fh.read(_LOCAL_SIZE)
     if len(header) < _LOCAL_SIZE or header[:4] != _LOCAL:
