@@ -4,7 +4,6 @@ package is refused whole, naming the entry, before anything of the files given i
 
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
+from tests.archive.warc.conftest import dlweb
 from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
 from tests.security.wacz_packages import (
     DATAPACKAGE,
@@ -27,7 +27,6 @@ from tests.security.wacz_packages import (
 )
 from tests.security.warc_inputs import FIRST, LAST, inflating_to, member, record
 
-COMMAND_TIMEOUT = 120
 OUTSIDE = "is outside the dates this archive holds, 1970-01-01T00:00:00Z to 2999-12-31T23:59:59"
 
 
@@ -37,20 +36,7 @@ def cluster(module_cluster_factory: Callable[..., Cluster]) -> Cluster:  # noqa:
 
 
 def dlweb_import(cluster: Cluster, *files: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "archive",
-            "import",
-            "-c",
-            str(cluster.config_path),
-            *map(str, files),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-    )
+    return dlweb("import", "-c", str(cluster.config_path), *map(str, files))
 
 
 async def archived(cluster: Cluster, *urls: str) -> dict[str, int]:

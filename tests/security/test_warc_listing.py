@@ -9,8 +9,6 @@ node with the cluster token (the index node now refuses it).
 
 import asyncio
 import json
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,6 +19,7 @@ import pytest
 from archive.cluster import ClusterClient
 from archive.timestamps import MIN_TIME
 from archive.urlkey import structure_name
+from tests.archive.warc.conftest import dlweb
 from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
 from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy
 
@@ -71,12 +70,7 @@ def through(proxy: Proxy, url: str) -> tuple[int, str]:
 
 
 def test_dlweb_captures_lists_a_capture_of_year_1(cluster: Cluster) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "archive", "captures", "-c", str(cluster.config_path), URL],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = dlweb("captures", "-c", str(cluster.config_path), URL)
     assert done.returncode == 0, done.stderr
     dates = [line.split()[0] for line in done.stdout.splitlines()]
     assert dates == ["0001-01-01T00:00:00Z", "2020-05-01T00:00:00Z"]

@@ -91,16 +91,21 @@ def tiny_chunks(size: int) -> bytes:
     return b"1\r\nx\r\n" * (size // 6) + b"0\r\n\r\n"
 
 
-def main(kind: str, size: int, path: Path, memory: bool) -> None:
+def reading(kind: str, size: int, path: Path) -> Callable[[], list[str]]:
+    """What reading the input `kind` is: a WARC file written to `path`, read; a header block
+    parsed; a chunked payload decoded in one piece."""
     if kind == "folded-block":
-        data, read = folded_block(size), lambda: [str(len(parse_header_block(data).headers))]
-    elif kind == "tiny-chunks":
-        data = tiny_chunks(size)
-        decoder = Dechunker()
-        read = lambda: [str(len(decoder.feed(data) + decoder.finish()))]  # noqa: E731
-    else:
-        path.write_bytes(FILES[kind](size))
-        read = lambda: read_file(path)  # noqa: E731
+        block = folded_block(size)
+        return lambda: [str(len(parse_header_block(block).headers))]
+    if kind == "tiny-chunks":
+        payload, decoder = tiny_chunks(size), Dechunker()
+        return lambda: [str(len(decoder.feed(payload) + decoder.finish()))]
+    path.write_bytes(FILES[kind](size))
+    return lambda: read_file(path)
+
+
+def main(kind: str, size: int, path: Path, memory: bool) -> None:
+    read = reading(kind, size, path)
     if memory:
         tracemalloc.start()
     started = time.process_time()
