@@ -373,11 +373,14 @@ def _read_warcio(
         consumed = records.fh.tell() - records.reader.rem_length()
         after = source.origin(consumed) if source.members is not None else consumed - 1
     except DamagedMember as exc:
-        if exc.offset == offset:
-            _discard(item)
-            raise
-        # The record ended whole in the members before.
-        return [item, Problem(path, exc.offset, str(exc))], exc.offset
+        if exc.offset != offset:
+            # The record ended whole in the members before.
+            return [item, Problem(path, exc.offset, str(exc))], exc.offset
+        if isinstance(item, Problem):
+            # Refused already (for its size, say): reading goes on after its member.
+            return [item], offset
+        _discard(item)
+        raise
     except BaseException:
         _discard(item)
         raise
