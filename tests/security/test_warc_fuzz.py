@@ -3,7 +3,6 @@ files mutated from sound ones, gzipped and not; WACZ packages of mutated layouts
 header blocks. Nothing but our own clear errors comes out, no reading hangs, memory stays small,
 and nothing read is left spooled."""
 
-import contextlib
 import io
 import time
 import tracemalloc
@@ -182,6 +181,10 @@ LINES = [b"a: b\r\n", b" c\r\n", b"\td\n", b"e\r\n", b"\r\n", b"\r\r\n", b"f:\xe
 _WARCIO = StatusAndHeadersParser(["HTTP/"], verify=False)
 
 
+def large_block(line: bytes, size: int) -> bytes:
+    return HEAD + b"X: a\r\n" + line * (size // len(line))
+
+
 @settings(FUZZ, max_examples=800)
 @given(
     data=st.one_of(
@@ -190,28 +193,25 @@ _WARCIO = StatusAndHeadersParser(["HTTP/"], verify=False)
             lambda lines: HEAD + b"".join(lines),
             st.lists(st.sampled_from(LINES) | st.binary(max_size=12), max_size=30),
         ),
+        st.builds(
+            large_block,
+            st.sampled_from([b" b\r\n", b"a:\n", b"x\n", b"\xff: \xfe\r\n", b"\0"]),
+            st.integers(64 * 1024, 1024 * 1024),
+        ),
     )
 )
-def test_the_header_block_parser_reads_any_block_as_warcio_or_calls_it_corrupt(data: bytes) -> None:
+def test_the_header_block_parser_reads_any_block_as_warcio_or_calls_it_corrupt_quickly(
+    data: bytes,
+) -> None:
+    """Small blocks are read as warcio reads them; any block, up to 1 MiB, in little time."""
+    started = time.process_time()
     try:
         block = parse_header_block(data, "a stored block")
     except CorruptFile as exc:
         assert str(exc).startswith("a stored block: ") and len(str(exc)) < 200
         return
+    finally:
+        assert time.process_time() - started < 0.5
     assert status_of(data) == block.status
-    assert block.headers == list(_WARCIO.parse(io.BytesIO(data)).headers)
-
-
-@settings(FUZZ, max_examples=40)
-@given(
-    line=st.sampled_from([b" b\r\n", b"a:\n", b"x\n", b"\xff: \xfe\r\n", b"\0"]),
-    size=st.integers(64 * 1024, 1024 * 1024),
-)
-def test_the_header_block_parser_takes_little_time_on_any_large_block(
-    line: bytes, size: int
-) -> None:
-    data = HEAD + b"X: a\r\n" + line * (size // len(line))
-    started = time.process_time()
-    with contextlib.suppress(CorruptFile):
-        parse_header_block(data)
-    assert time.process_time() - started < 0.5
+    if len(data) < 4096:
+        assert block.headers == list(_WARCIO.parse(io.BytesIO(data)).headers)
