@@ -2,11 +2,12 @@
 
 warcio reads a line by adding each piece of it to the ones before (so a line of 16 MB with no line
 break costs minutes) and with no end (so it holds the whole of such a line); it reads a record
-header of any number of lines, and any number of blank lines after a record. The reader here
-reads a line in one pass, each piece once, and refuses a line longer than MAX_LINE; the iterator
-lets a record header (and, for `dlweb cdxj`, the HTTP header block it parses) take at most
-`header_budget` bytes and the blank lines after a record MAX_TRAILER bytes. Inflating gzip
-members is left to warc/gunzip.py: the iterator reads the inflated bytes.
+header of any number of lines, and the blank lines after a record one by one, however many. The
+reader here reads a line in one pass, each piece once, and refuses a line longer than MAX_LINE;
+the iterator lets a record header (and, for `dlweb cdxj`, the HTTP header block it parses) take
+at most `header_budget` bytes and `header_lines` lines, and passes over the blank lines after a
+record a buffer at a time, MAX_TRAILER bytes of them at most. Inflating gzip members is left to
+warc/gunzip.py: the iterator reads the inflated bytes.
 """
 
 import contextlib
@@ -43,7 +44,7 @@ class Readable(Protocol):
 
 
 class TooLong(DlwebError):
-    """A line, a record header or the blank lines after a record longer than allowed."""
+    """A line or a record header longer than allowed."""
 
 
 class ManyBlankLines(Exception):

@@ -129,7 +129,11 @@ class GzipMembers:
         if not rest.startswith(GZIP_MAGIC):
             raise DamagedMember(start, "bytes that are no gzip member follow the one before")
         self._inflate, self._pending, self._member = _inflater(), rest, start
-        self._members.append((self._given, start))
+        if self._members[-1][0] == self._given:
+            # The member before gave no byte: no record starts in it.
+            self._members[-1] = (self._given, start)
+        else:
+            self._members.append((self._given, start))
         return True
 
 
