@@ -265,8 +265,14 @@ def _read_sound(
     held: Item | None = None
     offset = 0
     try:
+        # FastWARC reads the bytes as they are: gzip members come inflated, and no other
+        # compression (zstd, lz4, gzip within gzip) is inflated past the cap.
         for record in FastIterator(
-            source.stream, parse_http=False, record_types=WarcRecordType.any_type, fsspec_args=False
+            source.stream,
+            parse_http=False,
+            record_types=WarcRecordType.any_type,
+            fsspec_args=False,
+            stream_detect=False,
         ):
             if held is not None:
                 if progress is not None:
