@@ -1,8 +1,8 @@
 """Reading WARC (1.0, 1.1) and ARC files record by record, and getting past damaged ones.
 
-FastWARC parses the record headers and undoes the gzip members of a sound WARC file, in about a
-third of warcio's time; from the first record it cannot vouch for (and in an ARC file) warcio
-does, since it tells what is wrong with a record. This module reads each record's block itself,
+FastWARC parses the record headers of a sound WARC file, in about a third of warcio's time; from
+the first record it cannot vouch for (and in an ARC file) warcio does, since it tells what is
+wrong with a record. This module reads each record's block itself,
 so that the HTTP header block is kept byte for byte, chunked encoding is removed and nothing else
 (a gzip body stays gzip), a record's bytes are checked against its block digest (else its payload
 digest) and every body is hashed with SHA-256 while it streams to a spool. A damaged record
