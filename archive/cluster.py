@@ -60,7 +60,6 @@ log = logging.getLogger(__name__)
 INSERT_BATCH = 1_000
 MAX_LISTED = 100_000
 MAX_VARIANTS = 100
-EARLIEST, LATEST = "1000", "99991231235959"
 UPLOADS_IN_FLIGHT = 48
 UPLOAD_BATCHES_AT_ONCE = 3
 # How long a client keeps the list of storage nodes it reads packs from.
@@ -776,7 +775,7 @@ class ClusterClient:
         answer, address = await self._ask_structure(
             structure_name(url),
             url,
-            f"mode=days&from={EARLIEST}&to={LATEST}",
+            "mode=days",
             f"no capture of {url}",
         )
         try:
@@ -807,7 +806,7 @@ class ClusterClient:
         answer, address = await self._ask_structure(
             name,
             what or f"structure file {name}",
-            f"mode=range&from={EARLIEST}&to={LATEST}&limit={MAX_LISTED}",
+            f"mode=range&limit={MAX_LISTED}",
             "",
             holders,
         )

@@ -3,13 +3,14 @@
 A header block is stored as a content file of its own, so identical blocks are stored once. Its
 bytes are the status line and the header lines as the server sent them, each ending in CRLF, then
 an empty line. Replay parses it back to send the archived status and headers.
+
+Blocks come from archived servers and imported files, so they are read as hostile: in one pass,
+each line once, whatever their bytes, and none larger than MAX_HEADER_BLOCK (what browsers accept
+of a response's headers).
 """
 
-import io
 import re
 from dataclasses import dataclass
-
-from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
 from .errors import CorruptFile
 
@@ -20,8 +21,7 @@ _CHUNKED = re.compile(rb"chunked", re.IGNORECASE)
 # and NUL end a field or the head; RFC 9110 section 5).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-# The status line is checked by _status_line; warcio reads the header fields.
-_PARSER = StatusAndHeadersParser(_PROTOCOLS, verify=False)
+MAX_HEADER_BLOCK = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,45 @@ def valid_field(name: str, value: str) -> bool:
 
 
 def parse_header_block(data: bytes, where: str = "header block") -> HeaderBlock:
+    if len(data) > MAX_HEADER_BLOCK:
+        raise CorruptFile(
+            f"{where}: a header block of {len(data)} bytes, more than the"
+            f" {MAX_HEADER_BLOCK // 1024} KiB a response's headers may take"
+        )
     protocol, status, reason = _status_line(data, where)
+    return HeaderBlock(protocol, status, reason, _fields(data))
+
+
+def _fields(data: bytes) -> list[tuple[str, str]]:
+    """The header fields after the status line, read as warcio (and so pywb) reads them: up to
+    the first line that is empty once its trailing white space is removed; a line that starts
+    with a space or a tab continues the line before it; a line without a colon is no field (nor
+    are the lines that continue it); each line is UTF-8, else Latin-1."""
+    fields: list[tuple[str, str]] = []
+    name: str | None = None
+    value: list[str] = []
+    lines = data.split(b"\n")
+    for index in range(1, len(lines)):
+        line = _decoded(lines[index]).rstrip()
+        if not line:
+            break
+        if index > 1 and line[0] in " \t":
+            value.append(line)
+            continue
+        if name is not None:
+            fields.append((name, "".join(value)))
+        field, colon, first = line.partition(":")
+        name, value = (field.rstrip(" \t"), [first.lstrip()]) if colon else (None, [])
+    if name is not None:
+        fields.append((name, "".join(value)))
+    return fields
+
+
+def _decoded(line: bytes) -> str:
     try:
-        parsed = _PARSER.parse(io.BytesIO(data))
-    except (StatusAndHeadersParserException, EOFError, ValueError) as exc:
-        raise CorruptFile(f"{where}: not an HTTP status line and headers ({exc})") from None
-    return HeaderBlock(protocol, status, reason, list(parsed.headers))
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("iso-8859-1")
 
 
 def status_of(data: bytes, where: str = "header block") -> int:
@@ -70,11 +103,7 @@ def _status_line(data: bytes, where: str) -> tuple[str, int, str]:
     """The protocol, status and reason of a block's first line, which must be an HTTP status
     line with a status of 3 digits."""
     end = data.find(b"\n")
-    first = data[: end if end >= 0 else len(data)]
-    try:
-        line = first.decode("utf-8").rstrip()
-    except UnicodeDecodeError:
-        line = first.decode("iso-8859-1").rstrip()
+    line = _decoded(data[: end if end >= 0 else len(data)]).rstrip()
     upper = line.upper()
     protocol = next((p for p in _PROTOCOLS if upper.startswith(p)), None)
     if protocol is None:

@@ -118,7 +118,7 @@ def choose(query: dict[str, str], days: list[DayCount], near: int | None = None)
             if (moment.year, moment.month) in held:
                 return Choice(moment.year, moment.month)
         return Choice(days[-1].day.year, days[-1].day.month)
-    if not _YEAR.fullmatch(year_text) or year_text < "1000":
+    if not _YEAR.fullmatch(year_text) or year_text == "0000":
         raise BadChoice(f"year={year_text[:20]!r}: give a year of four digits, such as 2021")
     year = int(year_text)
     if month_text is None:

@@ -13,7 +13,6 @@ import aiohttp
 
 PAGE = 100_000
 APPEND_BATCH = 2_000
-EARLIEST, LATEST = "1000", "99991231235959"
 
 
 async def read_records(
@@ -22,9 +21,10 @@ async def read_records(
     """The URL and every capture record of one structure file on one node, a page at a time."""
     records: list[dict[str, Any]] = []
     url = ""
-    start = EARLIEST
+    # The first page from the first record, whatever its date; the next from the last time seen.
+    start: str | None = None
     while True:
-        query = {"mode": "range", "from": start, "to": LATEST, "limit": str(PAGE)}
+        query = {"mode": "range", "limit": str(PAGE), **({"from": start} if start else {})}
         async with session.get(f"{address}/structure/{name}", params=query) as r:
             answer = await r.json(content_type=None)
             if r.status != 200:
@@ -35,7 +35,7 @@ async def read_records(
         records.extend(fresh)
         # The next page starts at the last time seen (as microseconds: more than 14 digits).
         start = str(page[-1]["time"]) if page else ""
-        if len(page) < PAGE or not fresh or len(start) <= 14:
+        if len(page) < PAGE or not fresh or not start.isdigit() or len(start) <= 14:
             return url, records
 
 

@@ -13,8 +13,8 @@ from archive.errors import BadName, ClientFault, DlwebError, HashMismatch, NotFo
 from archive.hashing import check_name
 from archive.inserts import FORWARD_HEADER, UploadReceipt, forward_chain
 from archive.serving import json_error, status_of, token_guard
-from archive.structure import BadRecord, Capture, Mode
-from archive.timestamps import BadTime, parse_time
+from archive.structure import INT64_MAX, INT64_MIN, BadRecord, Capture, Mode
+from archive.timestamps import MAX_TIME, MIN_TIME, BadTime, parse_time
 from archive.urlkey import BadUrl, structure_name
 
 from .forwarding import Forwarder
@@ -384,9 +384,11 @@ def _int_param(request: web.Request, key: str, default: int, low: int, high: int
     return int(raw)
 
 
-def _time_param(request: web.Request, key: str) -> int:
+def _time_param(request: web.Request, key: str, default: int | None = None) -> int:
     raw = request.query.get(key)
     if raw is None:
+        if default is not None:
+            return default
         raise ClientFault(f"query parameter {key!r} is required")
     try:
         return parse_time(raw)
@@ -400,7 +402,9 @@ def _record_json(capture: Capture, index: int) -> dict[str, object]:
 
 async def get_structure(request: web.Request) -> web.StreamResponse:
     """The raw file without `mode`; otherwise a binary-search query answered in JSON, or with
-    `mode=days` the captures from `from` to `to` counted per day (StructureReader.count_days)."""
+    `mode=days` the captures from `from` to `to` counted per day (StructureReader.count_days).
+    A range or count without `from` or `to` starts at the first record or ends at the last, so
+    that listing every capture depends on no date (a record of year 1 is listed too)."""
     name = _name(request)
     node = request.app[NODE]
     mode_text = request.query.get("mode")
@@ -408,7 +412,10 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         headers = {"Content-Type": "application/octet-stream"}
         return await _send_stored(request, node.structures, name, headers)
     if mode_text == "days":
-        start, stop = _time_param(request, "from"), _time_param(request, "to")
+        # Days exist from year 1 to 9999: a record outside, which only an append naming its
+        # time can make, has no day to be counted under.
+        start = _time_param(request, "from", MIN_TIME)
+        stop = _time_param(request, "to", MAX_TIME)
         request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
         with node.open_structure(name) as sfile:
             days = await node.run_io(sfile.reader.count_days, start, stop)
@@ -424,8 +431,8 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         reader = sfile.reader
         answer: dict[str, object] = {"name": name, "url": reader.url, "count": reader.count}
         if mode is Mode.RANGE:
-            start = reader.bisect_left(_time_param(request, "from"))
-            stop = reader.bisect_right(_time_param(request, "to"))
+            start = reader.bisect_left(_time_param(request, "from", INT64_MIN))
+            stop = reader.bisect_right(_time_param(request, "to", INT64_MAX))
             limit = _int_param(request, "limit", 1000, 1, MAX_RANGE_LIMIT)
             found = reader.records(start, min(stop, start + limit))
             answer["records"] = [_record_json(c, start + i) for i, c in enumerate(found)]

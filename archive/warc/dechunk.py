@@ -10,8 +10,12 @@ MAX_SIZE_LINE = 1024
 
 
 class Dechunker:
+    """Decodes in one pass: the bytes of each piece are looked at once, whatever the sizes of its
+    chunks (a payload of one-byte chunks costs no more than one of large ones)."""
+
     def __init__(self) -> None:
         self._buffer = b""
+        self._at = 0  # where the bytes of `_buffer` not decoded yet start
         self._state = "size"
         self._left = 0
         self.raw: bool | None = None  # None until the first size line is read
@@ -23,13 +27,16 @@ class Dechunker:
             return data
         if self._state in ("done", "broken"):
             return b""
-        self._buffer += data
+        self._buffer = self._buffer + data if self._buffer else data
+        self._at = 0
         out: list[bytes] = []
-        while self._buffer and self._step(out):
+        while self._at < len(self._buffer) and self._step(out):
             pass
         if self.raw:
-            out.append(self._buffer)
+            out.append(self._buffer[self._at :])
             self._buffer = b""
+        self._buffer = self._buffer[self._at :]
+        self._at = 0
         return b"".join(out)
 
     def finish(self) -> bytes:
@@ -44,22 +51,22 @@ class Dechunker:
 
     def _step(self, out: list[bytes]) -> bool:
         """Decode one piece of the buffer; False when more input is needed."""
-        buffer = self._buffer
+        buffer, at = self._buffer, self._at
         if self._state == "data":
-            piece = buffer[: self._left]
+            piece = buffer[at : at + self._left]
             out.append(piece)
             self._left -= len(piece)
-            self._buffer = buffer[len(piece) :]
+            self._at = at + len(piece)
             if self._left:
                 return False
             self._state = "crlf"
             return True
-        end = buffer.find(b"\n")
+        end = buffer.find(b"\n", at)
         if end < 0:
-            if len(buffer) > MAX_SIZE_LINE:
-                self._fail(line=buffer)
+            if len(buffer) - at > MAX_SIZE_LINE:
+                self._fail(line=True)
             return False
-        line, self._buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1 :]
+        line, self._at = buffer[at:end].rstrip(b"\r"), end + 1
         if self._state == "crlf":
             if line:
                 self._fail()
@@ -72,23 +79,24 @@ class Dechunker:
             except ValueError:
                 size = -1
             if size < 0:
-                self._fail(line=buffer)
+                self._at = at
+                self._fail(line=True)
                 return False
             self.raw = False
             self._left = size
             self._state = "data" if size else "trailer"
         elif self._state == "trailer" and not line:
             self._state = "done"
-            self._buffer = b""
+            self._buffer, self._at = b"", 0
             return False
         return True
 
-    def _fail(self, line: bytes | None = None) -> None:
-        """A bad size line first of all means the payload was never chunked."""
-        if self.raw is None and line is not None:
+    def _fail(self, line: bool = False) -> None:
+        """A bad size line first of all means the payload was never chunked: it is then passed
+        on from the start of the line."""
+        if self.raw is None and line:
             self.raw = True
-            self._buffer = line
             return
         self.broken = True
         self._state = "broken"
-        self._buffer = b""
+        self._buffer, self._at = b"", 0

@@ -122,6 +122,7 @@ _PROBLEM_KINDS = (
     ("lookup URL", "lookup URL not archivable"),
     ("does not match", "digest mismatch"),
     ("larger than the limit", "too large"),
+    ("outside the dates", "date out of range"),
     ("gzip", "damaged gzip member"),
     ("truncated record", "truncated record"),
     ("does not end where", "wrong Content-Length"),

@@ -1,45 +1,48 @@
 """Reading WARC (1.0, 1.1) and ARC files record by record, and getting past damaged ones.
 
-FastWARC parses the record headers and undoes the gzip members of a sound WARC file, in about a
-third of warcio's time; from the first record it cannot vouch for (and in an ARC file) warcio
-does, since it tells what is wrong with a record. This module reads each record's block itself,
+FastWARC parses the record headers of a sound WARC file, in about a third of warcio's time; from
+the first record it cannot vouch for (and in an ARC file) warcio does, since it tells what is
+wrong with a record. This module reads each record's block itself,
 so that the HTTP header block is kept byte for byte, chunked encoding is removed and nothing else
 (a gzip body stays gzip), a record's bytes are checked against its block digest (else its payload
 digest) and every body is hashed with SHA-256 while it streams to a spool. A damaged record
 becomes a Problem naming the file, the byte offset of the record and the reason; reading goes on
 at the next gzip member or the next `WARC/1.` line, so the good records after it are read too.
+
+Files are hostile: reading stays linear in the size of the file whatever its bytes. Both readers
+read gzip members inflated by warc/gunzip.py, which lets a member inflate only as far as its
+record needs; warcio reads lines and headers of bounded size (warc/bounded.py); the places to go
+on from after a damaged record are found in one pass (_Finder), and the bytes read again while
+looking among a damaged record's bytes for the next record are bounded (_Rescans).
 """
 
 import contextlib
 import dataclasses
 import os
 import re
-import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from fastwarc import ArchiveIterator as FastIterator
 from fastwarc import WarcRecordType
-from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
-from warcio.utils import BUFF_SIZE
-from zlib_ng import zlib_ng
 
 from ..errors import DlwebError
-from ..header_block import declares_chunked, status_of
-from ..timestamps import BadTime, parse_time
+from ..header_block import MAX_HEADER_BLOCK, declares_chunked, status_of
+from ..timestamps import BadTime, check_capture_time, parse_time
 from ..urlkey import canonical_url
+from .bounded import BoundedIterator, ManyBlankLines, TooLong
 from .dechunk import Dechunker
 from .digests import Digest, parse_digest
+from .gunzip import GZIP_MAGIC, MEMBER_PROBE, DamagedMember, GzipMembers, starts_member
 from .spool import Spool
 
 READ_SIZE = 256 * 1024
-MAX_HTTP_HEADER = 256 * 1024
-SCAN_SIZE = 1024 * 1024
+MAX_HTTP_HEADER = MAX_HEADER_BLOCK
+SCAN_SIZE = 256 * 1024
 HTTP_TYPES = ("response", "revisit", "request")
 IMPORTED_TYPES = ("response", "revisit", "resource", "request", "metadata")
 NOT_IMPORTED = {
@@ -58,7 +61,6 @@ RECOMPUTED_FIELDS = frozenset(
         "warc-filename",
     }
 )
-GZIP_MAGIC = b"\x1f\x8b\x08"
 # Where reading may go on after a damaged record: the next gzip member, or the next line that
 # starts `WARC/1.` in any case (warcio reads `warc/1.0` as `WARC/1.0`).
 _NEXT_MEMBER = re.compile(re.escape(GZIP_MAGIC))
@@ -77,8 +79,6 @@ _FASTWARC_TYPES = {
 _FASTWARC_PANICS: tuple[type[BaseException], ...] = tuple(
     kind for kind in BaseException.__subclasses__() if kind.__name__ == "PanicException"
 )
-# zlib-ng's stub declares its error as an instance; it is the exception class.
-_INFLATE_ERRORS = (zlib.error, cast(type[Exception], zlib_ng.error), EOFError)
 # Records kept for export only; their body is stored whole, after the WARC fields they keep.
 SIDE_TYPES = ("request", "metadata")
 
@@ -178,28 +178,52 @@ _DOUBTS: tuple[type[BaseException], ...] = (
     _BadRecord,
     _Unsure,
     ValueError,
+    DamagedMember,
     *_FASTWARC_PANICS,
+)
+# What ends warcio's reading at a damaged record whose end is not known.
+_LOST = (
+    ArchiveLoadFailed,
+    StatusAndHeadersParserException,
+    TooLong,
+    _BadRecord,
+    ValueError,
+    EOFError,
 )
 
 
-class _FastGunzip(DecompressingBufferedReader):  # type: ignore[misc]
-    """warcio's reader, inflating gzip members with zlib-ng (the same format, decoded in
-    about two thirds of zlib's time: inflating is a third of an import's reading)."""
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What the readers read from `start` on in a file: the file, or its gzip members inflated
+    (positions then count inflated bytes)."""
 
-    DECOMPRESSORS = {
-        **DecompressingBufferedReader.DECOMPRESSORS,
-        "gzip": lambda: zlib_ng.decompressobj(16 + zlib_ng.MAX_WBITS),
-    }
+    fh: IO[bytes]
+    members: GzipMembers | None
 
+    @classmethod
+    def at(cls, fh: IO[bytes], start: int, gzipped: bool) -> "_Source":
+        if gzipped:
+            return cls(fh, GzipMembers(fh, start))
+        fh.seek(start)
+        return cls(fh, None)
 
-class _Iterator(ArchiveIterator):  # type: ignore[misc]
-    """warcio's iterator, counting instead of printing a record that runs past its length."""
+    @property
+    def stream(self) -> Any:
+        return self.fh if self.members is None else self.members
 
-    INC_RECORD = ""
+    def origin(self, position: int) -> int:
+        """Where the record at `position` (of the bytes read) starts in the file."""
+        return position if self.members is None else self.members.origin(position)
 
-    def __init__(self, fh: IO[bytes], **options: Any) -> None:
-        super().__init__(fh, block_size=BUFF_SIZE, **options)
-        self.reader = _FastGunzip(self.fh, block_size=BUFF_SIZE)
+    def allow(self, position: int, length: int, max_record: int) -> None:
+        """Let the record at `position` inflate to its length, when it is imported or passed
+        over (not when it is refused for its size: reading goes on at the next member)."""
+        if self.members is not None:
+            self.members.allow(position, length if length <= max_record else 0)
+
+    def raw_position(self) -> int:
+        """How far in the file the readers have read."""
+        return self.fh.tell() if self.members is None else self.members.raw_position
 
 
 def read_archive(
@@ -219,7 +243,7 @@ def read_archive(
     with open(path, "rb") if opened is None else contextlib.nullcontext(opened) as fh:
         gzipped = fh.read(2) == GZIP_MAGIC[:2]
         fh.seek(0)
-        doubted = yield from _read_sound(fh, path, max_record, spool_dir, progress)
+        doubted = yield from _read_sound(fh, path, gzipped, max_record, spool_dir, progress)
         if doubted is not None:
             yield from _read_any(fh, path, gzipped, doubted, max_record, spool_dir, progress)
         if progress is not None:
@@ -229,6 +253,7 @@ def read_archive(
 def _read_sound(
     fh: IO[bytes],
     path: Path,
+    gzipped: bool,
     max_record: int,
     spool_dir: Path,
     progress: Callable[[int], None] | None,
@@ -236,19 +261,28 @@ def _read_sound(
     """Records read with FastWARC, each given out once the next one begins where it should
     (so it ended where its Content-Length says); None when the whole file was read, else the
     offset of the record warcio has to read from."""
+    source = _Source.at(fh, 0, gzipped)
     held: Item | None = None
     offset = 0
     try:
+        # FastWARC reads the bytes as they are: gzip members come inflated, and no other
+        # compression (zstd, lz4, gzip within gzip) is inflated past the cap.
         for record in FastIterator(
-            fh, parse_http=False, record_types=WarcRecordType.any_type, fsspec_args=False
+            source.stream,
+            parse_http=False,
+            record_types=WarcRecordType.any_type,
+            fsspec_args=False,
+            stream_detect=False,
         ):
             if held is not None:
                 if progress is not None:
-                    progress(record.stream_pos)
+                    progress(source.raw_position())
                 yield held
                 held = None
-            offset = record.stream_pos
-            held = _read_record(_from_fastwarc(record), path, offset, max_record, spool_dir)
+            offset = source.origin(record.stream_pos)
+            raw = _from_fastwarc(record)
+            source.allow(record.stream_pos, raw.length, max_record)
+            held = _read_record(raw, path, offset, max_record, spool_dir)
     except _DOUBTS:
         if held is not None:
             _discard(held)
@@ -271,98 +305,183 @@ def _read_any(
     fh: IO[bytes],
     path: Path,
     gzipped: bool,
-    start: int | None,
+    start: int,
     max_record: int,
     spool_dir: Path,
     progress: Callable[[int], None] | None,
 ) -> Iterator[Item]:
-    """Records read with warcio from `start` on, getting past damaged ones."""
+    """Records read with warcio from `start` on, getting past damaged ones: after a record whose
+    end is not known, reading goes on at the next place after its start where a record may
+    start, which may lie among its own bytes."""
+    finder = _Finder(fh, gzipped)
+    rescans = _Rescans(start, fh.seek(0, os.SEEK_END))
     reported: set[int] = set()
-    while start is not None:
-        fh.seek(start)
-        records = _Iterator(fh, no_record_parse=True, arc2warc=True)
-        resume_after = None
+    position: int | None = start
+    while position is not None:
+        source = _Source.at(fh, position, gzipped)
+        records = BoundedIterator(source.stream, no_record_parse=True, arc2warc=True)
+        after = None  # where the record that reading goes on after starts
         try:
             for record in records:
-                offset = records.offset
-                errors = records.err_count
-                item = _read_record(_from_warcio(record), path, offset, max_record, spool_dir)
-                records.read_to_end()
-                if records.err_count > errors and not isinstance(item, Problem):
-                    _discard(item)
-                    item = Problem(
-                        path, offset, "the record does not end where its Content-Length says"
-                    )
-                if isinstance(item, Problem):
-                    reported.add(offset)
-                    resume_after = offset
+                items, after = _read_warcio(records, record, source, path, max_record, spool_dir)
                 if progress is not None:
-                    progress(fh.tell())
-                yield item
-            resume_after = None
-        except (
-            ArchiveLoadFailed,
-            StatusAndHeadersParserException,
-            *_INFLATE_ERRORS,
-        ) as exc:
-            offset = records.offset
-            if offset not in reported:
-                reported.add(offset)
-                yield Problem(path, offset, _describe(exc, gzipped))
-            resume_after = offset if resume_after is None else min(resume_after, offset)
-        except (_BadRecord, ValueError) as exc:
-            offset = records.offset
-            reported.add(offset)
-            yield Problem(path, offset, str(exc))
-            resume_after = offset
+                    progress(source.raw_position())
+                for item in items:
+                    if isinstance(item, Problem):
+                        reported.add(item.offset)
+                    yield item
+                if after is not None:
+                    break
+        except DamagedMember as exc:
+            after = exc.offset
+            if after not in reported:
+                reported.add(after)
+                yield Problem(path, after, str(exc))
+        except _LOST as exc:
+            after = source.origin(records.offset)
+            if after not in reported:
+                reported.add(after)
+                yield Problem(path, after, _describe(exc))
         finally:
             records.close()
-        if resume_after is not None:
-            # Always forward, even when warcio's offset of a damaged member is off.
-            start = _next_start(fh, max(resume_after, start) + 1, gzipped)
-        else:
-            start = None
-        if progress is not None and start is not None:
-            progress(start)
+        rescans.passed(position, source.raw_position())
+        position = None if after is None else finder.after(after)
+        if position is not None and position < rescans.high and rescans.spent:
+            if not rescans.said:
+                rescans.said = True
+                yield Problem(path, position, rescans.reason())
+            position = finder.after(rescans.high - 1)
+        if progress is not None and position is not None:
+            progress(position)
+
+
+def _read_warcio(
+    records: BoundedIterator,
+    record: Any,
+    source: _Source,
+    path: Path,
+    max_record: int,
+    spool_dir: Path,
+) -> tuple[list[Item], int | None]:
+    """A record warcio read (with the damaged gzip member after it, when reading past it found
+    one), and None, or where the record starts that reading goes on after when its end is not
+    known."""
+    offset = source.origin(records.offset)
+    raw = _from_warcio(record)
+    source.allow(records.offset, raw.length, max_record)
+    errors = records.err_count
+    item = _read_record(raw, path, offset, max_record, spool_dir)
+    after = None
+    try:
+        records.read_to_end()
+    except ManyBlankLines:
+        # The next record is looked for past the blank lines.
+        consumed = records.fh.tell() - records.reader.rem_length()
+        after = source.origin(consumed) if source.members is not None else consumed - 1
+    except DamagedMember as exc:
+        if exc.offset != offset:
+            # The record ended whole in the members before.
+            return [item, Problem(path, exc.offset, str(exc))], exc.offset
+        if isinstance(item, Problem):
+            # Refused already (for its size, say): reading goes on after its member.
+            return [item], offset
+        _discard(item)
+        raise
+    except BaseException:
+        _discard(item)
+        raise
+    if records.err_count > errors:
+        if not isinstance(item, Problem):
+            _discard(item)
+            item = Problem(path, offset, "the record does not end where its Content-Length says")
+        return [item], offset
+    return [item], after
 
 
 def _from_warcio(record: Any) -> "_Raw":
     fields = list(record.rec_headers.headers)
-    return _Raw(record.rec_type or "", fields, record.length, record.raw_stream)
+    # No length when the field is missing: _read_record refuses the record then.
+    return _Raw(record.rec_type or "", fields, record.length or 0, record.raw_stream)
 
 
-def _describe(exc: BaseException, gzipped: bool) -> str:
+def _describe(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, _INFLATE_ERRORS):
-        return f"damaged gzip member: {text}"
-    if gzipped and "\\x1f\\x8b" in text:
-        return "damaged gzip member: it ends early, before its record does"
-    if "non-chunked gzip" in text:
-        return (
-            "the file is one gzip stream holding many records, not one gzip member per record;"
-            " rewrite it with `warcio recompress`"
-        )
+    if isinstance(exc, _BadRecord):
+        return text
     return f"malformed record header: {text.splitlines()[0][:200]}"
 
 
-def _next_start(fh: IO[bytes], position: int, gzipped: bool) -> int | None:
-    """Where the next record may start: the next gzip member, or the next `WARC/1.` line."""
-    pattern, width, skip = (
-        (_NEXT_MEMBER, len(GZIP_MAGIC), 0) if gzipped else (_NEXT_WARC_LINE, len(b"\nWARC/1."), 1)
-    )
-    carry = b""
-    fh.seek(position)
-    base = position
-    while True:
-        data = fh.read(SCAN_SIZE)
+class _Finder:
+    """Where a record may start after a damaged one: the next gzip member (a place that starts
+    as one: its header and the start of its data inflate), or the next line that starts
+    `WARC/1.`. Asked about places further and further on, it reads the file once."""
+
+    def __init__(self, fh: IO[bytes], gzipped: bool) -> None:
+        self._fh = fh
+        self._gzipped = gzipped
+        self._pattern, self._skip = (_NEXT_MEMBER, 0) if gzipped else (_NEXT_WARC_LINE, 1)
+        self._width = len(GZIP_MAGIC) if gzipped else len(b"\nWARC/1.")
+        self._base = 0
+        self._window = b""  # the bytes of the file from `_base` on, as far as read
+
+    def after(self, position: int) -> int | None:
+        """The first place after `position` where a record may start; None if none."""
+        at = position + 1 - self._skip  # where the pattern may begin
+        if not self._base <= at <= self._base + len(self._window):
+            self._base, self._window = at, b""
+        while True:
+            found = self._pattern.search(self._window, at - self._base)
+            if found is None:
+                end = self._base + len(self._window)
+                if not self._more(max(at, end - self._width + 1)):
+                    return None
+                continue
+            start = self._base + found.start()
+            if not self._gzipped:
+                return start + self._skip
+            probe = self._window[found.start() : found.start() + MEMBER_PROBE]
+            if len(probe) < MEMBER_PROBE and self._more(start):
+                continue
+            if starts_member(probe):
+                return start
+            at = start + 1
+
+    def _more(self, kept: int) -> bool:
+        """Read on into the window, keeping its bytes from `kept`; False at the end of the file."""
+        self._fh.seek(self._base + len(self._window))
+        data = self._fh.read(SCAN_SIZE)
         if not data:
-            return None
-        window = carry + data
-        found = pattern.search(window)
-        if found is not None:
-            return base - len(carry) + found.start() + skip
-        carry = window[-(width - 1) :]
-        base += len(data)
+            return False
+        self._window = self._window[kept - self._base :] + data
+        self._base = kept
+        return True
+
+
+class _Rescans:
+    """How much of a file was read again while looking for records among the bytes of damaged
+    ones: once that is as much as the file itself (a file of records nested in records, say),
+    records are looked for only past the furthest byte read, so that reading stays linear."""
+
+    def __init__(self, start: int, size: int) -> None:
+        self.high = start  # the furthest byte read
+        self._left = size - start + SCAN_SIZE  # what may still be read again
+        self.said = False
+
+    def passed(self, start: int, end: int) -> None:
+        """Count a reading from `start` to `end`."""
+        if start < self.high:
+            self._left -= min(end, self.high) - start
+        self.high = max(self.high, end)
+
+    @property
+    def spent(self) -> bool:
+        return self._left < 0
+
+    def reason(self) -> str:
+        return (
+            f"the damaged bytes up to offset {self.high} are not searched again for records:"
+            " this file was read twice over already"
+        )
 
 
 def _discard(item: Item) -> None:
@@ -395,12 +514,13 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
     fields = _first_values(record.fields)
     length_text = fields.get("content-length")
     if length_text is None or not length_text.strip().isdigit():
-        raise _BadRecord(f"malformed record header: Content-Length {length_text!r} is not a number")
+        shown = None if length_text is None else length_text[:40]
+        raise _BadRecord(f"malformed record header: Content-Length {shown!r} is not a number")
     length: int = record.length
     if rec_type in NOT_IMPORTED:
         return Ignored(path, offset, rec_type, NOT_IMPORTED[rec_type])
     if rec_type not in IMPORTED_TYPES:
-        return Problem(path, offset, f"{rec_type or 'untyped'} records are not supported")
+        return Problem(path, offset, f"{rec_type[:40] or 'untyped'} records are not supported")
     if fields.get("warc-segment-number") is not None:
         return Problem(path, offset, "segmented records are not supported")
     uri = fields.get("warc-target-uri", "").strip()
@@ -408,15 +528,21 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
         uri, record = _uri_as_warcio_reads_it(record, uri)
     scheme = uri.partition(":")[0].lower()
     if scheme not in ("http", "https"):
-        return Ignored(path, offset, rec_type, f"{uri[:100]!r} is not an http(s) URL")
+        # One reason for all (the summary counts records by reason): no URL quoted.
+        return Ignored(path, offset, rec_type, "not an http(s) URL")
     try:
         key = canonical_url(uri)
     except DlwebError as exc:
         return Problem(path, offset, str(exc))
+    date = fields.get("warc-date", "")
     try:
-        time = parse_time(fields.get("warc-date", ""))
+        time = parse_time(date)
     except BadTime:
-        return Problem(path, offset, f"malformed WARC-Date {fields.get('warc-date')!r}")
+        return Problem(path, offset, f"malformed WARC-Date {date[:40]!r}")
+    try:
+        check_capture_time(time)
+    except BadTime as exc:
+        return Problem(path, offset, f"WARC-Date {date[:40]!r}: {exc}")
     if length > max_record:
         return Problem(
             path,
@@ -562,20 +688,26 @@ def _read_block(
 
 def _split_head(data: bytes, more: Any) -> tuple[bytes | None, bytes]:
     """The HTTP header block at the start of a block (through its blank line, see _HEAD_END),
-    and the rest; None when no blank line comes in MAX_HTTP_HEADER bytes."""
+    and the rest; None when it takes more than MAX_HTTP_HEADER bytes. Each piece is searched
+    once: from the last line break of the pieces before it, where an end may begin."""
+    block = bytearray(data)
+    searched = 0
     while True:
-        end = _HEAD_END.search(data)
+        end = _HEAD_END.search(block, searched)
         if end is not None:
-            return data[: end.end()], data[end.end() :]
-        if len(data) > MAX_HTTP_HEADER:
+            if end.end() > MAX_HTTP_HEADER:
+                return None, b""
+            return bytes(block[: end.end()]), bytes(block[end.end() :])
+        if len(block) > MAX_HTTP_HEADER:
             return None, b""
+        searched = max(block.rfind(b"\n"), 0)
         piece = more()
         if not piece:
             # A block of headers only (a revisit, a bodiless response or request), or of a
             # status line only, may end without the blank line: as for warcio, the block ends
             # the headers.
-            return data, b""
-        data += piece
+            return bytes(block), b""
+        block += piece
 
 
 def _drain(more: Any) -> None:

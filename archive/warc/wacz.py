@@ -7,11 +7,14 @@ with its size and SHA-256 and is itself hashed in `datapackage-digest.json`. The
 WARC as `dlweb export` does, into a folder beside the package, reads it once for the index and
 the pages, then zips it all under a temporary name renamed when complete. The import checks every
 hash before reading any record, so a damaged package is refused whole, then reads each WARC
-straight from the ZIP.
+straight from the ZIP. A package is hostile until checked: its ZIP layout first
+(warc/zip_layout.py), then its JSON files, read only up to MAX_JSON bytes and MAX_JSON_DEPTH
+levels of nesting, with no key given twice.
 """
 
 import asyncio
 import codecs
+import contextlib
 import hashlib
 import json
 import os
@@ -23,11 +26,21 @@ import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from ..errors import DlwebError
 from ..header_block import charset_of
 from .digests import parse_digest
+from .zip_layout import (
+    MAX_DIRECTORY,
+    MAX_ENTRIES,
+    BadPackage,
+    Entry,
+    StoredEntry,
+    checked_entries,
+    directory_size,
+    shown,
+)
 
 if TYPE_CHECKING:
     from ..cluster import ClusterClient
@@ -45,6 +58,9 @@ PIECE = 1024 * 1024
 PAGE_READ = 2 * 1024 * 1024
 TEXT_CHARS = 100_000
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+# The JSON files of a package read on import (datapackage.json and its digest file).
+MAX_JSON = 4 * 1024 * 1024
+MAX_JSON_DEPTH = 32
 
 
 async def export_wacz(
@@ -220,32 +236,64 @@ def is_wacz(path: Path) -> bool:
 
 
 def check_wacz(path: Path) -> None:
-    """Refuse a WACZ package whose files do not match the hashes of its datapackage.json, or
-    that holds a WARC file it does not list: nothing of a damaged package is imported."""
-    try:
-        with zipfile.ZipFile(path) as package:
-            listed = _check_listed(path, package)
-            warcs = [info.filename for info in _warc_members(package)]
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-        raise DlwebError(f"{path}: not a readable WACZ (ZIP) file: {exc}") from None
+    """Refuse a WACZ package whose ZIP layout is hostile, whose files do not match the hashes of
+    its datapackage.json, or that holds a WARC file it does not list or cannot be read as it is
+    stored: nothing of a damaged package is imported."""
+    with _opened(path) as (package, entries):
+        listed = _check_listed(path, package, entries)
+        warcs = _warc_entries(entries)
+        for entry in entries.values():
+            _check_not_zip(path, package, entry)
     if not warcs:
         raise DlwebError(f"{path}: no WARC file under archive/ in this WACZ")
-    for name in warcs:
-        if name not in listed:
+    for entry in warcs:
+        if entry.name not in listed:
             raise DlwebError(
-                f"{path}: {name} is not listed in {DATAPACKAGE}, so it cannot be checked"
+                f"{path}: {shown(entry.name)} is not listed in {DATAPACKAGE}, so it cannot be"
+                " checked"
+            )
+        if entry.info.compress_type != zipfile.ZIP_STORED:
+            raise DlwebError(
+                f"{path}: {shown(entry.name)} is compressed in the ZIP file; a WACZ stores its"
+                " WARC files as they are (STORE), so that they are read at any offset"
             )
 
 
-def _check_listed(path: Path, package: zipfile.ZipFile) -> set[str]:
+@contextlib.contextmanager
+def _opened(path: Path) -> "Iterator[tuple[zipfile.ZipFile, dict[str, Entry]]]":
+    """The package open, and its entries by name, its layout checked first (its directory's size
+    before zipfile reads it); a DlwebError naming the package for anything unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            entries, size = directory_size(fh)
+            if entries > MAX_ENTRIES or size > MAX_DIRECTORY:
+                raise BadPackage(
+                    f"a central directory of {entries} entries and {size} bytes, more than"
+                    f" {MAX_ENTRIES} entries or {MAX_DIRECTORY // (1024 * 1024)} MiB"
+                )
+            with zipfile.ZipFile(fh) as package:
+                yield package, {e.name: e for e in checked_entries(path, package, fh)}
+    except BadPackage as exc:
+        raise DlwebError(f"{path}: {exc}") from None
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        NotImplementedError,
+        RuntimeError,
+        OSError,
+    ) as exc:
+        raise DlwebError(f"{path}: not a readable WACZ (ZIP) file: {str(exc)[:300]}") from None
+
+
+def _check_listed(path: Path, package: zipfile.ZipFile, entries: dict[str, Entry]) -> set[str]:
     """Check every file the package lists, and its datapackage.json against its digest file;
     the paths listed."""
-    names = set(package.namelist())
-    if DATAPACKAGE not in names:
+    if DATAPACKAGE not in entries:
         raise DlwebError(f"{path}: no {DATAPACKAGE}: not a WACZ file, or a damaged one")
-    data = package.read(DATAPACKAGE)
-    if DIGEST in names:
-        seal = _json(path, DIGEST, package.read(DIGEST))
+    data = _small_file(path, package, entries[DATAPACKAGE])
+    if DIGEST in entries:
+        seal = _json(path, DIGEST, _small_file(path, package, entries[DIGEST]))
         if not isinstance(seal, dict) or not _matches(path, DIGEST, seal.get("hash"), [data]):
             raise DlwebError(f"{path}: {DATAPACKAGE} does not match its hash in {DIGEST}")
     manifest = _json(path, DATAPACKAGE, data)
@@ -254,24 +302,80 @@ def _check_listed(path: Path, package: zipfile.ZipFile) -> set[str]:
         raise DlwebError(f"{path}: {DATAPACKAGE} has no list of resources")
     for resource in resources:
         member = resource.get("path")
-        if not isinstance(member, str) or member not in names:
-            raise DlwebError(f"{path}: {member}, listed in {DATAPACKAGE}, is not in the file")
-        size = package.getinfo(member).file_size
+        if not isinstance(member, str) or member not in entries:
+            shown_member = shown(member) if isinstance(member, str) else repr(member)[:200]
+            raise DlwebError(f"{path}: {shown_member}, listed in {DATAPACKAGE}, is not in the file")
+        size = entries[member].info.file_size
         if "bytes" in resource and resource["bytes"] != size:
             raise DlwebError(
-                f"{path}: {member} has {size} bytes, {DATAPACKAGE} says {resource['bytes']}"
+                f"{path}: {shown(member)} has {size} bytes, {DATAPACKAGE} says"
+                f" {str(resource['bytes'])[:40]}"
             )
-        with package.open(member) as fh:
+        with package.open(entries[member].info) as fh:
             if not _matches(path, member, resource.get("hash"), iter(lambda: fh.read(PIECE), b"")):
-                raise DlwebError(f"{path}: {member} does not match its hash in {DATAPACKAGE}")
+                raise DlwebError(
+                    f"{path}: {shown(member)} does not match its hash in {DATAPACKAGE}"
+                )
     return {resource["path"] for resource in resources}
 
 
+def _small_file(path: Path, package: zipfile.ZipFile, entry: Entry) -> bytes:
+    """A JSON file of the package, whole, when it is no larger than MAX_JSON."""
+    if entry.info.file_size > MAX_JSON:
+        raise DlwebError(
+            f"{path}: {entry.name} has {entry.info.file_size} bytes, more than the"
+            f" {MAX_JSON // (1024 * 1024)} MiB read of it"
+        )
+    with package.open(entry.info) as fh:
+        data: bytes = fh.read(MAX_JSON)
+    return data
+
+
+def _check_not_zip(path: Path, package: zipfile.ZipFile, entry: Entry) -> None:
+    """Refuse a ZIP file inside the package: nothing in a WACZ is one."""
+    with package.open(entry.info) as fh:
+        if fh.read(len(ZIP_MAGIC)) == ZIP_MAGIC:
+            raise DlwebError(f"{path}: {shown(entry.name)} is a ZIP file inside the package")
+
+
 def _json(path: Path, member: str, data: bytes) -> Any:
+    """JSON read with no key given twice (readers that keep the first would see another
+    document) and no deeper than MAX_JSON_DEPTH."""
     try:
-        return json.loads(data)
+        value = json.loads(data, object_pairs_hook=_no_twice)
+    except RecursionError:
+        value = None
+        depth = MAX_JSON_DEPTH + 1
     except ValueError as exc:
-        raise DlwebError(f"{path}: {member} is not JSON: {exc}") from None
+        raise DlwebError(f"{path}: {member} is not JSON: {str(exc)[:200]}") from None
+    else:
+        depth = _depth(value)
+    if depth > MAX_JSON_DEPTH:
+        raise DlwebError(f"{path}: {member} is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
+        raise ValueError(f"the key {twice[:100]!r} is given twice in one object")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How many arrays and objects deep a JSON value is nested, counted without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is not None:
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _matches(path: Path, member: str, declared: object, pieces: Any) -> bool:
@@ -282,31 +386,32 @@ def _matches(path: Path, member: str, declared: object, pieces: Any) -> bool:
     except ValueError:
         digest = None
     if digest is None:
-        raise DlwebError(f"{path}: {member}: no hash that can be checked: {declared!r}")
+        raise DlwebError(
+            f"{path}: {shown(member)}: no hash that can be checked: {repr(declared)[:100]}"
+        )
     hasher = digest.hasher()
     for piece in pieces:
         hasher.update(piece)
     return hasher.digest() == digest.value
 
 
-def _warc_members(package: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+def _warc_entries(entries: dict[str, Entry]) -> list[Entry]:
     return [
-        info
-        for info in package.infolist()
-        if info.filename.startswith("archive/")
-        and info.filename.lower().endswith((".warc", ".warc.gz"))
+        entry
+        for name, entry in entries.items()
+        if name.startswith("archive/") and name.lower().endswith((".warc", ".warc.gz"))
     ]
 
 
 def archive_inputs(path: Path) -> Iterator[tuple[Path, IO[bytes], int]]:
     """The WARC or ARC files to read in an input file, opened: the file itself, or each WARC of
-    a WACZ package, read from the ZIP; each with the name its records are reported under and
-    where it starts in the file (for progress)."""
+    a WACZ package (checked by check_wacz), read straight from the ZIP; each with the name its
+    records are reported under and where it starts in the file (for progress)."""
     if not is_wacz(path):
         with open(path, "rb") as fh:
             yield path, fh, 0
         return
-    with zipfile.ZipFile(path) as package:
-        for info in _warc_members(package):
-            with package.open(info) as fh:
-                yield path / info.filename, fh, info.header_offset
+    with _opened(path) as (package, entries), open(path, "rb") as fh:
+        for entry in _warc_entries(entries):
+            stored = StoredEntry(fh, entry.data_start, entry.info.file_size)
+            yield path / entry.name, cast(IO[bytes], stored), entry.info.header_offset

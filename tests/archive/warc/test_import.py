@@ -216,7 +216,8 @@ DAMAGES = {
     ),
     "digest mismatch": (sources.digest_mismatch, "Digest", "digest mismatch"),
     "too large": (
-        lambda d: sources.large_record(d, 64 * 1024),
+        # Larger than what its gzip member may inflate to once it is refused.
+        lambda d: sources.large_record(d, 1024 * 1024),
         "larger than the limit",
         "too large: 1",
     ),
