@@ -51,7 +51,8 @@ class ArchiveAddon:
         log_requests: bool = False,
         search_index: Path = DEFAULT_SEARCH_INDEX,
         coherence_span: int = DEFAULT_SPAN,
-        gate: UpstreamGate | None = None,
+        *,
+        gate: UpstreamGate,
     ) -> None:
         self.live_allowed = live_allowed
         self.gate = gate
@@ -70,7 +71,7 @@ class ArchiveAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         """The guard looks at a request once its head is read: what it refuses is answered
-        without its body, which is read and dropped within the body limit (limits.py)."""
+        without its body, which is read and dropped within the body limit (mitm_limits.py)."""
         try:
             self.guard.request(flow)
         except Exception as exc:
@@ -95,8 +96,7 @@ class ArchiveAddon:
         where the recorder or the replay took it there, or else nowhere: refused."""
         request = flow.request
         if STREAMED in flow.metadata or PLAYED in flow.metadata:
-            if self.gate is not None:
-                self.gate.expect(flow.client_conn.id, request.host, request.port)
+            self.gate.expect(flow.client_conn.id, request.host, request.port)
         elif not self._goes_live(flow):
             log.error("no answer made for %s: refused", _target(flow))
             flow.response = refused(500, "the proxy made no answer to this request")

@@ -137,7 +137,7 @@ async def serve(opts: ProxyOptions) -> None:
                 opts.log_requests,
                 opts.search_index,
                 opts.coherence_span,
-                gate,
+                gate=gate,
             ),
             gate,
             _Ready(listener, master),
