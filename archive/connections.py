@@ -31,6 +31,9 @@ MAX_URL = 8192  # bytes of a request's target
 MAX_FIELD = 8190  # bytes of one header field, name and value
 MAX_HEADERS = 100  # header fields of a request
 MAX_REASON = 200  # characters of a bad head's reason, in the answer and the log
+# After a 408 the connection reads and drops what the client still sends for this long before it
+# closes: closing a socket with unread bytes resets it, and a reset can drop the 408 unread.
+LINGER = 1.0
 
 
 def bad_head(exc: HttpProcessingError) -> tuple[int, str]:
@@ -62,8 +65,11 @@ class _Connection(RequestHandler):
         self._head_timeout = manager.head_timeout
         self._head_timer: asyncio.TimerHandle | None = None
         self._last_body: StreamReader | None = None  # the body of the last request parsed
+        self._lingering = False  # answered 408: what arrives is dropped until the close
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return
         if data and self._head_timer is None and self._awaits_head():
             self._head_timer = self._loop.call_later(self._head_timeout, self._head_overdue)
         parsed = self._request_count
@@ -111,9 +117,13 @@ class _Connection(RequestHandler):
             self.peername,
             self._head_timeout,
         )
-        if self.transport is not None:
-            self.transport.write(_timeout_answer(self._head_timeout))
-        self.force_close()
+        if self.transport is None:
+            self.force_close()
+            return
+        self.transport.write(_timeout_answer(self._head_timeout))
+        self.transport.write_eof()
+        self._lingering = True
+        self._loop.call_later(LINGER, self.force_close)
 
     def _stop_head_timer(self) -> None:
         if self._head_timer is not None:

@@ -182,7 +182,7 @@ async def test_the_bar_shows_the_date_neighbours_and_coherence_in_chromium(
 
         async def counted() -> bool:
             figure = await figure_frame.evaluate(READ_FIGURE)
-            return bool(figure["count"] == str(len(served)))
+            return bool(figure.get("count") == str(len(served)))
 
         await eventually(counted, "the figure to count the page's resources")
         figure = await figure_frame.evaluate(READ_FIGURE)
