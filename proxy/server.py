@@ -26,12 +26,12 @@ from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
 from archive.reading import CaptureReader
 
+from . import mitm_limits, mitm_tuning
 from .access import Access, Network
 from .addon import ArchiveAddon
 from .coherence import DEFAULT_SPAN
 from .limits import Limits
 from .listener import Listener
-from .mitm_limits import install
 from .stream_play import StreamPlayback
 from .upstream import UpstreamGate
 
@@ -101,7 +101,8 @@ def lean_master(mitm: options.Options) -> Master:
 
 async def serve(opts: ProxyOptions) -> None:
     logging.getLogger("mitmproxy").setLevel(logging.WARNING)  # no line per connection
-    install(opts.limits)
+    mitm_limits.install(opts.limits)
+    mitm_tuning.install()
     opts.data.mkdir(parents=True, exist_ok=True)
     settings = harbors.ClientSettings(opts.data / SETTINGS_FILE, opts.config.secret)
     listener = Listener(opts.host, opts.port)
