@@ -1,5 +1,6 @@
 """SQLite as the master, the index node and the search catalog use it: opening a database,
-checkpointing its WAL, transactions, and queries that look up many values at once."""
+checkpointing its WAL, versioned schemas, transactions, and queries that look up many values at
+once."""
 
 import logging
 import sqlite3
@@ -8,6 +9,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
+
+from .errors import DlwebError
 
 T = TypeVar("T")
 
@@ -24,6 +27,9 @@ CACHE_KIB = 64 * 1024
 # as a bound (this many pages, 200 MiB) should the checkpointer fall behind.
 CHECKPOINT_EVERY = 1.0
 CHECKPOINT_BOUND_PAGES = 50_000
+# Once checkpointed whole, the WAL starts again from its beginning, and its file is cut back to
+# this size: without it the file stays at the largest size it ever reached.
+WAL_KEPT_BYTES = 64 * 1024 * 1024
 
 
 def open_database(path: Path, checkpoint_every: float = CHECKPOINT_EVERY) -> sqlite3.Connection:
@@ -42,6 +48,7 @@ def open_database(path: Path, checkpoint_every: float = CHECKPOINT_EVERY) -> sql
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_BOUND_PAGES}")
+    db.execute(f"PRAGMA journal_size_limit={WAL_KEPT_BYTES}")
     db.checkpointer = Checkpointer(path, checkpoint_every)
     return db
 
@@ -86,6 +93,34 @@ class _CheckpointedConnection(sqlite3.Connection):
             self.checkpointer.close()
             self.checkpointer = None
         super().close()
+
+
+def migrate(db: sqlite3.Connection, steps: Sequence[str], where: Path) -> None:
+    """Bring a database to the schema of the last of `steps`, each an SQL script taking the
+    version before it (PRAGMA user_version; 0 for a new database) to its own, in a transaction
+    of its own. DlwebError for a database of a newer schema: an older dlweb must not write it."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > len(steps):
+        raise DlwebError(
+            f"{where} has schema version {version}, newer than this dlweb knows ({len(steps)}):"
+            " it was written by a later release"
+        )
+    for number, script in enumerate(steps[version:], start=version + 1):
+        try:
+            db.executescript(f"BEGIN;\n{script};\nPRAGMA user_version = {number};\nCOMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        log.info("%s: schema version %d", where, number)
+
+
+def wal_bytes(path: Path) -> int:
+    """The size of a database's write-ahead log (0 when there is none)."""
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 @contextmanager

@@ -200,6 +200,12 @@ def _status(args: argparse.Namespace) -> int:
         ]
         if isinstance(index, list):
             lines.append(f"index nodes: {', '.join(map(str, index)) or 'none'}")
+        metadata = status.get("metadata")
+        if isinstance(metadata, dict):
+            lines.append(
+                f"master metadata: {size(metadata.get('database_bytes'))},"
+                f" write-ahead log {size(metadata.get('wal_bytes'))}"
+            )
         return "\n".join([*lines, "", _nodes_table(nodes)])
 
     _emit(args, status, text)
@@ -282,7 +288,8 @@ def _scrub(args: argparse.Namespace) -> int:
 
 
 def _fsck(args: argparse.Namespace) -> int:
-    report = call(args, "/admin/fsck?deep=1" if args.deep else "/admin/fsck")
+    query = "&".join(f"{flag}=1" for flag in ("deep", "recount") if getattr(args, flag))
+    report = call(args, "/admin/fsck" + (f"?{query}" if query else ""))
     if not isinstance(report, dict) or "ok" not in report:
         raise AdminError("the master's fsck answer has no verdict")
     ok = bool(report["ok"])
@@ -305,6 +312,7 @@ def _fsck(args: argparse.Namespace) -> int:
                 if report.get("orphans") is not None
                 else "not checked (use --deep)"
             ),
+            _totals_text(report.get("totals_drift")),
         ]
         if problems:
             lines.append(f"first problems ({min(len(problems), SHOWN_PROBLEMS)} shown):")
@@ -320,6 +328,15 @@ def _fsck(args: argparse.Namespace) -> int:
 
     _emit(args, report, text)
     return 0 if ok else 1
+
+
+def _totals_text(drift: object) -> str:
+    if drift is None:
+        return "totals: not recounted (use --recount)"
+    if not drift:
+        return "totals: as a full count finds them"
+    differing = sum(len(rows) for rows in drift.values()) if isinstance(drift, dict) else "?"
+    return f"totals: {differing} differed from a full count, and are mended"
 
 
 def _guarded(runner: Runner) -> Runner:
@@ -383,4 +400,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--deep",
         action="store_true",
         help="also read every structure file to find contents no capture names (orphans)",
+    )
+    fsck.add_argument(
+        "--recount",
+        action="store_true",
+        help="count every file and location again, and mend the totals status shows if they differ",
     )

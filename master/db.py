@@ -2,20 +2,24 @@
 
 Everything a restarted master needs is here, so it rebuilds its view without rescanning a disk:
 nodes send only the inventory entries after the position stored with their locations, in the
-same transaction, so the two can never disagree.
+same transaction, so the two can never disagree. The totals `status` shows (files and bytes by
+kind and by node) are kept by triggers, in the transaction of each change they count, so they
+are read at once and a crash cannot make them drift; `recount` checks them against a full count.
 """
 
 import contextlib
 import itertools
 import json
+import sqlite3
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.sql import in_chunks, open_database, transaction
+from archive.sql import in_chunks, migrate, open_database, transaction, wal_bytes
 
+# The schema's versions (archive.sql.migrate): each script brings the version before it to its own.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
     id TEXT PRIMARY KEY,
@@ -88,6 +92,46 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
 """
+TOTALS = """
+CREATE TABLE kind_totals (
+    kind TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE node_totals (
+    node TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
+    INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
+    ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
+    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
+END;
+CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
+    UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
+    UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
+    WHERE node IN (SELECT node FROM locations WHERE kind = NEW.kind AND name = NEW.name);
+END;
+CREATE TRIGGER location_added AFTER INSERT ON locations BEGIN
+    INSERT INTO node_totals (node, files, bytes) VALUES (NEW.node, 1,
+        COALESCE((SELECT size FROM files WHERE kind = NEW.kind AND name = NEW.name), 0))
+    ON CONFLICT (node) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER location_removed AFTER DELETE ON locations BEGIN
+    UPDATE node_totals SET files = files - 1,
+        bytes = bytes - COALESCE((SELECT size FROM files WHERE kind = OLD.kind AND name = OLD.name), 0)
+    WHERE node = OLD.node;
+END;
+INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
+INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
+    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
+"""
+STEPS = (SCHEMA, TOTALS)
+# The totals counted anew from every file and location, as the triggers of TOTALS keep them.
+COUNT_KINDS = "SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind"
+COUNT_NODES = (
+    "SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l"
+    " LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node"
+)
 
 # The next number of the change feed (archive/changes.py), given to a file changed anew.
 NEXT_CHANGE = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM changes)"
@@ -196,10 +240,26 @@ class Move:
     size: int
 
 
+def _differences(
+    db: sqlite3.Connection, table: str, key: str, query: str
+) -> dict[str, dict[str, list[int]]]:
+    """Where a totals table differs from its count anew (rows of zero count as absent)."""
+    kept = {
+        row[0]: [row[1], row[2]] for row in db.execute(f"SELECT {key}, files, bytes FROM {table}")
+    }
+    counted = {row[0]: [row[1], row[2]] for row in db.execute(query)}
+    return {
+        name: {"kept": kept.get(name, [0, 0]), "counted": counted.get(name, [0, 0])}
+        for name in sorted(kept.keys() | counted.keys())
+        if kept.get(name, [0, 0]) != counted.get(name, [0, 0])
+    }
+
+
 class MasterDB:
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.db = open_database(path)
-        self.db.executescript(SCHEMA)
+        migrate(self.db, STEPS, path)
         self._start_feed()
         # How often each structure file waiting for a refresh was marked since this process
         # started: a refresh clears a mark only if no other came while it copied.
@@ -425,19 +485,35 @@ class MasterDB:
 
     def file_counts(self) -> dict[str, int]:
         counts = {"content": 0, "structure": 0}
-        for kind, count in self.db.execute("SELECT kind, COUNT(*) FROM files GROUP BY kind"):
+        for kind, count in self.db.execute("SELECT kind, files FROM kind_totals"):
             counts[kind] = count
         return counts
 
     def node_totals(self) -> dict[str, tuple[int, int]]:
         """Files and bytes held by each node, as the master knows them."""
-        return {
-            node: (files, size or 0)
-            for node, files, size in self.db.execute(
-                "SELECT l.node, COUNT(*), SUM(f.size) FROM locations l"
-                " JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node"
-            )
-        }
+        rows = self.db.execute("SELECT node, files, bytes FROM node_totals WHERE files > 0")
+        return {node: (files, size) for node, files, size in rows}
+
+    def recount(self, mend: bool) -> dict[str, dict[str, dict[str, list[int]]]]:
+        """The kept totals that differ from a count of every file and location, by kind and by
+        node, each with what was kept and what was counted; with `mend`, the count replaces
+        them. Empty when they agree, as they always should."""
+        with self._transaction():
+            drift = {
+                "kinds": _differences(self.db, "kind_totals", "kind", COUNT_KINDS),
+                "nodes": _differences(self.db, "node_totals", "node", COUNT_NODES),
+            }
+            if mend and (drift["kinds"] or drift["nodes"]):
+                for table, query in (("kind_totals", COUNT_KINDS), ("node_totals", COUNT_NODES)):
+                    self.db.execute(f"DELETE FROM {table}")
+                    self.db.execute(f"INSERT INTO {table} {query}")
+        return {name: found for name, found in drift.items() if found}
+
+    def storage(self) -> dict[str, int]:
+        """Bytes of the database file and of its write-ahead log."""
+        pages = int(self.db.execute("PRAGMA page_count").fetchone()[0])
+        size = int(self.db.execute("PRAGMA page_size").fetchone()[0])
+        return {"database_bytes": pages * size, "wal_bytes": wal_bytes(self.path)}
 
     def _short_query(self, counting: Sequence[str]) -> str:
         """Files whose replicas on counting nodes fall short of their target (see below_target)."""

@@ -87,14 +87,18 @@ async def structures(request: web.Request) -> web.Response:
     return web.json_response({"structures": page})
 
 
-@starts_work(when=lambda request: request.query.get("deep", "0") != "0")
+@starts_work(
+    when=lambda request: any(request.query.get(flag, "0") != "0" for flag in ("deep", "recount"))
+)
 async def fsck(request: web.Request) -> web.Response:
     """Report the files below target; a deep fsck reads every structure file of the cluster,
-    work that needs the token."""
-    deep = request.query.get("deep", "0")
-    if deep not in ("0", "1"):
-        return json_error(400, "deep must be 0 or 1")
-    return web.json_response(await request.app[MASTER].fsck(deep == "1"))
+    and a recount counts every file and location again, work that needs the token."""
+    flags = {flag: request.query.get(flag, "0") for flag in ("deep", "recount")}
+    for flag, value in flags.items():
+        if value not in ("0", "1"):
+            return json_error(400, f"{flag} must be 0 or 1")
+    master = request.app[MASTER]
+    return web.json_response(await master.fsck(flags["deep"] == "1", flags["recount"] == "1"))
 
 
 async def set_state(request: web.Request) -> web.Response:

@@ -300,6 +300,7 @@ class Master:
             },
             "rebalance": rebalance,
             "replication": self.options.config.replication.to_json(),
+            "metadata": self.db.storage(),
         }
 
     def _placing(self) -> dict[str, int]:
@@ -308,9 +309,10 @@ class Master:
         receivers = self.members.receivers()
         return {"nodes": len(receivers), "domains": len({row.domain for row in receivers})}
 
-    async def fsck(self, deep: bool = False) -> dict[str, Any]:
+    async def fsck(self, deep: bool = False, recount: bool = False) -> dict[str, Any]:
         """Files below target, by cause, and structure files without an active copy; with
-        `deep`, also contents that no structure file names (it reads every structure file)."""
+        `deep`, also contents that no structure file names (it reads every structure file);
+        with `recount`, the totals `status` shows checked against a full count and mended."""
         below = self.db.below_target(
             self.members.counting(),
             self.members.usable(),
@@ -346,6 +348,7 @@ class Master:
             "structures_dirty": self.db.count_dirty(),
             "ok": not below and without_active == 0,
             "problems": problems,
+            "totals_drift": self.db.recount(mend=True) if recount else None,
         }
         if deep:
             orphans = await find_orphans(self.db, self.members)
