@@ -1,0 +1,199 @@
+"""The master's metadata as files grow: what `status`, the fsck summary and a file added cost,
+and how many bytes each file takes, at sizes from 100,000 files up.
+
+For each size N the records are written straight into the master's database (MasterDB, the
+same calls a node's inventory makes; a whole import of N files would take hours): N contents of
+random sizes, each on 2 of 3 nodes, in inventory batches of 5,000 as nodes send them. Then a
+real master process is started on that folder and asked, over HTTP:
+
+- `GET /status` (median of 5) and `GET /admin/fsck` (median of 3), in ms;
+- the bytes of the master's folder per file (database and WAL, after a checkpoint);
+- the cost of adding files at N against an empty database: the files per second of the last
+  50,000 written over those of the first 50,000 (goal: at least 0.9).
+
+Goals at 10M files: `status` and the fsck summary under 50 ms; at most 100 bytes per file.
+Only the SQLite engine exists yet: PostgreSQL is to come beside it.
+
+Usage: python benchmarks/bench_scale.py [--sizes 100000,1000000] [--quick] [--json FILE]
+"""
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_tools import BenchError, run_benchmark, stop  # noqa: E402
+
+from master.db import MasterDB, NodeRow  # noqa: E402
+
+BATCH = 5_000
+EDGE = 50_000  # files timed at the start and at the end of the writing
+NODES = ("node1", "node2", "node3")
+READY_TIMEOUT = 120.0
+
+
+def target(kind: str, size: int, refs: int) -> int:
+    return 2
+
+
+def fill(path: Path, files: int, rng: random.Random) -> dict[str, float]:
+    """N contents on 2 of 3 nodes, written as inventory batches; files per second at the start
+    and at the end."""
+    db = MasterDB(path)
+    for number, node in enumerate(NODES):
+        db.save_node(NodeRow(id=node, address=f"http://127.0.0.1:{9000 + number}"))
+    seq = dict.fromkeys(NODES, 0)
+    edges: dict[str, float] = {}
+    began = time.perf_counter()
+    for start in range(0, files, BATCH):
+        count = min(BATCH, files - start)
+        entries = [
+            {
+                "op": "add",
+                "kind": "content",
+                "name": rng.randbytes(32).hex(),
+                "size": rng.randrange(1, 1 << 20),
+            }
+            for _ in range(count)
+        ]
+        for node in rng.sample(NODES, 2):
+            seq[node] += count
+            db.apply_inventory(node, entries, seq[node], target)
+        done = start + count
+        if done == min(EDGE, files):
+            edges["first"] = done / (time.perf_counter() - began)
+        if done == files - min(EDGE, files):
+            tail_began = time.perf_counter()
+    edges["last"] = min(EDGE, files) / (time.perf_counter() - tail_began)
+    db.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return edges
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_config(path: Path) -> None:
+    path.write_text(
+        "cluster:\n  name: scale\n"
+        f"  secret: {os.urandom(24).hex()}\n"
+        "multicast:\n"
+        f"  group_base: 230.{random.randint(1, 254)}.{random.randint(0, 255)}.0\n"
+        f"  port: {free_port()}\n"
+    )
+
+
+def get(url: str) -> float:
+    """Milliseconds to GET `url` and read its answer."""
+    began = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=600) as answer:
+        answer.read()
+    return (time.perf_counter() - began) * 1000
+
+
+def ask_master(folder: Path) -> dict[str, float]:
+    config = folder / "dlweb.yaml"
+    write_config(config)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable,
+        "-m",
+        "master",
+        "--data",
+        str(folder / "master"),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "-c",
+        str(config),
+    ]
+    with open(folder / "master.log", "wb") as log:
+        master = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                get(f"{url}/status")
+                break
+            except OSError:
+                if master.poll() is not None or time.monotonic() > deadline:
+                    log_text = (folder / "master.log").read_text(errors="replace")[-2000:]
+                    raise BenchError(f"the master did not start:\n{log_text}") from None
+                time.sleep(0.1)
+        return {
+            "status_ms": statistics.median(get(f"{url}/status") for _ in range(5)),
+            "fsck_ms": statistics.median(get(f"{url}/admin/fsck") for _ in range(3)),
+        }
+    finally:
+        stop(master)
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = [100_000] if args.quick else [int(size) for size in args.sizes.split(",")]
+    report: dict[str, Any] = {"sqlite": {}}
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as name:
+            folder = Path(name)
+            print(f"sqlite: writing {size:,} files ...", flush=True)
+            began = time.perf_counter()
+            edges = fill(folder / "master" / "master.db", size, random.Random(size))
+            figures = {
+                "write_s": time.perf_counter() - began,
+                "bytes_per_file": folder_bytes(folder / "master") / size,
+                "late_over_early": edges["last"] / edges["first"],
+                **ask_master(folder),
+            }
+            report["sqlite"][size] = figures
+    return report
+
+
+def show(report: dict[str, Any]) -> None:
+    print(
+        f"\n{'files':>12} {'status ms':>10} {'fsck ms':>10} {'bytes/file':>11} {'add, late/early':>16}"
+    )
+    for size, figures in report["sqlite"].items():
+        print(
+            f"{size:>12,} {figures['status_ms']:>10.1f} {figures['fsck_ms']:>10.1f}"
+            f" {figures['bytes_per_file']:>11.0f} {figures['late_over_early']:>16.2f}"
+        )
+    largest = max(report["sqlite"])
+    top = report["sqlite"][largest]
+    for goal, held in (
+        ("status under 50 ms", top["status_ms"] < 50),
+        ("fsck summary under 50 ms", top["fsck_ms"] < 50),
+        ("at most 100 bytes a file", top["bytes_per_file"] <= 100),
+        ("adding files at least 0.9x as fast as when empty", top["late_over_early"] >= 0.9),
+    ):
+        print(f"goal at {largest:,} files: {goal}: {'PASS' if held else 'MISS'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000", help="file counts, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="100,000 files only")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    result = run_benchmark(args, run, show, "the temporary folders are removed")
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
