@@ -132,6 +132,14 @@ class Cluster:
         self.nodes[name] = node.start()
         return node
 
+    def kill_node(self, name: str) -> None:
+        """Kill a storage node with SIGKILL, as a crash would, and wait for it to be gone."""
+        process = self.nodes[name].process
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        self.nodes[name].process = None
+
     def start(self, nodes: int = 3) -> "Cluster":
         self.start_master()
         for i in range(1, nodes + 1):

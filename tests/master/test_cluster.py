@@ -57,11 +57,7 @@ async def test_a_killed_node_is_replaced_and_nothing_is_lost(cluster_factory) ->
     assert min(replica_counts(cluster, corpus)) >= 2
     on_victim = next(n["files"] for n in before["nodes"] if n["id"] == "node2")
 
-    victim = cluster.nodes["node2"]
-    assert victim.process is not None
-    victim.process.send_signal(signal.SIGKILL)
-    victim.process.wait()
-    victim.process = None
+    cluster.kill_node("node2")
     cluster.wait_for(lambda s: node_state(s, "node2") == "down", "node2 to be marked down")
     cluster.wait_settled()
     # Settled is about replicas: files the loss marked but left at their target may still wait

@@ -168,11 +168,7 @@ async def test_status_totals_stay_exact_through_loss_repair_and_a_killed_master(
     assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
 
     # A node is lost; its files are copied again elsewhere.
-    victim = cluster.nodes["node3"]
-    assert victim.process is not None
-    victim.process.send_signal(signal.SIGKILL)
-    victim.process.wait()
-    victim.process = None
+    cluster.kill_node("node3")
     cluster.wait_for(lambda s: node_state(s, "node3") == "down", "node3 to be marked down")
     cluster.wait_for(lambda s: s["repairs"]["copied"] > 0 and s["below_target"] == 0, "the repairs")
     # The master is killed while the nodes' copies and inventories come and go, and restarted.
