@@ -3,9 +3,10 @@
 import argparse
 import asyncio
 import json
+import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -14,6 +15,7 @@ from archive import discovery
 from archive.cli import add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
+from archive.progress import terminal_bar
 
 TIMEOUT = 15.0
 SHOWN_PROBLEMS = 20
@@ -69,8 +71,9 @@ def request(
         raise AdminError(f"the master at {master} answered {path} with no JSON") from None
 
 
-def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None) -> Any:
-    """A request to the master named by the configuration file of the command line."""
+def _master(args: argparse.Namespace) -> tuple[str, str]:
+    """The URL of the master named by the configuration file of the command line (found on the
+    network when the file names none), and the cluster token."""
     config_path: Path = args.config
     config = load_config(config_path)
     master = config.master
@@ -83,7 +86,34 @@ def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None
             )
         except DlwebError as exc:
             raise AdminError(f"no master URL: {exc}") from None
-    return request(master, path, body, config.write_token)
+    return master, config.write_token
+
+
+def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None) -> Any:
+    """A request to the master named by the configuration file of the command line."""
+    master, token = _master(args)
+    return request(master, path, body, token)
+
+
+def json_lines(args: argparse.Namespace, path: str) -> Iterator[Any]:
+    """The JSON objects of a master's answer of one object a line, as they arrive."""
+    master, _ = _master(args)
+    url = master.rstrip("/") + path
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as answer:
+            for line in answer:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    raise AdminError(
+                        f"the master at {master} sent a line that is not JSON"
+                    ) from None
+    except urllib.error.HTTPError as exc:
+        message = _error_field(exc.read()) or f"HTTP {exc.code} {exc.reason}"
+        raise AdminError(f"the master at {master} refused {path}: {message}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise AdminError(f"the master at {master} does not answer: {reason}") from None
 
 
 def size(value: object) -> str:
@@ -317,17 +347,54 @@ def _fsck(args: argparse.Namespace) -> int:
         if problems:
             lines.append(f"first problems ({min(len(problems), SHOWN_PROBLEMS)} shown):")
         for problem in problems[:SHOWN_PROBLEMS]:
-            cause = CAUSE_TEXT.get(str(problem.get("cause")))
-            lines.append(
-                f"  {problem.get('kind', '?')} {problem.get('name', '?')}:"
-                f" {problem.get('replicas', '?')} of {problem.get('target', '?')} replicas"
-                + (f" ({cause})" if cause else "")
-            )
+            lines.append(_problem_text(problem))
         lines.append("ok" if ok else "PROBLEMS FOUND")
         return "\n".join(lines)
 
-    _emit(args, report, text)
+    if args.all or args.after is not None:
+        print(json.dumps(report) if args.json else text(), flush=True)
+        _all_problems(args, report.get("below_target"))
+    else:
+        _emit(args, report, text)
     return 0 if ok else 1
+
+
+def _problem_text(problem: dict[str, Any]) -> str:
+    cause = CAUSE_TEXT.get(str(problem.get("cause")))
+    return (
+        f"  {problem.get('kind', '?')} {problem.get('name', '?')}:"
+        f" {problem.get('replicas', '?')} of {problem.get('target', '?')} replicas"
+        + (f" ({cause})" if cause else "")
+    )
+
+
+def _all_problems(args: argparse.Namespace, total: object) -> None:
+    """Every file below target after the summary, as the master finds them, and where to resume
+    the list if it is stopped (the last file printed)."""
+    query = f"?after={quote(args.after, safe='/')}" if args.after else ""
+    if not args.json:
+        print(
+            "every file below target:" if not query else f"files below target after {args.after}:"
+        )
+    bar = terminal_bar(total=total if isinstance(total, int) else None, unit=" files", desc="fsck")
+    last = None
+    try:
+        for item in json_lines(args, "/admin/fsck/problems" + query):
+            if not isinstance(item, dict):
+                raise AdminError("the master sent a problem that is not a JSON object")
+            if "next" in item:
+                continue
+            print(json.dumps(item) if args.json else _problem_text(item), flush=True)
+            last = f"{item.get('kind')}/{item.get('name')}"
+            if bar is not None:
+                bar.update(1)
+    except KeyboardInterrupt:
+        if last is not None:
+            print(f"stopped; resume with --after {last}", file=sys.stderr)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _totals_text(drift: object) -> str:
@@ -400,6 +467,17 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--deep",
         action="store_true",
         help="also read every structure file to find contents no capture names (orphans)",
+    )
+    fsck.add_argument(
+        "--all",
+        action="store_true",
+        help="after the summary, list every file below target as the master finds them"
+        " (with --json, one JSON object a line)",
+    )
+    fsck.add_argument(
+        "--after",
+        metavar="KIND/NAME",
+        help="list the files below target after this one (where a stopped --all list ended)",
     )
     fsck.add_argument(
         "--recount",

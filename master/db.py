@@ -240,6 +240,13 @@ class Move:
     size: int
 
 
+def _needy(row: Sequence[Any], usable: int, unreliable_extra: int) -> Needy:
+    """A file of the replica query as below target: what it has, what it wants, its holders."""
+    kind, name, size, target, have, reliable, holders = row
+    want = min(target + (unreliable_extra if reliable == 0 else 0), usable)
+    return Needy(kind, name, size, have, want, tuple(holders.split(",")) if holders else ())
+
+
 def _differences(
     db: sqlite3.Connection, table: str, key: str, query: str
 ) -> dict[str, dict[str, list[int]]]:
@@ -519,9 +526,12 @@ class MasterDB:
         """Files whose replicas on counting nodes fall short of their target (see below_target)."""
         return self._replica_query(counting, SHORT)
 
-    def _replica_query(self, counting: Sequence[str], having: str, columns: str = "") -> str:
+    def _replica_query(
+        self, counting: Sequence[str], having: str, columns: str = "", where: str = ""
+    ) -> str:
         """Every file with its replicas on counting nodes, those for which `having` holds;
-        `columns` adds columns (their parameters come before the counting nodes)."""
+        `columns` adds columns (their parameters come before the counting nodes), `where`
+        chooses files (its parameters come after them)."""
         marks = ",".join("?" * len(counting)) or "''"
         return f"""
             SELECT f.kind, f.name, f.size, f.target,
@@ -532,6 +542,7 @@ class MasterDB:
             LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
             LEFT JOIN (SELECT id AS node, reliability != 'low' AS reliable FROM nodes
                        WHERE id IN ({marks})) c ON c.node = l.node
+            {where}
             GROUP BY f.kind, f.name
             HAVING {having}
         """
@@ -546,12 +557,24 @@ class MasterDB:
         """
         query = self._short_query(counting) + " ORDER BY have ASC, f.kind DESC, f.size ASC LIMIT ?"
         rows = self.db.execute(query, (*counting, unreliable_extra, usable, limit)).fetchall()
-        result = []
-        for kind, name, size, target, have, reliable, holders in rows:
-            want = min(target + (unreliable_extra if reliable == 0 else 0), usable)
-            held = tuple(holders.split(",")) if holders else ()
-            result.append(Needy(kind, name, size, have, want, held))
-        return result
+        return [_needy(row, usable, unreliable_extra) for row in rows]
+
+    def below_target_after(
+        self,
+        counting: Sequence[str],
+        usable: int,
+        unreliable_extra: int,
+        after: tuple[str, str],
+        limit: int,
+    ) -> list[Needy]:
+        """`below_target` in (kind, name) order, the first `limit` after `after`: a page of a
+        walk over them all that can stop anywhere and resume from the last file it gave."""
+        where = "WHERE (f.kind, f.name) > (?, ?)"
+        query = (
+            self._replica_query(counting, SHORT, where=where) + " ORDER BY f.kind, f.name LIMIT ?"
+        )
+        params = (*counting, *after, unreliable_extra, usable, limit)
+        return [_needy(row, usable, unreliable_extra) for row in self.db.execute(query, params)]
 
     def below_target_causes(
         self,

@@ -1,6 +1,7 @@
 """The master's HTTP interface: status (JSON and a page), location queries and admin actions."""
 
 import html
+import json
 import logging
 from typing import Any
 
@@ -16,6 +17,7 @@ log = logging.getLogger(__name__)
 MASTER = web.AppKey("master", Master)
 MAX_BODY = 64 * 1024
 STRUCTURE_PAGE = 10_000
+PROBLEMS_PAGE = 1_000  # files below target looked up at a time while a list of them streams
 
 
 _guard = token_guard(lambda request: request.app[MASTER].options.config.write_token, "master")
@@ -101,6 +103,47 @@ async def fsck(request: web.Request) -> web.Response:
     return web.json_response(await master.fsck(flags["deep"] == "1", flags["recount"] == "1"))
 
 
+def _cursor(text: str) -> tuple[str, str] | None:
+    """A file as `kind/name` (the `next` of a problems list), ("", "") for none; None if bad."""
+    if not text:
+        return "", ""
+    kind, _, name = text.partition("/")
+    return (kind, name) if kind in KINDS and is_valid_name(name) else None
+
+
+async def fsck_problems(request: web.Request) -> web.StreamResponse:
+    """Every file below target, one JSON object a line in (kind, name) order, looked up a page
+    at a time; the last line's `next` resumes the list after where it stopped (null at the
+    end). `after` starts after a file, `limit` stops after that many."""
+    after = _cursor(request.query.get("after", ""))
+    if after is None:
+        return json_error(400, "after must be kind/name: content or structure, then a file name")
+    limit_text = request.query.get("limit", "")
+    if limit_text and not (limit_text.isdigit() and len(limit_text) <= 12 and int(limit_text)):
+        return json_error(400, "limit must be a whole number from 1")
+    left = int(limit_text) if limit_text else None
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await response.prepare(request)
+    master = request.app[MASTER]
+    last: tuple[str, str] | None = None
+    while left is None or left > 0:
+        page = PROBLEMS_PAGE if left is None else min(PROBLEMS_PAGE, left)
+        problems = master.fsck_problems(after, page)
+        if problems:
+            await response.write("".join(json.dumps(p) + "\n" for p in problems).encode())
+            after = last = (problems[-1]["kind"], problems[-1]["name"])
+        if left is not None:
+            left -= len(problems)
+        if len(problems) < page:
+            last = None
+            break
+    await response.write(
+        json.dumps({"next": None if last is None else "/".join(last)}).encode() + b"\n"
+    )
+    await response.write_eof()
+    return response
+
+
 async def set_state(request: web.Request) -> web.Response:
     body = await _body(request)
     row = request.app[MASTER].set_node_state(request.match_info["node"], str(body.get("state")))
@@ -144,6 +187,7 @@ def build_app(master: Master) -> web.Application:
     app.router.add_get("/locate/{kind}/{name}", locate)
     app.router.add_get("/structures", structures)
     app.router.add_get("/admin/fsck", fsck)
+    app.router.add_get("/admin/fsck/problems", fsck_problems)
     app.router.add_post("/admin/nodes/{node}/state", set_state)
     app.router.add_get("/admin/rebalance", get_rebalance)
     app.router.add_post("/admin/rebalance", post_rebalance)

@@ -16,7 +16,7 @@ from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
 from archive.inserts import BadMessage
 
-from .db import CAUSES, NO_READABLE_COPY, FileRef, MasterDB, NodeRow
+from .db import NO_READABLE_COPY, FileRef, MasterDB, Needy, NodeRow
 from .membership import ADMIN_STATES, Membership
 from .orphans import find_orphans
 from .policy import choose_node, target_function
@@ -36,6 +36,17 @@ MAX_COPIES = 100
 KINDS = ("content", "structure")
 # Notes to the change feed's followers, at most one per this many seconds.
 FEED_NOTE_GAP = 0.2
+
+
+def _problem(needy: Needy, readable: set[str], receivers: set[str]) -> dict[str, Any]:
+    """A file below target as fsck reports it."""
+    return {
+        "kind": needy.kind,
+        "name": needy.name,
+        "replicas": needy.have,
+        "target": needy.want,
+        "cause": needy.cause(readable, receivers),
+    }
 
 
 @dataclass(frozen=True)
@@ -313,33 +324,20 @@ class Master:
         """Files below target, by cause, and structure files without an active copy; with
         `deep`, also contents that no structure file names (it reads every structure file);
         with `recount`, the totals `status` shows checked against a full count and mended."""
-        below = self.db.below_target(
-            self.members.counting(),
-            self.members.usable(),
-            self.options.config.replication.unreliable_extra,
-            10_000_000,
-        )
+        counting, usable = self.members.counting(), self.members.usable()
+        extra = self.options.config.replication.unreliable_extra
         readable = set(self.members.readable())
-        without_active = self.db.structures_without_active(list(readable))
         receivers = {row.id for row in self.members.receivers()}
-        causes = dict.fromkeys(CAUSES, 0)
-        problems: list[dict[str, Any]] = []
-        for needy in below:
-            cause = needy.cause(readable, receivers)
-            causes[cause] += 1
-            if len(problems) < MAX_PROBLEMS:
-                problems.append(
-                    {
-                        "kind": needy.kind,
-                        "name": needy.name,
-                        "replicas": needy.have,
-                        "target": needy.want,
-                        "cause": cause,
-                    }
-                )
+        # The first problems, most endangered first; every one is listed by fsck_problems.
+        below = self.db.below_target(counting, usable, extra, MAX_PROBLEMS)
+        problems = [_problem(needy, readable, receivers) for needy in below]
+        causes = self.db.below_target_causes(
+            counting, list(readable), list(receivers), usable, extra
+        )
+        without_active = self.db.structures_without_active(list(readable))
         report: dict[str, Any] = {
             "files": self.db.file_counts(),
-            "below_target": len(below),
+            "below_target": sum(causes.values()),
             "lost": causes[NO_READABLE_COPY],
             "below_target_causes": causes,
             "placing": self._placing(),
@@ -355,6 +353,19 @@ class Master:
             report.update(orphans.to_json())
             report["ok"] = report["ok"] and not orphans.orphans and not orphans.unreadable
         return report
+
+    def fsck_problems(self, after: tuple[str, str], limit: int) -> list[dict[str, Any]]:
+        """The files below target in (kind, name) order, the first `limit` after `after`."""
+        below = self.db.below_target_after(
+            self.members.counting(),
+            self.members.usable(),
+            self.options.config.replication.unreliable_extra,
+            after,
+            limit,
+        )
+        readable = set(self.members.readable())
+        receivers = {row.id for row in self.members.receivers()}
+        return [_problem(needy, readable, receivers) for needy in below]
 
     def locate(self, kind: str, name: str) -> list[dict[str, str]]:
         return self._readable_holders(kind, [name])[name]

@@ -21,25 +21,15 @@ from typing import TYPE_CHECKING, Any
 from archive import collector
 from archive.cli import DEFAULT_SEARCH_INDEX, add_config_option, positive_int, standalone
 from archive.config import load_config
+from archive.progress import terminal_bar
 
 if TYPE_CHECKING:
-    from tqdm import tqdm
-
     from .history import History
     from .index import Answer
     from .links import Backlink, Neighbours
 
 REBUILD = "rebuild"
 BOLD, PLAIN = "\033[1m", "\033[0m"
-
-
-def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
-    """A progress bar when stderr is a terminal, else None (tqdm not even loaded)."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(**options)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -188,7 +178,7 @@ async def _rebuild(args: argparse.Namespace) -> int:
 
     check_target(args.index)
     config = load_config(args.config)
-    bar = _terminal_bar(unit=" pages", desc="indexing")
+    bar = terminal_bar(unit=" pages", desc="indexing")
 
     def progress(done: int, total: int) -> None:
         assert bar is not None
