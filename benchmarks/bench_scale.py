@@ -20,7 +20,6 @@ Usage: python benchmarks/bench_scale.py [--sizes 100000,1000000] [--quick] [--js
 import argparse
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,12 +32,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_replay import free_port  # noqa: E402
 from bench_tools import BenchError, run_benchmark, stop  # noqa: E402
 
 from master.db import MasterDB, NodeRow  # noqa: E402
 
 BATCH = 5_000
-EDGE = 50_000  # files timed at the start and at the end of the writing
+EDGE = 50_000  # files timed at the start and at the end of the writing (half, when fewer)
 NODES = ("node1", "node2", "node3")
 READY_TIMEOUT = 120.0
 
@@ -55,7 +55,8 @@ def fill(path: Path, files: int, rng: random.Random) -> dict[str, float]:
         db.save_node(NodeRow(id=node, address=f"http://127.0.0.1:{9000 + number}"))
     seq = dict.fromkeys(NODES, 0)
     edges: dict[str, float] = {}
-    began = time.perf_counter()
+    window = min(EDGE, files // 2 // BATCH * BATCH) or files
+    began = tail_began = time.perf_counter()
     for start in range(0, files, BATCH):
         count = min(BATCH, files - start)
         entries = [
@@ -71,20 +72,14 @@ def fill(path: Path, files: int, rng: random.Random) -> dict[str, float]:
             seq[node] += count
             db.apply_inventory(node, entries, seq[node], target)
         done = start + count
-        if done == min(EDGE, files):
+        if done == window:
             edges["first"] = done / (time.perf_counter() - began)
-        if done == files - min(EDGE, files):
+        if done == files - window:
             tail_began = time.perf_counter()
-    edges["last"] = min(EDGE, files) / (time.perf_counter() - tail_began)
+    edges["last"] = window / (time.perf_counter() - tail_began)
     db.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return edges
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def write_config(path: Path) -> None:

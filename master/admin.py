@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import urllib.error
@@ -40,6 +41,21 @@ def _error_field(body: bytes) -> str | None:
     return str(message) if message is not None else None
 
 
+@contextlib.contextmanager
+def _answer(master: str, path: str, req: urllib.request.Request) -> Iterator[Any]:
+    """The master's answer to `req`, read within the block; AdminError saying why when it
+    refuses the request or cannot be reached, before or while the answer is read."""
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:
+            yield answer
+    except urllib.error.HTTPError as exc:
+        message = _error_field(exc.read()) or f"HTTP {exc.code} {exc.reason}"
+        raise AdminError(f"the master at {master} refused {path}: {message}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise AdminError(f"the master at {master} does not answer: {reason}") from None
+
+
 def request(
     master: str, path: str, body: dict[str, Any] | None = None, token: str | None = None
 ) -> Any:
@@ -56,15 +72,8 @@ def request(
     req = urllib.request.Request(
         url, data=data, headers=headers, method="GET" if data is None else "POST"
     )
-    try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:
-            raw = answer.read()
-    except urllib.error.HTTPError as exc:
-        message = _error_field(exc.read()) or f"HTTP {exc.code} {exc.reason}"
-        raise AdminError(f"the master at {master} refused {path}: {message}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise AdminError(f"the master at {master} does not answer: {reason}") from None
+    with _answer(master, path, req) as answer:
+        raw = answer.read()
     try:
         return json.loads(raw)
     except ValueError:
@@ -98,22 +107,13 @@ def call(args: argparse.Namespace, path: str, body: dict[str, Any] | None = None
 def json_lines(args: argparse.Namespace, path: str) -> Iterator[Any]:
     """The JSON objects of a master's answer of one object a line, as they arrive."""
     master, _ = _master(args)
-    url = master.rstrip("/") + path
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as answer:
-            for line in answer:
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    raise AdminError(
-                        f"the master at {master} sent a line that is not JSON"
-                    ) from None
-    except urllib.error.HTTPError as exc:
-        message = _error_field(exc.read()) or f"HTTP {exc.code} {exc.reason}"
-        raise AdminError(f"the master at {master} refused {path}: {message}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise AdminError(f"the master at {master} does not answer: {reason}") from None
+    req = urllib.request.Request(master.rstrip("/") + path)
+    with _answer(master, path, req) as answer:
+        for line in answer:
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise AdminError(f"the master at {master} sent a line that is not JSON") from None
 
 
 def size(value: object) -> str:
