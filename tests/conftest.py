@@ -18,6 +18,7 @@ import pytest
 from archive.config import ClusterConfig, load_config
 
 if TYPE_CHECKING:
+    from tests.postgres import PostgresServer
     from tests.stream_recording import Recorded
 
 READY_TIMEOUT = 20.0
@@ -195,3 +196,23 @@ def stream_recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator["Reco
 
     with record_streams(tmp_path_factory.mktemp("streams")) as recorded:
         yield recorded
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator["PostgresServer"]:
+    """This worker's PostgreSQL server (tests/postgres.py), started at its first use and removed
+    at the end of the session."""
+    from tests.postgres import PostgresServer
+
+    server = PostgresServer()
+    try:
+        yield server.start()
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def postgres_url(postgres: "PostgresServer") -> str:
+    """A new empty database on this worker's server; its URL. The server is started again if an
+    earlier test left it stopped."""
+    return postgres.start().create_database()
