@@ -189,7 +189,7 @@ def _below_target(answer: dict[str, Any]) -> list[str]:
     causes = answer.get("below_target_causes")
     lines = [f"below replica target: {answer.get('below_target', '?')}"]
     if not isinstance(causes, dict) or not answer.get("below_target"):
-        return lines
+        return lines + _unchecked(answer.get("repairs"))
     placing = answer.get("placing") or {}
     nodes = _count(placing.get("nodes"), "node")
     domains = _count(placing.get("domains"), "failure domain")
@@ -199,7 +199,22 @@ def _below_target(answer: dict[str, Any]) -> list[str]:
         f" (only {nodes} taking new files, in {domains})",
         f"  no readable copy: {causes.get('no_readable_copy', '?')}",
     ]
-    return lines
+    return lines + _unchecked(answer.get("repairs"))
+
+
+def _unchecked(repairs: object) -> list[str]:
+    """What the repair pass has yet to look at, which the counts of files below target may
+    not include yet."""
+    if not isinstance(repairs, dict):
+        return []
+    files, nodes = repairs.get("to_check") or 0, repairs.get("nodes_to_check") or 0
+    scanning = repairs.get("full_scan_at") is not None
+    if not (files or nodes or scanning):
+        return []
+    parts = [_count(files, "file")] if files else []
+    parts += [f"the files of {_count(nodes, 'node')}"] if nodes else []
+    parts += ["a full scan"] if scanning else []
+    return [f"  (as last looked at; still to look at: {', '.join(parts)})"]
 
 
 def _count(value: object, noun: str) -> str:

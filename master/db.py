@@ -13,7 +13,7 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +125,44 @@ INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files
 INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
     LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
 """
-STEPS = (SCHEMA, TOTALS)
+# Files the repair pass last found below target, with why (one of CAUSES), and how many for
+# each cause, kept by triggers: status and the fsck summary read these counts at once.
+SHORT_FILES = """
+CREATE TABLE short (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    have INTEGER NOT NULL,
+    want INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    cause TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE INDEX short_by_danger ON short (have, kind DESC, size);
+CREATE TABLE short_totals (
+    cause TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER short_added AFTER INSERT ON short BEGIN
+    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
+    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER short_removed AFTER DELETE ON short BEGIN
+    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+END;
+CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short
+WHEN NEW.cause != OLD.cause OR NEW.size != OLD.size BEGIN
+    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
+    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END
+"""
+STEPS = (SCHEMA, TOTALS, SHORT_FILES)
 # The totals counted anew from every file and location, as the triggers of TOTALS keep them.
 COUNT_KINDS = "SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind"
 COUNT_NODES = (
     "SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l"
     " LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node"
 )
+COUNT_CAUSES = "SELECT cause, COUNT(*), COALESCE(SUM(size), 0) FROM short GROUP BY cause"
 
 # The next number of the change feed (archive/changes.py), given to a file changed anew.
 NEXT_CHANGE = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM changes)"
@@ -220,6 +251,31 @@ class Needy:
 
 
 @dataclass(frozen=True, slots=True)
+class Problem:
+    """A file the repair pass found below target: its replicas that count, its target then,
+    and why (one of CAUSES)."""
+
+    kind: str
+    name: str
+    have: int
+    want: int
+    size: int
+    cause: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "replicas": self.have,
+            "target": self.want,
+            "cause": self.cause,
+        }
+
+
+PROBLEM_COLUMNS = "kind, name, have, want, size, cause"
+
+
+@dataclass(frozen=True, slots=True)
 class Replicas:
     """A file as the repair pass looks at it: its size, its target and every node holding it."""
 
@@ -240,13 +296,6 @@ class Move:
     size: int
 
 
-def _needy(row: Sequence[Any], usable: int, unreliable_extra: int) -> Needy:
-    """A file of the replica query as below target: what it has, what it wants, its holders."""
-    kind, name, size, target, have, reliable, holders = row
-    want = min(target + (unreliable_extra if reliable == 0 else 0), usable)
-    return Needy(kind, name, size, have, want, tuple(holders.split(",")) if holders else ())
-
-
 def _differences(
     db: sqlite3.Connection, table: str, key: str, query: str
 ) -> dict[str, dict[str, list[int]]]:
@@ -260,6 +309,15 @@ def _differences(
         for name in sorted(kept.keys() | counted.keys())
         if kept.get(name, [0, 0]) != counted.get(name, [0, 0])
     }
+
+
+# The kept totals `recount` checks: what its report calls them, their table and key, and how
+# to count them anew.
+RECOUNTED = (
+    ("kinds", "kind_totals", "kind", COUNT_KINDS),
+    ("nodes", "node_totals", "node", COUNT_NODES),
+    ("causes", "short_totals", "cause", COUNT_CAUSES),
+)
 
 
 class MasterDB:
@@ -502,19 +560,19 @@ class MasterDB:
         return {node: (files, size) for node, files, size in rows}
 
     def recount(self, mend: bool) -> dict[str, dict[str, dict[str, list[int]]]]:
-        """The kept totals that differ from a count of every file and location, by kind and by
-        node, each with what was kept and what was counted; with `mend`, the count replaces
-        them. Empty when they agree, as they always should."""
+        """The kept totals that differ from a count of every file, location and file below
+        target, by kind, by node and by cause, each with what was kept and what was counted;
+        with `mend`, the count replaces them. Empty when they agree, as they always should."""
+        drift = {}
         with self._transaction():
-            drift = {
-                "kinds": _differences(self.db, "kind_totals", "kind", COUNT_KINDS),
-                "nodes": _differences(self.db, "node_totals", "node", COUNT_NODES),
-            }
-            if mend and (drift["kinds"] or drift["nodes"]):
-                for table, query in (("kind_totals", COUNT_KINDS), ("node_totals", COUNT_NODES)):
+            for label, table, key, query in RECOUNTED:
+                found = _differences(self.db, table, key, query)
+                if found:
+                    drift[label] = found
+                if found and mend:
                     self.db.execute(f"DELETE FROM {table}")
                     self.db.execute(f"INSERT INTO {table} {query}")
-        return {name: found for name, found in drift.items() if found}
+        return drift
 
     def storage(self) -> dict[str, int]:
         """Bytes of the database file and of its write-ahead log."""
@@ -522,22 +580,14 @@ class MasterDB:
         size = int(self.db.execute("PRAGMA page_size").fetchone()[0])
         return {"database_bytes": pages * size, "wal_bytes": wal_bytes(self.path)}
 
-    def _short_query(self, counting: Sequence[str]) -> str:
-        """Files whose replicas on counting nodes fall short of their target (see below_target)."""
-        return self._replica_query(counting, SHORT)
-
-    def _replica_query(
-        self, counting: Sequence[str], having: str, columns: str = "", where: str = ""
-    ) -> str:
+    def _replica_query(self, counting: Sequence[str], having: str, where: str = "") -> str:
         """Every file with its replicas on counting nodes, those for which `having` holds;
-        `columns` adds columns (their parameters come before the counting nodes), `where`
-        chooses files (its parameters come after them)."""
+        `where` chooses files (its parameters come after the counting nodes)."""
         marks = ",".join("?" * len(counting)) or "''"
         return f"""
-            SELECT f.kind, f.name, f.size, f.target,
+            SELECT f.kind, f.name, f.target,
                    COUNT(c.node) AS have,
-                   COALESCE(SUM(c.reliable), 0) AS reliable,
-                   GROUP_CONCAT(l.node) AS holders{columns}
+                   COALESCE(SUM(c.reliable), 0) AS reliable
             FROM files f
             LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
             LEFT JOIN (SELECT id AS node, reliability != 'low' AS reliable FROM nodes
@@ -547,58 +597,58 @@ class MasterDB:
             HAVING {having}
         """
 
-    def below_target(
-        self, counting: Sequence[str], usable: int, unreliable_extra: int, limit: int
-    ) -> list[Needy]:
-        """Files whose replicas on counting nodes fall short, the most endangered first.
+    def short_counts(self) -> dict[str, int]:
+        """How many files the repair pass last found below target, for each of CAUSES."""
+        counts = dict.fromkeys(CAUSES, 0)
+        for cause, files in self.db.execute("SELECT cause, files FROM short_totals"):
+            counts[cause] = int(files)
+        return counts
 
-        A file none of whose counting replicas is on a reliable node wants `unreliable_extra`
-        more; no target exceeds `usable`, the number of nodes whose copies count.
-        """
-        query = self._short_query(counting) + " ORDER BY have ASC, f.kind DESC, f.size ASC LIMIT ?"
-        rows = self.db.execute(query, (*counting, unreliable_extra, usable, limit)).fetchall()
-        return [_needy(row, usable, unreliable_extra) for row in rows]
-
-    def below_target_after(
-        self,
-        counting: Sequence[str],
-        usable: int,
-        unreliable_extra: int,
-        after: tuple[str, str],
-        limit: int,
-    ) -> list[Needy]:
-        """`below_target` in (kind, name) order, the first `limit` after `after`: a page of a
-        walk over them all that can stop anywhere and resume from the last file it gave."""
-        where = "WHERE (f.kind, f.name) > (?, ?)"
-        query = (
-            self._replica_query(counting, SHORT, where=where) + " ORDER BY f.kind, f.name LIMIT ?"
+    def most_endangered(self, limit: int) -> list[Problem]:
+        """The first `limit` files below target, fewest replicas first, then structure files,
+        then the smallest."""
+        rows = self.db.execute(
+            f"SELECT {PROBLEM_COLUMNS} FROM short ORDER BY have, kind DESC, size LIMIT ?", (limit,)
         )
-        params = (*counting, *after, unreliable_extra, usable, limit)
-        return [_needy(row, usable, unreliable_extra) for row in self.db.execute(query, params)]
+        return [Problem(*row) for row in rows]
 
-    def below_target_causes(
-        self,
-        counting: Sequence[str],
-        readable: Sequence[str],
-        receivers: Sequence[str],
-        usable: int,
-        unreliable_extra: int,
-    ) -> dict[str, int]:
-        """How many files are below target for each of CAUSES (see `Needy.cause`)."""
-        readable_marks = ",".join("?" * len(readable)) or "''"
-        receiver_marks = ",".join("?" * len(receivers)) or "''"
-        columns = (
-            f", COALESCE(SUM(l.node IN ({readable_marks})), 0) AS readable"
-            f", COALESCE(SUM(l.node IN ({receiver_marks})), 0) AS receiving"
+    def short_after(self, after: tuple[str, str], limit: int) -> list[Problem]:
+        """The files below target in (kind, name) order, the first `limit` after `after`: a page
+        of a walk over them all that can stop anywhere and resume from the last file it gave."""
+        rows = self.db.execute(
+            f"SELECT {PROBLEM_COLUMNS} FROM short WHERE (kind, name) > (?, ?)"
+            " ORDER BY kind, name LIMIT ?",
+            (*after, limit),
         )
-        query = f"""
-            SELECT COALESCE(SUM(readable > 0 AND receiving < {len(receivers)}), 0),
-                   COALESCE(SUM(readable > 0 AND receiving >= {len(receivers)}), 0),
-                   COALESCE(SUM(readable = 0), 0)
-            FROM ({self._replica_query(counting, SHORT, columns)})"""
-        params = (*readable, *receivers, *counting, unreliable_extra, usable)
-        counts = self.db.execute(query, params).fetchone()
-        return {cause: int(count) for cause, count in zip(CAUSES, counts, strict=True)}
+        return [Problem(*row) for row in rows]
+
+    def record_review(
+        self,
+        short: Iterable[Problem],
+        not_short: Iterable[tuple[str, str]],
+        over: Iterable[tuple[str, str]],
+        not_over: Iterable[tuple[str, str]],
+    ) -> None:
+        """Record what the repair pass found of the files it just looked at: which are below
+        target and why, and which have copies above target (for the trim step)."""
+        with self._transaction():
+            self.db.executemany(
+                f"INSERT INTO short ({PROBLEM_COLUMNS}) VALUES (?,?,?,?,?,?)"
+                " ON CONFLICT (kind, name) DO UPDATE SET have = excluded.have,"
+                " want = excluded.want, size = excluded.size, cause = excluded.cause",
+                [astuple(problem) for problem in short],
+            )
+            self.db.executemany("DELETE FROM short WHERE kind = ? AND name = ?", not_short)
+            if self.db.execute("SELECT 1 FROM over_target LIMIT 1").fetchone() is not None:
+                self.db.executemany("DELETE FROM over_target WHERE kind = ? AND name = ?", not_over)
+            self.db.executemany(
+                "INSERT OR IGNORE INTO over_target (kind, name) VALUES (?, ?)", over
+            )
+
+    def mark_short(self) -> None:
+        """Have the repair pass look again at every file below target: why each is (a copy
+        readable or not, a node to place one or not) depends on nodes that just changed."""
+        self.db.execute("INSERT OR IGNORE INTO to_check (kind, name) SELECT kind, name FROM short")
 
     def files_on(self, node: str, limit: int, after: tuple[str, str] = ("", "")) -> list[FileRef]:
         rows = self.db.execute(
@@ -641,14 +691,31 @@ class MasterDB:
             (node,),
         )
 
-    def mark_all(self, counting: Sequence[str], usable: int, unreliable_extra: int) -> int:
-        """The full scan: mark every file below or above its target; returns how many were not
-        marked yet."""
-        query = self._replica_query(counting, f"{SHORT} OR have > f.target")
-        return self.db.execute(
+    def scan(
+        self,
+        counting: Sequence[str],
+        usable: int,
+        unreliable_extra: int,
+        after: tuple[str, str],
+        limit: int,
+    ) -> tuple[int, tuple[str, str] | None]:
+        """A step of the full scan: mark the files below or above target among the first `limit`
+        after `after` in (kind, name) order. Returns how many were not marked yet, and the last
+        file looked at (None once the last file was reached)."""
+        bound = self.db.execute(
+            "SELECT kind, name FROM files WHERE (kind, name) > (?, ?) ORDER BY kind, name"
+            " LIMIT 1 OFFSET ?",
+            (*after, limit - 1),
+        ).fetchone()
+        where, chosen = "WHERE (f.kind, f.name) > (?, ?)", after
+        if bound is not None:
+            where, chosen = f"{where} AND (f.kind, f.name) <= (?, ?)", (*after, *bound)
+        query = self._replica_query(counting, f"{SHORT} OR have > f.target", where)
+        marked = self.db.execute(
             f"INSERT OR IGNORE INTO to_check (kind, name) SELECT kind, name FROM ({query})",
-            (*counting, unreliable_extra, usable),
+            (*counting, *chosen, unreliable_extra, usable),
         ).rowcount
+        return marked, None if bound is None else (str(bound[0]), str(bound[1]))
 
     def take_marked(self, limit: int) -> list[Replicas]:
         """Up to `limit` marked files, unmarked as they are returned: half for marked files,
@@ -671,17 +738,6 @@ class MasterDB:
             "SELECT (SELECT COUNT(*) FROM to_check), (SELECT COUNT(*) FROM nodes_to_check)"
         ).fetchone()
         return int(row[0]), int(row[1])
-
-    def set_over_target(
-        self, over: Iterable[tuple[str, str]], not_over: Iterable[tuple[str, str]]
-    ) -> None:
-        """Record which of the files just looked at have copies above target, and which not."""
-        with self._transaction():
-            if self.db.execute("SELECT 1 FROM over_target LIMIT 1").fetchone() is not None:
-                self.db.executemany("DELETE FROM over_target WHERE kind = ? AND name = ?", not_over)
-            self.db.executemany(
-                "INSERT OR IGNORE INTO over_target (kind, name) VALUES (?, ?)", over
-            )
 
     def take_over_target(self, limit: int) -> list[Replicas]:
         """Up to `limit` files recorded above target, as they are now, no longer recorded."""

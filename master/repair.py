@@ -21,7 +21,7 @@ import aiohttp
 
 from archive.hip import HipError, RemoteError
 
-from .db import FileRef, MasterDB, Needy, Replicas, TargetFn
+from .db import FileRef, MasterDB, Needy, Problem, Replicas, TargetFn
 from .membership import ADMIN_STATES, Membership
 from .policy import choose_node
 from .records import merge_copy
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 BATCH = 500
 EXAMINE = BATCH * 4
+# Files a step of the full scan looks at (one step a pass), and where the database keeps its place.
+SCAN_STEP = 10_000
+SCAN_META = "full_scan_at"
 CALL_TIMEOUT = 600.0
 # Merging reads a whole structure file and appends it; a silent node is given up after this.
 MERGE_TIMEOUT = aiohttp.ClientTimeout(total=300, sock_connect=10, sock_read=30)
@@ -208,6 +211,14 @@ class Repairer:
         self.stats = RepairStats()
         self.full_scan_every = full_scan_every
         self.next_full_scan = 0.0
+        # Where the full scan is (the last file it looked at), None between scans: kept in the
+        # database, so that a restarted master goes on from there.
+        position = db.get_meta(SCAN_META)
+        self.scan_at = (str(position[0]), str(position[1])) if position else None
+        self.scan_marked = 0
+        # The nodes files were readable from and could be copied to when the files below target
+        # were last looked at: their causes change with these.
+        self.view: tuple[frozenset[str], frozenset[str]] | None = None
         # Files below target that found no readable source (a holder may come back within its
         # grace period) or no node to take a copy; None when there were too many to keep.
         self.unplaced: set[tuple[str, str]] | None = set()
@@ -247,7 +258,8 @@ class Repairer:
 
     def mark_again(self) -> None:
         """A full scan at start-up, every `full_scan_every` seconds and when more nodes may hold
-        replicas; the files that could not be placed when a node joined or changed state."""
+        replicas, a step a pass; the files that could not be placed when a node joined or changed
+        state; every file below target when the nodes it may be read from or copied to changed."""
         now = time.monotonic()
         widened = self.members.widened
         self.members.widened = False
@@ -255,41 +267,71 @@ class Repairer:
             self.members.rescan = False
             self.next_full_scan = now + self.full_scan_every
             self.unplaced = set()
-            marked = self.db.mark_all(
-                self.members.counting(), self.members.usable(), self.unreliable_extra
-            )
-            self.stats.full_scans += 1
-            if marked:
-                log.info("full scan: %d more files below or above target to look at", marked)
+            self.scan_at = self.scan_at or ("", "")
         elif widened and self.unplaced:
             self.db.mark(self.unplaced)
             self.unplaced = set()
+        if self.scan_at is not None:
+            self._scan_step(self.scan_at)
+        view = (
+            frozenset(self.members.readable()),
+            frozenset(row.id for row in self.members.receivers()),
+        )
+        if view != self.view:
+            self.view = view
+            self.db.mark_short()
         due = [key for key, when in self.deferred.items() if when <= now]
         if due:
             self.db.mark(due)
             for key in due:
                 del self.deferred[key]
 
+    def _scan_step(self, after: tuple[str, str]) -> None:
+        marked, self.scan_at = self.db.scan(
+            self.members.counting(), self.members.usable(), self.unreliable_extra, after, SCAN_STEP
+        )
+        self.scan_marked += marked
+        self.db.set_meta(SCAN_META, self.scan_at)
+        if self.scan_at is None:
+            self.stats.full_scans += 1
+            if self.scan_marked:
+                log.info(
+                    "full scan: %d more files below or above target to look at", self.scan_marked
+                )
+            self.scan_marked = 0
+
     def review(self) -> tuple[list[Needy], bool]:
         """The marked files below target, most endangered first, and whether more are marked;
-        those above target are recorded for the trim step."""
+        which are below target and why, and which above target, are recorded (the latter for
+        the trim step)."""
         files = self.db.take_marked(EXAMINE)
         more = self.db.any_marked() or bool(self.deferred)
         self.stats.examined += len(files)
         self.stats.examined_last_pass = len(files)
         counting = set(self.members.counting())
+        readable = set(self.members.readable())
+        receivers = {row.id for row in self.members.receivers()}
         usable = self.members.usable()
         needy: list[Needy] = []
+        short: list[Problem] = []
+        not_short: list[tuple[str, str]] = []
         over: list[tuple[str, str]] = []
         not_over: list[tuple[str, str]] = []
         for ref in files:
+            key = (ref.kind, ref.name)
             counted = [h for h in ref.holders if h in counting]
             have = len(counted)
-            (over if have > ref.target else not_over).append((ref.kind, ref.name))
+            (over if have > ref.target else not_over).append(key)
             want = self._want(ref, counted, usable)
-            if have < want and not self._settling((ref.kind, ref.name), have):
-                needy.append(Needy(ref.kind, ref.name, ref.size, have, want, ref.holders))
-        self.db.set_over_target(over, not_over)
+            if have >= want:
+                not_short.append(key)
+                continue
+            found = Needy(ref.kind, ref.name, ref.size, have, want, ref.holders)
+            cause = found.cause(readable, receivers)
+            short.append(Problem(ref.kind, ref.name, have, want, ref.size, cause))
+            if not self._settling(key, have):
+                needy.append(found)
+        self.db.record_review(short, not_short, over, not_over)
         needy.sort(key=lambda n: (n.have, n.kind != "structure", n.size))
         return needy, more
 

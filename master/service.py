@@ -16,7 +16,7 @@ from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
 from archive.inserts import BadMessage
 
-from .db import NO_READABLE_COPY, FileRef, MasterDB, Needy, NodeRow
+from .db import NO_READABLE_COPY, FileRef, MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
 from .orphans import find_orphans
 from .policy import choose_node, target_function
@@ -36,17 +36,6 @@ MAX_COPIES = 100
 KINDS = ("content", "structure")
 # Notes to the change feed's followers, at most one per this many seconds.
 FEED_NOTE_GAP = 0.2
-
-
-def _problem(needy: Needy, readable: set[str], receivers: set[str]) -> dict[str, Any]:
-    """A file below target as fsck reports it."""
-    return {
-        "kind": needy.kind,
-        "name": needy.name,
-        "replicas": needy.have,
-        "target": needy.want,
-        "cause": needy.cause(readable, receivers),
-    }
 
 
 @dataclass(frozen=True)
@@ -281,14 +270,7 @@ class Master:
                     **({"drained": files == 0} if row.state == "draining" else {}),
                 }
             )
-        causes = self.db.below_target_causes(
-            self.members.counting(),
-            self.members.readable(),
-            [row.id for row in self.members.receivers()],
-            self.members.usable(),
-            self.options.config.replication.unreliable_extra,
-        )
-        files_to_check, nodes_to_check = self.db.count_marked()
+        causes = self.db.short_counts()
         rebalance = self.rebalancer.state
         if rebalance.get("state") in ("running", "stopped", "done"):
             rebalance = {**rebalance, "progress": self.db.move_progress()}
@@ -304,15 +286,17 @@ class Master:
             "placing": self._placing(),
             "structures_dirty": self.db.count_dirty(),
             "structures_diverged": self.db.count_diverged(),
-            "repairs": {
-                **self.repairer.stats.to_json(),
-                "to_check": files_to_check,
-                "nodes_to_check": nodes_to_check,
-            },
+            "repairs": {**self.repairer.stats.to_json(), **self._to_check()},
             "rebalance": rebalance,
             "replication": self.options.config.replication.to_json(),
             "metadata": self.db.storage(),
         }
+
+    def _to_check(self) -> dict[str, Any]:
+        """What the repair pass has yet to look at: the counts of files below target are as
+        it last found them."""
+        files, nodes = self.db.count_marked()
+        return {"to_check": files, "nodes_to_check": nodes, "full_scan_at": self.repairer.scan_at}
 
     def _placing(self) -> dict[str, int]:
         """How many nodes take new files now, in how many failure domains: no file gets more
@@ -324,17 +308,11 @@ class Master:
         """Files below target, by cause, and structure files without an active copy; with
         `deep`, also contents that no structure file names (it reads every structure file);
         with `recount`, the totals `status` shows checked against a full count and mended."""
-        counting, usable = self.members.counting(), self.members.usable()
-        extra = self.options.config.replication.unreliable_extra
-        readable = set(self.members.readable())
-        receivers = {row.id for row in self.members.receivers()}
+        readable = self.members.readable()
         # The first problems, most endangered first; every one is listed by fsck_problems.
-        below = self.db.below_target(counting, usable, extra, MAX_PROBLEMS)
-        problems = [_problem(needy, readable, receivers) for needy in below]
-        causes = self.db.below_target_causes(
-            counting, list(readable), list(receivers), usable, extra
-        )
-        without_active = self.db.structures_without_active(list(readable))
+        problems = [problem.to_json() for problem in self.db.most_endangered(MAX_PROBLEMS)]
+        causes = self.db.short_counts()
+        without_active = self.db.structures_without_active(readable)
         report: dict[str, Any] = {
             "files": self.db.file_counts(),
             "below_target": sum(causes.values()),
@@ -344,7 +322,8 @@ class Master:
             "orphans": None,
             "structures_without_active": without_active,
             "structures_dirty": self.db.count_dirty(),
-            "ok": not below and without_active == 0,
+            "repairs": self._to_check(),
+            "ok": not problems and without_active == 0,
             "problems": problems,
             "totals_drift": self.db.recount(mend=True) if recount else None,
         }
@@ -356,16 +335,7 @@ class Master:
 
     def fsck_problems(self, after: tuple[str, str], limit: int) -> list[dict[str, Any]]:
         """The files below target in (kind, name) order, the first `limit` after `after`."""
-        below = self.db.below_target_after(
-            self.members.counting(),
-            self.members.usable(),
-            self.options.config.replication.unreliable_extra,
-            after,
-            limit,
-        )
-        readable = set(self.members.readable())
-        receivers = {row.id for row in self.members.receivers()}
-        return [_problem(needy, readable, receivers) for needy in below]
+        return [problem.to_json() for problem in self.db.short_after(after, limit)]
 
     def locate(self, kind: str, name: str) -> list[dict[str, str]]:
         return self._readable_holders(kind, [name])[name]

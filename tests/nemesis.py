@@ -39,7 +39,7 @@ from archive.errors import DlwebError
 from archive.urlkey import structure_name
 from tests.conftest import free_port
 from tests.disk import damage, stored_spans
-from tests.master.conftest import write_config
+from tests.master.conftest import checked, write_config
 
 Say = Callable[[str], None]
 
@@ -367,7 +367,7 @@ def settled(status: dict[str, Any]) -> bool:
         and status["structures_dirty"] == 0
         and status["structures_diverged"] == 0
         and repairs["running"] == 0
-        and repairs["to_check"] == 0
+        and checked(status)
         and repairs["nodes_to_check"] == 0
     )
 

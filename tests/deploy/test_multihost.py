@@ -35,6 +35,7 @@ from tests.deploy.testbed_fixtures import (
     node_states,
     settled,
 )
+from tests.master.conftest import checked
 
 CUT_HOST = 2
 BASE_SEED, BASE_CAPTURES, BASE_URLS = 1, 40, 10
@@ -197,8 +198,9 @@ def index_idle(bed: Bed) -> bool:
 
 
 def idle(status: dict[str, Any]) -> bool:
-    """No repair running and no structure file waiting for its replicas to be refreshed."""
-    return status["structures_dirty"] == 0 and status["repairs"]["running"] == 0
+    """No repair running or change left to look at, and no structure file waiting for its
+    replicas to be refreshed."""
+    return status["structures_dirty"] == 0 and status["repairs"]["running"] == 0 and checked(status)
 
 
 def test_a_cut_link_during_an_import_leaves_the_cluster_serving(

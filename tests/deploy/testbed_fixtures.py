@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from deploy.testbed import Lan, LanUnavailable, down
+from tests.master.conftest import checked
 
 ROOT = Path(__file__).resolve().parents[2]
 MASTER_HOST, PROXY_HOST, CLIENT_HOST, AGENT_HOST = 1, 5, 6, 7
@@ -265,7 +266,7 @@ def settled(status: dict[str, Any]) -> bool:
         and status["structures_dirty"] == 0
         and status["structures_diverged"] == 0
         and status["repairs"]["running"] == 0
-        and status["repairs"]["to_check"] == 0
+        and checked(status)
     )
 
 

@@ -212,10 +212,23 @@ def alive(status: dict[str, Any]) -> int:
 
 
 def settled(status: dict[str, Any]) -> bool:
+    """Every file at its target, as the repair pass found once it had looked at every change."""
     return (
-        status["below_target"] == 0
+        checked(status)
+        and status["below_target"] == 0
         and status["structures_dirty"] == 0
         and status["repairs"]["running"] == 0
+    )
+
+
+def checked(status: dict[str, Any]) -> bool:
+    """Whether the repair pass has looked at every change, so that the counts of files below
+    target are current."""
+    repairs = status["repairs"]
+    return (
+        repairs["to_check"] == 0
+        and repairs["nodes_to_check"] == 0
+        and repairs["full_scan_at"] is None
     )
 
 

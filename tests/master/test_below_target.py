@@ -3,6 +3,7 @@ copies being made, copies that cannot be placed, and files without a readable co
 
 import hashlib
 import json
+import random
 import signal
 from collections import Counter
 from collections.abc import Callable
@@ -10,11 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from archive.cluster import ClusterClient
-from archive.config import Replication
-from master.db import CAUSES, MasterDB, NodeRow
-from master.policy import target_function
+from master.db import CAUSES, MasterDB, Needy, Problem
 from tests.deploy.run_dlweb import dlweb
-from tests.master.conftest import Cluster, alive, make_corpus, settled
+from tests.master.conftest import Cluster, alive, checked, make_corpus, settled
 
 ClusterFactory = Callable[..., Cluster]
 
@@ -45,27 +44,42 @@ def holders(cluster: Cluster, name: str) -> frozenset[str]:
     return frozenset(n["id"] for n in cluster.get(f"/locate/content/{name}")["nodes"])
 
 
-def test_causes_are_counted_as_each_file_is_classed(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
-    for node in "abc":
-        db.save_node(NodeRow(node, f"http://{node}"))
-    target = target_function(Replication(default=2, small_bytes=0, unreliable_extra=0))
-    names = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(4)]
-    placed = {"a": names[:1], "b": names[1:3], "c": names[2:]}
-    for node, held in placed.items():
-        entries = [{"op": "add", "kind": "content", "name": n, "size": 10} for n in held]
-        db.apply_inventory(node, entries, len(entries), target)
+def test_a_file_below_target_is_classed_by_where_it_can_be_read_and_copied() -> None:
     # a is unreadable; c takes nothing new; b is the only node taking new files.
-    readable, receivers, counting = ["b", "c"], ["b"], ["a", "b", "c"]
-    needy = db.below_target(counting, 3, 0, 10)
-    causes = {n.name: n.cause(readable, receivers) for n in needy}
-    assert causes == {
-        names[0]: "no_readable_copy",  # only on a
-        names[1]: "cannot_place",  # only on b, which takes new files and holds it
-        names[3]: "repairing",  # only on c: b can take a copy
-    }
-    counted = db.below_target_causes(counting, readable, receivers, 3, 0)
-    assert counted == {cause: list(causes.values()).count(cause) for cause in CAUSES}
+    readable, receivers = {"b", "c"}, {"b"}
+
+    def cause(*holders: str) -> str:
+        return Needy("content", "f", 10, len(holders), 3, holders).cause(readable, receivers)
+
+    assert cause("a") == "no_readable_copy"
+    assert cause("b") == "cannot_place"  # b takes new files and holds it already
+    assert cause("c") == "repairing"  # b can take a copy
+    assert cause("a", "c") == "repairing"
+
+
+def test_the_counts_by_cause_follow_every_file_recorded_below_target(tmp_path: Path) -> None:
+    db = MasterDB(tmp_path / "m.db")
+    rng = random.Random(47)
+    recorded: dict[str, Problem] = {}
+    for step in range(200):
+        picked = {hashlib.sha256(str(rng.randrange(40)).encode()).hexdigest() for _ in range(5)}
+        short = [
+            Problem("content", name, 1, 2, rng.randrange(1, 100), rng.choice(CAUSES))
+            for name in picked
+            if rng.random() < 0.6
+        ]
+        fine = [("content", name) for name in picked - {p.name for p in short}]
+        db.record_review(short, fine, [], [])
+        recorded.update((p.name, p) for p in short)
+        for _, name in fine:
+            recorded.pop(name, None)
+        assert db.short_counts() == {
+            cause: sum(p.cause == cause for p in recorded.values()) for cause in CAUSES
+        }, f"step {step}"
+        assert db.recount(mend=False) == {}, f"step {step}"
+    worst = db.most_endangered(5)
+    ordered = sorted(recorded.values(), key=lambda p: (p.have, p.kind != "structure", p.size))
+    assert [p.size for p in worst] == [p.size for p in ordered[:5]]
     db.close()
 
 
@@ -81,7 +95,8 @@ async def test_files_whose_copies_are_being_made(cluster_factory: ClusterFactory
     lost = Counter(node for name in names for node in holders(cluster, name)).most_common(1)[0][0]
     cluster.nodes[lost].stop(signal.SIGKILL)
     status = cluster.wait_for(
-        lambda s: state(s, lost) == "down" and s["below_target"] > 0, f"{lost} to be down"
+        lambda s: state(s, lost) == "down" and s["below_target"] > 0 and checked(s),
+        f"{lost} to be down",
     )
     assert status["below_target_causes"]["repairing"] == status["below_target"]
     assert status["lost"] == 0 and status["placing"] == {"nodes": 2, "domains": 1}
@@ -108,6 +123,7 @@ async def test_files_whose_copies_cannot_be_placed(cluster_factory: ClusterFacto
             state(s, lost) == "down"
             and s["below_target"] == s["below_target_causes"]["cannot_place"] > 0
             and s["repairs"]["running"] == 0
+            and checked(s)
         ),
         "the copies that can be made to be made",
     )
@@ -131,7 +147,7 @@ async def test_files_without_a_readable_copy(cluster_factory: ClusterFactory) ->
     lost, only_there = on_node.most_common(1)[0]
     cluster.nodes[lost].stop(signal.SIGKILL)
     status = cluster.wait_for(
-        lambda s: state(s, lost) == "down" and s["lost"] > 0, f"{lost} to be down"
+        lambda s: state(s, lost) == "down" and s["lost"] > 0 and checked(s), f"{lost} to be down"
     )
     causes = status["below_target_causes"]
     assert causes["no_readable_copy"] == status["below_target"] == only_there

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from archive.cluster import ClusterClient
-from master.db import MasterDB, NodeRow
+from master.db import MasterDB, Problem
 from tests.deploy.run_dlweb import dlweb
 from tests.master.conftest import Cluster, make_corpus
 
@@ -23,16 +23,12 @@ def names(count: int) -> list[str]:
 
 def test_pages_of_files_below_target_resume_after_their_last_file(tmp_path: Path) -> None:
     db = MasterDB(tmp_path / "m.db")
-    for node in "ab":
-        db.save_node(NodeRow(node, f"http://{node}"))
     files = names(50)
-    entries = [{"op": "add", "kind": "content", "name": n, "size": 10} for n in files]
-    db.apply_inventory("a", entries, 50, lambda kind, size, refs: 2)
-    db.apply_inventory("b", entries[:20], 20, lambda kind, size, refs: 2)
+    db.record_review([Problem("content", n, 1, 2, 10, "repairing") for n in files[20:]], [], [], [])
     walked: list[str] = []
     after = ("", "")
-    while page := db.below_target_after(["a", "b"], 2, 0, after, 7):
-        walked += [needy.name for needy in page]
+    while page := db.short_after(after, 7):
+        walked += [problem.name for problem in page]
         after = (page[-1].kind, page[-1].name)
     assert walked == sorted(files[20:])
     db.close()

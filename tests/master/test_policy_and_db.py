@@ -60,15 +60,11 @@ def test_choice_prefers_new_domains_then_groups_then_free_space() -> None:
     assert choose_node([low, a], file, (), ()) is a
 
 
-def test_below_target_orders_the_most_endangered_first(tmp_path: Path) -> None:
+def test_removes_and_copies_made_change_a_files_holders(tmp_path: Path) -> None:
     db, target = db_with_nodes(tmp_path, "abc", default=2, small_bytes=0)
     entries = [{"op": "add", "kind": "content", "name": name(i), "size": 10} for i in range(3)]
     db.apply_inventory("a", entries, 3, target)
     db.apply_inventory("b", entries[:1], 1, target)
-    needy = db.below_target(["a", "b", "c"], usable=3, unreliable_extra=0, limit=10)
-    assert {(n.name, n.have, n.want) for n in needy} == {(name(1), 1, 2), (name(2), 1, 2)}
-    # Copies on a node that does not count (down, draining) do not count.
-    assert [n.have for n in db.below_target(["b"], 2, 0, 10)] == [0, 0, 1]
     db.apply_inventory("a", [{**entries[2], "op": "remove"}], 4, target)
     assert db.holders("content", name(2)) == []
     db.add_locations("c", [FileRef("content", name(1), 10)], target)
@@ -185,15 +181,24 @@ def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(tmp_path: P
     db.close()
 
 
+def scanned(db: MasterDB, counting: list[str], usable: int) -> set[str]:
+    """The files a whole full scan marks, two files a step, unmarked again."""
+    after: tuple[str, str] | None = ("", "")
+    while after is not None:
+        _, after = db.scan(counting, usable, 0, after, 2)
+    return taken(db)
+
+
 def test_the_full_scan_marks_files_below_or_above_target(tmp_path: Path) -> None:
     db, target = db_with_nodes(tmp_path, "abc", default=2, small_bytes=0)
     db.apply_inventory("a", adds([name(0), name(1), name(2)]), 3, target)
     db.apply_inventory("b", adds([name(1), name(2)]), 2, target)
     db.apply_inventory("c", adds([name(2)]), 1, target)
     db.take_marked(100)
-    assert db.mark_all(["a", "b", "c"], usable=3, unreliable_extra=0) == 2
-    assert taken(db) == {name(0), name(2)}
-    db.set_over_target([("content", name(2))], [("content", name(0))])
+    assert scanned(db, ["a", "b", "c"], 3) == {name(0), name(2)}
+    # Copies on a node that does not count (down, draining) do not count.
+    assert scanned(db, ["b", "c"], 2) == {name(0), name(1)}
+    db.record_review([], [], [("content", name(2))], [("content", name(0))])
     assert [f.holders for f in db.take_over_target(10)] == [("a", "b", "c")]
     assert db.take_over_target(10) == []
     db.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 from archive.cluster import ClusterClient
 
-from .conftest import Cluster, Corpus, make_corpus
+from .conftest import Cluster, Corpus, make_corpus, settled
 
 
 async def insert(cluster: Cluster, corpus: Corpus) -> None:
@@ -86,7 +86,7 @@ async def test_a_full_scan_finds_a_file_whose_marker_was_lost(cluster_factory) -
     cluster.start_master("--full-scan-every", "1")
     # Until its first scan the master does not know the location is lost: below_target is 0.
     cluster.wait_for(
-        lambda s: s["index_nodes"] and s["repairs"]["full_scans"] >= 1 and s["below_target"] == 0,
+        lambda s: s["index_nodes"] and s["repairs"]["full_scans"] >= 1 and settled(s),
         "the scan at start-up and the repair",
     )
     assert len(holders(cluster, victim)) == 2
@@ -96,7 +96,7 @@ async def test_a_full_scan_finds_a_file_whose_marker_was_lost(cluster_factory) -
     scans = cluster.status()["repairs"]["full_scans"]
     lose_location(cluster, victim, holders(cluster, victim)[0])
     status = cluster.wait_for(
-        lambda s: s["repairs"]["full_scans"] > scans and s["below_target"] == 0,
+        lambda s: s["repairs"]["full_scans"] > scans and settled(s),
         "a full scan and the repair",
     )
     assert len(holders(cluster, victim)) == 2

@@ -26,6 +26,7 @@ from archive.timestamps import parse_time
 from archive.urlkey import structure_name
 from archive.warc.exporter import Selection, export_warc
 from tests.disk import damage_content
+from tests.master.conftest import settled
 
 from . import sources
 from .conftest import dlweb
@@ -288,7 +289,7 @@ async def test_an_export_reads_its_contents_from_the_nodes_still_up(cluster_fact
             names.update(n for c in await client.captures(url) for n in (c.content, c.header))
 
     def placed(status: dict[str, Any]) -> bool:
-        return status["files"]["content"] == len(names) and status["below_target"] == 0
+        return status["files"]["content"] == len(names) and settled(status)
 
     status = cluster.wait_for(placed, "every content to have its copies")
     # The node holding most, which the export would ask first, is gone: the packs come from the
