@@ -101,10 +101,7 @@ def migrate(db: sqlite3.Connection, steps: Sequence[str], where: Path) -> None:
     of its own. DlwebError for a database of a newer schema: an older dlweb must not write it."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > len(steps):
-        raise DlwebError(
-            f"{where} has schema version {version}, newer than this dlweb knows ({len(steps)}):"
-            " it was written by a later release"
-        )
+        raise newer_schema(where, version, len(steps))
     for number, script in enumerate(steps[version:], start=version + 1):
         try:
             db.executescript(f"BEGIN;\n{script};\nPRAGMA user_version = {number};\nCOMMIT;")
@@ -113,6 +110,14 @@ def migrate(db: sqlite3.Connection, steps: Sequence[str], where: Path) -> None:
                 db.execute("ROLLBACK")
             raise
         log.info("%s: schema version %d", where, number)
+
+
+def newer_schema(where: str | Path, version: int, known: int) -> DlwebError:
+    """The refusal of a database whose schema is newer than this dlweb's, on either engine."""
+    return DlwebError(
+        f"{where} has schema version {version}, newer than this dlweb knows ({known}):"
+        " it was written by a later release"
+    )
 
 
 def wal_bytes(path: Path) -> int:
