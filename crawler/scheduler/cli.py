@@ -18,6 +18,7 @@ from archive.cli import (
 )
 from archive.config import load_config
 from archive.errors import DlwebError
+from archive.metadata import parse_metadata_url
 from archive.timestamps import format_iso
 from archive.urlkey import canonical_url
 
@@ -64,6 +65,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         stream_settings=StreamSettings(
             chunk_seconds=args.stream_chunk_seconds, point_seconds=args.stream_point_seconds
         ),
+        database=None if args.db is None else parse_metadata_url(args.db, "--db"),
     )
     asyncio.run(serve(options))
     return 0
@@ -75,6 +77,12 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=DEFAULT_DATA,
         help=f"the campaign's database and files (default {DEFAULT_DATA})",
+    )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="the campaign's database, if not the SQLite file in --data: a path, sqlite:///path"
+        " or postgresql://user:password@host:port/database",
     )
     parser.add_argument(
         "--listen",

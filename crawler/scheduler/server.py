@@ -6,15 +6,16 @@ from pathlib import Path
 
 from archive.config import ClusterConfig
 from archive.discovery import SCHEDULER, Announcement
+from archive.metadata import MetadataUrl, cluster_id
 from archive.serving import serving
 
 from ..stream.recording import StreamSettings
 from .http import build_app
 from .policy import Filters
 from .service import Scheduler, SchedulerOptions
-from .store import SqliteStore
+from .store import SqliteStore, Store
 
-__all__ = ["DATABASE", "ServerOptions", "serve"]
+__all__ = ["DATABASE", "ServerOptions", "open_store", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,12 @@ class ServerOptions:
     paused: bool = False
     record_streams: bool = False
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
+    database: MetadataUrl | None = None  # --db; None for DATABASE in `data`
 
 
 async def serve(options: ServerOptions) -> None:
     options.data.mkdir(parents=True, exist_ok=True)
-    store = SqliteStore(options.data / DATABASE)
+    store = open_store(options)
     try:
         scheduler = Scheduler(
             store,
@@ -83,3 +85,15 @@ async def serve(options: ServerOptions) -> None:
                 await scheduler.stop()
     finally:
         store.close()
+
+
+def open_store(options: ServerOptions) -> Store:
+    """The campaign's store: the database --db names, else the SQLite file in the data folder."""
+    database = options.database
+    if database is None:
+        return SqliteStore(options.data / DATABASE)
+    if database.path is not None:
+        return SqliteStore(database.path)
+    from .pg_store import PgStore  # psycopg is loaded for a campaign on PostgreSQL only
+
+    return PgStore(database.url, cluster_id(options.config.name, options.config.secret))

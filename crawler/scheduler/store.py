@@ -1,9 +1,9 @@
 """The scheduler's whole state on disk: sites, their crawls, the graph of links between sites and
 the campaign's settings, so that a scheduler killed at any moment resumes where it stopped.
 
-`Store` is the interface the scheduler uses; `SqliteStore` implements it on one SQLite file (a
-large campaign could implement it on PostgreSQL). Every write is one transaction, committed and
-synced before the method returns.
+`Store` is the interface the scheduler uses; `SqlStore` implements it in SQL written once for both
+engines, `SqliteStore` on one SQLite file (the default) and `PgStore` (pg_store.py) on a PostgreSQL
+database. Every write is one transaction, committed and synced before the method returns.
 
 A site is a delimitation: a start URL, accept and reject expressions (crawler.delimitation) and a
 maximum depth. Accept expressions are disjoint between sites, so a URL belongs to at most one
@@ -36,13 +36,14 @@ import math
 import sqlite3
 import time
 import zlib
+from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import asdict, dataclass, fields
 from heapq import heapify, heappop, heappush
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from archive.errors import DlwebError, NotFound
 from archive.sql import in_chunks
@@ -65,6 +66,7 @@ __all__ = [
     "Crawl",
     "DuplicateSite",
     "Site",
+    "SqlStore",
     "SqliteStore",
     "Store",
     "StoreError",
@@ -80,9 +82,11 @@ SCHEDULED = ("queued", "idle")  # the states next_sites picks from
 DEFAULT_INTERVAL = 86_400.0  # a new site's re-crawl interval, until its changes are measured
 COMPILED_KEPT = 10_000  # compiled delimitations find_site_for keeps (least recently used go)
 EDGES_FETCHED = 10_000  # rows read at a time when edges are streamed
+IN_USE = "the scheduler's database is in use by another process"
 
+# The SQLite file's schema version (PostgreSQL's is in archive.pg's dlweb_meta).
+_META_SCHEMA = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
 _SCHEMA = f"""
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE sites (
     id INTEGER PRIMARY KEY,
@@ -471,32 +475,52 @@ def url_keys(url: str) -> list[HostKey]:
 Matcher = tuple[Callable[[str], bool], Callable[[str], bool]]
 
 
-class SqliteStore(Store):
-    """The store in one SQLite file, used by one process: WAL journal with synchronous=FULL (a
-    commit is on disk when it returns) and an exclusive lock, so a second scheduler on the same
-    file is refused instead of racing this one.
+class Connection(Protocol):
+    """What a store writes through in a transaction: an sqlite3 connection, or archive.pg's."""
 
-    Two things live in memory, rebuilt at open and kept up to date by every write: the host index
-    of the delimitations (find_site_for tests only the sites whose accept names the URL's host or
-    one of its suffixes, plus those whose accept names no host), and the due queue (the queued
-    and idle sites whose next crawl has come, a heap by priority, which an SQL index cannot give
-    since being due depends on the time asked about).
-    """
+    def execute(self, sql: str, parameters: Any = (), /) -> Any: ...
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(
-                path, isolation_level=None, timeout=1.0, check_same_thread=False
-            )
-        except sqlite3.Error as error:
-            raise StoreError(f"{path}: cannot open the scheduler's database: {error}") from None
-        try:
-            self._open()
-        except BaseException:
-            self._db.close()
-            raise
+    def executemany(self, sql: str, rows: Any, /) -> Any: ...
+
+
+class SqlStore(Store):
+    """The store's SQL, written once for both engines, and what it keeps in memory, rebuilt at
+    open (`_load`) and kept up to date by every write: the host index of the delimitations
+    (find_site_for tests only the sites whose accept names the URL's host or one of its suffixes,
+    plus those whose accept names no host), and the due queue (the queued and idle sites whose
+    next crawl has come, a heap by priority, which an SQL index cannot give since being due
+    depends on the time asked about). Its engines implement reading, streaming and writing."""
+
+    where: str  # the database, as messages name it
+    _LEAST = "MIN"  # the smaller of two values (SQLite's MIN, PostgreSQL's LEAST), and the larger
+    _GREATEST = "MAX"
+    # How next_sites reads the due sites: without statistics, SQLite would rather walk every
+    # queued site by state.
+    _DUE = "INDEXED BY sites_due"
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[Any]:
+        """The rows of a query."""
+
+    @abstractmethod
+    def _stream(self, sql: str) -> Iterator[Any]:
+        """The rows of a query, read a batch at a time."""
+
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[Connection]:
+        """One transaction, committed (and synced) on leaving, rolled back on an error."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _load(self) -> None:
+        """Reads the host index from the database, and empties the due queue."""
         self._by_host: dict[HostKey, set[int]] = {}
         self._anywhere: set[int] = set()  # sites whose accept has a term that names no host
         self._keys: dict[int, list[HostKey] | None] = {}
@@ -506,50 +530,6 @@ class SqliteStore(Store):
         self._due_until = -math.inf  # every scheduled site with next_crawl <= it is in _due
         for site_id, accept in self._read("SELECT id, accept FROM sites WHERE state != 'removed'"):
             self._index(site_id, accept)
-
-    def _open(self) -> None:
-        try:
-            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-        except sqlite3.Error as error:
-            raise self._failure(error) from None
-        tables = {row[0] for row in self._read("SELECT name FROM sqlite_master")}
-        if not tables:
-            with self._writing() as db:
-                _create(db, _SCHEMA + _STREAM_SCHEMA)
-                db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            return
-        found = "meta" in tables and self._read(
-            "SELECT value FROM meta WHERE key = 'schema_version'"
-        )
-        if not found or not str(found[0][0]).isdigit():
-            raise StoreError(f"{self.path}: an SQLite database, but not a scheduler's")
-        version = int(found[0][0])
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: written by a newer dlweb (schema version {version}, this one reads"
-                f" up to {SCHEMA_VERSION}); upgrade dlweb to open it"
-            )
-        if version < 2:
-            # A campaign from before streams: it goes on with empty stream tables.
-            with self._writing() as db:
-                _create(db, _STREAM_SCHEMA)
-                db.execute(
-                    "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-                )
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- sites ------------------------------------------------------------------------------------
 
@@ -578,9 +558,10 @@ class SqliteStore(Store):
                 f" accept {owner.accept!r}, reject {owner.reject!r})"
             )
         with self._writing() as db:
-            cursor = db.execute(
+            site_id: int = db.execute(
                 "INSERT INTO sites (start_url, accept, reject, max_depth, state, priority, seed,"
-                " source, next_crawl, interval, created) VALUES (?,?,?,?,'queued',?,?,?,?,?,?)",
+                " source, next_crawl, interval, created) VALUES (?,?,?,?,'queued',?,?,?,?,?,?)"
+                " RETURNING id",
                 (
                     start,
                     delimitation.accept,
@@ -593,9 +574,7 @@ class SqliteStore(Store):
                     interval,
                     time.time(),
                 ),
-            )
-        site_id = cursor.lastrowid
-        assert site_id is not None
+            ).fetchone()[0]
         self._index(site_id, delimitation.accept)
         self._track([site_id])
         return self._existing(site_id)
@@ -689,8 +668,7 @@ class SqliteStore(Store):
             self._due_until = now
         elif now > self._due_until:
             rows = self._read(
-                # Without statistics, SQLite would rather walk every queued site by state.
-                "SELECT id, state, priority, next_crawl FROM sites INDEXED BY sites_due"
+                f"SELECT id, state, priority, next_crawl FROM sites {self._DUE}"
                 f" WHERE state IN {SCHEDULED!r} AND next_crawl > ? AND next_crawl <= ?",
                 (self._due_until, now),
             )
@@ -716,7 +694,7 @@ class SqliteStore(Store):
         if not agent:
             raise StoreError("a site is claimed by a named agent")
         with self._writing() as db:
-            claimed = db.execute(
+            claimed: int = db.execute(
                 "UPDATE sites SET state = 'crawling', agent = ?, claimed = ?"
                 f" WHERE id = ? AND state IN {SCHEDULED!r}",
                 (agent, now, site_id),
@@ -743,7 +721,8 @@ class SqliteStore(Store):
             ]
             # Due when it was claimed (at the latest), so it keeps its place in the queue.
             db.execute(
-                "UPDATE sites SET state = 'queued', agent = '', next_crawl = MIN(next_crawl, claimed)"
+                "UPDATE sites SET state = 'queued', agent = '',"
+                f" next_crawl = {self._LEAST}(next_crawl, claimed)"
                 " WHERE state = 'crawling' AND agent = ?",
                 (agent,),
             )
@@ -825,12 +804,7 @@ class SqliteStore(Store):
             )
 
     def edges(self) -> Iterator[tuple[int, int, int]]:
-        try:
-            cursor = self._db.execute("SELECT src, dst, count FROM edges")
-            while rows := cursor.fetchmany(EDGES_FETCHED):
-                yield from rows
-        except sqlite3.Error as error:
-            raise self._failure(error) from None
+        return self._stream("SELECT src, dst, count FROM edges")
 
     def set_ranks(self, hubs: Mapping[int, float], authorities: Mapping[int, float]) -> None:
         with self._writing() as db:
@@ -998,12 +972,15 @@ class SqliteStore(Store):
                 "INSERT INTO stream_recordings (recording, stream, agent, started, last, bytes,"
                 " chunks, titles, gaps, errors, drift, ended, reason)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT (recording) DO UPDATE SET last = MAX(last, excluded.last),"
+                " ON CONFLICT (recording) DO UPDATE"
+                f" SET last = {self._GREATEST}(stream_recordings.last, excluded.last),"
                 " bytes = excluded.bytes, chunks = excluded.chunks, titles = excluded.titles,"
                 " gaps = excluded.gaps, errors = excluded.errors, drift = excluded.drift,"
-                " ended = MAX(ended, excluded.ended),"
-                " reason = CASE WHEN excluded.reason != '' THEN excluded.reason ELSE reason END"
-                " WHERE stream = excluded.stream AND agent = excluded.agent",
+                f" ended = {self._GREATEST}(stream_recordings.ended, excluded.ended),"
+                " reason = CASE WHEN excluded.reason != '' THEN excluded.reason"
+                " ELSE stream_recordings.reason END"
+                " WHERE stream_recordings.stream = excluded.stream"
+                " AND stream_recordings.agent = excluded.agent",
                 (
                     recording,
                     stream_id,
@@ -1027,10 +1004,18 @@ class SqliteStore(Store):
                 (stream_id,),
             ).fetchone()
             if count:  # none when the recording belongs to another stream
+                # int(): PostgreSQL sums integers as numeric.
                 db.execute(
                     "UPDATE streams SET recordings = ?, gaps = ?, bytes = ?, first_recorded = ?,"
                     " last_recorded = ? WHERE id = ?",
-                    (count, count - 1 + gaps, total, first or 0.0, last or 0.0, stream_id),
+                    (
+                        count,
+                        count - 1 + int(gaps),
+                        int(total),
+                        first or 0.0,
+                        last or 0.0,
+                        stream_id,
+                    ),
                 )
         return self.stream(stream_id)
 
@@ -1062,7 +1047,7 @@ class SqliteStore(Store):
     def _existing(self, site_id: int) -> Site:
         site = self.site(site_id)
         if site is None:
-            raise NotFound(f"no site {site_id}", where=self.path)
+            raise NotFound(f"no site {site_id}", where=self.where)
         return site
 
     def _sites_by_id(self, site_ids: list[int]) -> list[Site]:
@@ -1131,9 +1116,78 @@ class SqliteStore(Store):
         self._due_heap = [(-due[0], due[1], site) for site, due in self._due.items()]
         heapify(self._due_heap)
 
+
+class SqliteStore(SqlStore):
+    """The store in one SQLite file, used by one process: WAL journal with synchronous=FULL (a
+    commit is on disk when it returns) and an exclusive lock, so a second scheduler on the same
+    file is refused instead of racing this one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.where = str(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                path, isolation_level=None, timeout=1.0, check_same_thread=False
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"{path}: cannot open the scheduler's database: {error}") from None
+        try:
+            self._open()
+            self._load()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        try:
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as error:
+            raise self._failure(error) from None
+        tables = {row[0] for row in self._read("SELECT name FROM sqlite_master")}
+        if not tables:
+            with self._writing() as db:
+                _create(db, _META_SCHEMA + _SCHEMA + _STREAM_SCHEMA)
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            return
+        found = "meta" in tables and self._read(
+            "SELECT value FROM meta WHERE key = 'schema_version'"
+        )
+        if not found or not str(found[0][0]).isdigit():
+            raise StoreError(f"{self.path}: an SQLite database, but not a scheduler's")
+        version = int(found[0][0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: written by a newer dlweb (schema version {version}, this one reads"
+                f" up to {SCHEMA_VERSION}); upgrade dlweb to open it"
+            )
+        if version < 2:
+            # A campaign from before streams: it goes on with empty stream tables.
+            with self._writing() as db:
+                _create(db, _STREAM_SCHEMA)
+                db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+                )
+
+    def close(self) -> None:
+        self._db.close()
+
     def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[Any]:
         try:
             return self._db.execute(sql, tuple(parameters)).fetchall()
+        except sqlite3.Error as error:
+            raise self._failure(error) from None
+
+    def _stream(self, sql: str) -> Iterator[Any]:
+        try:
+            cursor = self._db.execute(sql)
+            while rows := cursor.fetchmany(EDGES_FETCHED):
+                yield from rows
         except sqlite3.Error as error:
             raise self._failure(error) from None
 
@@ -1158,9 +1212,7 @@ class SqliteStore(Store):
     def _failure(self, error: sqlite3.Error) -> StoreError:
         text = str(error)
         if "locked" in text:
-            return StoreError(
-                "the scheduler's database is in use by another process", where=self.path
-            )
+            return StoreError(IN_USE, where=self.path)
         if "not a database" in text or "malformed" in text:
             return StoreError(
                 f"not a scheduler's database, or a damaged one ({text})", where=self.path
@@ -1216,7 +1268,7 @@ def _recording(row: Sequence[Any]) -> StreamRecording:
 
 
 def _insert_stream(
-    db: sqlite3.Connection,
+    db: Connection,
     url: str,
     key: str,
     site_id: int | None,
@@ -1224,16 +1276,16 @@ def _insert_stream(
     source: str,
     now: float,
 ) -> int:
-    cursor = db.execute(
-        "INSERT INTO streams (url, key, site, state, source, created) VALUES (?,?,?,?,?,?)",
+    stream_id: int = db.execute(
+        "INSERT INTO streams (url, key, site, state, source, created) VALUES (?,?,?,?,?,?)"
+        " RETURNING id",
         (url, key, site_id, state, source, now),
-    )
-    assert cursor.lastrowid is not None
-    return cursor.lastrowid
+    ).fetchone()[0]
+    return stream_id
 
 
 def _stream_event(
-    db: sqlite3.Connection, stream_id: int, now: float, event: str, agent: str, detail: str
+    db: Connection, stream_id: int, now: float, event: str, agent: str, detail: str
 ) -> None:
     db.execute(
         "INSERT INTO stream_events (stream, time, event, agent, detail) VALUES (?,?,?,?,?)",

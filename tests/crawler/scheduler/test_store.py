@@ -1,5 +1,6 @@
 """The scheduler's store: sites and their delimitations, the schedule, crawls, the graph and
-settings; what survives a reopen and a kill, and clear errors for files it cannot use."""
+settings; what survives a reopen and a kill, and clear errors for files it cannot use. Every test
+of a store runs on both engines: an SQLite file and a PostgreSQL database (tests/postgres.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,24 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from archive.errors import NotFound
+from archive.metadata import cluster_id
 from crawler.delimitation import BadOrder
-from crawler.scheduler.store import DEFAULT_INTERVAL, DuplicateSite, SqliteStore, StoreError
+from crawler.scheduler.pg_store import PgStore
+from crawler.scheduler.store import (
+    DEFAULT_INTERVAL,
+    DuplicateSite,
+    SqliteStore,
+    SqlStore,
+    StoreError,
+)
+
+CLUSTER = cluster_id("test", b"k" * 32)
 
 REPORT = {
     "start_url": "http://a.example/",
@@ -34,16 +46,36 @@ def path(tmp_path: Path) -> Path:
     return tmp_path / "scheduler.db"
 
 
+@dataclass(frozen=True)
+class Database:
+    """A test's scheduler database, on one engine."""
+
+    engine: str
+    location: str  # the SQLite file's path, or the PostgreSQL database's URL
+
+    def open(self) -> SqlStore:
+        if self.engine == "sqlite":
+            return SqliteStore(Path(self.location))
+        return PgStore(self.location, CLUSTER)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, path: Path) -> Database:
+    if request.param == "sqlite":
+        return Database("sqlite", str(path))
+    return Database("postgresql", request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture
-def store(path: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(path) as opened:
+def store(database: Database) -> Iterator[SqlStore]:
+    with database.open() as opened:
         yield opened
 
 
 # -- sites --------------------------------------------------------------------------------------
 
 
-def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: SqliteStore) -> None:
+def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: SqlStore) -> None:
     site = store.add_site(
         "HTTP://WWW.Example.org", "", "//shop.example.org", max_depth=7, priority=2.5, seed=True
     )
@@ -67,7 +99,7 @@ def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: SqliteSto
     assert site.to_json()["start_url"] == "http://www.example.org/"
 
 
-def test_a_bad_delimitation_is_refused(store: SqliteStore) -> None:
+def test_a_bad_delimitation_is_refused(store: SqlStore) -> None:
     with pytest.raises(BadOrder, match="term 1"):
         store.add_site("http://a.example/", "//a.example:80")
     with pytest.raises(BadOrder, match="outside its own delimitation"):
@@ -75,7 +107,7 @@ def test_a_bad_delimitation_is_refused(store: SqliteStore) -> None:
     assert store.counts()["sites"] == 0
 
 
-def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: SqliteStore) -> None:
+def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: SqlStore) -> None:
     first = store.add_site("http://www.example.org/", "", "//shop.example.org")
     with pytest.raises(DuplicateSite, match=f"belongs to site {first.id}"):
         store.add_site("http://news.example.org/today", "//news.example.org")
@@ -86,7 +118,7 @@ def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: SqliteStore)
     assert store.find_site_for("http://shop.example.org/cart") == shop
 
 
-def test_find_site_for_follows_disjoint_delimitations(store: SqliteStore) -> None:
+def test_find_site_for_follows_disjoint_delimitations(store: SqlStore) -> None:
     domain = store.add_site("http://www.uni.edu/", "//uni.edu OR .uni.edu", "re:^https?://[^/]+/~")
     ann = store.add_site("http://www.uni.edu/~ann/", "//www.uni.edu/~ann/")
     bob = store.add_site("http://www.uni.edu/~bob/", "//www.uni.edu/~bob/")
@@ -111,7 +143,7 @@ def test_find_site_for_follows_disjoint_delimitations(store: SqliteStore) -> Non
     assert owner("http://unknown.example/") is None
 
 
-def test_find_site_for_among_many_sites_of_one_host(store: SqliteStore) -> None:
+def test_find_site_for_among_many_sites_of_one_host(store: SqlStore) -> None:
     users = [
         store.add_site(f"http://perso.host.fr/u{n}/", f"//perso.host.fr/u{n}/") for n in range(300)
     ]
@@ -122,7 +154,7 @@ def test_find_site_for_among_many_sites_of_one_host(store: SqliteStore) -> None:
     assert store.find_site_for("http://perso.host.fr/u1") is None  # the prefix needs its slash
 
 
-def test_a_removed_site_matches_nothing_and_may_come_back(store: SqliteStore) -> None:
+def test_a_removed_site_matches_nothing_and_may_come_back(store: SqlStore) -> None:
     site = store.add_site("http://a.example/", "")
     other = store.add_site("http://b.example/", "")
     store.add_edges(other.id, {site.id: 3}, 1.0)
@@ -140,7 +172,7 @@ def test_a_removed_site_matches_nothing_and_may_come_back(store: SqliteStore) ->
     assert store.find_site_for("http://a.example/") == store.site(again.id)
 
 
-def test_set_state_checks_its_fields(store: SqliteStore) -> None:
+def test_set_state_checks_its_fields(store: SqlStore) -> None:
     site = store.add_site("http://a.example/", "")
     store.set_state(
         site.id,
@@ -177,7 +209,7 @@ def test_set_state_checks_its_fields(store: SqliteStore) -> None:
     assert store.agent_site("a9") == store.site(site.id)
 
 
-def test_sites_lists_by_state_in_registration_order(store: SqliteStore) -> None:
+def test_sites_lists_by_state_in_registration_order(store: SqlStore) -> None:
     ids = [store.add_site(f"http://s{n}.example/", "").id for n in range(5)]
     store.set_state(ids[1], "blacklisted")
     store.set_state(ids[3], "blacklisted")
@@ -192,7 +224,7 @@ def test_sites_lists_by_state_in_registration_order(store: SqliteStore) -> None:
 # -- the schedule -------------------------------------------------------------------------------
 
 
-def test_next_sites_highest_priority_first_then_longest_due(store: SqliteStore) -> None:
+def test_next_sites_highest_priority_first_then_longest_due(store: SqlStore) -> None:
     low = store.add_site("http://low.example/", "", priority=1.0)
     high = store.add_site("http://high.example/", "", priority=5.0)
     late = store.add_site("http://late.example/", "", priority=5.0, next_crawl=30.0)
@@ -222,7 +254,7 @@ def test_next_sites_highest_priority_first_then_longest_due(store: SqliteStore) 
         store.set_priority(paused.id + 100, 1.0)
 
 
-def test_the_order_holds_through_many_changes(store: SqliteStore) -> None:
+def test_the_order_holds_through_many_changes(store: SqlStore) -> None:
     rng = random.Random(5)
     ids = [store.add_site(f"http://s{n}.example/", "").id for n in range(40)]
     priorities = dict.fromkeys(ids, 0.0)
@@ -237,7 +269,7 @@ def test_the_order_holds_through_many_changes(store: SqliteStore) -> None:
     assert [s.id for s in store.next_sites(10.0, 40)] == expected
 
 
-def test_claim_gives_a_site_to_one_agent_only(store: SqliteStore) -> None:
+def test_claim_gives_a_site_to_one_agent_only(store: SqlStore) -> None:
     site = store.add_site("http://a.example/", "")
     other = store.add_site("http://b.example/", "")
     store.set_state(other.id, "blacklisted")
@@ -255,7 +287,7 @@ def test_claim_gives_a_site_to_one_agent_only(store: SqliteStore) -> None:
         store.claim(site.id, "", 12.0)
 
 
-def test_release_agent_puts_its_sites_back_in_the_queue(store: SqliteStore) -> None:
+def test_release_agent_puts_its_sites_back_in_the_queue(store: SqlStore) -> None:
     a = store.add_site("http://a.example/", "", priority=1.0)
     b = store.add_site("http://b.example/", "", priority=2.0, next_crawl=50.0)
     c = store.add_site("http://c.example/", "")
@@ -271,7 +303,7 @@ def test_release_agent_puts_its_sites_back_in_the_queue(store: SqliteStore) -> N
     assert store.agent_site("agent-2") == store.site(c.id)
 
 
-def test_finish_records_the_crawl_and_schedules_the_next(store: SqliteStore) -> None:
+def test_finish_records_the_crawl_and_schedules_the_next(store: SqlStore) -> None:
     site = store.add_site("http://a.example/", "")
     assert store.claim(site.id, "agent-1", 100.0)
     store.finish(site.id, REPORT, "/w/a.signatures", "/w/a.chunks", 160.0, new_chunk_share=0.2)
@@ -315,7 +347,7 @@ def test_finish_records_the_crawl_and_schedules_the_next(store: SqliteStore) -> 
 # -- the graph ----------------------------------------------------------------------------------
 
 
-def test_edges_referrers_and_ranks(store: SqliteStore) -> None:
+def test_edges_referrers_and_ranks(store: SqlStore) -> None:
     a, b, c = (store.add_site(f"http://{n}.example/", "") for n in "abc")
     store.add_edges(a.id, {b.id: 2, c.id: 1, a.id: 9}, 10.0)  # the self-link is left out
     store.add_edges(b.id, {c.id: 4}, 10.0)
@@ -336,7 +368,7 @@ def test_edges_referrers_and_ranks(store: SqliteStore) -> None:
 # -- the campaign -------------------------------------------------------------------------------
 
 
-def test_settings_and_counts(store: SqliteStore) -> None:
+def test_settings_and_counts(store: SqlStore) -> None:
     assert store.get_setting("campaign") == ""
     assert store.get_setting("campaign", "running") == "running"
     store.set_setting("campaign", "paused")
@@ -367,7 +399,7 @@ def test_settings_and_counts(store: SqliteStore) -> None:
 RADIO = "http://radio.example:8000/live.mp3"
 
 
-def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: SqliteStore) -> None:
+def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: SqlStore) -> None:
     site = store.add_site("http://a.example/", "")
     found = store.found_streams(site.id, [RADIO, "ftp://radio.example/x", RADIO], False, 5.0)
     assert [(s.url, s.site, s.state, s.source) for s in found] == [
@@ -385,7 +417,7 @@ def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: Sqli
     }
 
 
-def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: SqliteStore) -> None:
+def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: SqlStore) -> None:
     site = store.add_site("http://a.example/", "")
     (found,) = store.found_streams(site.id, [RADIO], False, 5.0)
     assert store.record_stream(RADIO, None, 6.0).state == "waiting"
@@ -405,7 +437,7 @@ def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: Sqli
     ]
 
 
-def test_move_stream_moves_only_from_the_states_and_agent_given(store: SqliteStore) -> None:
+def test_move_stream_moves_only_from_the_states_and_agent_given(store: SqlStore) -> None:
     stream = store.record_stream(RADIO, None, 1.0)
     with pytest.raises(StoreError, match="has an agent when it is recording"):
         store.move_stream(stream.id, "recording", "assigned", 2.0)
@@ -424,7 +456,7 @@ def test_move_stream_moves_only_from_the_states_and_agent_given(store: SqliteSto
 
 
 def test_recordings_keep_the_first_and_last_recorded_times_and_count_the_gaps(
-    store: SqliteStore,
+    store: SqlStore,
 ) -> None:
     stream = store.record_stream(RADIO, None, 1.0)
     first = {"stream": stream.id, "recording": "aaaa", "started": 10.0, "last": 0.0, "chunks": 0}
@@ -467,8 +499,8 @@ def test_recordings_keep_the_first_and_last_recorded_times_and_count_the_gaps(
 # -- on disk ------------------------------------------------------------------------------------
 
 
-def test_everything_survives_a_reopen(path: Path) -> None:
-    with SqliteStore(path) as store:
+def test_everything_survives_a_reopen(database: Database) -> None:
+    with database.open() as store:
         domain = store.add_site("http://www.uni.edu/", "//uni.edu OR .uni.edu", "re:/~")
         ann = store.add_site("http://www.uni.edu/~ann/", "//www.uni.edu/~ann/", priority=3.0)
         gone = store.add_site("http://gone.example/", "")
@@ -480,7 +512,7 @@ def test_everything_survives_a_reopen(path: Path) -> None:
         store.set_setting("keywords", "museum")
         assert [s.id for s in store.next_sites(7.0, 10)] == [ann.id]
         before = store.sites()
-    with SqliteStore(path) as store:
+    with database.open() as store:
         assert store.sites() == before
         assert [s.id for s in store.next_sites(7.0, 10)] == [ann.id]
         found = store.find_site_for("http://www.uni.edu/~ann/x")
@@ -491,23 +523,27 @@ def test_everything_survives_a_reopen(path: Path) -> None:
         assert store.get_setting("keywords") == "museum"
 
 
-def test_sites_added_survive_a_kill(path: Path) -> None:
+def test_sites_added_survive_a_kill(database: Database) -> None:
     script = (
         "import sys\n"
         "from pathlib import Path\n"
+        "from crawler.scheduler.pg_store import PgStore\n"
         "from crawler.scheduler.store import SqliteStore\n"
-        "store = SqliteStore(Path(sys.argv[1]))\n"
+        "engine, location, cluster = sys.argv[1:]\n"
+        "store = SqliteStore(Path(location)) if engine == 'sqlite' else PgStore(location, cluster)\n"
         "for n in range(100000):\n"
         "    print(store.add_site(f'http://s{n}.example/', '').id, flush=True)\n"
     )
     child = subprocess.Popen(
-        [sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", script, database.engine, database.location, CLUSTER],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None
     acknowledged = [int(child.stdout.readline()) for _ in range(25)]
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    with SqliteStore(path) as store:
+    with database.open() as store:
         for site_id in acknowledged:
             site = store.site(site_id)
             assert site is not None and site.start_url == f"http://s{site_id - 1}.example/"
@@ -574,8 +610,10 @@ def test_a_damaged_database_is_refused(path: Path) -> None:
         SqliteStore(path)
 
 
-def test_a_second_store_on_the_same_file_is_refused(store: SqliteStore, path: Path) -> None:
+def test_a_second_store_on_the_same_database_is_refused(
+    store: SqlStore, database: Database
+) -> None:
     store.add_site("http://a.example/", "")
     with pytest.raises(StoreError, match="in use by another process"):
-        SqliteStore(path)
+        database.open()
     assert store.counts()["sites"] == 1
