@@ -492,7 +492,10 @@ async def get_metrics(request: web.Request) -> web.Response:
     ]
     for key, value in request.app[EXTRA_STATUS]().items():
         if isinstance(value, dict):
-            lines += [f"dlweb_node_{key}_{k} {v}" for k, v in value.items() if isinstance(v, int)]
+            # A flag (a bool is an int) is written as 0 or 1, as Prometheus reads it.
+            lines += [
+                f"dlweb_node_{key}_{k} {int(v)}" for k, v in value.items() if isinstance(v, int)
+            ]
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
 

@@ -116,13 +116,15 @@ class MasterLink:
         self._scrubbing: asyncio.Task[None] | None = None
         self._fetching = asyncio.Semaphore(FETCHES_IN_FLIGHT)
         self._auth = {"Authorization": f"Bearer {config.write_token}"}
+        # True from the master's answer to node.join until the connection ends.
+        self.joined = False
 
     @property
     def connected(self) -> bool:
         return self.slave.peer is not None and not self.slave.peer.closed
 
     def status(self) -> dict[str, object]:
-        return {"url": self.master, "connected": self.connected}
+        return {"url": self.master, "connected": self.connected, "joined": self.joined}
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
@@ -149,6 +151,7 @@ class MasterLink:
         self._member = asyncio.create_task(self._membership(peer), name="master membership")
 
     async def _on_disconnect(self, peer: Peer) -> None:
+        self.joined = False
         task, self._member = self._member, None
         if task is not None:
             await cancel_and_wait(task)
@@ -158,12 +161,14 @@ class MasterLink:
         refuses the join or an inventory batch is left and joined again after `retry` s."""
         try:
             since = await self._join(peer)
+            self.joined = True
             stats = asyncio.create_task(self._send_stats(peer), name="node stats")
             try:
                 await self._follow(peer, since)
             finally:
                 await cancel_and_wait(stats)
         except (HipError, RemoteError) as exc:
+            self.joined = False
             if peer.closed:
                 log.info("connection to the master ended: %s", exc)
                 return

@@ -3,10 +3,21 @@
 import asyncio
 import contextlib
 import enum
+import itertools
 import json
 import logging
+import os
+import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +31,7 @@ from archive.structure import Capture, StructureFile, encode_file
 from archive.urlkey import structure_name
 
 from .commit import GroupCommitter, place_all
-from .inventory import Entry, InventoryLog
+from .inventory import Entry, InventoryLog, Mark
 from .name_locks import NameLocks
 from .space import DEFAULT_RESERVE, Reserve, Space
 from .stores import SMALL_CONTENT, SMALL_STRUCTURE, Staged, VolumeStore
@@ -30,6 +41,9 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_FILE = "snapshot.json"
 FILTER_FILE = "names.bloom"
+# Written last at a clean stop, taken away first at a start: its presence says the saved filter
+# and counts hold the whole inventory log, which ends where it says.
+CLEAN_FILE = "clean-stop.json"
 IDENTITY_FILE = "node.json"
 QUARANTINE = "quarantine"
 CONTENT, STRUCTURE = "content", "structure"
@@ -38,13 +52,59 @@ T = TypeVar("T")
 SPACE_CHECK_EVERY = 1024 * 1024
 # A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
 MIN_FILTER_CAPACITY = 1_000_000
+# Names added to a filter being built at a time: numpy sets their bits together.
+FILTER_BATCH = 100_000
 
 
-def sized_filter(names: list[str]) -> NameFilter:
-    names_filter = NameFilter(max(2 * len(names), MIN_FILTER_CAPACITY))
+def sized_filter(count: int, names: Iterable[str]) -> NameFilter:
+    """A filter with room for twice `count` names, holding `names` (added a batch at a time)."""
+    names_filter = NameFilter(max(2 * count, MIN_FILTER_CAPACITY))
+    batch: list[str] = []
     for name in names:
-        names_filter.add(name)
+        batch.append(name)
+        if len(batch) == FILTER_BATCH:
+            names_filter.add_many(batch)
+            batch = []
+    names_filter.add_many(batch)
     return names_filter
+
+
+@dataclass
+class Start:
+    """How the node learnt what it holds when it started, for its status and log.
+
+    `how` is "clean" (the filter and counts saved at a clean stop, read), "replayed" (saved
+    earlier, then the inventory entries logged after them replayed and checked against the disk,
+    as after a crash) or "rebuilt" (listed from the stores, nothing usable being saved)."""
+
+    how: str = "rebuilt"
+    seconds: float = 0.0
+    replayed: int = 0
+    corrected: int = 0
+    log_bytes_read: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "how": self.how,
+            "seconds": round(self.seconds, 3),
+            "replayed": self.replayed,
+            "corrected": self.corrected,
+            "log_bytes_read": self.log_bytes_read,
+        }
+
+
+@dataclass(frozen=True)
+class Saved:
+    """The counts saved with the filter, at the inventory entry `seq` (ending at byte `offset` of
+    the log; None in a snapshot saved before offsets were)."""
+
+    seq: int
+    offset: int | None
+    counts: "Counts"
+
+    @property
+    def mark(self) -> Mark | None:
+        return None if self.offset is None else Mark(self.seq, self.offset)
 
 
 class Copy(enum.Enum):
@@ -112,21 +172,29 @@ class StorageNode:
         self.id = self._identity(node_id)
         self.space = Space(self.root, reserve)
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="node-io")
+        began = time.perf_counter()
         self.contents = VolumeStore(self.root / "content", SMALL_CONTENT, mutable=False)
         self.structures = VolumeStore(self.root / "structure", SMALL_STRUCTURE, mutable=True)
         for store in (self.contents, self.structures):
             removed = store.clean_temporaries()
             if removed:
                 log.warning("%s: removed %d files left by interrupted writes", store.root, removed)
-        self.inventory = InventoryLog(self.root / "inventory.log", self.executor)
+        saved = self._saved_counts()
+        clean = self._take_clean_mark()
+        self.inventory = InventoryLog(
+            self.root / "inventory.log", self.executor, saved.mark if saved else None
+        )
         # Group commit needs a flush that covers renames: the inventory's syncfs.
         self.committer = (
             GroupCommitter(self.contents.root, self.executor)
             if self.inventory.syncs_filesystem
             else None
         )
-        self.saved_seq = -1
-        self.counts, self.filter = self._load_state()
+        # Where the log was when the filter and counts were last saved (None: not in this form).
+        self.saved_mark: Mark | None = None
+        self.start = Start(log_bytes_read=self.inventory.mark.offset - self.inventory.began.offset)
+        self.counts, self.filter = self._load_state(saved, clean)
+        self.start.seconds = time.perf_counter() - began
         # Changes logged but not yet applied to the counts and filter; a saved copy of those is
         # only taken when there are none, and changes wait meanwhile (see save_state).
         self._unapplied = 0
@@ -160,20 +228,67 @@ class StorageNode:
 
     # -- state that survives restarts ---------------------------------------------------------
 
-    def _load_state(self) -> tuple[Counts, NameFilter]:
-        """Load the saved filter and counts and replay the inventory after them, or rescan."""
+    def _saved_counts(self) -> Saved | None:
+        """The counts saved with the filter, or None when there are none usable (then the disk is
+        scanned)."""
         try:
             snapshot = json.loads((self.root / SNAPSHOT_FILE).read_text())
-            names_filter, seq = NameFilter.load(self.root / FILTER_FILE)
-            if seq != snapshot["seq"]:
-                raise ValueError(f"filter is at entry {seq}, counts at {snapshot['seq']}")
-            counts = Counts.from_json(snapshot["counts"])
-        except (FileNotFoundError, NotFound):
+            offset = snapshot.get("offset")
+            return Saved(
+                int(snapshot["seq"]),
+                None if offset is None else int(offset),
+                Counts.from_json(snapshot["counts"]),
+            )
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("%s: saved counts unusable (%s)", self.root, exc)
+            return None
+
+    def _take_clean_mark(self) -> Mark | None:
+        """Where the inventory log ended at a clean stop, if the last run stopped cleanly; the
+        mark is removed (durably) before anything changes, so a crash of this run leaves none."""
+        path = self.root / CLEAN_FILE
+        try:
+            data = json.loads(path.read_bytes())
+            mark: Mark | None = Mark(int(data["seq"]), int(data["offset"]))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("%s: unreadable (%s); taken as a crash", path, exc)
+            mark = None
+        os.unlink(path)
+        fsync_dir(self.root)
+        return mark
+
+    def _load_state(self, saved: Saved | None, clean: Mark | None) -> tuple[Counts, NameFilter]:
+        """The filter and counts saved, as they are after a clean stop; after a crash, with the
+        inventory entries logged since replayed and checked against the disk; without them (or
+        when they do not match the log), rebuilt from the stores."""
+        if saved is None:
             log.info("%s: no saved filter; scanning the disk once", self.root)
             return self._rescan()
-        except (ValueError, KeyError, TypeError, CorruptFile) as exc:
+        try:
+            names_filter, seq = NameFilter.load(self.root / FILTER_FILE)
+            if seq != saved.seq:
+                raise ValueError(f"filter is at entry {seq}, counts at {saved.seq}")
+            if self.inventory.seq < seq:
+                raise ValueError(f"the inventory log ends at entry {self.inventory.seq}")
+        except NotFound:
+            log.info("%s: no saved filter; scanning the disk once", self.root)
+            return self._rescan()
+        except (ValueError, CorruptFile) as exc:
             log.warning("%s: saved state unusable (%s); scanning the disk", self.root, exc)
             return self._rescan()
+        counts = saved.counts
+        self.saved_mark = saved.mark
+        if clean is not None and clean == saved.mark == self.inventory.mark:
+            self.start.how = "clean"
+            log.info(
+                "%s: stopped cleanly at entry %d; saved filter and counts read", self.root, seq
+            )
+            return counts, names_filter
+        self.start.how = "replayed"
         touched: dict[str, Entry] = {}
         for entry in self.inventory.read_since(seq, limit=1 << 62):
             counts.apply(entry.op, entry.kind, entry.name, entry.size)
@@ -182,10 +297,13 @@ class StorageNode:
             else:
                 names_filter.discard(entry.name)
             touched[entry.name] = entry
+            self.start.replayed += 1
+        log.info(
+            "%s: not stopped cleanly; replayed %d inventory entries after the saved filter",
+            self.root,
+            self.start.replayed,
+        )
         if touched:
-            log.info(
-                "%s: replayed %d inventory entries after the saved filter", self.root, len(touched)
-            )
             self._reconcile(touched, counts, names_filter)
         return counts, names_filter
 
@@ -208,25 +326,34 @@ class StorageNode:
                 names_filter.discard(name)
             self.inventory.append(op, last.kind, name, size)
             corrected += 1
+        self.start.corrected = corrected
         if corrected:
             self.inventory.flush_now()
             log.warning("%s: corrected %d inventory entries left by a crash", self.root, corrected)
 
     def _rescan(self) -> tuple[Counts, NameFilter]:
+        """Count and filter every file the stores hold, without a list of them in memory."""
+        self.start.how = "rebuilt"
         counts = Counts()
-        names: list[str] = []
-        for kind, store in ((CONTENT, self.contents), (STRUCTURE, self.structures)):
-            for name in store.names():
-                counts.apply("add", kind, name, store.size(name))
-                names.append(name)
-        names_filter = sized_filter(names)
-        self._save_state(counts, names_filter, self.inventory.seq)
+
+        def counted(kind: str, store: VolumeStore) -> Iterator[str]:
+            for name, size in store.sizes():
+                counts.apply("add", kind, name, size)
+                yield name
+
+        names_filter = sized_filter(
+            self.contents.count() + self.structures.count(),
+            itertools.chain(counted(CONTENT, self.contents), counted(STRUCTURE, self.structures)),
+        )
+        self.inventory.flush_now()
+        self._save_state(counts, names_filter, self.inventory.mark)
         return counts, names_filter
 
-    def _save_state(self, counts: Counts, names_filter: NameFilter, seq: int) -> None:
-        self.saved_seq = seq
-        names_filter.save(self.root / FILTER_FILE, seq)
-        snapshot = {"seq": seq, "counts": counts.to_json()}
+    def _save_state(self, counts: Counts, names_filter: NameFilter, mark: Mark) -> None:
+        """Write the filter and counts as of the log's entry `mark.seq`, which is durable."""
+        self.saved_mark = mark
+        names_filter.save(self.root / FILTER_FILE, mark.seq)
+        snapshot = {"seq": mark.seq, "offset": mark.offset, "counts": counts.to_json()}
         atomic_write(self.root / SNAPSHOT_FILE, json.dumps(snapshot).encode())
 
     async def save_state(self) -> None:
@@ -238,18 +365,21 @@ class StorageNode:
         """
         if self.filter.needs_rebuild():
             await self._rebuild_filter()
-        if self.inventory.seq == self.saved_seq:
+        if self.inventory.mark == self.saved_mark:
             return
         self._saving = saving = asyncio.Event()
         try:
             while self._unapplied:
                 self._all_applied.clear()
                 await self._all_applied.wait()
-            counts, names_filter, seq = self.counts.copy(), self.filter.copy(), self.inventory.seq
+            counts, names_filter, mark = self.counts.copy(), self.filter.copy(), self.inventory.mark
         finally:
             self._saving = None
             saving.set()
-        await self.run_io(self._save_state, counts, names_filter, seq)
+        # Saved only once durable: a crash must not leave a saved state ahead of the log (nor,
+        # with a flush of the filesystem, of the files it counts).
+        await self.inventory.durable_upto(mark.seq)
+        await self.run_io(self._save_state, counts, names_filter, mark)
 
     async def _rebuild_filter(self) -> None:
         """A filter sized for the names held now, read from the stores by a worker; the changes
@@ -258,7 +388,10 @@ class StorageNode:
         self._journal = journal
         try:
             fresh = await self.run_io(
-                lambda: sized_filter([*self.contents.names(), *self.structures.names()])
+                lambda: sized_filter(
+                    self.contents.count() + self.structures.count(),
+                    itertools.chain(self.contents.names(), self.structures.names()),
+                )
             )
             for op, name in journal:
                 if op == "add":
@@ -283,15 +416,24 @@ class StorageNode:
                 self._all_applied.set()
 
     def close(self) -> None:
+        """Stop, saving the filter and counts and marking the stop clean, so that the next start
+        reads them instead of replaying the log or scanning the disk."""
+        self.executor.shutdown(wait=True)
         if self.committer is not None:
             self.committer.close()
         # A change cut off between its log entry and its counting is left to the next start.
-        if not self._unapplied and self.inventory.seq != self.saved_seq:
-            self._save_state(self.counts, self.filter, self.inventory.seq)
+        clean = not self._unapplied
         self.inventory.close()
-        self.executor.shutdown(wait=True)
+        if clean and self.inventory.mark != self.saved_mark:
+            self._save_state(self.counts, self.filter, self.inventory.mark)
         self.contents.close()
         self.structures.close()
+        if clean:
+            mark = self.inventory.mark
+            atomic_write(
+                self.root / CLEAN_FILE,
+                json.dumps({"seq": mark.seq, "offset": mark.offset}).encode(),
+            )
 
     # -- what the node holds --------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                 "rejected": responder.rejected,
             },
             "stale_structures": {"now": len(node.stale), "marked": node.stale_marked},
+            "start": node.start.to_json(),
         }
 
     app = build_app(node, config.write_token, extra_status)
@@ -99,7 +100,14 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                     await link.start()
                 if not links and config.discovery:
                     finding = asyncio.create_task(join_when_found())
-                log.info("storage node %s serving %s at %s", node.id, options.root, address)
+                log.info(
+                    "storage node %s serving %s at %s (start: %s in %.2f s)",
+                    node.id,
+                    options.root,
+                    address,
+                    node.start.how,
+                    node.start.seconds,
+                )
                 if ready is not None:
                     ready.set()
                 while not stop.is_set():

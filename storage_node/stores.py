@@ -105,6 +105,25 @@ class VolumeStore:
             if name not in in_files:
                 yield name
 
+    def sizes(self) -> Iterator[tuple[str, int]]:
+        """`names` with each file's size: a stat for a file of its own, none for a volume entry."""
+        in_files = set()
+        for name in self.files.names():
+            try:
+                size = self.files.size(name)
+            except FileNotFoundError:
+                continue  # deleted since it was listed
+            in_files.add(name)
+            yield name, size
+        for name, size in self.volumes.sizes():
+            if name not in in_files:
+                yield name, size
+
+    def count(self) -> int:
+        """How many files are held, or a few more (a file replaced while it is listed counts
+        twice): what a filter is sized for."""
+        return sum(1 for _ in self.files.names()) + len(self.volumes)
+
     def read_small(self, name: str) -> tuple[Span, bytes | None]:
         """Where a file is, and its bytes when a volume could hold it (None for a larger one,
         to be sent from its file); FileNotFoundError when it is not held.

@@ -225,6 +225,14 @@ class Volumes:
         for digest in list(self._places):
             yield digest.hex()
 
+    def sizes(self) -> Iterator[tuple[str, int]]:
+        """`names` with each file's size, from the index."""
+        for digest, place in list(self._places.items()):
+            yield digest.hex(), _unpack(place)[2]
+
+    def __len__(self) -> int:
+        return len(self._places)
+
     # -- writing ---------------------------------------------------------------------------------
 
     def stage_verified(self, name: str, data: bytes | memoryview) -> VolumeEntry:

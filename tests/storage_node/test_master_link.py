@@ -397,7 +397,7 @@ async def test_join_uses_the_configured_master_and_sends_what_it_holds(
     async with aiohttp.ClientSession() as session:
         names = [await put(session, node, config, os.urandom(100 + i)) for i in range(20)]
     status = await node_status(node)
-    assert status["master"] == {"url": master.url, "connected": False}
+    assert status["master"] == {"url": master.url, "connected": False, "joined": False}
     assert (status["domain"], status["reliability"]) == ("rack-7", "low")
 
     await master.start()  # the node has kept trying; it joins now
