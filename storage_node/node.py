@@ -181,8 +181,9 @@ class StorageNode:
                 log.warning("%s: removed %d files left by interrupted writes", store.root, removed)
         saved = self._saved_counts()
         clean = self._take_clean_mark()
+        # The log is read from where the saved state, or else the clean stop, says it ended.
         self.inventory = InventoryLog(
-            self.root / "inventory.log", self.executor, saved.mark if saved else None
+            self.root / "inventory.log", self.executor, saved.mark if saved else clean
         )
         # Group commit needs a flush that covers renames: the inventory's syncfs.
         self.committer = (

@@ -113,6 +113,8 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                 while not stop.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), options.save_every)
+                    if stop.is_set():
+                        break  # the state is saved on the way out (StorageNode.close)
                     try:
                         await node.save_state()
                         await loop.run_in_executor(node.executor, node.contents.compact)
