@@ -11,17 +11,19 @@ master first takes in the node's whole inventory (timed, but not a restart).
 
 "Back in service" is timed from the moment the node's process is started until all of: its HTTP
 answers a GET of a stored file with that file's bytes, its /status says it has joined its master
-(the master answered node.join), and says how the start went. Each restart is done 3 times
+(the master answered node.join), and says how the start went. Each restart is done 5 times
 (median shown):
 
 - clean: SIGTERM (the node saves its filter and counts and marks the stop clean), then a start;
 - kill -9: 100 contents PUT and 10 deleted over HTTP just before a SIGKILL, then a start; those
   files are then checked (the new ones read back, the deleted ones 404) and the node's count;
-- rebuild: the saved filter and counts removed after a clean stop, so the start lists the stores.
+- rebuild: the saved filter and counts removed after a clean stop, so the start lists the stores;
+- and, for the fixed cost of any start, an empty node (another id) timed until it joined.
 
-The peer baseline is the raw disk: `find` over the node's folder, and reading the volume index
-files (`cat *.idx`), the records from which any listing of a node's files starts. The page cache
-is warm for all (the files were just written; nothing is dropped, the machine is shared).
+The peer baseline is the raw disk: `find` over the node's folder (its files are in volumes, so
+it lists a few dozen files), and reading the volume index files (`cat *.idx`), the records from
+which any listing of a node's files starts. The page cache is warm for all (the files were just
+written; nothing is dropped, the machine is shared).
 
 Usage: python benchmarks/bench_node_restart.py [--files N] [--json FILE]
 """
@@ -31,6 +33,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -47,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import uvloop  # noqa: E402
 from bench_replay import free_port  # noqa: E402
-from bench_tools import BenchError, run_benchmark, stop  # noqa: E402
+from bench_tools import BenchError, cpu_seconds, run_benchmark, stop  # noqa: E402
 
 from archive.config import load_config  # noqa: E402
 from archive.structure import Capture  # noqa: E402
@@ -56,7 +59,7 @@ from storage_node.node import FILTER_FILE, SNAPSHOT_FILE, StorageNode  # noqa: E
 
 BATCH = 5_000
 STRUCTURE_SHARE = 10  # one file in ten is a structure file
-RUNS = 3
+RUNS = 5
 WRITTEN_BEFORE_KILL = 100
 DELETED_BEFORE_KILL = 10
 READY_TIMEOUT = 600.0
@@ -166,19 +169,20 @@ class Bench:
                     raise BenchError(f"{what} did not answer in {READY_TIMEOUT:.0f} s") from None
                 time.sleep(0.05)
 
-    def start_node(self, how: str) -> dict[str, float]:
+    def start_node(self, how: str, empty: bool = False) -> dict[str, float]:
         """Start the node and time it until it serves a stored file and has joined the master;
-        its start must have gone `how`."""
+        its start must have gone `how`. With `empty`, a node of no files under another id, timed
+        until it joined: the fixed cost of a start."""
         command = [
             sys.executable,
             "-m",
             "storage_node",
             "--root",
-            str(self.root),
+            str(self.folder / "empty" if empty else self.root),
             "--listen",
             f"127.0.0.1:{self.port}",
             "--id",
-            "bench",
+            "empty" if empty else "bench",
             "-c",
             str(self.config_path),
         ]
@@ -186,7 +190,8 @@ class Bench:
         with open(self.folder / "node.log", "ab") as log:
             self.node = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         sample = f"{self.url}/content/{hashlib.sha256(self.sample).hexdigest()}"
-        served = joined = None
+        served = 0.0 if empty else None
+        joined = None
         status: dict[str, Any] = {}
         while served is None or joined is None:
             if self.node.poll() is not None:
@@ -207,7 +212,7 @@ class Bench:
             time.sleep(0.01)
         if status["start"]["how"] != how:
             raise BenchError(f"the node started {status['start']['how']}, not {how}")
-        if status["files"]["content"] + status["files"]["structure"] != self.expected:
+        if not empty and status["files"]["content"] + status["files"]["structure"] != self.expected:
             raise BenchError(f"the node counts {status['files']}, not {self.expected} files")
         return {
             "ready_s": max(served, joined),
@@ -318,10 +323,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print("the master takes in the node's inventory ...", flush=True)
             report["master_ingest_s"] = bench.wait_ingested()
             clean, stops = [], []
+            assert bench.master is not None
+            master_cpu, began = cpu_seconds([bench.master.pid]), time.perf_counter()
             for _ in range(RUNS):
                 stops.append(bench.stop_node())
                 clean.append(bench.start_node("clean"))
             report["clean"] = {**median_of(clean), "stop_s": statistics.median(stops)}
+            report["master_cores"] = (cpu_seconds([bench.master.pid]) - master_cpu) / (
+                time.perf_counter() - began
+            )
             print("kill -9 restarts ...", flush=True)
             killed = []
             for number in range(RUNS):
@@ -338,6 +348,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 rebuilt.append(bench.start_node("rebuilt"))
             report["rebuild"] = median_of(rebuilt)
             bench.stop_node()
+            empty = []
+            for _ in range(RUNS):
+                shutil.rmtree(bench.folder / "empty", ignore_errors=True)
+                empty.append(bench.start_node("rebuilt", empty=True))
+                bench.stop_node()
+            report["empty"] = median_of(empty)
             report["peer"] = peers(bench.root)
         finally:
             bench.close()
@@ -358,15 +374,27 @@ def show(report: dict[str, Any]) -> None:
             f"{label:>10} {r['ready_s']:>13.2f} {r['served_s']:>7.2f} {r['joined_s']:>9.2f}"
             f" {r['state_s']:>8.2f} {r['peak_rss_mb']:>12.0f}"
         )
-    print(f"\nclean stop took {report['clean']['stop_s']:.2f} s")
+    print(
+        f"\nan empty node joins its master in {report['empty']['ready_s']:.2f} s (the fixed cost)"
+    )
+    print(f"clean stop took {report['clean']['stop_s']:.2f} s")
+    print(f"the master used {report['master_cores']:.2f} cores during the clean restarts")
+    print(
+        f"first start, before the master held the node's files: {report['first_start']['ready_s']:.2f} s"
+    )
     print(f"entries replayed after a kill -9: {report['kill']['replayed']:.0f}")
     peer = report["peer"]
     print(
         f"peer, raw disk: find {peer['find_s']:.2f} s, reading the volume indexes {peer['read_indexes_s']:.2f} s"
     )
     floor = peer["find_s"] + peer["read_indexes_s"]
+    fixed = report["empty"]["ready_s"]
     for key, label in (("clean", "clean"), ("kill", "kill -9"), ("rebuild", "rebuild")):
-        print(f"{label}: in service in {report[key]['ready_s'] / floor:.1f}x the raw listing")
+        ready = report[key]["ready_s"]
+        print(
+            f"{label}: in service in {ready / floor:.1f}x the raw listing;"
+            f" {ready - fixed:.2f} s more than an empty node"
+        )
     print(f"rebuild / clean: {report['rebuild']['ready_s'] / report['clean']['ready_s']:.1f}x")
     for goal, held in (
         ("clean restart under 10 s", report["clean"]["ready_s"] < 10),
