@@ -325,12 +325,15 @@ class MasterDB:
         self.path = path
         self.db = open_database(path)
         migrate(self.db, STEPS, path)
+        self._reader: sqlite3.Connection | None = None
         self._start_feed()
         # How often each structure file waiting for a refresh was marked since this process
         # started: a refresh clears a mark only if no other came while it copied.
         self._dirtied: dict[str, int] = {}
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
         self.db.close()
 
     def _transaction(self) -> contextlib.AbstractContextManager[None]:
@@ -675,13 +678,16 @@ class MasterDB:
 
     # -- files to check -------------------------------------------------------------------------
 
-    def _mark(self, files: Iterable[tuple[str, str]]) -> None:
-        self.db.executemany("INSERT OR IGNORE INTO to_check (kind, name) VALUES (?, ?)", files)
+    def _mark(self, files: Iterable[tuple[str, str]]) -> int:
+        cursor = self.db.executemany(
+            "INSERT OR IGNORE INTO to_check (kind, name) VALUES (?, ?)", files
+        )
+        return max(cursor.rowcount, 0)
 
-    def mark(self, files: Iterable[tuple[str, str]]) -> None:
-        """Have the repair pass look at these files again."""
+    def mark(self, files: Iterable[tuple[str, str]]) -> int:
+        """Have the repair pass look at these files again; how many were not marked yet."""
         with self._transaction():
-            self._mark(files)
+            return self._mark(files)
 
     def mark_node(self, node: str) -> None:
         """Have the repair pass look at every file of a node again, from its first one."""
@@ -698,11 +704,13 @@ class MasterDB:
         unreliable_extra: int,
         after: tuple[str, str],
         limit: int,
-    ) -> tuple[int, tuple[str, str] | None]:
-        """A step of the full scan: mark the files below or above target among the first `limit`
-        after `after` in (kind, name) order. Returns how many were not marked yet, and the last
-        file looked at (None once the last file was reached)."""
-        bound = self.db.execute(
+    ) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+        """A step of the full scan: the files below or above target among the first `limit`
+        after `after` in (kind, name) order, and the last file looked at (None once the last
+        file was reached). It reads on a connection of its own, so that it can run in a thread
+        while the master goes on serving."""
+        reader = self._scan_reader()
+        bound = reader.execute(
             "SELECT kind, name FROM files WHERE (kind, name) > (?, ?) ORDER BY kind, name"
             " LIMIT 1 OFFSET ?",
             (*after, limit - 1),
@@ -711,11 +719,17 @@ class MasterDB:
         if bound is not None:
             where, chosen = f"{where} AND (f.kind, f.name) <= (?, ?)", (*after, *bound)
         query = self._replica_query(counting, f"{SHORT} OR have > f.target", where)
-        marked = self.db.execute(
-            f"INSERT OR IGNORE INTO to_check (kind, name) SELECT kind, name FROM ({query})",
-            (*counting, *chosen, unreliable_extra, usable),
-        ).rowcount
-        return marked, None if bound is None else (str(bound[0]), str(bound[1]))
+        rows = reader.execute(
+            f"SELECT kind, name FROM ({query})", (*counting, *chosen, unreliable_extra, usable)
+        )
+        found = [(str(kind), str(name)) for kind, name in rows]
+        return found, None if bound is None else (str(bound[0]), str(bound[1]))
+
+    def _scan_reader(self) -> sqlite3.Connection:
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False)
+            self._reader.execute("PRAGMA query_only = ON")
+        return self._reader
 
     def take_marked(self, limit: int) -> list[Replicas]:
         """Up to `limit` marked files, unmarked as they are returned: half for marked files,

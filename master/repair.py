@@ -247,6 +247,7 @@ class Repairer:
             worked = await self.merge_diverged() or worked
             return await self.refresh_structures() or worked
         self.mark_again()
+        await self.scan_step()
         needy, more = self.review()
         worked = await self.copy_short(needy)
         worked = await self.drain() or worked
@@ -271,8 +272,6 @@ class Repairer:
         elif widened and self.unplaced:
             self.db.mark(self.unplaced)
             self.unplaced = set()
-        if self.scan_at is not None:
-            self._scan_step(self.scan_at)
         view = (
             frozenset(self.members.readable()),
             frozenset(row.id for row in self.members.receivers()),
@@ -286,11 +285,19 @@ class Repairer:
             for key in due:
                 del self.deferred[key]
 
-    def _scan_step(self, after: tuple[str, str]) -> None:
-        marked, self.scan_at = self.db.scan(
-            self.members.counting(), self.members.usable(), self.unreliable_extra, after, SCAN_STEP
+    async def scan_step(self) -> None:
+        """A step of the full scan under way, if one is: its reading runs in a thread."""
+        if self.scan_at is None:
+            return
+        found, self.scan_at = await asyncio.to_thread(
+            self.db.scan,
+            self.members.counting(),
+            self.members.usable(),
+            self.unreliable_extra,
+            self.scan_at,
+            SCAN_STEP,
         )
-        self.scan_marked += marked
+        self.scan_marked += self.db.mark(found)
         self.db.set_meta(SCAN_META, self.scan_at)
         if self.scan_at is None:
             self.stats.full_scans += 1

@@ -185,7 +185,8 @@ def scanned(db: MasterDB, counting: list[str], usable: int) -> set[str]:
     """The files a whole full scan marks, two files a step, unmarked again."""
     after: tuple[str, str] | None = ("", "")
     while after is not None:
-        _, after = db.scan(counting, usable, 0, after, 2)
+        found, after = db.scan(counting, usable, 0, after, 2)
+        db.mark(found)
     return taken(db)
 
 
