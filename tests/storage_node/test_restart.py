@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import signal
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from archive.multicast import LookupClient
 from archive.structure import Capture
 from archive.urlkey import structure_name
 from storage_node.node import CLEAN_FILE, FILTER_FILE, SNAPSHOT_FILE
-from tests.conftest import NodeProcess
+from tests.conftest import NodeProcess, wait_until
 from tests.master.conftest import Cluster, alive, clusters_in
 
 # No periodic save during a test: what a start finds saved is what the last clean stop saved.
@@ -93,11 +94,13 @@ class Node:
 
     async def rejoined(self) -> None:
         """Wait until the node says the master answered its join, and the master lists it alive."""
-        for _ in range(2000):
-            if (await self.status())["master"]["joined"]:
-                break
-        self.cluster.wait_for(lambda s: alive(s) == 1, "the node to join again")
-        assert (await self.status())["master"]["joined"]
+        wait_until(lambda: _joined(self.process.url), "the node to join its master again")
+        self.cluster.wait_for(lambda s: alive(s) == 1, "the master to list the node alive")
+
+
+def _joined(url: str) -> bool:
+    with urllib.request.urlopen(f"{url}/status", timeout=10) as answer:
+        return bool(json.load(answer)["master"]["joined"])
 
 
 async def test_a_clean_restart_reads_the_filter_and_counts_it_saved(cluster, session):
