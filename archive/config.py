@@ -12,6 +12,7 @@ import yaml
 
 from .atomic import atomic_write
 from .errors import ConfigError
+from .metadata import parse_metadata_url
 from .multicast import MulticastSettings
 
 LOOKUP_MODES = ("multicast", "master", "both")
@@ -85,6 +86,9 @@ class ClusterConfig:
     consultation: Consultation = field(default_factory=Consultation)
     http: HttpTimeouts = field(default_factory=HttpTimeouts)
     discovery: bool = True  # announce the master and scheduler on the LAN, find them there
+    # Where the master keeps its metadata (archive.metadata): None for the SQLite file in its
+    # data folder.
+    metadata: str | None = None
     source: str = "<defaults>"
 
     @property
@@ -227,6 +231,12 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         if url is not None and not url.startswith(("http://", "https://")):
             raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
     discovery = top.get("discovery", bool, True)
+    metadata = top.get("metadata", str)
+    if metadata is not None:
+        try:
+            parse_metadata_url(metadata, "the URL")
+        except ConfigError as error:
+            raise top.fail("metadata", str(error)) from None
     replication = _replication(top.section("replication"))
     consultation = _consultation(top.section("consultation"))
     http = _http(top.section("http"))
@@ -254,6 +264,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         consultation=consultation,
         http=http,
         discovery=discovery,
+        metadata=metadata,
         source=source,
     )
 

@@ -11,6 +11,7 @@ from archive.cli import (
     standalone,
 )
 from archive.config import load_config
+from archive.metadata import parse_metadata_url
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -22,11 +23,15 @@ def _run(args: argparse.Namespace) -> int:
 
     checked_directory(args.data, "--data")
     host, port = args.listen
+    config = load_config(args.config)
+    if args.db is not None:
+        parse_metadata_url(args.db, "--db")
     options = MasterOptions(
         data=args.data,
         host=host,
         port=port,
-        config=load_config(args.config),
+        config=config,
+        metadata=args.db or config.metadata,
         grace=args.grace,
         dead_after=args.dead_after,
         repair_rate=args.repair_rate,
@@ -40,6 +45,12 @@ def _run(args: argparse.Namespace) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", type=Path, required=True, help="directory for the master's database"
+    )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="the master's metadata, if not the configuration's `metadata` or the SQLite file in"
+        " --data: a path, sqlite:///path or postgresql://user:password@host:port/database",
     )
     parser.add_argument(
         "--listen",

@@ -1,4 +1,5 @@
-"""The master's persistent view of the cluster, in SQLite: nodes, files, locations, moves.
+"""The master's persistent view of the cluster, in SQLite or PostgreSQL (master/engine.py):
+nodes, files, locations, moves.
 
 Everything a restarted master needs is here, so it rebuilds its view without rescanning a disk:
 nodes send only the inventory entries after the position stored with their locations, in the
@@ -10,153 +11,17 @@ are read at once and a crash cannot make them drift; `recount` checks them again
 import contextlib
 import itertools
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive.sql import in_chunks, migrate, open_database, transaction, wal_bytes
+from archive.sql import in_chunks
 
-# The schema's versions (archive.sql.migrate): each script brings the version before it to its own.
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS nodes (
-    id TEXT PRIMARY KEY,
-    address TEXT NOT NULL,
-    domain TEXT NOT NULL DEFAULT 'default',
-    reliability TEXT NOT NULL DEFAULT 'normal',
-    admin_state TEXT NOT NULL DEFAULT 'alive',
-    state TEXT NOT NULL DEFAULT 'alive',
-    free INTEGER NOT NULL DEFAULT 0,
-    total INTEGER NOT NULL DEFAULT 0,
-    seq INTEGER NOT NULL DEFAULT 0,
-    groups TEXT NOT NULL DEFAULT '[]',
-    last_seen REAL NOT NULL DEFAULT 0,
-    last_scrub REAL NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS files (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    refs INTEGER NOT NULL DEFAULT 0,
-    target INTEGER NOT NULL,
-    PRIMARY KEY (kind, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS locations (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    node TEXT NOT NULL,
-    PRIMARY KEY (kind, name, node)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS locations_by_node ON locations (node, kind, name);
-CREATE TABLE IF NOT EXISTS active (name TEXT PRIMARY KEY, node TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS dirty (name TEXT PRIMARY KEY) WITHOUT ROWID;
--- Structure copies that may differ from the active copy (their node was unreachable when the
--- replicas were refreshed, or when another copy was made active): merged when the node is back.
-CREATE TABLE IF NOT EXISTS diverged (
-    name TEXT NOT NULL,
-    node TEXT NOT NULL,
-    PRIMARY KEY (name, node)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS moves (
-    id INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    src TEXT NOT NULL,
-    dst TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    done INTEGER NOT NULL DEFAULT 0
-);
--- Files whose locations or target changed since the repair pass last looked at them.
-CREATE TABLE IF NOT EXISTS to_check (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    PRIMARY KEY (kind, name)
-) WITHOUT ROWID;
--- Nodes whose every file is to be looked at (their copies started or stopped counting), with
--- the last file looked at so far.
-CREATE TABLE IF NOT EXISTS nodes_to_check (
-    node TEXT PRIMARY KEY,
-    kind TEXT NOT NULL DEFAULT '',
-    name TEXT NOT NULL DEFAULT ''
-) WITHOUT ROWID;
--- Files seen with more counting replicas than their target, waiting for the trim step.
-CREATE TABLE IF NOT EXISTS over_target (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    PRIMARY KEY (kind, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS pending_refs (name TEXT PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
-"""
-TOTALS = """
-CREATE TABLE kind_totals (
-    kind TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE node_totals (
-    node TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
-    INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
-    ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
-    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
-END;
-CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
-    UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
-    UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
-    WHERE node IN (SELECT node FROM locations WHERE kind = NEW.kind AND name = NEW.name);
-END;
-CREATE TRIGGER location_added AFTER INSERT ON locations BEGIN
-    INSERT INTO node_totals (node, files, bytes) VALUES (NEW.node, 1,
-        COALESCE((SELECT size FROM files WHERE kind = NEW.kind AND name = NEW.name), 0))
-    ON CONFLICT (node) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER location_removed AFTER DELETE ON locations BEGIN
-    UPDATE node_totals SET files = files - 1,
-        bytes = bytes - COALESCE((SELECT size FROM files WHERE kind = OLD.kind AND name = OLD.name), 0)
-    WHERE node = OLD.node;
-END;
-INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
-INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
-    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
-"""
-# Files the repair pass last found below target, with why (one of CAUSES), and how many for
-# each cause, kept by triggers: status and the fsck summary read these counts at once.
-SHORT_FILES = """
-CREATE TABLE short (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    have INTEGER NOT NULL,
-    want INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    cause TEXT NOT NULL,
-    PRIMARY KEY (kind, name)
-) WITHOUT ROWID;
-CREATE INDEX short_by_danger ON short (have, kind DESC, size);
-CREATE TABLE short_totals (
-    cause TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TRIGGER short_added AFTER INSERT ON short BEGIN
-    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
-    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER short_removed AFTER DELETE ON short BEGIN
-    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
-END;
-CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short
-WHEN NEW.cause != OLD.cause OR NEW.size != OLD.size BEGIN
-    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
-    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
-    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
-END
-"""
-STEPS = (SCHEMA, TOTALS, SHORT_FILES)
-# The totals counted anew from every file and location, as the triggers of TOTALS keep them.
+from .engine import Connection, open_engine
+
+# The totals counted anew from every file and location, as the schema's triggers keep them.
 COUNT_KINDS = "SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind"
 COUNT_NODES = (
     "SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l"
@@ -176,7 +41,7 @@ CAUSES = (REPAIRING, CANNOT_PLACE, NO_READABLE_COPY)
 
 # Replicas on counting nodes fewer than the target (more when none is on a reliable node), which
 # never exceeds the number of counting nodes.
-SHORT = "have < MIN(f.target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)"
+SHORT = "have < {least}(target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)"
 
 
 @dataclass
@@ -297,7 +162,7 @@ class Move:
 
 
 def _differences(
-    db: sqlite3.Connection, table: str, key: str, query: str
+    db: Connection, table: str, key: str, query: str
 ) -> dict[str, dict[str, list[int]]]:
     """Where a totals table differs from its count anew (rows of zero count as absent)."""
     kept = {
@@ -321,23 +186,30 @@ RECOUNTED = (
 
 
 class MasterDB:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.db = open_database(path)
-        migrate(self.db, STEPS, path)
-        self._reader: sqlite3.Connection | None = None
-        self._start_feed()
+    def __init__(self, where: Path | str, cluster: str | None = None) -> None:
+        """The metadata at `where`, a path (SQLite) or a metadata URL; `cluster` (its id, from
+        archive.metadata.cluster_id) refuses another cluster's database."""
+        self.engine = open_engine(where, cluster)
+        self.db = self.engine.db
+        self.where = self.engine.where
+        try:
+            self._start_feed()
+        except BaseException:
+            self.engine.close()
+            raise
         # How often each structure file waiting for a refresh was marked since this process
         # started: a refresh clears a mark only if no other came while it copied.
         self._dirtied: dict[str, int] = {}
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-        self.db.close()
+        self.engine.close()
 
-    def _transaction(self) -> contextlib.AbstractContextManager[None]:
-        return transaction(self.db)
+    @property
+    def _short(self) -> str:
+        return SHORT.format(least=self.engine.least)
+
+    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
+        return self.engine.transaction()
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -392,11 +264,11 @@ class MasterDB:
         """Drop every location of a node (dead, or its disk was replaced) and reset its position."""
         with self._transaction():
             self.db.execute(
-                "INSERT OR IGNORE INTO to_check (kind, name)"
-                " SELECT kind, name FROM locations WHERE node = ?",
+                "INSERT INTO to_check (kind, name)"
+                " SELECT kind, name FROM locations WHERE node = ? ON CONFLICT DO NOTHING",
                 (node,),
             )
-            count = self.db.execute("DELETE FROM locations WHERE node = ?", (node,)).rowcount
+            count = int(self.db.execute("DELETE FROM locations WHERE node = ?", (node,)).rowcount)
             self.db.execute("UPDATE nodes SET seq = 0 WHERE id = ?", (node,))
             self.db.execute("DELETE FROM active WHERE node = ?", (node,))
             self.db.execute("DELETE FROM diverged WHERE node = ?", (node,))
@@ -427,7 +299,7 @@ class MasterDB:
             [(e["kind"], e["name"], e["size"], targets(e["kind"], e["size"], 0)) for e in entries],
         )
         self.db.executemany(
-            "INSERT OR IGNORE INTO locations (kind, name, node) VALUES (?,?,?)",
+            "INSERT INTO locations (kind, name, node) VALUES (?,?,?) ON CONFLICT DO NOTHING",
             [(e["kind"], e["name"], node) for e in entries],
         )
         # A structure file the master learns of with no active copy (its database was lost) is
@@ -435,11 +307,12 @@ class MasterDB:
         structures = [(e["name"],) for e in entries if e["kind"] == "structure"]
         if structures:
             self.db.executemany(
-                "INSERT OR IGNORE INTO active (name, node) VALUES (?, ?)",
+                "INSERT INTO active (name, node) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(name, node) for (name,) in structures],
             )
             self.db.executemany(
-                f"INSERT OR IGNORE INTO changes (name, seq) VALUES (?, {NEXT_CHANGE})", structures
+                f"INSERT INTO changes (name, seq) VALUES (?, {NEXT_CHANGE}) ON CONFLICT DO NOTHING",
+                structures,
             )
 
     def _apply_removes(self, node: str, entries: list[dict[str, Any]]) -> None:
@@ -474,11 +347,13 @@ class MasterDB:
         with self._transaction():
             for ref in added:
                 self.db.execute(
-                    "INSERT OR IGNORE INTO files (kind, name, size, target) VALUES (?,?,?,?)",
+                    "INSERT INTO files (kind, name, size, target) VALUES (?,?,?,?)"
+                    " ON CONFLICT DO NOTHING",
                     (ref.kind, ref.name, ref.size, targets(ref.kind, ref.size, 0)),
                 )
                 self.db.execute(
-                    "INSERT OR IGNORE INTO locations (kind, name, node) VALUES (?,?,?)",
+                    "INSERT INTO locations (kind, name, node) VALUES (?,?,?)"
+                    " ON CONFLICT DO NOTHING",
                     (ref.kind, ref.name, node),
                 )
             self._mark((ref.kind, ref.name) for ref in added)
@@ -508,7 +383,8 @@ class MasterDB:
                     # Not heard of yet (its upload is still on the way): kept until it arrives.
                     self.db.execute(
                         "INSERT INTO pending_refs (name, refs) VALUES (?, ?)"
-                        " ON CONFLICT (name) DO UPDATE SET refs = MAX(refs, excluded.refs)",
+                        f" ON CONFLICT (name) DO UPDATE SET refs = {self.engine.greatest}(pending_refs.refs,"
+                        " excluded.refs)",
                         (name, count),
                     )
 
@@ -578,26 +454,27 @@ class MasterDB:
         return drift
 
     def storage(self) -> dict[str, int]:
-        """Bytes of the database file and of its write-ahead log."""
-        pages = int(self.db.execute("PRAGMA page_count").fetchone()[0])
-        size = int(self.db.execute("PRAGMA page_size").fetchone()[0])
-        return {"database_bytes": pages * size, "wal_bytes": wal_bytes(self.path)}
+        """Bytes of the database and of its write-ahead log."""
+        return self.engine.storage()
 
     def _replica_query(self, counting: Sequence[str], having: str, where: str = "") -> str:
-        """Every file with its replicas on counting nodes, those for which `having` holds;
-        `where` chooses files (its parameters come after the counting nodes)."""
+        """Every file with its replicas on counting nodes (kind, name, target, have, reliable),
+        those for which `having` holds; `where` chooses files (its parameters come after the
+        counting nodes)."""
         marks = ",".join("?" * len(counting)) or "''"
         return f"""
-            SELECT f.kind, f.name, f.target,
-                   COUNT(c.node) AS have,
-                   COALESCE(SUM(c.reliable), 0) AS reliable
-            FROM files f
-            LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
-            LEFT JOIN (SELECT id AS node, reliability != 'low' AS reliable FROM nodes
-                       WHERE id IN ({marks})) c ON c.node = l.node
-            {where}
-            GROUP BY f.kind, f.name
-            HAVING {having}
+            SELECT * FROM (
+                SELECT f.kind, f.name, f.target,
+                       COUNT(c.node) AS have,
+                       COALESCE(SUM(c.reliable), 0) AS reliable
+                FROM files f
+                LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
+                LEFT JOIN (SELECT id AS node, CASE WHEN reliability != 'low' THEN 1 ELSE 0 END
+                           AS reliable FROM nodes
+                           WHERE id IN ({marks})) c ON c.node = l.node
+                {where}
+                GROUP BY f.kind, f.name
+            ) replicas WHERE {having}
         """
 
     def short_counts(self) -> dict[str, int]:
@@ -645,13 +522,16 @@ class MasterDB:
             if self.db.execute("SELECT 1 FROM over_target LIMIT 1").fetchone() is not None:
                 self.db.executemany("DELETE FROM over_target WHERE kind = ? AND name = ?", not_over)
             self.db.executemany(
-                "INSERT OR IGNORE INTO over_target (kind, name) VALUES (?, ?)", over
+                "INSERT INTO over_target (kind, name) VALUES (?, ?) ON CONFLICT DO NOTHING", over
             )
 
     def mark_short(self) -> None:
         """Have the repair pass look again at every file below target: why each is (a copy
         readable or not, a node to place one or not) depends on nodes that just changed."""
-        self.db.execute("INSERT OR IGNORE INTO to_check (kind, name) SELECT kind, name FROM short")
+        self.db.execute(
+            "INSERT INTO to_check (kind, name) SELECT kind, name FROM short WHERE true"
+            " ON CONFLICT DO NOTHING"
+        )
 
     def files_on(self, node: str, limit: int, after: tuple[str, str] = ("", "")) -> list[FileRef]:
         rows = self.db.execute(
@@ -678,16 +558,15 @@ class MasterDB:
 
     # -- files to check -------------------------------------------------------------------------
 
-    def _mark(self, files: Iterable[tuple[str, str]]) -> int:
-        cursor = self.db.executemany(
-            "INSERT OR IGNORE INTO to_check (kind, name) VALUES (?, ?)", files
+    def _mark(self, files: Iterable[tuple[str, str]]) -> None:
+        self.db.executemany(
+            "INSERT INTO to_check (kind, name) VALUES (?, ?) ON CONFLICT DO NOTHING", list(files)
         )
-        return max(cursor.rowcount, 0)
 
-    def mark(self, files: Iterable[tuple[str, str]]) -> int:
-        """Have the repair pass look at these files again; how many were not marked yet."""
+    def mark(self, files: Iterable[tuple[str, str]]) -> None:
+        """Have the repair pass look at these files again."""
         with self._transaction():
-            return self._mark(files)
+            self._mark(files)
 
     def mark_node(self, node: str) -> None:
         """Have the repair pass look at every file of a node again, from its first one."""
@@ -709,7 +588,7 @@ class MasterDB:
         after `after` in (kind, name) order, and the last file looked at (None once the last
         file was reached). It reads on a connection of its own, so that it can run in a thread
         while the master goes on serving."""
-        reader = self._scan_reader()
+        reader = self.engine.reader()
         bound = reader.execute(
             "SELECT kind, name FROM files WHERE (kind, name) > (?, ?) ORDER BY kind, name"
             " LIMIT 1 OFFSET ?",
@@ -718,18 +597,13 @@ class MasterDB:
         where, chosen = "WHERE (f.kind, f.name) > (?, ?)", after
         if bound is not None:
             where, chosen = f"{where} AND (f.kind, f.name) <= (?, ?)", (*after, *bound)
-        query = self._replica_query(counting, f"{SHORT} OR have > f.target", where)
+        query = self._replica_query(counting, f"{self._short} OR have > target", where)
         rows = reader.execute(
-            f"SELECT kind, name FROM ({query})", (*counting, *chosen, unreliable_extra, usable)
+            f"SELECT kind, name FROM ({query}) scanned",
+            (*counting, *chosen, unreliable_extra, usable),
         )
         found = [(str(kind), str(name)) for kind, name in rows]
         return found, None if bound is None else (str(bound[0]), str(bound[1]))
-
-    def _scan_reader(self) -> sqlite3.Connection:
-        if self._reader is None:
-            self._reader = sqlite3.connect(self.path, check_same_thread=False)
-            self._reader.execute("PRAGMA query_only = ON")
-        return self._reader
 
     def take_marked(self, limit: int) -> list[Replicas]:
         """Up to `limit` marked files, unmarked as they are returned: half for marked files,
@@ -802,10 +676,11 @@ class MasterDB:
     def _replicas(self, chosen: str, params: Sequence[Any]) -> list[Replicas]:
         """The files a query chooses (kind, name), each with its target and holders."""
         rows = self.db.execute(
-            "SELECT f.kind, f.name, f.size, f.target, GROUP_CONCAT(l.node)"
-            f" FROM ({chosen}) m CROSS JOIN files f ON f.kind = m.kind AND f.name = m.name"
+            f"SELECT f.kind, f.name, f.size, f.target, {self.engine.group_concat.format('l.node')}"
+            f" FROM ({chosen}) m {self.engine.ordered_join} files f"
+            " ON f.kind = m.kind AND f.name = m.name"
             " LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name"
-            " GROUP BY m.kind, m.name",
+            " GROUP BY f.kind, f.name",
             params,
         ).fetchall()
         return [
@@ -851,7 +726,8 @@ class MasterDB:
         """Remember (structure name, node) copies to merge into the active copy later."""
         with self._transaction():
             self.db.executemany(
-                "INSERT OR IGNORE INTO diverged (name, node) VALUES (?, ?)", list(pairs)
+                "INSERT INTO diverged (name, node) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                list(pairs),
             )
 
     def diverged(self, limit: int, nodes: Sequence[str]) -> list[tuple[str, str]]:
@@ -884,7 +760,7 @@ class MasterDB:
         marked = list(names)
         with self._transaction():
             self.db.executemany(
-                "INSERT OR IGNORE INTO dirty (name) VALUES (?)", [(n,) for n in marked]
+                "INSERT INTO dirty (name) VALUES (?) ON CONFLICT DO NOTHING", [(n,) for n in marked]
             )
         for name in marked:
             self._dirtied[name] = self._dirtied.get(name, 0) + 1
@@ -941,7 +817,8 @@ class MasterDB:
 
     def move_progress(self) -> dict[str, int]:
         row = self.db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(done = 1), 0), COALESCE(SUM(done = 2), 0),"
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN done = 1 THEN 1 END), 0),"
+            " COALESCE(SUM(CASE WHEN done = 2 THEN 1 END), 0),"
             " COALESCE(SUM(size), 0), COALESCE(SUM(CASE WHEN done = 1 THEN size END), 0)"
             " FROM moves"
         ).fetchone()
@@ -974,8 +851,8 @@ class MasterDB:
             return
         with self._transaction():
             self.db.execute(
-                "INSERT OR IGNORE INTO changes (name, seq) SELECT name, ROW_NUMBER() OVER"
-                " (ORDER BY name) FROM files WHERE kind = 'structure'"
+                "INSERT INTO changes (name, seq) SELECT name, ROW_NUMBER() OVER"
+                " (ORDER BY name) FROM files WHERE kind = 'structure' ON CONFLICT DO NOTHING"
             )
             self.set_meta("feed", uuid.uuid4().hex)
 

@@ -297,7 +297,8 @@ class Repairer:
             self.scan_at,
             SCAN_STEP,
         )
-        self.scan_marked += self.db.mark(found)
+        self.db.mark(found)
+        self.scan_marked += len(found)
         self.db.set_meta(SCAN_META, self.scan_at)
         if self.scan_at is None:
             self.stats.full_scans += 1

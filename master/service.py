@@ -15,6 +15,7 @@ from archive.errors import ClientFault, NotFound
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
 from archive.inserts import BadMessage
+from archive.metadata import cluster_id
 
 from .db import NO_READABLE_COPY, FileRef, MasterDB, NodeRow
 from .membership import ADMIN_STATES, Membership
@@ -44,6 +45,8 @@ class MasterOptions:
     host: str
     port: int
     config: ClusterConfig
+    # The metadata URL (archive.metadata); None for the SQLite file in `data`.
+    metadata: str | None = None
     grace: float = 30.0
     dead_after: float = 7 * 86400.0
     repair_rate: float = 20_000.0
@@ -90,7 +93,9 @@ class Master:
     def __init__(self, options: MasterOptions) -> None:
         self.options = options
         config = options.config
-        self.db = MasterDB(options.data / "master.db")
+        self.db = MasterDB(
+            options.metadata or options.data / "master.db", cluster_id(config.name, config.secret)
+        )
         self.targets = target_function(config.replication)
         self.db.retarget(self.targets)
         self.wake = asyncio.Event()

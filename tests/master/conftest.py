@@ -207,6 +207,15 @@ class Cluster:
                 service.stop()
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def metadata(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where a test's master database lives, on each engine: an SQLite file, or a new database
+    on this worker's PostgreSQL server (its URL)."""
+    if request.param == "sqlite":
+        return tmp_path / "m.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
 def alive(status: dict[str, Any]) -> int:
     return sum(1 for node in status["nodes"] if node["state"] == "alive")
 

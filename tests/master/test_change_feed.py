@@ -31,8 +31,8 @@ def master_in(folder: Path) -> Master:
     return Master(MasterOptions(folder, "127.0.0.1", 0, config))
 
 
-def test_a_file_changed_again_moves_to_the_end_of_the_feed(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
+def test_a_file_changed_again_moves_to_the_end_of_the_feed(metadata: Path | str) -> None:
+    db = MasterDB(metadata)
     db.record_changes([A, B])
     db.record_changes([A])
     assert db.changes_after(0, 10) == [(B, 2), (A, 3)]
@@ -56,8 +56,8 @@ def test_the_feed_numbers_the_files_known_before_it_and_keeps_its_id(tmp_path: P
     assert MasterDB(tmp_path / "m.db").feed == feed != MasterDB(tmp_path / "other.db").feed
 
 
-def test_a_structure_file_a_node_shows_the_master_first_is_a_change(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
+def test_a_structure_file_a_node_shows_the_master_first_is_a_change(metadata: Path | str) -> None:
+    db = MasterDB(metadata)
     db.record_changes([A])
     db.apply_inventory("n1", [structure(A), structure(C)], 1, lambda *_: 1)
     db.apply_inventory("n2", [structure(C)], 1, lambda *_: 1)  # a second copy: no change

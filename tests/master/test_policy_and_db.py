@@ -15,10 +15,12 @@ def name(i: int) -> str:
     return hashlib.sha256(str(i).encode()).hexdigest()
 
 
-def db_with_nodes(tmp_path: Path, nodes: str, **replication: int) -> tuple[MasterDB, TargetFn]:
+def db_with_nodes(
+    metadata: Path | str, nodes: str, **replication: int
+) -> tuple[MasterDB, TargetFn]:
     """A fresh database knowing the nodes named by the letters of `nodes`, and the targets of
     a replication section with these keys."""
-    db = MasterDB(tmp_path / "m.db")
+    db = MasterDB(metadata)
     for node in nodes:
         db.save_node(NodeRow(node, f"http://{node}"))
     return db, target_function(Replication(**replication))
@@ -60,8 +62,8 @@ def test_choice_prefers_new_domains_then_groups_then_free_space() -> None:
     assert choose_node([low, a], file, (), ()) is a
 
 
-def test_removes_and_copies_made_change_a_files_holders(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "abc", default=2, small_bytes=0)
+def test_removes_and_copies_made_change_a_files_holders(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "abc", default=2, small_bytes=0)
     entries = [{"op": "add", "kind": "content", "name": name(i), "size": 10} for i in range(3)]
     db.apply_inventory("a", entries, 3, target)
     db.apply_inventory("b", entries[:1], 1, target)
@@ -72,8 +74,8 @@ def test_removes_and_copies_made_change_a_files_holders(tmp_path: Path) -> None:
     db.close()
 
 
-def test_one_batch_of_adds_and_removes_is_applied_in_its_order(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "a")
+def test_one_batch_of_adds_and_removes_is_applied_in_its_order(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "a")
 
     def entry(op: str, kind: str, i: int) -> dict[str, object]:
         return {"op": op, "kind": kind, "name": name(i), "size": 10 + i}
@@ -97,8 +99,8 @@ def test_one_batch_of_adds_and_removes_is_applied_in_its_order(tmp_path: Path) -
     db.close()
 
 
-def test_lookups_of_many_names_agree_with_one_name_lookups(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "ab", default=2, small_bytes=0)
+def test_lookups_of_many_names_agree_with_one_name_lookups(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "ab", default=2, small_bytes=0)
     # More names than one IN (...) query takes, so the lookups go in parts.
     names = [name(i) for i in range(1_200)]
     adds = [{"op": "add", "kind": "structure", "name": n, "size": 10} for n in names[::2]]
@@ -116,22 +118,22 @@ def test_lookups_of_many_names_agree_with_one_name_lookups(tmp_path: Path) -> No
     db.close()
 
 
-def test_positions_survive_reopening(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "a")
+def test_positions_survive_reopening(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "a")
     db.apply_inventory(
         "a", [{"op": "add", "kind": "structure", "name": name(0), "size": 1}], 7, target
     )
     db.set_meta("rebalance", {"state": "running"})
     db.close()
-    again = MasterDB(tmp_path / "m.db")
+    again = MasterDB(metadata)
     assert again.nodes()[0].seq == 7
     assert again.get_meta("rebalance") == {"state": "running"}
     assert again.file_counts() == {"content": 0, "structure": 1}
     again.close()
 
 
-def test_reference_counts_sent_before_the_content_are_kept(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "a", default=2, small_bytes=0, popular_refs=5)
+def test_reference_counts_sent_before_the_content_are_kept(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "a", default=2, small_bytes=0, popular_refs=5)
     db.set_refs({name(1): 7}, target)
     entry = {"op": "add", "kind": "content", "name": name(1), "size": 4096}
     db.apply_inventory("a", [entry], 1, target)
@@ -148,8 +150,8 @@ def taken(db: MasterDB, limit: int = 100) -> set[str]:
     return {f.name for f in db.take_marked(limit)}
 
 
-def test_changes_mark_their_files_for_the_repair_pass(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "ab", default=2, small_bytes=0, popular_refs=5)
+def test_changes_mark_their_files_for_the_repair_pass(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "ab", default=2, small_bytes=0, popular_refs=5)
     db.apply_inventory("a", adds([name(i) for i in range(5)]), 5, target)
     files = db.take_marked(100)
     assert {f.name for f in files} == {name(i) for i in range(5)}
@@ -165,8 +167,8 @@ def test_changes_mark_their_files_for_the_repair_pass(tmp_path: Path) -> None:
     db.close()
 
 
-def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "a")
+def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "a")
     everything = {name(i) for i in range(25)}
     db.apply_inventory("a", adds(sorted(everything)), 25, target)
     assert taken(db) == everything
@@ -174,7 +176,7 @@ def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(tmp_path: P
     first = taken(db, 10)
     assert len(first) == 10 and db.any_marked()
     db.close()
-    db = MasterDB(tmp_path / "m.db")
+    db = MasterDB(metadata)
     second, third = taken(db, 10), taken(db, 10)
     assert (len(second), len(third)) == (10, 5) and not db.any_marked()
     assert first | second | third == everything
@@ -190,8 +192,8 @@ def scanned(db: MasterDB, counting: list[str], usable: int) -> set[str]:
     return taken(db)
 
 
-def test_the_full_scan_marks_files_below_or_above_target(tmp_path: Path) -> None:
-    db, target = db_with_nodes(tmp_path, "abc", default=2, small_bytes=0)
+def test_the_full_scan_marks_files_below_or_above_target(metadata: Path | str) -> None:
+    db, target = db_with_nodes(metadata, "abc", default=2, small_bytes=0)
     db.apply_inventory("a", adds([name(0), name(1), name(2)]), 3, target)
     db.apply_inventory("b", adds([name(1), name(2)]), 2, target)
     db.apply_inventory("c", adds([name(2)]), 1, target)

@@ -13,7 +13,8 @@ import pytest
 
 from archive.errors import DlwebError
 from archive.sql import wal_bytes
-from master.db import SCHEMA, STEPS, FileRef, MasterDB
+from master.db import FileRef, MasterDB
+from master.schema import SCHEMA, STEPS
 from tests.conftest import free_port, write_cluster_config
 
 from .conftest import alive, make_corpus, settled
@@ -28,8 +29,8 @@ def target(kind: str, size: int, refs: int) -> int:
     return 2
 
 
-def test_the_totals_agree_with_a_full_count_after_every_change(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
+def test_the_totals_agree_with_a_full_count_after_every_change(metadata: Path | str) -> None:
+    db = MasterDB(metadata)
     rng = random.Random(47)
     nodes = ["a", "b", "c"]
     sizes: dict[str, int] = {}
@@ -73,8 +74,8 @@ def test_the_totals_agree_with_a_full_count_after_every_change(tmp_path: Path) -
     db.close()
 
 
-def test_a_recount_finds_and_mends_totals_that_drifted(tmp_path: Path) -> None:
-    db = MasterDB(tmp_path / "m.db")
+def test_a_recount_finds_and_mends_totals_that_drifted(metadata: Path | str) -> None:
+    db = MasterDB(metadata)
     db.apply_inventory(
         "a", [{"op": "add", "kind": "content", "name": name(1), "size": 10}], 1, target
     )
@@ -149,12 +150,12 @@ def test_the_write_ahead_log_is_cut_back_once_checkpointed(tmp_path: Path) -> No
     db.db.execute("PRAGMA journal_size_limit = 65536")
     entries = [{"op": "add", "kind": "content", "name": name(i), "size": i} for i in range(20_000)]
     db.apply_inventory("a", entries, 1, target)
-    grown = wal_bytes(db.path)
+    grown = wal_bytes(tmp_path / "m.db")
     assert grown > 1_000_000
     db.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     db.set_meta("after", 1)  # the next write starts the log again, cut to the limit
-    assert wal_bytes(db.path) <= 65536
-    assert db.storage()["wal_bytes"] == wal_bytes(db.path)
+    assert wal_bytes(tmp_path / "m.db") <= 65536
+    assert db.storage()["wal_bytes"] == wal_bytes(tmp_path / "m.db")
     db.close()
 
 

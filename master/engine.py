@@ -1,0 +1,152 @@
+"""Where the master's metadata lives: an SQLite file beside the master (the default, nothing to
+install) or a PostgreSQL database (for a cluster that outgrows one file, or whose master needs a
+standby). MasterDB writes its SQL once; what differs between the engines beyond their schemas is
+here: opening and migrating, transactions, a few words of SQL, a second connection for reads in
+a thread, and the bytes stored."""
+
+import json
+import sqlite3
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+from archive import pg
+from archive.metadata import check_cluster, parse_metadata_url
+from archive.sql import migrate, open_database, transaction, wal_bytes
+
+from .schema import PG_STEPS, STEPS
+
+# What a PostgreSQL database holding a master's metadata is marked as (archive.pg.migrate).
+COMPONENT = "master"
+
+
+class Connection(Protocol):
+    """What MasterDB calls on either engine's connection: sqlite3's, or archive.pg's."""
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any: ...
+
+    def executemany(self, sql: str, rows: Any) -> Any: ...
+
+
+class Engine(Protocol):
+    # SQL that differs: a column's values joined with commas, the smaller and the larger of two,
+    # and an inner join whose left table is read first (SQLite's CROSS JOIN fixes the order).
+    group_concat: str
+    least: str
+    greatest: str
+    ordered_join: str
+
+    @property
+    def db(self) -> Connection: ...
+
+    @property
+    def where(self) -> str:
+        """The database as messages name it."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def reader(self) -> Connection:
+        """A connection of its own, for reads made in a thread while the master serves."""
+        ...
+
+    def storage(self) -> dict[str, int]: ...
+
+    def close(self) -> None: ...
+
+
+class SqliteEngine:
+    group_concat = "GROUP_CONCAT({})"
+    least = "MIN"
+    greatest = "MAX"
+    ordered_join = "CROSS JOIN"
+
+    def __init__(self, path: Path, cluster: str | None) -> None:
+        self.path = path
+        self.where = str(path)
+        self.db = open_database(path)
+        try:
+            migrate(self.db, STEPS, path)
+            if cluster is not None:
+                _check_sqlite_cluster(self.db, cluster, self.where)
+        except BaseException:
+            self.db.close()
+            raise
+        self._reader: sqlite3.Connection | None = None
+
+    def transaction(self) -> AbstractContextManager[None]:
+        return transaction(self.db)
+
+    def reader(self) -> sqlite3.Connection:
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False)
+            self._reader.execute("PRAGMA query_only = ON")
+        return self._reader
+
+    def storage(self) -> dict[str, int]:
+        """Bytes of the database file and of its write-ahead log."""
+        pages = int(self.db.execute("PRAGMA page_count").fetchone()[0])
+        size = int(self.db.execute("PRAGMA page_size").fetchone()[0])
+        return {"database_bytes": pages * size, "wal_bytes": wal_bytes(self.path)}
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        self.db.close()
+
+
+class PgEngine:
+    group_concat = "string_agg({}, ',')"
+    least = "LEAST"
+    greatest = "GREATEST"
+    ordered_join = "JOIN"
+
+    def __init__(self, url: str, cluster: str | None) -> None:
+        self.url = url
+        self.db = pg.PgDatabase(url)
+        self.where = self.db.where
+        try:
+            pg.migrate(self.db, COMPONENT, PG_STEPS, cluster)
+        except BaseException:
+            self.db.close()
+            raise
+        self._reader: pg.PgDatabase | None = None
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self.db.transaction()
+
+    def reader(self) -> pg.PgDatabase:
+        if self._reader is None:
+            self._reader = pg.PgDatabase(self.url)
+        return self._reader
+
+    def storage(self) -> dict[str, int]:
+        """Bytes of the database (PostgreSQL's write-ahead log is the server's, not shown)."""
+        row = self.db.execute("SELECT pg_database_size(current_database())").fetchone()
+        return {"database_bytes": int(row[0]) if row else 0, "wal_bytes": 0}
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        self.db.close()
+
+
+def open_engine(where: Path | str, cluster: str | None = None) -> Engine:
+    """The engine of a master's metadata: a path is an SQLite file, a string a metadata URL
+    (archive.metadata). `cluster` (archive.metadata.cluster_id) refuses another cluster's
+    database, before anything is written to it, and marks a new one."""
+    if isinstance(where, Path):
+        return SqliteEngine(where, cluster)
+    url = parse_metadata_url(where, "metadata")
+    if url.path is not None:
+        return SqliteEngine(url.path, cluster)
+    return PgEngine(url.url, cluster)
+
+
+def _check_sqlite_cluster(db: sqlite3.Connection, cluster: str, where: str) -> None:
+    """The cluster check of archive.pg.migrate, on the SQLite master's meta table (of JSON
+    values)."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'cluster'").fetchone()
+    check_cluster(None if row is None else str(json.loads(row[0])), cluster, where)
+    if row is None:
+        db.execute("INSERT INTO meta (key, value) VALUES ('cluster', ?)", (json.dumps(cluster),))

@@ -1,0 +1,221 @@
+"""The master's schema on each engine, a version a step: each script brings the version before it
+to its own (archive.sql.migrate on SQLite, archive.pg.migrate on PostgreSQL, which run them at
+start). Both engines have the same tables; the totals are kept by triggers, which each engine
+writes in its own way. A new step is added to both, at the same place."""
+
+from archive.pg import postgresql_schema
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS nodes (
+    id TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    domain TEXT NOT NULL DEFAULT 'default',
+    reliability TEXT NOT NULL DEFAULT 'normal',
+    admin_state TEXT NOT NULL DEFAULT 'alive',
+    state TEXT NOT NULL DEFAULT 'alive',
+    free INTEGER NOT NULL DEFAULT 0,
+    total INTEGER NOT NULL DEFAULT 0,
+    seq INTEGER NOT NULL DEFAULT 0,
+    groups TEXT NOT NULL DEFAULT '[]',
+    last_seen REAL NOT NULL DEFAULT 0,
+    last_scrub REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS files (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    refs INTEGER NOT NULL DEFAULT 0,
+    target INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS locations (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    node TEXT NOT NULL,
+    PRIMARY KEY (kind, name, node)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS locations_by_node ON locations (node, kind, name);
+CREATE TABLE IF NOT EXISTS active (name TEXT PRIMARY KEY, node TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dirty (name TEXT PRIMARY KEY) WITHOUT ROWID;
+-- Structure copies that may differ from the active copy (their node was unreachable when the
+-- replicas were refreshed, or when another copy was made active): merged when the node is back.
+CREATE TABLE IF NOT EXISTS diverged (
+    name TEXT NOT NULL,
+    node TEXT NOT NULL,
+    PRIMARY KEY (name, node)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS moves (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    src TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0
+);
+-- Files whose locations or target changed since the repair pass last looked at them.
+CREATE TABLE IF NOT EXISTS to_check (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+-- Nodes whose every file is to be looked at (their copies started or stopped counting), with
+-- the last file looked at so far.
+CREATE TABLE IF NOT EXISTS nodes_to_check (
+    node TEXT PRIMARY KEY,
+    kind TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+-- Files seen with more counting replicas than their target, waiting for the trim step.
+CREATE TABLE IF NOT EXISTS over_target (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_refs (name TEXT PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
+"""
+TOTALS = """
+CREATE TABLE kind_totals (
+    kind TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE node_totals (
+    node TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
+    INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
+    ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
+    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
+END;
+CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
+    UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
+    UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
+    WHERE node IN (SELECT node FROM locations WHERE kind = NEW.kind AND name = NEW.name);
+END;
+CREATE TRIGGER location_added AFTER INSERT ON locations BEGIN
+    INSERT INTO node_totals (node, files, bytes) VALUES (NEW.node, 1,
+        COALESCE((SELECT size FROM files WHERE kind = NEW.kind AND name = NEW.name), 0))
+    ON CONFLICT (node) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER location_removed AFTER DELETE ON locations BEGIN
+    UPDATE node_totals SET files = files - 1,
+        bytes = bytes - COALESCE((SELECT size FROM files WHERE kind = OLD.kind AND name = OLD.name), 0)
+    WHERE node = OLD.node;
+END;
+INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
+INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
+    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
+"""
+# Files the repair pass last found below target, with why (one of CAUSES), and how many for
+# each cause, kept by triggers: status and the fsck summary read these counts at once.
+SHORT_FILES = """
+CREATE TABLE short (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    have INTEGER NOT NULL,
+    want INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    cause TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE INDEX short_by_danger ON short (have, kind DESC, size);
+CREATE TABLE short_totals (
+    cause TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER short_added AFTER INSERT ON short BEGIN
+    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
+    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER short_removed AFTER DELETE ON short BEGIN
+    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+END;
+CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short
+WHEN NEW.cause != OLD.cause OR NEW.size != OLD.size BEGIN
+    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
+    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END
+"""
+STEPS = (SCHEMA, TOTALS, SHORT_FILES)
+
+# PostgreSQL's triggers run functions; each keeps a totals table as the SQLite trigger of the same
+# name does.
+_PG_TOTALS = """
+CREATE TABLE kind_totals (kind TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
+CREATE TABLE node_totals (node TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
+CREATE FUNCTION file_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO kind_totals AS t (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
+    ON CONFLICT (kind) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER file_added AFTER INSERT ON files FOR EACH ROW EXECUTE FUNCTION file_added();
+CREATE FUNCTION file_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER file_removed AFTER DELETE ON files FOR EACH ROW EXECUTE FUNCTION file_removed();
+CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
+    UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
+    WHERE node IN (SELECT node FROM locations WHERE kind = NEW.kind AND name = NEW.name);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER file_resized AFTER UPDATE OF size ON files FOR EACH ROW
+    WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION file_resized();
+CREATE FUNCTION location_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO node_totals AS t (node, files, bytes) VALUES (NEW.node, 1,
+        COALESCE((SELECT size FROM files WHERE kind = NEW.kind AND name = NEW.name), 0))
+    ON CONFLICT (node) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER location_added AFTER INSERT ON locations FOR EACH ROW
+    EXECUTE FUNCTION location_added();
+CREATE FUNCTION location_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE node_totals SET files = files - 1,
+        bytes = bytes - COALESCE((SELECT size FROM files WHERE kind = OLD.kind AND name = OLD.name), 0)
+    WHERE node = OLD.node;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER location_removed AFTER DELETE ON locations FOR EACH ROW
+    EXECUTE FUNCTION location_removed();
+INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
+INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
+    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
+"""
+_PG_SHORT_FILES = """
+CREATE TABLE short (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    have BIGINT NOT NULL,
+    want BIGINT NOT NULL,
+    size BIGINT NOT NULL,
+    cause TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+);
+CREATE INDEX short_by_danger ON short (have, kind DESC, size);
+CREATE TABLE short_totals (cause TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
+CREATE FUNCTION short_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO short_totals AS t (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
+    ON CONFLICT (cause) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER short_added AFTER INSERT ON short FOR EACH ROW EXECUTE FUNCTION short_added();
+CREATE FUNCTION short_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER short_removed AFTER DELETE ON short FOR EACH ROW EXECUTE FUNCTION short_removed();
+CREATE FUNCTION short_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+    INSERT INTO short_totals AS t (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
+    ON CONFLICT (cause) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short FOR EACH ROW
+    WHEN (NEW.cause <> OLD.cause OR NEW.size <> OLD.size) EXECUTE FUNCTION short_changed()
+"""
+PG_STEPS = (postgresql_schema(SCHEMA), _PG_TOTALS, _PG_SHORT_FILES)
