@@ -446,6 +446,42 @@ def _command(
     return parser
 
 
+def _migrate_metadata(args: argparse.Namespace) -> int:
+    from archive.metadata import cluster_id, parse_metadata_url  # here: only this one needs them
+
+    from .migration import migrate_metadata
+
+    config = load_config(args.config)
+    bar = terminal_bar(unit=" rows") if not args.json else None
+    shown: dict[str, int] = {}
+
+    def progress(table: str, rows: int) -> None:
+        if bar is not None:
+            bar.update(rows - shown.get(table, 0))
+            bar.set_description(table)
+        shown[table] = rows
+
+    try:
+        copied = migrate_metadata(
+            args.source, args.to, cluster_id(config.name, config.secret), progress
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = {"copied": copied, "to": parse_metadata_url(args.to).shown}
+
+    def text() -> str:
+        rows = ", ".join(f"{table} {count:,}" for table, count in copied.items() if count)
+        return (
+            f"copied and checked: {rows}\n"
+            f"now stop the master and start it again with --db (or metadata: in the"
+            f" configuration) naming the new database; its nodes send it what came after the copy"
+        )
+
+    _emit(args, summary, text)
+    return 0
+
+
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     _command(subparsers, "status", _status, "the cluster's health, from the master")
     admin = subparsers.add_parser("admin", help="storage admin commands (talk to the master)")
@@ -493,6 +529,25 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--after",
         metavar="KIND/NAME",
         help="list the files below target after this one (where a stopped --all list ended)",
+    )
+    migrate = _command(
+        actions,
+        "migrate-metadata",
+        _migrate_metadata,
+        "copy a running master's SQLite metadata into a PostgreSQL database, and check the copy",
+    )
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        required=True,
+        help="the master's SQLite database (master.db in its --data)",
+    )
+    migrate.add_argument(
+        "--to",
+        required=True,
+        metavar="URL",
+        help="the PostgreSQL database: postgresql://user:password@host:port/database",
     )
     fsck.add_argument(
         "--recount",

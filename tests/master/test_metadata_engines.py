@@ -1,0 +1,146 @@
+"""The master on either engine of its metadata, and the move from one to the other: a running
+master's SQLite metadata copied into PostgreSQL while captures are inserted loses none of them
+once the master is started again on the copy; a database of another cluster, or one that cannot
+be reached, is refused at start with one line and nothing written."""
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from master.db import MasterDB
+from tests.conftest import write_cluster_config
+from tests.deploy.run_dlweb import dlweb
+from tests.postgres import PostgresServer
+
+from .conftest import Cluster, alive, make_corpus, settled
+from .test_cluster import check_readable, insert
+
+
+def start_master(config: Path, data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`python -m master` that is expected to refuse to start."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "master",
+            "--data",
+            str(data),
+            "--listen",
+            "127.0.0.1:1",
+            "-c",
+            str(config),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_a_migration_to_postgresql_under_load_loses_no_capture(
+    cluster_factory, postgres_url: str
+) -> None:
+    cluster: Cluster = cluster_factory(nodes=3, replicas=2)
+    before, during, after = (make_corpus(60, urls=20, seed=seed) for seed in (1, 2, 3))
+    await insert(cluster, before)
+    cluster.wait_settled(len(before.bodies))
+
+    # Captures go on arriving while the metadata is copied, and after the copy.
+    inserting = asyncio.ensure_future(insert(cluster, during))
+    migrated = await asyncio.to_thread(
+        dlweb,
+        "admin",
+        "migrate-metadata",
+        "--from",
+        str(cluster.root / "master" / "master.db"),
+        "--to",
+        postgres_url,
+        "-c",
+        str(cluster.config_path),
+    )
+    assert "copied and checked" in migrated.stdout
+    await inserting
+    await insert(cluster, after)
+
+    # The master is started again on the copy: the nodes send what came after it.
+    assert cluster.master is not None
+    cluster.master.stop()
+    cluster.start_master("--db", postgres_url)
+    cluster.wait_for(lambda s: alive(s) == 3, "the nodes to join the master on PostgreSQL")
+    contents = len(before.bodies | during.bodies | after.bodies)
+    status = cluster.wait_for(
+        lambda s: s["files"]["content"] >= contents and settled(s), "every capture placed"
+    )
+    assert status["files"]["content"] == contents
+    for corpus in (before, during, after):
+        await check_readable(cluster, corpus)
+    assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
+    # Into a database that holds files already, nothing is copied.
+    again = dlweb(
+        "admin",
+        "migrate-metadata",
+        "--from",
+        str(cluster.root / "master" / "master.db"),
+        "--to",
+        postgres_url,
+        "-c",
+        str(cluster.config_path),
+        check=False,
+    )
+    assert again.returncode != 0 and "holds files already" in again.stderr
+
+
+def test_a_database_of_another_cluster_is_refused_on_either_engine(
+    tmp_path: Path, metadata: Path | str
+) -> None:
+    theirs = MasterDB(metadata, "theirs/0123456789abcdef")
+    theirs.close()
+    config = tmp_path / "dlweb.yaml"
+    write_cluster_config(config)
+    where = metadata if isinstance(metadata, str) else str(metadata)
+    done = start_master(config, tmp_path / "data", "--db", where)
+    assert done.returncode == 2, done.stderr
+    assert "belongs to another cluster ('theirs'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_or_unknown_database_is_refused_with_one_line(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    config = tmp_path / "dlweb.yaml"
+    write_cluster_config(config)
+    for url, said in (
+        ("postgresql://dlweb@127.0.0.1:1/nowhere", "no PostgreSQL server answers"),
+        (postgres.url("no_such_database"), "does not exist"),
+        ("mysql://host/db", "the engine 'mysql' is not one of"),
+    ):
+        done = start_master(config, tmp_path / "data", "--db", url)
+        assert done.returncode == 2, done.stderr
+        assert said in done.stderr and "Traceback" not in done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "data" / "master.db").exists()
+
+
+async def test_the_master_keeps_its_totals_exact_on_postgresql_through_a_kill(
+    cluster_factory, postgres_url: str
+) -> None:
+    cluster: Cluster = cluster_factory(nodes=3, replicas=2, start=False, grace=1.0)
+    cluster.start_master("--db", postgres_url)
+    for number in (1, 2, 3):
+        cluster.add_node(f"node{number}")
+    cluster.wait_for(lambda s: alive(s) == 3, "3 nodes to join")
+    cluster.start_index()
+    corpus = make_corpus(200, urls=50)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    cluster.kill_node("node3")
+    cluster.wait_for(lambda s: s["repairs"]["copied"] > 0 and settled(s), "the repairs")
+    assert cluster.master is not None
+    cluster.master.stop(signal.SIGKILL)
+    cluster.start_master("--db", postgres_url)
+    status = cluster.wait_settled(len(corpus.bodies))
+    assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
+    assert status["metadata"]["database_bytes"] > 0
+    await check_readable(cluster, corpus)
