@@ -20,6 +20,7 @@ from typing import Any
 from archive.sql import in_chunks
 
 from .engine import Connection, open_engine
+from .schema import MASTER
 
 # The totals counted anew from every file and location, as the schema's triggers keep them.
 COUNT_KINDS = "SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind"
@@ -189,7 +190,7 @@ class MasterDB:
     def __init__(self, where: Path | str, cluster: str | None = None) -> None:
         """The metadata at `where`, a path (SQLite) or a metadata URL; `cluster` (its id, from
         archive.metadata.cluster_id) refuses another cluster's database."""
-        self.engine = open_engine(where, cluster)
+        self.engine = open_engine(where, MASTER, cluster)
         self.db = self.engine.db
         self.where = self.engine.where
         try:

@@ -1,8 +1,8 @@
-"""Where the master's metadata lives: an SQLite file beside the master (the default, nothing to
-install) or a PostgreSQL database (for a cluster that outgrows one file, or whose master needs a
-standby). MasterDB writes its SQL once; what differs between the engines beyond their schemas is
-here: opening and migrating, transactions, a few words of SQL, a second connection for reads in
-a thread, and the bytes stored."""
+"""Where the metadata of the master and of the index nodes lives: an SQLite file beside the
+process (the default, nothing to install) or a PostgreSQL database (for a cluster that outgrows
+one file, or whose master needs a standby). MasterDB and ContentIndex write their SQL once; what
+differs between the engines beyond their schemas is here: opening and migrating, transactions, a
+few words of SQL, a second connection for reads in a thread, and the bytes stored."""
 
 import json
 import sqlite3
@@ -14,10 +14,7 @@ from archive import pg
 from archive.metadata import check_cluster, parse_metadata_url
 from archive.sql import migrate, open_database, transaction, wal_bytes
 
-from .schema import PG_STEPS, STEPS
-
-# What a PostgreSQL database holding a master's metadata is marked as (archive.pg.migrate).
-COMPONENT = "master"
+from .schema import Schema
 
 
 class Connection(Protocol):
@@ -61,12 +58,12 @@ class SqliteEngine:
     greatest = "MAX"
     ordered_join = "CROSS JOIN"
 
-    def __init__(self, path: Path, cluster: str | None) -> None:
+    def __init__(self, path: Path, schema: Schema, cluster: str | None) -> None:
         self.path = path
         self.where = str(path)
         self.db = open_database(path)
         try:
-            migrate(self.db, STEPS, path)
+            migrate(self.db, schema.sqlite, path)
             if cluster is not None:
                 _check_sqlite_cluster(self.db, cluster, self.where)
         except BaseException:
@@ -101,12 +98,12 @@ class PgEngine:
     greatest = "GREATEST"
     ordered_join = "JOIN"
 
-    def __init__(self, url: str, cluster: str | None) -> None:
+    def __init__(self, url: str, schema: Schema, cluster: str | None) -> None:
         self.url = url
         self.db = pg.PgDatabase(url)
         self.where = self.db.where
         try:
-            pg.migrate(self.db, COMPONENT, PG_STEPS, cluster)
+            pg.migrate(self.db, schema.component, schema.postgresql, cluster)
         except BaseException:
             self.db.close()
             raise
@@ -131,16 +128,17 @@ class PgEngine:
         self.db.close()
 
 
-def open_engine(where: Path | str, cluster: str | None = None) -> Engine:
-    """The engine of a master's metadata: a path is an SQLite file, a string a metadata URL
-    (archive.metadata). `cluster` (archive.metadata.cluster_id) refuses another cluster's
-    database, before anything is written to it, and marks a new one."""
+def open_engine(where: Path | str, schema: Schema, cluster: str | None = None) -> Engine:
+    """The database of a component's metadata, brought to its schema: a path is an SQLite file,
+    a string a metadata URL (archive.metadata). `cluster` (archive.metadata.cluster_id) refuses
+    another cluster's database, before anything is written to it, and marks a new one (on
+    SQLite, in the schema's `meta` table)."""
     if isinstance(where, Path):
-        return SqliteEngine(where, cluster)
+        return SqliteEngine(where, schema, cluster)
     url = parse_metadata_url(where, "metadata")
     if url.path is not None:
-        return SqliteEngine(url.path, cluster)
-    return PgEngine(url.url, cluster)
+        return SqliteEngine(url.path, schema, cluster)
+    return PgEngine(url.url, schema, cluster)
 
 
 def _check_sqlite_cluster(db: sqlite3.Connection, cluster: str, where: str) -> None:

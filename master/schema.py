@@ -1,9 +1,23 @@
-"""The master's schema on each engine, a version a step: each script brings the version before it
-to its own (archive.sql.migrate on SQLite, archive.pg.migrate on PostgreSQL, which run them at
-start). Both engines have the same tables; the totals are kept by triggers, which each engine
-writes in its own way. A new step is added to both, at the same place."""
+"""The schemas of the master's and the index nodes' metadata on each engine, a version a step:
+each script brings the version before it to its own (archive.sql.migrate on SQLite,
+archive.pg.migrate on PostgreSQL, which run them at start). Both engines have the same tables;
+the master's totals are kept by triggers, which each engine writes in its own way. A new step is
+added to both, at the same place."""
+
+from dataclasses import dataclass
 
 from archive.pg import postgresql_schema
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A component's schema on each engine; `component` is what a PostgreSQL database of it is
+    marked as (archive.pg.migrate)."""
+
+    component: str
+    sqlite: tuple[str, ...]
+    postgresql: tuple[str, ...]
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS nodes (
@@ -219,3 +233,11 @@ CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short FOR EACH ROW
     WHEN (NEW.cause <> OLD.cause OR NEW.size <> OLD.size) EXECUTE FUNCTION short_changed()
 """
 PG_STEPS = (postgresql_schema(SCHEMA), _PG_TOTALS, _PG_SHORT_FILES)
+MASTER = Schema("master", STEPS, PG_STEPS)
+
+# The index node's contents: the first 128 bits of each SHA-256 and its reference count.
+_INDEX = """
+CREATE TABLE IF NOT EXISTS contents (prefix BLOB PRIMARY KEY, refs INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
+"""
+INDEX = Schema("index", (_INDEX,), (postgresql_schema(_INDEX),))

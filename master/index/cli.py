@@ -7,6 +7,7 @@ from archive.cli import add_config_option, checked_directory, parse_listen, stan
 from archive.config import ClusterConfig, load_config
 from archive.discovery import MASTER, MASTER_HOW, address
 from archive.errors import ConfigError
+from archive.metadata import parse_metadata_url
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -17,6 +18,8 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
         raise ConfigError(f"--advertise {args.advertise!r} must be a ws:// or wss:// URL")
+    if args.db is not None:
+        parse_metadata_url(args.db, "--db")
     uvloop.run(_serve(args, config))
     return 0
 
@@ -28,13 +31,25 @@ async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
     master = await address(MASTER, args.master or config.master, config, MASTER_HOW)
     host, port = args.listen
     options = IndexOptions(
-        data=args.data, host=host, port=port, config=config, master=master, advertise=args.advertise
+        data=args.data,
+        host=host,
+        port=port,
+        config=config,
+        master=master,
+        advertise=args.advertise,
+        metadata=args.db,
     )
     await serve(options)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="directory for the content index")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="the content index, if not the SQLite file in --data: a path, sqlite:///path or"
+        " postgresql://user:password@host:port/database (one database an index node)",
+    )
     parser.add_argument(
         "--listen",
         type=parse_listen,

@@ -1,11 +1,15 @@
 """The index node's content database: which contents the archive holds, by the first 128 bits of
-their SHA-256, and how many captures refer to each."""
+their SHA-256, and how many captures refer to each; in SQLite or PostgreSQL (master/engine.py)."""
 
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
-from archive.sql import in_chunks, open_database, transaction
+from archive.sql import in_chunks
+
+from ..engine import open_engine
+from ..schema import INDEX
 
 
 def prefix(name: str) -> bytes:
@@ -13,15 +17,14 @@ def prefix(name: str) -> bytes:
 
 
 class ContentIndex:
-    def __init__(self, path: Path) -> None:
-        self.db = open_database(path)
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS contents (prefix BLOB PRIMARY KEY, refs INTEGER NOT NULL)"
-            " WITHOUT ROWID"
-        )
+    def __init__(self, where: Path | str, cluster: str | None = None) -> None:
+        """The contents at `where`, a path (SQLite) or a metadata URL; `cluster` (its id, from
+        archive.metadata.cluster_id) refuses another cluster's database."""
+        self.engine = open_engine(where, INDEX, cluster)
+        self.db = self.engine.db
 
     def close(self) -> None:
-        self.db.close()
+        self.engine.close()
 
     def known(self, names: Iterable[str]) -> set[str]:
         """Which of these names the archive already holds."""
@@ -44,7 +47,7 @@ class ContentIndex:
             counts = self._refs_of(added)
             self.db.executemany(
                 "INSERT INTO contents (prefix, refs) VALUES (?, ?)"
-                " ON CONFLICT (prefix) DO UPDATE SET refs = refs + ?",
+                " ON CONFLICT (prefix) DO UPDATE SET refs = contents.refs + ?",
                 [(prefix(name), max(more, 1), more) for name, more in added.items()],
             )
         return {
@@ -71,5 +74,5 @@ class ContentIndex:
     def __len__(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM contents").fetchone()[0])
 
-    def _transaction(self) -> AbstractContextManager[None]:
-        return transaction(self.db)
+    def _transaction(self) -> AbstractContextManager[Any]:
+        return self.engine.transaction()

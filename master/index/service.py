@@ -31,6 +31,7 @@ from archive.hip import (
     hip_url,
 )
 from archive.inserts import MAX_CAPTURES, InsertAnswer, Stored, StoredAnswer
+from archive.metadata import cluster_id
 from archive.tasks import Background
 from archive.urlkey import structure_name
 from archive.variants import path_of, variant_record
@@ -87,6 +88,8 @@ class IndexOptions:
     config: ClusterConfig
     master: str
     advertise: str | None = None
+    # The content index's metadata URL (archive.metadata); None for the SQLite file in `data`.
+    metadata: str | None = None
 
 
 class AppendFailed(DlwebError):
@@ -162,7 +165,10 @@ class IndexNode:
         self.options = options
         self.id = _identity(options.data)
         self.address = options.advertise or f"ws://{options.host}:{options.port}/hip"
-        self.contents = ContentIndex(options.data / "contents.db")
+        self.contents = ContentIndex(
+            options.metadata or options.data / "contents.db",
+            cluster_id(options.config.name, options.config.secret),
+        )
         self.popular_refs = options.config.replication.popular_refs
         self.nodes: list[NodeInfo] = []
         self.claims: dict[str, str] = {}

@@ -404,8 +404,8 @@ def test_an_upload_is_placed_on_as_many_nodes_as_the_insert_waits_for_in_distinc
         place(nodes[:1], {"12" + "0" * 62: 1000}, copies=2)
 
 
-def test_the_content_database_counts_references(tmp_path: Path) -> None:
-    index = ContentIndex(tmp_path / "contents.db")
+def test_the_content_database_counts_references(metadata: Path | str) -> None:
+    index = ContentIndex(metadata)
     a, b, c = (hashlib.sha256(bytes([i])).hexdigest() for i in range(3))
     assert index.known([a, b]) == set()
     assert index.count_refs({a: 2}) == {}
@@ -414,7 +414,7 @@ def test_the_content_database_counts_references(tmp_path: Path) -> None:
     assert index.count_refs({a: 2, c: 1}) == {a: 5}
     assert index.add({a: 0}) == {a: 5}
     index.close()
-    reopened = ContentIndex(tmp_path / "contents.db")
+    reopened = ContentIndex(metadata)
     assert (len(reopened), reopened.refs(a), reopened.refs(c)) == (2, 5, None)
     # More names than one query looks up: counted in parts, each count its own.
     many = {hashlib.sha256(str(i).encode()).hexdigest(): i % 3 for i in range(1_200)}

@@ -4,11 +4,16 @@ once the master is started again on the copy; a database of another cluster, or 
 be reached, is refused at start with one line and nothing written."""
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
+import urllib.error
 from pathlib import Path
 
+import pytest
+
+from archive.cluster import ClusterError
 from master.db import MasterDB
 from tests.conftest import write_cluster_config
 from tests.deploy.run_dlweb import dlweb
@@ -144,3 +149,34 @@ async def test_the_master_keeps_its_totals_exact_on_postgresql_through_a_kill(
     assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
     assert status["metadata"]["database_bytes"] > 0
     await check_readable(cluster, corpus)
+
+
+async def test_a_master_whose_postgresql_is_away_refuses_then_resumes(
+    cluster_factory, postgres: PostgresServer, postgres_url: str
+) -> None:
+    cluster: Cluster = cluster_factory(nodes=2, replicas=2, start=False)
+    cluster.start_master("--db", postgres_url)
+    for number in (1, 2):
+        cluster.add_node(f"node{number}")
+    cluster.wait_for(lambda s: alive(s) == 2, "2 nodes to join")
+    cluster.start_index()
+    first, away, back = (make_corpus(20, urls=5, seed=seed) for seed in (1, 2, 3))
+    await insert(cluster, first)
+    cluster.wait_settled(len(first.bodies))
+
+    postgres.kill()
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        cluster.status()
+    assert refused.value.code == 503
+    assert "PostgreSQL" in json.loads(refused.value.read())["error"]
+    with pytest.raises(ClusterError) as not_taken:
+        await insert(cluster, away)
+    assert "no PostgreSQL server answers" in str(not_taken.value)
+
+    postgres.start()
+    cluster.wait_settled(len(first.bodies))
+    await insert(cluster, back)
+    cluster.wait_settled(len(first.bodies | back.bodies))
+    await check_readable(cluster, first)
+    await check_readable(cluster, back)
+    assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
