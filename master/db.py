@@ -30,6 +30,10 @@ COUNT_NODES = (
 )
 COUNT_CAUSES = "SELECT cause, COUNT(*), COALESCE(SUM(size), 0) FROM short GROUP BY cause"
 
+# Rows one INSERT or DELETE of many rows takes (MasterDB._insert_rows): at most 3,000 values, well
+# under either engine's bound on parameters.
+ROWS_PER_STATEMENT = 500
+
 # The next number of the change feed (archive/changes.py), given to a file changed anew.
 NEXT_CHANGE = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM changes)"
 
@@ -177,6 +181,14 @@ def _differences(
     }
 
 
+def _values(rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
+    """The rows in parts of ROWS_PER_STATEMENT, each as `(?,?),(?,?)...` and its values."""
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        part = rows[start : start + ROWS_PER_STATEMENT]
+        marks = ",".join([f"({','.join('?' * len(part[0]))})"] * len(part))
+        yield marks, [value for row in part for value in row]
+
+
 # The kept totals `recount` checks: what its report calls them, their table and key, and how
 # to count them anew.
 RECOUNTED = (
@@ -283,7 +295,7 @@ class MasterDB:
         """Record a batch of a node's inventory entries and its new position, atomically."""
         with self._transaction():
             # Runs of adds and of removes in their order; within a run each statement touches
-            # one table, so one executemany a statement gives what one row at a time would.
+            # one table, so many rows a statement give what one row at a time would.
             for adds, run in itertools.groupby(entries, key=lambda entry: entry["op"] == "add"):
                 if adds:
                     self._apply_adds(node, list(run), targets)
@@ -294,14 +306,16 @@ class MasterDB:
             self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
 
     def _apply_adds(self, node: str, entries: list[dict[str, Any]], targets: TargetFn) -> None:
-        self.db.executemany(
-            "INSERT INTO files (kind, name, size, target) VALUES (?,?,?,?)"
-            " ON CONFLICT (kind, name) DO UPDATE SET size = excluded.size",
+        self._insert_rows(
+            "INSERT INTO files (kind, name, size, target)",
             [(e["kind"], e["name"], e["size"], targets(e["kind"], e["size"], 0)) for e in entries],
+            "ON CONFLICT (kind, name) DO UPDATE SET size = excluded.size",
+            key=2,
         )
-        self.db.executemany(
-            "INSERT INTO locations (kind, name, node) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+        self._insert_rows(
+            "INSERT INTO locations (kind, name, node)",
             [(e["kind"], e["name"], node) for e in entries],
+            "ON CONFLICT DO NOTHING",
         )
         # A structure file the master learns of with no active copy (its database was lost) is
         # appended to on the first holder it hears of, and is new to the change feed.
@@ -317,9 +331,8 @@ class MasterDB:
             )
 
     def _apply_removes(self, node: str, entries: list[dict[str, Any]]) -> None:
-        self.db.executemany(
-            "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
-            [(e["kind"], e["name"], node) for e in entries],
+        self._delete_rows(
+            "locations", "kind, name, node", [(e["kind"], e["name"], node) for e in entries]
         )
         self.db.executemany(
             "DELETE FROM diverged WHERE name = ? AND node = ?",
@@ -513,17 +526,18 @@ class MasterDB:
         """Record what the repair pass found of the files it just looked at: which are below
         target and why, and which have copies above target (for the trim step)."""
         with self._transaction():
-            self.db.executemany(
-                f"INSERT INTO short ({PROBLEM_COLUMNS}) VALUES (?,?,?,?,?,?)"
-                " ON CONFLICT (kind, name) DO UPDATE SET have = excluded.have,"
-                " want = excluded.want, size = excluded.size, cause = excluded.cause",
+            self._insert_rows(
+                f"INSERT INTO short ({PROBLEM_COLUMNS})",
                 [astuple(problem) for problem in short],
+                "ON CONFLICT (kind, name) DO UPDATE SET have = excluded.have,"
+                " want = excluded.want, size = excluded.size, cause = excluded.cause",
+                key=2,
             )
-            self.db.executemany("DELETE FROM short WHERE kind = ? AND name = ?", not_short)
+            self._delete_rows("short", "kind, name", list(not_short))
             if self.db.execute("SELECT 1 FROM over_target LIMIT 1").fetchone() is not None:
-                self.db.executemany("DELETE FROM over_target WHERE kind = ? AND name = ?", not_over)
-            self.db.executemany(
-                "INSERT INTO over_target (kind, name) VALUES (?, ?) ON CONFLICT DO NOTHING", over
+                self._delete_rows("over_target", "kind, name", list(not_over))
+            self._insert_rows(
+                "INSERT INTO over_target (kind, name)", list(over), "ON CONFLICT DO NOTHING"
             )
 
     def mark_short(self) -> None:
@@ -560,9 +574,26 @@ class MasterDB:
     # -- files to check -------------------------------------------------------------------------
 
     def _mark(self, files: Iterable[tuple[str, str]]) -> None:
-        self.db.executemany(
-            "INSERT INTO to_check (kind, name) VALUES (?, ?) ON CONFLICT DO NOTHING", list(files)
+        self._insert_rows(
+            "INSERT INTO to_check (kind, name)", list(files), "ON CONFLICT DO NOTHING"
         )
+
+    def _insert_rows(
+        self, head: str, rows: Sequence[Sequence[Any]], tail: str, key: int = 0
+    ) -> None:
+        """`head VALUES (...), (...) tail` for the rows, ROWS_PER_STATEMENT a statement: one
+        statement for many rows costs PostgreSQL one round trip and one firing of the triggers
+        that keep its totals. With `key`, of rows whose first `key` values repeat only the last
+        is kept (an upsert may not change a row twice in one statement)."""
+        if key:
+            rows = list({tuple(row[:key]): row for row in rows}.values())
+        for marks, values in _values(rows):
+            self.db.execute(f"{head} VALUES {marks} {tail}", values)
+
+    def _delete_rows(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Delete the rows of a table whose `columns` have these values, many a statement."""
+        for marks, values in _values(rows):
+            self.db.execute(f"DELETE FROM {table} WHERE ({columns}) IN (VALUES {marks})", values)
 
     def mark(self, files: Iterable[tuple[str, str]]) -> None:
         """Have the repair pass look at these files again."""

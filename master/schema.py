@@ -157,21 +157,29 @@ END
 STEPS = (SCHEMA, TOTALS, SHORT_FILES)
 
 # PostgreSQL's triggers run functions; each keeps a totals table as the SQLite trigger of the same
-# name does.
+# name does, but once a statement, from the rows it changed (a transition table), where SQLite's
+# run once a row: MasterDB inserts and deletes many rows a statement, and a row's trigger would
+# cost PostgreSQL as much as its insert.
 _PG_TOTALS = """
 CREATE TABLE kind_totals (kind TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
 CREATE TABLE node_totals (node TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
 CREATE FUNCTION file_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO kind_totals AS t (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
-    ON CONFLICT (kind) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    INSERT INTO kind_totals AS t (kind, files, bytes)
+    SELECT kind, COUNT(*), SUM(size) FROM added GROUP BY kind
+    ON CONFLICT (kind) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;
     RETURN NULL;
 END $$;
-CREATE TRIGGER file_added AFTER INSERT ON files FOR EACH ROW EXECUTE FUNCTION file_added();
+CREATE TRIGGER file_added AFTER INSERT ON files REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION file_added();
 CREATE FUNCTION file_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
+    UPDATE kind_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT kind, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY kind) r
+    WHERE t.kind = r.kind;
     RETURN NULL;
 END $$;
-CREATE TRIGGER file_removed AFTER DELETE ON files FOR EACH ROW EXECUTE FUNCTION file_removed();
+CREATE TRIGGER file_removed AFTER DELETE ON files REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION file_removed();
 CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
     UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
@@ -181,21 +189,24 @@ END $$;
 CREATE TRIGGER file_resized AFTER UPDATE OF size ON files FOR EACH ROW
     WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION file_resized();
 CREATE FUNCTION location_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO node_totals AS t (node, files, bytes) VALUES (NEW.node, 1,
-        COALESCE((SELECT size FROM files WHERE kind = NEW.kind AND name = NEW.name), 0))
-    ON CONFLICT (node) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    INSERT INTO node_totals AS t (node, files, bytes)
+    SELECT a.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM added a
+    LEFT JOIN files f ON f.kind = a.kind AND f.name = a.name GROUP BY a.node
+    ON CONFLICT (node) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;
     RETURN NULL;
 END $$;
-CREATE TRIGGER location_added AFTER INSERT ON locations FOR EACH ROW
-    EXECUTE FUNCTION location_added();
+CREATE TRIGGER location_added AFTER INSERT ON locations REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION location_added();
 CREATE FUNCTION location_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE node_totals SET files = files - 1,
-        bytes = bytes - COALESCE((SELECT size FROM files WHERE kind = OLD.kind AND name = OLD.name), 0)
-    WHERE node = OLD.node;
+    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT o.node, COUNT(*) AS files, COALESCE(SUM(f.size), 0) AS bytes FROM removed o
+          LEFT JOIN files f ON f.kind = o.kind AND f.name = o.name GROUP BY o.node) r
+    WHERE t.node = r.node;
     RETURN NULL;
 END $$;
-CREATE TRIGGER location_removed AFTER DELETE ON locations FOR EACH ROW
-    EXECUTE FUNCTION location_removed();
+CREATE TRIGGER location_removed AFTER DELETE ON locations REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION location_removed();
 INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
 INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
     LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
@@ -213,16 +224,22 @@ CREATE TABLE short (
 CREATE INDEX short_by_danger ON short (have, kind DESC, size);
 CREATE TABLE short_totals (cause TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
 CREATE FUNCTION short_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO short_totals AS t (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
-    ON CONFLICT (cause) DO UPDATE SET files = t.files + 1, bytes = t.bytes + excluded.bytes;
+    INSERT INTO short_totals AS t (cause, files, bytes)
+    SELECT cause, COUNT(*), SUM(size) FROM added GROUP BY cause
+    ON CONFLICT (cause) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;
     RETURN NULL;
 END $$;
-CREATE TRIGGER short_added AFTER INSERT ON short FOR EACH ROW EXECUTE FUNCTION short_added();
+CREATE TRIGGER short_added AFTER INSERT ON short REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION short_added();
 CREATE FUNCTION short_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
+    UPDATE short_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT cause, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY cause) r
+    WHERE t.cause = r.cause;
     RETURN NULL;
 END $$;
-CREATE TRIGGER short_removed AFTER DELETE ON short FOR EACH ROW EXECUTE FUNCTION short_removed();
+CREATE TRIGGER short_removed AFTER DELETE ON short REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION short_removed();
 CREATE FUNCTION short_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
     INSERT INTO short_totals AS t (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
