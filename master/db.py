@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from archive.sql import in_chunks
 
@@ -29,6 +29,8 @@ COUNT_NODES = (
     " LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node"
 )
 COUNT_CAUSES = "SELECT cause, COUNT(*), COALESCE(SUM(size), 0) FROM short GROUP BY cause"
+
+T = TypeVar("T")
 
 # Rows one INSERT or DELETE of many rows takes (MasterDB._insert_rows): at most 3,000 values, well
 # under either engine's bound on parameters.
@@ -181,12 +183,10 @@ def _differences(
     }
 
 
-def _values(rows: Sequence[Sequence[Any]]) -> Iterator[tuple[str, list[Any]]]:
-    """The rows in parts of ROWS_PER_STATEMENT, each as `(?,?),(?,?)...` and its values."""
+def _parts(rows: Sequence[T]) -> Iterator[Sequence[T]]:
+    """The rows in parts of ROWS_PER_STATEMENT, each for one statement (MasterDB._insert_rows)."""
     for start in range(0, len(rows), ROWS_PER_STATEMENT):
-        part = rows[start : start + ROWS_PER_STATEMENT]
-        marks = ",".join([f"({','.join('?' * len(part[0]))})"] * len(part))
-        yield marks, [value for row in part for value in row]
+        yield rows[start : start + ROWS_PER_STATEMENT]
 
 
 # The kept totals `recount` checks: what its report calls them, their table and key, and how
@@ -587,13 +587,15 @@ class MasterDB:
         is kept (an upsert may not change a row twice in one statement)."""
         if key:
             rows = list({tuple(row[:key]): row for row in rows}.values())
-        for marks, values in _values(rows):
-            self.db.execute(f"{head} VALUES {marks} {tail}", values)
+        for part in _parts(rows):
+            chosen, values = self.engine.rows(part)
+            self.db.execute(f"{head} {chosen} {tail}", values)
 
     def _delete_rows(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
         """Delete the rows of a table whose `columns` have these values, many a statement."""
-        for marks, values in _values(rows):
-            self.db.execute(f"DELETE FROM {table} WHERE ({columns}) IN (VALUES {marks})", values)
+        for part in _parts(rows):
+            chosen, values = self.engine.rows(part)
+            self.db.execute(f"DELETE FROM {table} WHERE ({columns}) IN ({chosen})", values)
 
     def mark(self, files: Iterable[tuple[str, str]]) -> None:
         """Have the repair pass look at these files again."""
@@ -706,19 +708,25 @@ class MasterDB:
         return files
 
     def _replicas(self, chosen: str, params: Sequence[Any]) -> list[Replicas]:
-        """The files a query chooses (kind, name), each with its target and holders."""
-        rows = self.db.execute(
-            f"SELECT f.kind, f.name, f.size, f.target, {self.engine.group_concat.format('l.node')}"
-            f" FROM ({chosen}) m {self.engine.ordered_join} files f"
-            " ON f.kind = m.kind AND f.name = m.name"
-            " LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name"
-            " GROUP BY f.kind, f.name",
-            params,
-        ).fetchall()
-        return [
-            Replicas(kind, name, size, target, tuple(holders.split(",")) if holders else ())
-            for kind, name, size, target, holders in rows
-        ]
+        """The files a query chooses (kind, name), each with its target and holders: looked up
+        by their keys, each file's holders by a subquery, so that both engines read through
+        their indexes whatever they guess of the tables' sizes."""
+        keys = self.db.execute(chosen, params).fetchall()
+        found: list[Replicas] = []
+        for part in _parts(keys):
+            chosen_keys, values = self.engine.rows(part)
+            rows = self.db.execute(
+                f"SELECT f.kind, f.name, f.size, f.target, (SELECT"
+                f" {self.engine.group_concat.format('l.node')} FROM locations l"
+                " WHERE l.kind = f.kind AND l.name = f.name)"
+                f" FROM files f WHERE (f.kind, f.name) IN ({chosen_keys})",
+                values,
+            )
+            found += [
+                Replicas(kind, name, size, target, tuple(holders.split(",")) if holders else ())
+                for kind, name, size, target, holders in rows
+            ]
+        return found
 
     # -- structure files ------------------------------------------------------------------------
 

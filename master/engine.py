@@ -6,6 +6,7 @@ few words of SQL, a second connection for reads in a thread, and the bytes store
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +44,11 @@ class Engine(Protocol):
 
     def transaction(self) -> AbstractContextManager[Any]: ...
 
+    def rows(self, rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+        """Rows as a query gives them, to insert (`INSERT INTO t (...) <rows>`) or to match
+        (`WHERE (...) IN (<rows>)`), and its parameters."""
+        ...
+
     def reader(self) -> Connection:
         """A connection of its own, for reads made in a thread while the master serves."""
         ...
@@ -73,6 +79,10 @@ class SqliteEngine:
 
     def transaction(self) -> AbstractContextManager[None]:
         return transaction(self.db)
+
+    def rows(self, rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+        marks = ",".join([f"({','.join('?' * len(rows[0]))})"] * len(rows))
+        return f"VALUES {marks}", [value for row in rows for value in row]
 
     def reader(self) -> sqlite3.Connection:
         if self._reader is None:
@@ -112,6 +122,13 @@ class PgEngine:
     def transaction(self) -> AbstractContextManager[Any]:
         return self.db.transaction()
 
+    def rows(self, rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+        """One array a column: the statement stays the same whatever the number of rows, so
+        psycopg prepares it once, and PostgreSQL reads the arrays as a table."""
+        columns = list(zip(*rows, strict=True))
+        casts = ", ".join(f"?::{_ARRAYS[type(column[0])]}" for column in columns)
+        return f"SELECT * FROM unnest({casts})", [list(column) for column in columns]
+
     def reader(self) -> pg.PgDatabase:
         if self._reader is None:
             self._reader = pg.PgDatabase(self.url)
@@ -126,6 +143,10 @@ class PgEngine:
         if self._reader is not None:
             self._reader.close()
         self.db.close()
+
+
+# PostgreSQL's array type for the Python type of a column's values (PgEngine.rows).
+_ARRAYS = {str: "text[]", int: "bigint[]", float: "double precision[]"}
 
 
 def open_engine(where: Path | str, schema: Schema, cluster: str | None = None) -> Engine:
