@@ -183,6 +183,11 @@ def _differences(
     }
 
 
+def _replicas_of(kind: str, name: str, size: int, target: int, holders: str | None) -> Replicas:
+    """A file as the replica queries give it, its holders joined by commas."""
+    return Replicas(kind, name, size, target, tuple(holders.split(",")) if holders else ())
+
+
 def _parts(rows: Sequence[T]) -> Iterator[Sequence[T]]:
     """The rows in parts of ROWS_PER_STATEMENT, each for one statement (MasterDB._insert_rows)."""
     for start in range(0, len(rows), ROWS_PER_STATEMENT):
@@ -708,9 +713,20 @@ class MasterDB:
         return files
 
     def _replicas(self, chosen: str, params: Sequence[Any]) -> list[Replicas]:
-        """The files a query chooses (kind, name), each with its target and holders: looked up
-        by their keys, each file's holders by a subquery, so that both engines read through
-        their indexes whatever they guess of the tables' sizes."""
+        """The files a query chooses (kind, name), each with its target and holders."""
+        if not self.engine.plans_from_statistics:
+            # SQLite reads the chosen files first (CROSS JOIN keeps that order), each through
+            # the files' and locations' keys.
+            rows = self.db.execute(
+                "SELECT f.kind, f.name, f.size, f.target, GROUP_CONCAT(l.node)"
+                f" FROM ({chosen}) m CROSS JOIN files f ON f.kind = m.kind AND f.name = m.name"
+                " LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name"
+                " GROUP BY f.kind, f.name",
+                params,
+            ).fetchall()
+            return [_replicas_of(*row) for row in rows]
+        # PostgreSQL would choose that order only from statistics a fresh table lacks: the
+        # files are looked up by their keys, each one's holders by a subquery.
         keys = self.db.execute(chosen, params).fetchall()
         found: list[Replicas] = []
         for part in _parts(keys):
@@ -722,10 +738,7 @@ class MasterDB:
                 f" FROM files f WHERE (f.kind, f.name) IN ({chosen_keys})",
                 values,
             )
-            found += [
-                Replicas(kind, name, size, target, tuple(holders.split(",")) if holders else ())
-                for kind, name, size, target, holders in rows
-            ]
+            found += [_replicas_of(*row) for row in rows]
         return found
 
     # -- structure files ------------------------------------------------------------------------

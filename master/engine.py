@@ -27,12 +27,13 @@ class Connection(Protocol):
 
 
 class Engine(Protocol):
-    # SQL that differs: a column's values joined with commas, the smaller and the larger of two,
-    # and an inner join whose left table is read first (SQLite's CROSS JOIN fixes the order).
+    # SQL that differs: a column's values joined with commas, the smaller and the larger of two.
     group_concat: str
     least: str
     greatest: str
-    ordered_join: str
+    # Whether the engine orders a join from statistics of the tables (PostgreSQL, whose guesses
+    # for a table just filled are wrong until it is analysed), not from how the query is written.
+    plans_from_statistics: bool
 
     @property
     def db(self) -> Connection: ...
@@ -62,7 +63,7 @@ class SqliteEngine:
     group_concat = "GROUP_CONCAT({})"
     least = "MIN"
     greatest = "MAX"
-    ordered_join = "CROSS JOIN"
+    plans_from_statistics = False
 
     def __init__(self, path: Path, schema: Schema, cluster: str | None) -> None:
         self.path = path
@@ -106,7 +107,7 @@ class PgEngine:
     group_concat = "string_agg({}, ',')"
     least = "LEAST"
     greatest = "GREATEST"
-    ordered_join = "JOIN"
+    plans_from_statistics = True
 
     def __init__(self, url: str, schema: Schema, cluster: str | None) -> None:
         self.url = url
