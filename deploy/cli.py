@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from archive.cli import checked_directory, positive_seconds
+from archive.metadata import parse_metadata_url
 
 from .launcher import (
     CONFIG_FILE,
@@ -48,6 +49,8 @@ def _data(args: argparse.Namespace) -> Path:
 
 def _up(args: argparse.Namespace) -> int:
     data = _data(args)
+    if args.db is not None:
+        parse_metadata_url(args.db, "--db")
     plan = Plan(
         data,
         args.nodes,
@@ -58,6 +61,7 @@ def _up(args: argparse.Namespace) -> int:
         args.proxy_port,
         args.timeout,
         args.search,
+        args.db,
     )
     try:
         launch = up(plan)
@@ -152,6 +156,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         default=None,
         help="also run a search indexer that keeps DATA/search current for the proxy's search"
         " harbor (later starts keep it)",
+    )
+    start.add_argument(
+        "--db",
+        metavar="URL",
+        help="where a new cluster's master keeps its metadata, if not SQLite in DATA/master:"
+        " postgresql://user:password@host:port/database (an empty database)",
     )
     start.set_defaults(run=_up)
     stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")

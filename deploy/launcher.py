@@ -48,6 +48,7 @@ class Plan:
     proxy_port: int | None = None  # 0 picks a free port
     timeout: float = READY_TIMEOUT
     search: bool | None = None  # also a search indexer; None: as an earlier start chose
+    db: str | None = None  # the master's metadata URL, for a new cluster; None: SQLite in data
 
 
 @dataclass
@@ -92,12 +93,16 @@ def _write_record(data: Path, record: dict[str, Any]) -> None:
     atomic_write(data / STATE_FILE, (json.dumps(record, indent=2) + "\n").encode())
 
 
-def write_config(path: Path, host: str, master_port: int, replicas: int) -> None:
+def write_config(
+    path: Path, host: str, master_port: int, replicas: int, metadata: str | None = None
+) -> None:
     """A new cluster configuration: generated secret, the master's URL, the replica count, and
-    multicast groups and port of its own so two local clusters never answer each other."""
+    multicast groups and port of its own so two local clusters never answer each other; with
+    `metadata`, where the master keeps its metadata."""
     write_new_config(
         path,
         extra={
+            **({"metadata": metadata} if metadata is not None else {}),
             "master": f"http://{_url_host(host)}:{master_port}",
             "lookup": "both",
             "multicast": {
@@ -160,6 +165,12 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
         proxy_port = proxy_port or free_port(host)
         return _Settings(host, master_port, nodes, replicas, port_base, grace, proxy_port, search)
     config = load_config(config_path)
+    if plan.db is not None and plan.db != config.metadata:
+        raise LaunchError(
+            f"the cluster in {data} keeps its metadata in {config.metadata or 'its master folder'};"
+            " to move it, use dlweb admin migrate-metadata, then set metadata: in"
+            f" {config_path}"
+        )
     if config.master is None:
         raise LaunchError(
             f"{config_path} has no master key; add one (master: http://127.0.0.1:PORT)"
@@ -399,7 +410,9 @@ def up(plan: Plan) -> Launch:
         config_path = data / CONFIG_FILE
         settings = _settings(plan, old, config_path)
         if not config_path.exists():
-            write_config(config_path, settings.host, settings.master_port, settings.replicas)
+            write_config(
+                config_path, settings.host, settings.master_port, settings.replicas, plan.db
+            )
         proxy = proxy_url(settings.host, settings.proxy_port)
         _record_proxy(config_path, proxy)
         config = load_config(config_path)

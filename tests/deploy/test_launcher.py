@@ -175,6 +175,7 @@ def test_a_cluster_not_ready_in_time_is_stopped(data: Path) -> None:
         (["--nodes", "2", "--replicas", "3"], "--replicas 3 is more than --nodes 2"),
         (["--port-base", "80"], "must be a port from 1024 to 65000"),
         (["--timeout", "-5"], "must be a positive number"),
+        (["--db", "mysql://host/db"], "the engine 'mysql' is not one of"),
     ],
 )
 def test_bad_arguments_get_one_line_errors(data: Path, args: list[str], message: str) -> None:
@@ -259,3 +260,29 @@ def test_up_with_search_runs_an_indexer_for_the_proxys_folder_and_later_starts_k
     dlweb("up", "--data", str(data), "--proxy-port", "0")
     again = recorded_pids(data)
     assert "search" in again and running(again["search"])
+
+
+def test_up_with_db_keeps_the_masters_metadata_in_postgresql(data: Path, postgres_url: str) -> None:
+    dlweb(
+        "up",
+        "--data",
+        str(data),
+        "--proxy-port",
+        "0",
+        "--nodes",
+        "1",
+        "--replicas",
+        "1",
+        "--db",
+        postgres_url,
+    )
+    assert load_config(data / "dlweb.yaml").metadata == postgres_url
+    assert not (data / "master" / "master.db").exists()
+    status = dlweb_json("status", "-c", str(data / "dlweb.yaml"))
+    assert [node["state"] for node in status["nodes"]] == ["alive"]
+    assert status["metadata"]["database_bytes"] > 0 and status["metadata"]["wal_bytes"] == 0
+    # An existing cluster keeps where its metadata is: moving it is migrate-metadata's work.
+    moved = dlweb(
+        "up", "--data", str(data), "--proxy-port", "0", "--db", "sqlite:///elsewhere", check=False
+    )
+    assert moved.returncode != 0 and "use dlweb admin migrate-metadata" in moved.stderr
