@@ -44,6 +44,15 @@ def start_master(config: Path, data: Path, *extra: str) -> subprocess.CompletedP
     )
 
 
+def migrate(cluster: Cluster, url: str) -> subprocess.CompletedProcess[str]:
+    """`dlweb admin migrate-metadata` from the cluster's SQLite master to `url`."""
+    database = str(cluster.root / "master" / "master.db")
+    config = str(cluster.config_path)
+    return dlweb(
+        "admin", "migrate-metadata", "--from", database, "--to", url, "-c", config, check=False
+    )
+
+
 async def test_a_migration_to_postgresql_under_load_loses_no_capture(
     cluster_factory, postgres_url: str
 ) -> None:
@@ -54,18 +63,8 @@ async def test_a_migration_to_postgresql_under_load_loses_no_capture(
 
     # Captures go on arriving while the metadata is copied, and after the copy.
     inserting = asyncio.ensure_future(insert(cluster, during))
-    migrated = await asyncio.to_thread(
-        dlweb,
-        "admin",
-        "migrate-metadata",
-        "--from",
-        str(cluster.root / "master" / "master.db"),
-        "--to",
-        postgres_url,
-        "-c",
-        str(cluster.config_path),
-    )
-    assert "copied and checked" in migrated.stdout
+    migrated = await asyncio.to_thread(migrate, cluster, postgres_url)
+    assert migrated.returncode == 0 and "copied and checked" in migrated.stdout
     await inserting
     await insert(cluster, after)
 
@@ -83,17 +82,7 @@ async def test_a_migration_to_postgresql_under_load_loses_no_capture(
         await check_readable(cluster, corpus)
     assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
     # Into a database that holds files already, nothing is copied.
-    again = dlweb(
-        "admin",
-        "migrate-metadata",
-        "--from",
-        str(cluster.root / "master" / "master.db"),
-        "--to",
-        postgres_url,
-        "-c",
-        str(cluster.config_path),
-        check=False,
-    )
+    again = migrate(cluster, postgres_url)
     assert again.returncode != 0 and "holds files already" in again.stderr
 
 
