@@ -101,6 +101,8 @@ def review(where: Path | str, rng: random.Random, changes: int = 20_000) -> dict
         row[0]
         for row in db.db.execute("SELECT name FROM files ORDER BY random() LIMIT ?", (changes,))
     ]
+    while db.take_marked(EXAMINE):  # the marks of the writing, not timed
+        pass
     db.mark(("content", name) for name in names)
     began = time.perf_counter()
     while files := db.take_marked(EXAMINE):
