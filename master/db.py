@@ -177,9 +177,11 @@ def _differences(
 ) -> dict[str, dict[str, list[int]]]:
     """Where a totals table differs from its count anew (rows of zero count as absent)."""
     kept = {
-        row[0]: [row[1], row[2]] for row in db.execute(f"SELECT {key}, files, bytes FROM {table}")
+        row[0]: [int(row[1]), int(row[2])]
+        for row in db.execute(f"SELECT {key}, files, bytes FROM {table}")
     }
-    counted = {row[0]: [row[1], row[2]] for row in db.execute(query)}
+    # int(): PostgreSQL's SUM of BIGINTs is a NUMERIC, which psycopg gives as a Decimal.
+    counted = {row[0]: [int(row[1]), int(row[2])] for row in db.execute(query)}
     return {
         name: {"kept": kept.get(name, [0, 0]), "counted": counted.get(name, [0, 0])}
         for name in sorted(kept.keys() | counted.keys())
@@ -882,13 +884,9 @@ class MasterDB:
             " COALESCE(SUM(size), 0), COALESCE(SUM(CASE WHEN done = 1 THEN size END), 0)"
             " FROM moves"
         ).fetchone()
-        return {
-            "files": row[0],
-            "moved": row[1],
-            "skipped": row[2],
-            "bytes": row[3],
-            "bytes_moved": row[4],
-        }
+        # int(): PostgreSQL's SUM of BIGINTs is a NUMERIC, which psycopg gives as a Decimal.
+        keys = ("files", "moved", "skipped", "bytes", "bytes_moved")
+        return {key: int(value) for key, value in zip(keys, row, strict=True)}
 
     # -- small settings -------------------------------------------------------------------------
 

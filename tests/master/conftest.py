@@ -76,6 +76,8 @@ class Cluster:
     config: ClusterConfig
     master_port: int
     grace: float = 1.0
+    # Where the master keeps its metadata: a PostgreSQL URL, or None for SQLite in its folder.
+    metadata: str | None = None
     master: Service | None = None
     index: Service | None = None
     nodes: dict[str, NodeProcess] = field(default_factory=dict)
@@ -94,6 +96,7 @@ class Cluster:
                 str(self.config_path),
                 "--grace",
                 str(self.grace),
+                *(("--db", self.metadata) if self.metadata else ()),
                 *extra,
             ],
             self.master_port,
@@ -265,12 +268,14 @@ def clusters_in(root: Path) -> Iterator[Callable[..., Cluster]]:
         replicas: int = 2,
         grace: float = 1.0,
         start: bool = True,
+        metadata: Path | str | None = None,
         **replication: int,
     ) -> Cluster:
         port = free_port()
         path = root / "dlweb.yaml"
         write_config(path, port, replicas, **replication)
-        cluster = Cluster(root, path, load_config(path), port, grace)
+        url = metadata if isinstance(metadata, str) else None  # a path: SQLite, the default
+        cluster = Cluster(root, path, load_config(path), port, grace, url)
         made.append(cluster)
         return cluster.start(nodes) if start else cluster
 

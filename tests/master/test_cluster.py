@@ -106,8 +106,8 @@ async def test_a_new_node_is_filled_by_a_rebalance_that_loses_nothing(cluster_fa
     await check_readable(cluster, corpus)
 
 
-async def test_a_rebalance_resumes_after_a_master_restart(cluster_factory) -> None:
-    cluster = cluster_factory(nodes=2, replicas=1)
+async def test_a_rebalance_resumes_after_a_master_restart(cluster_factory, metadata) -> None:
+    cluster = cluster_factory(nodes=2, replicas=1, metadata=metadata)
     corpus = make_corpus(300, urls=300)
     await insert(cluster, corpus)
     cluster.wait_settled(len(corpus.bodies))
@@ -137,6 +137,7 @@ async def test_a_rebalance_resumes_after_a_master_restart(cluster_factory) -> No
     cluster.wait_for(lambda s: alive(s) == 3 and s["index_nodes"], "nodes and index to return")
     cluster.wait_settled()
     await check_readable(cluster, corpus)
+    assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
 
 
 async def test_a_drained_node_ends_empty_and_its_files_live_on(cluster_factory) -> None:

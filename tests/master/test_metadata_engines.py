@@ -5,7 +5,6 @@ be reached, is refused at start with one line and nothing written."""
 
 import asyncio
 import json
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -117,38 +116,10 @@ def test_an_unreachable_or_unknown_database_is_refused_with_one_line(
     assert not (tmp_path / "data" / "master.db").exists()
 
 
-async def test_the_master_keeps_its_totals_exact_on_postgresql_through_a_kill(
-    cluster_factory, postgres_url: str
-) -> None:
-    cluster: Cluster = cluster_factory(nodes=3, replicas=2, start=False, grace=1.0)
-    cluster.start_master("--db", postgres_url)
-    for number in (1, 2, 3):
-        cluster.add_node(f"node{number}")
-    cluster.wait_for(lambda s: alive(s) == 3, "3 nodes to join")
-    cluster.start_index()
-    corpus = make_corpus(200, urls=50)
-    await insert(cluster, corpus)
-    cluster.wait_settled(len(corpus.bodies))
-    cluster.kill_node("node3")
-    cluster.wait_for(lambda s: s["repairs"]["copied"] > 0 and settled(s), "the repairs")
-    assert cluster.master is not None
-    cluster.master.stop(signal.SIGKILL)
-    cluster.start_master("--db", postgres_url)
-    status = cluster.wait_settled(len(corpus.bodies))
-    assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
-    assert status["metadata"]["database_bytes"] > 0
-    await check_readable(cluster, corpus)
-
-
 async def test_a_master_whose_postgresql_is_away_refuses_then_resumes(
     cluster_factory, postgres: PostgresServer, postgres_url: str
 ) -> None:
-    cluster: Cluster = cluster_factory(nodes=2, replicas=2, start=False)
-    cluster.start_master("--db", postgres_url)
-    for number in (1, 2):
-        cluster.add_node(f"node{number}")
-    cluster.wait_for(lambda s: alive(s) == 2, "2 nodes to join")
-    cluster.start_index()
+    cluster: Cluster = cluster_factory(nodes=2, replicas=2, metadata=postgres_url)
     first, away, back = (make_corpus(20, urls=5, seed=seed) for seed in (1, 2, 3))
     await insert(cluster, first)
     cluster.wait_settled(len(first.bodies))

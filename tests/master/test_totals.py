@@ -160,9 +160,9 @@ def test_the_write_ahead_log_is_cut_back_once_checkpointed(tmp_path: Path) -> No
 
 
 async def test_status_totals_stay_exact_through_loss_repair_and_a_killed_master(
-    cluster_factory,
+    cluster_factory, metadata
 ) -> None:
-    cluster = cluster_factory(nodes=3, replicas=2, grace=1.0)
+    cluster = cluster_factory(nodes=3, replicas=2, grace=1.0, metadata=metadata)
     corpus = make_corpus(600, urls=200)
     await insert(cluster, corpus)
     cluster.wait_settled(len(corpus.bodies))
