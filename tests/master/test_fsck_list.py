@@ -40,10 +40,12 @@ def problems(cluster: Cluster, query: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in answer]
 
 
-async def test_the_list_streams_every_file_below_target_and_resumes(cluster_factory) -> None:
+async def test_the_list_streams_every_file_below_target_and_resumes(
+    cluster_factory, metadata: Path | str
+) -> None:
     # Three copies wanted, but node3 takes no new files: every file stays at two, and no copy
     # can be placed.
-    cluster = cluster_factory(nodes=3, replicas=3)
+    cluster = cluster_factory(nodes=3, replicas=3, metadata=metadata)
     cluster.post("/admin/nodes/node3/state", {"state": "read-only"})
     corpus = make_corpus(30, urls=30)
     async with ClusterClient(cluster.config) as client:
