@@ -164,3 +164,18 @@ async def test_fsck_finds_lost_contents_and_a_stopped_master(tmp_path: Path) -> 
     line = one_line_error(dlweb("status", "-c", config, check=False))
     assert "does not answer" in line
     assert yaml.safe_load(Path(config).read_text())["master"] in line
+
+
+def test_counts_below_target_say_what_the_repair_pass_has_yet_to_look_at() -> None:
+    from master.admin import _below_target
+
+    causes = {"repairing": 0, "cannot_place": 0, "no_readable_copy": 0}
+    looking = {"to_check": 3, "nodes_to_check": 1, "full_scan_at": ["content", "ab"]}
+    lines = _below_target({"below_target": 0, "below_target_causes": causes, "repairs": looking})
+    assert lines == [
+        "below replica target: 0",
+        "  (as last looked at; still to look at: 3 files, the files of 1 node, a full scan)",
+    ]
+    done = {"to_check": 0, "nodes_to_check": 0, "full_scan_at": None}
+    answer = {"below_target": 0, "below_target_causes": causes, "repairs": done}
+    assert _below_target(answer) == ["below replica target: 0"]
