@@ -14,7 +14,7 @@ from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
 from tests.conftest import free_port, wait_until
 from tests.deploy.run_dlweb import dlweb, dlweb_json, one_line_error, running
-from tests.master.conftest import make_corpus
+from tests.master.conftest import checked, make_corpus
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,15 @@ async def test_fsck_finds_lost_contents_and_a_stopped_master(tmp_path: Path) -> 
         pid = int((data / "run" / f"{fullest}.pid").read_text())
         os.kill(pid, signal.SIGKILL)
         wait_until(lambda: not running(pid), f"{fullest} to be gone")
-        wait_until(lambda: _fsck(config)["lost"] > 0, "fsck to see the lost contents")
+        # Once the node is down its copies no longer count, and the repair pass looks at them.
+        wait_until(
+            lambda: (
+                states(config)[fullest] == "down"
+                and (answer := _fsck(config))["lost"] > 0
+                and checked(answer)
+            ),
+            "fsck to see the lost contents",
+        )
 
         fsck = dlweb("admin", "fsck", "-c", config, check=False)
         assert fsck.returncode == 1, fsck.stderr

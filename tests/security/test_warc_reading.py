@@ -3,8 +3,9 @@ size, whatever their bytes, and memory that does not grow with them; a gzip memb
 further than its record.
 
 Each reading runs in a process of its own (tests/security/warc_inputs.py) and is measured in CPU
-seconds, which other processes on a loaded machine do not inflate; linear is checked as input
-four times as large costing at most six times as much (quadratic costs sixteen times).
+seconds, which other processes on a loaded machine inflate less than wall time (a shared
+core's caches still do, by half seen here); linear is checked as input eight times as large
+costing at most twelve times as much (quadratic costs sixty-four times).
 """
 
 import json
@@ -41,8 +42,8 @@ def cost(kind: str, size: int, tmp_path: Path, *memory: str) -> dict[str, Any]:
 
 
 def assert_linear(kind: str, size: int, tmp_path: Path) -> dict[str, Any]:
-    small, large = cost(kind, size, tmp_path), cost(kind, 4 * size, tmp_path)
-    assert large["cpu"] <= 6 * small["cpu"] + SLACK, (small["cpu"], large["cpu"])
+    small, large = cost(kind, size, tmp_path), cost(kind, 8 * size, tmp_path)
+    assert large["cpu"] <= 12 * small["cpu"] + SLACK, (small["cpu"], large["cpu"])
     return large
 
 
