@@ -156,30 +156,41 @@ END
 """
 STEPS = (SCHEMA, TOTALS, SHORT_FILES)
 
+
+def _pg_counted(prefix: str, table: str, totals: str, key: str) -> str:
+    """PostgreSQL's statement triggers that keep `totals` (files and bytes by `key`) as rows of
+    `table` are inserted and deleted: `<prefix>_added` and `<prefix>_removed`."""
+    return f"""CREATE FUNCTION {prefix}_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO {totals} AS t ({key}, files, bytes)
+    SELECT {key}, COUNT(*), SUM(size) FROM added GROUP BY {key}
+    ON CONFLICT ({key}) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {prefix}_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_added();
+CREATE FUNCTION {prefix}_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE {totals} t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT {key}, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY {key}) r
+    WHERE t.{key} = r.{key};
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_removed();
+"""
+
+
 # PostgreSQL's triggers run functions; each keeps a totals table as the SQLite trigger of the same
 # name does, but once a statement, from the rows it changed (a transition table), where SQLite's
 # run once a row: MasterDB inserts and deletes many rows a statement, and a row's trigger would
 # cost PostgreSQL as much as its insert.
-_PG_TOTALS = """
+_PG_TOTALS = (
+    """
 CREATE TABLE kind_totals (kind TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
 CREATE TABLE node_totals (node TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
-CREATE FUNCTION file_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO kind_totals AS t (kind, files, bytes)
-    SELECT kind, COUNT(*), SUM(size) FROM added GROUP BY kind
-    ON CONFLICT (kind) DO UPDATE SET files = t.files + excluded.files,
-        bytes = t.bytes + excluded.bytes;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER file_added AFTER INSERT ON files REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION file_added();
-CREATE FUNCTION file_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE kind_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
-    FROM (SELECT kind, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY kind) r
-    WHERE t.kind = r.kind;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER file_removed AFTER DELETE ON files REFERENCING OLD TABLE AS removed
-    FOR EACH STATEMENT EXECUTE FUNCTION file_removed();
+"""
+    + _pg_counted("file", "files", "kind_totals", "kind")
+    + """
 CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
     UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
@@ -211,7 +222,9 @@ INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files
 INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
     LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
 """
-_PG_SHORT_FILES = """
+)
+_PG_SHORT_FILES = (
+    """
 CREATE TABLE short (
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -223,23 +236,9 @@ CREATE TABLE short (
 );
 CREATE INDEX short_by_danger ON short (have, kind DESC, size);
 CREATE TABLE short_totals (cause TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
-CREATE FUNCTION short_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO short_totals AS t (cause, files, bytes)
-    SELECT cause, COUNT(*), SUM(size) FROM added GROUP BY cause
-    ON CONFLICT (cause) DO UPDATE SET files = t.files + excluded.files,
-        bytes = t.bytes + excluded.bytes;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER short_added AFTER INSERT ON short REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION short_added();
-CREATE FUNCTION short_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE short_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
-    FROM (SELECT cause, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY cause) r
-    WHERE t.cause = r.cause;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER short_removed AFTER DELETE ON short REFERENCING OLD TABLE AS removed
-    FOR EACH STATEMENT EXECUTE FUNCTION short_removed();
+"""
+    + _pg_counted("short", "short", "short_totals", "cause")
+    + """
 CREATE FUNCTION short_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
     UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
     INSERT INTO short_totals AS t (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
@@ -249,6 +248,7 @@ END $$;
 CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short FOR EACH ROW
     WHEN (NEW.cause <> OLD.cause OR NEW.size <> OLD.size) EXECUTE FUNCTION short_changed()
 """
+)
 PG_STEPS = (postgresql_schema(SCHEMA), _PG_TOTALS, _PG_SHORT_FILES)
 MASTER = Schema("master", STEPS, PG_STEPS)
 
