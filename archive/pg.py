@@ -214,7 +214,12 @@ def _first_line(error: psycopg.Error) -> str:
     return text.strip() or type(error).__name__
 
 
-def migrate(db: PgDatabase, component: str, steps: Sequence[str], cluster: str | None) -> None:
+# A step of a schema: an SQL script, or a function for what SQL alone cannot do (a conversion
+# of the rows), called in the step's transaction.
+Step = str | Callable[["PgDatabase"], None]
+
+
+def migrate(db: PgDatabase, component: str, steps: Sequence[Step], cluster: str | None) -> None:
     """Brings the database to the schema of the last of `steps` (each a script taking the version
     before it to its own, in a transaction of its own), as archive.sql.migrate does for SQLite.
     The dlweb_meta table names the component the database is for (a scheduler's campaign, a
@@ -235,7 +240,10 @@ def migrate(db: PgDatabase, component: str, steps: Sequence[str], cluster: str |
                 db.execute("INSERT INTO dlweb_meta VALUES ('schema_version', '0')")
                 if cluster is not None:
                     mark_cluster(db, cluster)
-            db.script(script)
+            if callable(script):
+                script(db)
+            else:
+                db.script(script)
             db.execute(
                 "UPDATE dlweb_meta SET value = ? WHERE key = 'schema_version'", (str(number),)
             )

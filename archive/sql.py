@@ -5,7 +5,7 @@ once."""
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -95,21 +95,45 @@ class _CheckpointedConnection(sqlite3.Connection):
         super().close()
 
 
-def migrate(db: sqlite3.Connection, steps: Sequence[str], where: Path) -> None:
-    """Bring a database to the schema of the last of `steps`, each an SQL script taking the
-    version before it (PRAGMA user_version; 0 for a new database) to its own, in a transaction
-    of its own. DlwebError for a database of a newer schema: an older dlweb must not write it."""
+# A step of a schema: an SQL script, or a function for what SQL alone cannot do (a conversion
+# of the rows), called in the step's transaction.
+Step = str | Callable[[sqlite3.Connection], None]
+
+
+def migrate(db: sqlite3.Connection, steps: Sequence[Step], where: Path) -> None:
+    """Bring a database to the schema of the last of `steps`, each taking the version before it
+    (PRAGMA user_version; 0 for a new database) to its own, in a transaction of its own.
+    DlwebError for a database of a newer schema: an older dlweb must not write it."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > len(steps):
         raise newer_schema(where, version, len(steps))
-    for number, script in enumerate(steps[version:], start=version + 1):
+    for number, step in enumerate(steps[version:], start=version + 1):
         try:
-            db.executescript(f"BEGIN;\n{script};\nPRAGMA user_version = {number};\nCOMMIT;")
+            db.execute("BEGIN")
+            if callable(step):
+                step(db)
+            else:
+                run_script(db, step)
+            db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
         except sqlite3.Error:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         log.info("%s: schema version %d", where, number)
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """The statements of a script, one at a time: unlike executescript, inside the transaction
+    under way."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        db.execute(statement)
 
 
 def newer_schema(where: str | Path, version: int, known: int) -> DlwebError:

@@ -248,7 +248,8 @@ def _status(args: argparse.Namespace) -> int:
         metadata = status.get("metadata")
         if isinstance(metadata, dict):
             lines.append(
-                f"master metadata: {size(metadata.get('database_bytes'))},"
+                f"master metadata: {size(metadata.get('database_bytes'))}"
+                f" ({size(metadata.get('free_bytes'))} free for reuse),"
                 f" write-ahead log {size(metadata.get('wal_bytes'))}"
             )
         return "\n".join([*lines, "", _nodes_table(nodes)])

@@ -13,22 +13,39 @@ import itertools
 import json
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from archive.sql import in_chunks
 
 from .engine import Connection, open_engine
+from .file_ids import (
+    FIRST_ID,
+    KIND_CODES,
+    KINDS,
+    LAST_ID,
+    SPREAD_KEY,
+    candidates,
+    holder_numbers,
+    holders_text,
+    name_of,
+    natural_id,
+    place,
+    rest_of,
+)
 from .schema import MASTER
 
-# The totals counted anew from every file and location, as the schema's triggers keep them.
+# The totals counted anew from every file and copy, as the schema's triggers keep them.
 COUNT_KINDS = "SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind"
 COUNT_NODES = (
-    "SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l"
-    " LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node"
+    "SELECT h.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM held h"
+    " LEFT JOIN files f ON f.id = h.id GROUP BY h.node"
 )
 COUNT_CAUSES = "SELECT cause, COUNT(*), COALESCE(SUM(size), 0) FROM short GROUP BY cause"
+
+# A file's row as MasterDB reads it (FileRow).
+FILE_COLUMNS = "id, kind, rest, size, refs, target, holders"
 
 T = TypeVar("T")
 
@@ -49,10 +66,6 @@ TargetFn = Callable[[str, int, int], int]
 # Why a file is below target (Needy.cause), as /status and fsck count them.
 REPAIRING, CANNOT_PLACE, NO_READABLE_COPY = "repairing", "cannot_place", "no_readable_copy"
 CAUSES = (REPAIRING, CANNOT_PLACE, NO_READABLE_COPY)
-
-# Replicas on counting nodes fewer than the target (more when none is on a reliable node), which
-# never exceeds the number of counting nodes.
-SHORT = "have < {least}(target + CASE WHEN reliable = 0 THEN ? ELSE 0 END, ?)"
 
 
 @dataclass
@@ -148,7 +161,29 @@ class Problem:
         }
 
 
-PROBLEM_COLUMNS = "kind, name, have, want, size, cause"
+class FileRow(NamedTuple):
+    """A file's row as the files table keeps it: its key (master/file_ids.py), kind's code,
+    what is kept of its name beside the key, size, reference count, replica target and
+    holders (file_ids.holders_text)."""
+
+    id: int
+    code: int
+    rest: bytes
+    size: int
+    refs: int
+    target: int
+    holders: str
+
+    @property
+    def kind(self) -> str:
+        return KINDS[self.code]
+
+    @property
+    def name(self) -> str:
+        return name_of(self.id, self.rest)
+
+    def held_by(self, number: int) -> bool:
+        return f",{number}," in f",{self.holders}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,11 +224,6 @@ def _differences(
     }
 
 
-def _replicas_of(kind: str, name: str, size: int, target: int, holders: str | None) -> Replicas:
-    """A file as the replica queries give it, its holders joined by commas."""
-    return Replicas(kind, name, size, target, tuple(holders.split(",")) if holders else ())
-
-
 def _parts(rows: Sequence[T]) -> Iterator[Sequence[T]]:
     """The rows in parts of ROWS_PER_STATEMENT, each for one statement (MasterDB._insert_rows)."""
     for start in range(0, len(rows), ROWS_PER_STATEMENT):
@@ -207,6 +237,15 @@ RECOUNTED = (
     ("nodes", "node_totals", "node", COUNT_NODES),
     ("causes", "short_totals", "cause", COUNT_CAUSES),
 )
+
+
+# The holders of a file without one of them (its number between commas, the parameter).
+_WITHOUT_HOLDER = "substr(replace(',' || holders, ?, ','), 2)"
+
+
+def _after(start: int | None) -> int | None:
+    """The key after `start`, None past the last."""
+    return None if start is None or start == LAST_ID else start + 1
 
 
 class MasterDB:
@@ -224,13 +263,13 @@ class MasterDB:
         # How often each structure file waiting for a refresh was marked since this process
         # started: a refresh clears a mark only if no other came while it copied.
         self._dirtied: dict[str, int] = {}
+        self._spread = int(self.get_meta(SPREAD_KEY) or 0)
+        self._numbers: dict[str, int] = {}
+        self._nodes_by_number: dict[int, str] = {}
+        self._read_numbers()
 
     def close(self) -> None:
         self.engine.close()
-
-    @property
-    def _short(self) -> str:
-        return SHORT.format(least=self.engine.least)
 
     def _transaction(self) -> contextlib.AbstractContextManager[Any]:
         return self.engine.transaction()
@@ -285,18 +324,110 @@ class MasterDB:
         )
 
     def forget_locations(self, node: str) -> int:
-        """Drop every location of a node (dead, or its disk was replaced) and reset its position."""
+        """Drop every copy on a node (dead, or its disk was replaced) and reset its position."""
         with self._transaction():
+            number = self._number(node)
+            on_node = "SELECT id FROM held WHERE node = ?"
             self.db.execute(
-                "INSERT INTO to_check (kind, name)"
-                " SELECT kind, name FROM locations WHERE node = ? ON CONFLICT DO NOTHING",
-                (node,),
+                f"INSERT INTO to_check (id) {on_node} ON CONFLICT DO NOTHING", (number,)
             )
-            count = int(self.db.execute("DELETE FROM locations WHERE node = ?", (node,)).rowcount)
+            self.db.execute(
+                f"UPDATE files SET holders = {_WITHOUT_HOLDER} WHERE id IN ({on_node})",
+                (f",{number},", number),
+            )
+            count = int(self.db.execute("DELETE FROM held WHERE node = ?", (number,)).rowcount)
             self.db.execute("UPDATE nodes SET seq = 0 WHERE id = ?", (node,))
             self.db.execute("DELETE FROM active WHERE node = ?", (node,))
             self.db.execute("DELETE FROM diverged WHERE node = ?", (node,))
         return count
+
+    # -- node numbers and file keys -------------------------------------------------------------
+
+    def _read_numbers(self) -> None:
+        self._numbers = {
+            str(node): int(number)
+            for node, number in self.db.execute("SELECT id, num FROM node_numbers")
+        }
+        self._nodes_by_number = {number: node for node, number in self._numbers.items()}
+
+    def _number(self, node: str) -> int:
+        """The number a node's copies are kept under, given the first time it holds one."""
+        if node not in self._numbers:
+            self._read_numbers()
+        if node not in self._numbers:
+            self.db.execute(
+                "INSERT INTO node_numbers (id, num)"
+                " SELECT ?, COALESCE(MAX(num), 0) + 1 FROM node_numbers",
+                (node,),
+            )
+            self._read_numbers()
+        return self._numbers[node]
+
+    def _holders(self, row: FileRow) -> tuple[str, ...]:
+        return tuple(self._nodes_by_number[number] for number in holder_numbers(row.holders))
+
+    def _rows(self, ids: Sequence[int], db: Connection | None = None) -> list[FileRow]:
+        """The rows of the files with these keys (those that exist)."""
+        found: list[FileRow] = []
+        for part in _parts([(key,) for key in ids]):
+            chosen, values = self.engine.rows(part)
+            found += [
+                FileRow(*row)
+                for row in (db or self.db).execute(
+                    f"SELECT {FILE_COLUMNS} FROM files WHERE id IN ({chosen})", values
+                )
+            ]
+        return found
+
+    def _find(
+        self, files: Iterable[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], FileRow], set[int]]:
+        """The rows of these files (kind, name) that exist, and every key taken among those
+        their files may have (file_ids.candidates)."""
+        # A row is matched by its kind, key and rest without making its name: by the natural
+        # key and the rest of the name, or (a name that did not get its natural key) by all of
+        # it, which only a spread above 0 allows.
+        wanted: dict[tuple[int, int, bytes], tuple[str, str]] = {}
+        for kind, name in files:
+            wanted[(KIND_CODES[kind], natural_id(name), rest_of(name))] = (kind, name)
+            if self._spread:
+                wanted[(KIND_CODES[kind], FIRST_ID, bytes.fromhex(name))] = (kind, name)
+        if self._spread:
+            keys = candidates({name for _, name in wanted.values()}, self._spread)
+        else:
+            keys = [key for _, key, _ in wanted]
+        found: dict[tuple[str, str], FileRow] = {}
+        occupied: set[int] = set()
+        for row in self._rows(keys):
+            occupied.add(row.id)
+            match = (row.code, FIRST_ID if len(row.rest) == 32 else row.id, row.rest)
+            if match in wanted:
+                found[wanted[match]] = row
+        return found, occupied
+
+    def _lookup(self, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], FileRow]:
+        return self._find(files)[0]
+
+    def _place(
+        self, missing: Iterable[tuple[str, str]], occupied: set[int]
+    ) -> dict[tuple[str, str], tuple[int, bytes]]:
+        """Keys for new files, the spread kept if it grew (file_ids.place)."""
+        placed, spread = place(missing, occupied, self._spread, self._taken)
+        if spread != self._spread:
+            self._spread = spread
+            self.set_meta(SPREAD_KEY, spread)
+        return placed
+
+    def _taken(self, key: int) -> bool:
+        return self.db.execute("SELECT 1 FROM files WHERE id = ?", (key,)).fetchone() is not None
+
+    def _start(self, after: tuple[str, str]) -> int | None:
+        """The first key after a file (kind, name) in key order, wherever a walk that gave it
+        last resumes; the first key of all after ("", "")."""
+        if not after[1]:
+            return FIRST_ID
+        row = self._lookup([after]).get(after)
+        return _after(row.id if row is not None else natural_id(after[1]))
 
     # -- inventory ------------------------------------------------------------------------------
 
@@ -309,28 +440,63 @@ class MasterDB:
             # one table, so many rows a statement give what one row at a time would.
             for adds, run in itertools.groupby(entries, key=lambda entry: entry["op"] == "add"):
                 if adds:
-                    self._apply_adds(node, list(run), targets)
+                    changed = self._add_copies(
+                        node, [(e["kind"], e["name"], e["size"]) for e in run], targets, True
+                    )
                 else:
-                    self._apply_removes(node, list(run))
-            self._mark((entry["kind"], entry["name"]) for entry in entries)
+                    changed = self._remove_copies(node, [(e["kind"], e["name"]) for e in run])
+                self._mark_ids(changed)
             self._settle_pending_refs(targets)
             self.db.execute("UPDATE nodes SET seq = ? WHERE id = ?", (seq, node))
 
-    def _apply_adds(self, node: str, entries: list[dict[str, Any]], targets: TargetFn) -> None:
+    def _add_copies(
+        self,
+        node: str,
+        files: Sequence[tuple[str, str, int]],
+        targets: TargetFn,
+        resize: bool,
+    ) -> list[int]:
+        """Record copies on a node of files (kind, name, size), the files that are new to the
+        master too; with `resize`, a known file's size is the one given. Their keys."""
+        number = self._number(node)
+        sizes = {(kind, name): size for kind, name, size in files}
+        found, occupied = self._find(sizes)
+        placed = self._place([key for key in sizes if key not in found], occupied)
         self._insert_rows(
-            "INSERT INTO files (kind, name, size, target)",
-            [(e["kind"], e["name"], e["size"], targets(e["kind"], e["size"], 0)) for e in entries],
-            "ON CONFLICT (kind, name) DO UPDATE SET size = excluded.size",
-            key=2,
+            "INSERT INTO files (id, kind, rest, size, target, holders)",
+            [
+                (
+                    key,
+                    KIND_CODES[kind],
+                    rest,
+                    sizes[(kind, name)],
+                    targets(kind, sizes[(kind, name)], 0),
+                    holders_text([number]),
+                )
+                for (kind, name), (key, rest) in placed.items()
+            ],
+            "",
         )
+        if resize:
+            self.db.executemany(
+                "UPDATE files SET size = ? WHERE id = ?",
+                [(sizes[key], row.id) for key, row in found.items() if row.size != sizes[key]],
+            )
+        joined = [(row.id,) for row in found.values() if not row.held_by(number)]
+        for part in _parts(joined):
+            chosen, values = self.engine.rows(part)
+            self.db.execute(
+                f"UPDATE files SET holders = holders || ? WHERE id IN ({chosen})",
+                (holders_text([number]), *values),
+            )
         self._insert_rows(
-            "INSERT INTO locations (kind, name, node)",
-            [(e["kind"], e["name"], node) for e in entries],
+            "INSERT INTO held (node, id)",
+            [(number, key) for (key, _) in placed.values()] + [(number, key) for (key,) in joined],
             "ON CONFLICT DO NOTHING",
         )
         # A structure file the master learns of with no active copy (its database was lost) is
         # appended to on the first holder it hears of, and is new to the change feed.
-        structures = [(e["name"],) for e in entries if e["kind"] == "structure"]
+        structures = [(name,) for kind, name in sizes if kind == "structure"]
         if structures:
             self.db.executemany(
                 "INSERT INTO active (name, node) VALUES (?, ?) ON CONFLICT DO NOTHING",
@@ -340,91 +506,88 @@ class MasterDB:
                 f"INSERT INTO changes (name, seq) VALUES (?, {NEXT_CHANGE}) ON CONFLICT DO NOTHING",
                 structures,
             )
+        return [row.id for row in found.values()] + [key for key, _ in placed.values()]
 
-    def _apply_removes(self, node: str, entries: list[dict[str, Any]]) -> None:
-        self._delete_rows(
-            "locations", "kind, name, node", [(e["kind"], e["name"], node) for e in entries]
-        )
+    def _remove_copies(self, node: str, files: Sequence[tuple[str, str]]) -> list[int]:
+        """Forget the copies on a node of these files (kind, name); the keys of those known."""
+        number = self._number(node)
+        ids = [(row.id,) for row in self._lookup(files).values()]
+        for part in _parts(ids):
+            chosen, values = self.engine.rows(part)
+            self.db.execute(
+                f"DELETE FROM held WHERE node = ? AND id IN ({chosen})", (number, *values)
+            )
+            self.db.execute(
+                f"UPDATE files SET holders = {_WITHOUT_HOLDER} WHERE id IN ({chosen})",
+                (f",{number},", *values),
+            )
         self.db.executemany(
             "DELETE FROM diverged WHERE name = ? AND node = ?",
-            [(e["name"], node) for e in entries if e["kind"] == "structure"],
+            [(name, node) for kind, name in files if kind == "structure"],
         )
+        return [key for (key,) in ids]
 
     def _settle_pending_refs(self, targets: TargetFn) -> None:
         """Give contents that just arrived the reference counts sent before they did."""
         if self.db.execute("SELECT 1 FROM pending_refs LIMIT 1").fetchone() is None:
             return
-        rows = self.db.execute(
-            "SELECT f.name, f.size, p.refs FROM pending_refs p"
-            " JOIN files f ON f.kind = 'content' AND f.name = p.name"
-        ).fetchall()
-        for name, size, refs in rows:
-            self.db.execute(
-                "UPDATE files SET refs = ?, target = ? WHERE kind = 'content' AND name = ?",
-                (refs, targets("content", size, refs), name),
-            )
-        self.db.executemany("DELETE FROM pending_refs WHERE name = ?", [(r[0],) for r in rows])
-        self._mark(("content", row[0]) for row in rows)
+        pending = dict(self.db.execute("SELECT name, refs FROM pending_refs").fetchall())
+        arrived = self._lookup(("content", name) for name in pending)
+        self.db.executemany(
+            "UPDATE files SET refs = ?, target = ? WHERE id = ?",
+            [
+                (pending[name], targets("content", row.size, pending[name]), row.id)
+                for (_, name), row in arrived.items()
+            ],
+        )
+        self.db.executemany(
+            "DELETE FROM pending_refs WHERE name = ?", [(name,) for _, name in arrived]
+        )
+        self._mark_ids([row.id for row in arrived.values()])
 
     def add_locations(self, node: str, files: Iterable[FileRef], targets: TargetFn) -> None:
         """Record copies the master made itself, before the node's inventory confirms them."""
-        added = list(files)
         with self._transaction():
-            for ref in added:
-                self.db.execute(
-                    "INSERT INTO files (kind, name, size, target) VALUES (?,?,?,?)"
-                    " ON CONFLICT DO NOTHING",
-                    (ref.kind, ref.name, ref.size, targets(ref.kind, ref.size, 0)),
-                )
-                self.db.execute(
-                    "INSERT INTO locations (kind, name, node) VALUES (?,?,?)"
-                    " ON CONFLICT DO NOTHING",
-                    (ref.kind, ref.name, node),
-                )
-            self._mark((ref.kind, ref.name) for ref in added)
+            added = self._add_copies(
+                node, [(ref.kind, ref.name, ref.size) for ref in files], targets, False
+            )
+            self._mark_ids(added)
 
     def remove_locations(self, node: str, files: Iterable[tuple[str, str]]) -> None:
-        removed = list(files)
         with self._transaction():
-            self.db.executemany(
-                "DELETE FROM locations WHERE kind = ? AND name = ? AND node = ?",
-                [(kind, name, node) for kind, name in removed],
-            )
-            self._mark(removed)
+            self._mark_ids(self._remove_copies(node, list(files)))
 
     def set_refs(self, refs: dict[str, int], targets: TargetFn) -> None:
         with self._transaction():
+            known = self._lookup(("content", name) for name in refs)
+            for (_, name), row in known.items():
+                self.db.execute(
+                    "UPDATE files SET refs = ?, target = ? WHERE id = ?",
+                    (refs[name], targets("content", row.size, refs[name]), row.id),
+                )
+            self._mark_ids([row.id for row in known.values()])
             for name, count in refs.items():
-                row = self.db.execute(
-                    "SELECT size FROM files WHERE kind = 'content' AND name = ?", (name,)
-                ).fetchone()
-                if row is not None:
-                    self.db.execute(
-                        "UPDATE files SET refs = ?, target = ? WHERE kind = 'content' AND name = ?",
-                        (count, targets("content", row[0], count), name),
-                    )
-                    self._mark([("content", name)])
-                else:
-                    # Not heard of yet (its upload is still on the way): kept until it arrives.
-                    self.db.execute(
-                        "INSERT INTO pending_refs (name, refs) VALUES (?, ?)"
-                        f" ON CONFLICT (name) DO UPDATE SET refs = {self.engine.greatest}(pending_refs.refs,"
-                        " excluded.refs)",
-                        (name, count),
-                    )
+                if ("content", name) in known:
+                    continue
+                # Not heard of yet (its upload is still on the way): kept until it arrives.
+                self.db.execute(
+                    "INSERT INTO pending_refs (name, refs) VALUES (?, ?)"
+                    f" ON CONFLICT (name) DO UPDATE SET refs = {self.engine.greatest}(pending_refs.refs,"
+                    " excluded.refs)",
+                    (name, count),
+                )
 
     def retarget(self, targets: TargetFn) -> None:
         """Recompute every stored target (the policy in the configuration changed)."""
-        rows = self.db.execute("SELECT kind, name, size, refs, target FROM files").fetchall()
+        rows = self.db.execute("SELECT id, kind, size, refs, target FROM files").fetchall()
         with self._transaction():
-            for kind, name, size, refs, target in rows:
-                wanted = targets(kind, size, refs)
-                if wanted != target:
-                    self.db.execute(
-                        "UPDATE files SET target = ? WHERE kind = ? AND name = ?",
-                        (wanted, kind, name),
-                    )
-                    self._mark([(kind, name)])
+            changed = [
+                (wanted, key)
+                for key, kind, size, refs, target in rows
+                if (wanted := targets(KINDS[kind], size, refs)) != target
+            ]
+            self.db.executemany("UPDATE files SET target = ? WHERE id = ?", changed)
+            self._mark_ids([key for _, key in changed])
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -434,12 +597,8 @@ class MasterDB:
     def holders_of(self, kind: str, names: Sequence[str]) -> dict[str, list[str]]:
         """`holders` of many files, in a few queries."""
         found: dict[str, list[str]] = {name: [] for name in names}
-        for part, marks in in_chunks(names):
-            for name, node in self.db.execute(
-                f"SELECT name, node FROM locations WHERE kind = ? AND name IN ({marks})",
-                (kind, *part),
-            ):
-                found[name].append(node)
+        for (_, name), row in self._lookup((kind, name) for name in names).items():
+            found[name] = list(self._holders(row))
         return found
 
     def structure_holders(self, names: Sequence[str]) -> dict[str, list[str]]:
@@ -453,15 +612,18 @@ class MasterDB:
         }
 
     def file_counts(self) -> dict[str, int]:
-        counts = {"content": 0, "structure": 0}
+        counts = dict.fromkeys(KINDS, 0)
         for kind, count in self.db.execute("SELECT kind, files FROM kind_totals"):
-            counts[kind] = count
+            counts[KINDS[kind]] = int(count)
         return counts
 
     def node_totals(self) -> dict[str, tuple[int, int]]:
         """Files and bytes held by each node, as the master knows them."""
-        rows = self.db.execute("SELECT node, files, bytes FROM node_totals WHERE files > 0")
-        return {node: (files, size) for node, files, size in rows}
+        rows = self.db.execute(
+            "SELECT n.id, t.files, t.bytes FROM node_totals t"
+            " JOIN node_numbers n ON n.num = t.node WHERE t.files > 0"
+        )
+        return {str(node): (int(files), int(size)) for node, files, size in rows}
 
     def recount(self, mend: bool) -> dict[str, dict[str, dict[str, list[int]]]]:
         """The kept totals that differ from a count of every file, location and file below
@@ -472,35 +634,23 @@ class MasterDB:
             for label, table, key, query in RECOUNTED:
                 found = _differences(self.db, table, key, query)
                 if found:
-                    drift[label] = found
+                    drift[label] = {self._label(label, name): n for name, n in found.items()}
                 if found and mend:
                     self.db.execute(f"DELETE FROM {table}")
                     self.db.execute(f"INSERT INTO {table} {query}")
         return drift
 
+    def _label(self, totals: str, key: Any) -> str:
+        """How the report of `recount` names a key of the totals: a kind or a node by name."""
+        if totals == "kinds":
+            return KINDS[key]
+        if totals == "nodes":
+            return self._nodes_by_number.get(key, str(key))
+        return str(key)
+
     def storage(self) -> dict[str, int]:
         """Bytes of the database and of its write-ahead log."""
         return self.engine.storage()
-
-    def _replica_query(self, counting: Sequence[str], having: str, where: str = "") -> str:
-        """Every file with its replicas on counting nodes (kind, name, target, have, reliable),
-        those for which `having` holds; `where` chooses files (its parameters come after the
-        counting nodes)."""
-        marks = ",".join("?" * len(counting)) or "''"
-        return f"""
-            SELECT * FROM (
-                SELECT f.kind, f.name, f.target,
-                       COUNT(c.node) AS have,
-                       COALESCE(SUM(c.reliable), 0) AS reliable
-                FROM files f
-                LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name
-                LEFT JOIN (SELECT id AS node, CASE WHEN reliability != 'low' THEN 1 ELSE 0 END
-                           AS reliable FROM nodes
-                           WHERE id IN ({marks})) c ON c.node = l.node
-                {where}
-                GROUP BY f.kind, f.name
-            ) replicas WHERE {having}
-        """
 
     def short_counts(self) -> dict[str, int]:
         """How many files the repair pass last found below target, for each of CAUSES."""
@@ -512,20 +662,30 @@ class MasterDB:
     def most_endangered(self, limit: int) -> list[Problem]:
         """The first `limit` files below target, fewest replicas first, then structure files,
         then the smallest."""
+        return self._problems("ORDER BY s.have, s.kind DESC, s.size LIMIT ?", (limit,))
+
+    def _problems(self, chosen: str, params: Sequence[Any]) -> list[Problem]:
+        """The files below target a clause chooses (`s` is the short table)."""
         rows = self.db.execute(
-            f"SELECT {PROBLEM_COLUMNS} FROM short ORDER BY have, kind DESC, size LIMIT ?", (limit,)
+            "SELECT s.id, s.kind, f.rest, s.have, s.want, s.size, s.cause FROM short s"
+            f" JOIN files f ON f.id = s.id {chosen}",
+            params,
         )
-        return [Problem(*row) for row in rows]
+        return [
+            Problem(
+                KINDS[kind], name_of(int(key), bytes(rest)), int(have), int(want), int(size), cause
+            )
+            for key, kind, rest, have, want, size, cause in rows
+        ]
 
     def short_after(self, after: tuple[str, str], limit: int) -> list[Problem]:
-        """The files below target in (kind, name) order, the first `limit` after `after`: a page
-        of a walk over them all that can stop anywhere and resume from the last file it gave."""
-        rows = self.db.execute(
-            f"SELECT {PROBLEM_COLUMNS} FROM short WHERE (kind, name) > (?, ?)"
-            " ORDER BY kind, name LIMIT ?",
-            (*after, limit),
-        )
-        return [Problem(*row) for row in rows]
+        """The files below target in key order (their names' order), the first `limit` after
+        `after` (kind, name): a page of a walk over them all that can stop anywhere and resume
+        from the last file it gave."""
+        start = self._start(after)
+        if start is None:
+            return []
+        return self._problems("WHERE s.id >= ? ORDER BY s.id LIMIT ?", (start, limit))
 
     def record_review(
         self,
@@ -536,57 +696,65 @@ class MasterDB:
     ) -> None:
         """Record what the repair pass found of the files it just looked at: which are below
         target and why, and which have copies above target (for the trim step)."""
+        short, not_short, over, not_over = list(short), list(not_short), list(over), list(not_over)
         with self._transaction():
+            found = self._lookup([(p.kind, p.name) for p in short] + not_short + over + not_over)
             self._insert_rows(
-                f"INSERT INTO short ({PROBLEM_COLUMNS})",
-                [astuple(problem) for problem in short],
-                "ON CONFLICT (kind, name) DO UPDATE SET have = excluded.have,"
+                "INSERT INTO short (id, kind, have, want, size, cause)",
+                [
+                    (found[key].id, KIND_CODES[p.kind], p.have, p.want, p.size, p.cause)
+                    for p in short
+                    if (key := (p.kind, p.name)) in found
+                ],
+                "ON CONFLICT (id) DO UPDATE SET have = excluded.have,"
                 " want = excluded.want, size = excluded.size, cause = excluded.cause",
-                key=2,
+                key=1,
             )
-            self._delete_rows("short", "kind, name", list(not_short))
+            self._delete_ids("short", [found[key].id for key in not_short if key in found])
             if self.db.execute("SELECT 1 FROM over_target LIMIT 1").fetchone() is not None:
-                self._delete_rows("over_target", "kind, name", list(not_over))
+                self._delete_ids("over_target", [found[key].id for key in not_over if key in found])
             self._insert_rows(
-                "INSERT INTO over_target (kind, name)", list(over), "ON CONFLICT DO NOTHING"
+                "INSERT INTO over_target (id)",
+                [(found[key].id,) for key in over if key in found],
+                "ON CONFLICT DO NOTHING",
             )
 
     def mark_short(self) -> None:
         """Have the repair pass look again at every file below target: why each is (a copy
         readable or not, a node to place one or not) depends on nodes that just changed."""
         self.db.execute(
-            "INSERT INTO to_check (kind, name) SELECT kind, name FROM short WHERE true"
-            " ON CONFLICT DO NOTHING"
+            "INSERT INTO to_check (id) SELECT id FROM short WHERE true ON CONFLICT DO NOTHING"
         )
 
     def files_on(self, node: str, limit: int, after: tuple[str, str] = ("", "")) -> list[FileRef]:
+        """The files on a node in key order, the first `limit` after `after` (kind, name)."""
+        start = self._start(after)
+        if start is None:
+            return []
         rows = self.db.execute(
-            "SELECT l.kind, l.name, f.size FROM locations l"
-            " JOIN files f ON f.kind = l.kind AND f.name = l.name"
-            " WHERE l.node = ? AND (l.kind, l.name) > (?, ?) ORDER BY l.kind, l.name LIMIT ?",
-            (node, *after, limit),
+            "SELECT f.kind, f.id, f.rest, f.size FROM held h JOIN files f ON f.id = h.id"
+            " WHERE h.node = ? AND h.id >= ? ORDER BY h.id LIMIT ?",
+            (self._number(node), start, limit),
         ).fetchall()
-        return [FileRef(*row) for row in rows]
+        return [
+            FileRef(KINDS[kind], name_of(int(key), bytes(rest)), int(size))
+            for kind, key, rest, size in rows
+        ]
 
     def count_on(self, node: str) -> int:
-        row = self.db.execute("SELECT COUNT(*) FROM locations WHERE node = ?", (node,)).fetchone()
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM held WHERE node = ?", (self._number(node),)
+        ).fetchone()
         return int(row[0])
 
     def targets_of(self, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        result = {}
-        for kind, name in files:
-            row = self.db.execute(
-                "SELECT target FROM files WHERE kind = ? AND name = ?", (kind, name)
-            ).fetchone()
-            if row is not None:
-                result[(kind, name)] = int(row[0])
-        return result
+        return {key: row.target for key, row in self._lookup(files).items()}
 
     # -- files to check -------------------------------------------------------------------------
 
-    def _mark(self, files: Iterable[tuple[str, str]]) -> None:
+    def _mark_ids(self, ids: Iterable[int]) -> None:
         self._insert_rows(
-            "INSERT INTO to_check (kind, name)", list(files), "ON CONFLICT DO NOTHING"
+            "INSERT INTO to_check (id)", [(key,) for key in ids], "ON CONFLICT DO NOTHING"
         )
 
     def _insert_rows(
@@ -602,23 +770,23 @@ class MasterDB:
             chosen, values = self.engine.rows(part)
             self.db.execute(f"{head} {chosen} {tail}", values)
 
-    def _delete_rows(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Delete the rows of a table whose `columns` have these values, many a statement."""
-        for part in _parts(rows):
+    def _delete_ids(self, table: str, ids: Sequence[int]) -> None:
+        """Delete the rows of a table keyed by file (its `id`) of these files, many a statement."""
+        for part in _parts([(key,) for key in ids]):
             chosen, values = self.engine.rows(part)
-            self.db.execute(f"DELETE FROM {table} WHERE ({columns}) IN ({chosen})", values)
+            self.db.execute(f"DELETE FROM {table} WHERE id IN ({chosen})", values)
 
     def mark(self, files: Iterable[tuple[str, str]]) -> None:
         """Have the repair pass look at these files again."""
         with self._transaction():
-            self._mark(files)
+            self._mark_ids(row.id for row in self._lookup(files).values())
 
     def mark_node(self, node: str) -> None:
         """Have the repair pass look at every file of a node again, from its first one."""
         self.db.execute(
-            "INSERT INTO nodes_to_check (node) VALUES (?)"
-            " ON CONFLICT (node) DO UPDATE SET kind = '', name = ''",
-            (node,),
+            "INSERT INTO nodes_to_check (node, next_id) VALUES (?, ?)"
+            " ON CONFLICT (node) DO UPDATE SET next_id = excluded.next_id",
+            (node, FIRST_ID),
         )
 
     def scan(
@@ -626,29 +794,37 @@ class MasterDB:
         counting: Sequence[str],
         usable: int,
         unreliable_extra: int,
-        after: tuple[str, str],
+        start: int,
         limit: int,
-    ) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+    ) -> tuple[list[tuple[str, str]], int | None]:
         """A step of the full scan: the files below or above target among the first `limit`
-        after `after` in (kind, name) order, and the last file looked at (None once the last
-        file was reached). It reads on a connection of its own, so that it can run in a thread
-        while the master goes on serving."""
+        from key `start` on, and the key to go on from (None once the last file was reached).
+        It reads on a connection of its own, so that it can run in a thread while the master
+        goes on serving."""
         reader = self.engine.reader()
-        bound = reader.execute(
-            "SELECT kind, name FROM files WHERE (kind, name) > (?, ?) ORDER BY kind, name"
-            " LIMIT 1 OFFSET ?",
-            (*after, limit - 1),
-        ).fetchone()
-        where, chosen = "WHERE (f.kind, f.name) > (?, ?)", after
-        if bound is not None:
-            where, chosen = f"{where} AND (f.kind, f.name) <= (?, ?)", (*after, *bound)
-        query = self._replica_query(counting, f"{self._short} OR have > target", where)
-        rows = reader.execute(
-            f"SELECT kind, name FROM ({query}) scanned",
-            (*counting, *chosen, unreliable_extra, usable),
-        )
-        found = [(str(kind), str(name)) for kind, name in rows]
-        return found, None if bound is None else (str(bound[0]), str(bound[1]))
+        rows = [
+            FileRow(*row)
+            for row in reader.execute(
+                f"SELECT {FILE_COLUMNS} FROM files WHERE id >= ? ORDER BY id LIMIT ?",
+                (start, limit),
+            )
+        ]
+        reliable = {
+            int(number)
+            for number, reliability in reader.execute(
+                "SELECT n.num, s.reliability FROM node_numbers n JOIN nodes s ON s.id = n.id"
+            )
+            if reliability != "low"
+        }
+        numbers = dict(reader.execute("SELECT id, num FROM node_numbers").fetchall())
+        counted = {int(numbers[node]) for node in counting if node in numbers}
+        found = []
+        for row in rows:
+            have = [number for number in holder_numbers(row.holders) if number in counted]
+            extra = 0 if any(number in reliable for number in have) else unreliable_extra
+            if len(have) < min(row.target + extra, usable) or len(have) > row.target:
+                found.append((row.kind, row.name))
+        return found, _after(rows[-1].id) if len(rows) == limit else None
 
     def take_marked(self, limit: int) -> list[Replicas]:
         """Up to `limit` marked files, unmarked as they are returned: half for marked files,
@@ -681,74 +857,49 @@ class MasterDB:
             return self._take("over_target", limit)
 
     def _take(self, table: str, limit: int) -> list[Replicas]:
-        """The first `limit` files of a table of (kind, name), deleted from it."""
+        """The first `limit` files of a table of file keys, deleted from it."""
         if limit <= 0:
             return []
-        bound = self.db.execute(
-            f"SELECT kind, name FROM {table} ORDER BY kind, name LIMIT 1 OFFSET ?", (limit - 1,)
-        ).fetchone()
-        where, params = ("WHERE (kind, name) <= (?, ?)", tuple(bound)) if bound else ("", ())
-        files = self._replicas(f"SELECT kind, name FROM {table} {where}", params)
-        self.db.execute(f"DELETE FROM {table} {where}", params)
-        return files
+        ids = [
+            int(row[0])
+            for row in self.db.execute(f"SELECT id FROM {table} ORDER BY id LIMIT ?", (limit,))
+        ]
+        if ids:
+            self.db.execute(f"DELETE FROM {table} WHERE id <= ?", (ids[-1],))
+        return self._replicas(ids)
 
     def _take_node_files(self, limit: int) -> list[Replicas]:
         """Up to `limit` files of marked nodes, moving each node's position on (a node whose
         last file was reached is no longer marked)."""
         files: list[Replicas] = []
-        marked = self.db.execute("SELECT node, kind, name FROM nodes_to_check").fetchall()
-        for node, kind, name in marked:
-            if len(files) >= limit:
+        marked = self.db.execute("SELECT node, next_id FROM nodes_to_check").fetchall()
+        for node, start in marked:
+            wanted = limit - len(files)
+            if wanted <= 0:
                 break
-            after = "node = ? AND (kind, name) > (?, ?)"
-            bound = self.db.execute(
-                f"SELECT kind, name FROM locations WHERE {after} ORDER BY kind, name"
-                " LIMIT 1 OFFSET ?",
-                (node, kind, name, limit - len(files) - 1),
-            ).fetchone()
-            if bound is None:
-                files += self._replicas(
-                    f"SELECT kind, name FROM locations WHERE {after}", (node, kind, name)
+            ids = [
+                int(row[0])
+                for row in self.db.execute(
+                    "SELECT id FROM held WHERE node = ? AND id >= ? ORDER BY id LIMIT ?",
+                    (self._number(node), start, wanted),
                 )
+            ]
+            files += self._replicas(ids)
+            following = _after(ids[-1]) if len(ids) == wanted else None
+            if following is None:
                 self.db.execute("DELETE FROM nodes_to_check WHERE node = ?", (node,))
             else:
-                files += self._replicas(
-                    f"SELECT kind, name FROM locations WHERE {after} AND (kind, name) <= (?, ?)",
-                    (node, kind, name, *bound),
-                )
                 self.db.execute(
-                    "UPDATE nodes_to_check SET kind = ?, name = ? WHERE node = ?", (*bound, node)
+                    "UPDATE nodes_to_check SET next_id = ? WHERE node = ?", (following, node)
                 )
         return files
 
-    def _replicas(self, chosen: str, params: Sequence[Any]) -> list[Replicas]:
-        """The files a query chooses (kind, name), each with its target and holders."""
-        if not self.engine.plans_from_statistics:
-            # SQLite reads the chosen files first (CROSS JOIN keeps that order), each through
-            # the files' and locations' keys.
-            rows = self.db.execute(
-                "SELECT f.kind, f.name, f.size, f.target, GROUP_CONCAT(l.node)"
-                f" FROM ({chosen}) m CROSS JOIN files f ON f.kind = m.kind AND f.name = m.name"
-                " LEFT JOIN locations l ON l.kind = f.kind AND l.name = f.name"
-                " GROUP BY f.kind, f.name",
-                params,
-            ).fetchall()
-            return [_replicas_of(*row) for row in rows]
-        # PostgreSQL would choose that order only from statistics a fresh table lacks: the
-        # files are looked up by their keys, each one's holders by a subquery.
-        keys = self.db.execute(chosen, params).fetchall()
-        found: list[Replicas] = []
-        for part in _parts(keys):
-            chosen_keys, values = self.engine.rows(part)
-            rows = self.db.execute(
-                f"SELECT f.kind, f.name, f.size, f.target, (SELECT"
-                f" {self.engine.group_concat.format('l.node')} FROM locations l"
-                " WHERE l.kind = f.kind AND l.name = f.name)"
-                f" FROM files f WHERE (f.kind, f.name) IN ({chosen_keys})",
-                values,
-            )
-            found += [_replicas_of(*row) for row in rows]
-        return found
+    def _replicas(self, ids: Sequence[int]) -> list[Replicas]:
+        """The files of these keys, each with its target and holders."""
+        return [
+            Replicas(row.kind, row.name, row.size, row.target, self._holders(row))
+            for row in self._rows(ids)
+        ]
 
     # -- structure files ------------------------------------------------------------------------
 
@@ -774,15 +925,16 @@ class MasterDB:
             )
 
     def structures_without_active(self, readable: Sequence[str]) -> int:
-        marks = ",".join("?" * len(readable)) or "''"
-        row = self.db.execute(
-            f"""SELECT COUNT(*) FROM files f WHERE f.kind = 'structure' AND NOT EXISTS (
-                    SELECT 1 FROM active a JOIN locations l
-                    ON l.kind = 'structure' AND l.name = a.name AND l.node = a.node
-                    WHERE a.name = f.name AND a.node IN ({marks}))""",
-            tuple(readable),
-        ).fetchone()
-        return int(row[0])
+        """How many structure files have no active copy on a readable node that holds it."""
+        active: dict[str, str] = dict(self.db.execute("SELECT name, node FROM active").fetchall())
+        missing = 0
+        for key, rest, holders in self.db.execute(
+            "SELECT id, rest, holders FROM files WHERE kind = ?", (KIND_CODES["structure"],)
+        ):
+            node = active.get(name_of(int(key), bytes(rest)), "")
+            number = self._numbers.get(node) if node in readable else None
+            missing += number is None or number not in holder_numbers(holders)
+        return missing
 
     def add_diverged(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Remember (structure name, node) copies to merge into the active copy later."""
@@ -908,11 +1060,17 @@ class MasterDB:
         if self.get_meta("feed") is not None:
             return
         with self._transaction():
-            self.db.execute(
-                "INSERT INTO changes (name, seq) SELECT name, ROW_NUMBER() OVER"
-                " (ORDER BY name) FROM files WHERE kind = 'structure' ON CONFLICT DO NOTHING"
+            self.db.executemany(
+                "INSERT INTO changes (name, seq) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(name, seq) for seq, name in enumerate(sorted(self._structures()), start=1)],
             )
             self.set_meta("feed", uuid.uuid4().hex)
+
+    def _structures(self) -> Iterator[str]:
+        for key, rest in self.db.execute(
+            "SELECT id, rest FROM files WHERE kind = ?", (KIND_CODES["structure"],)
+        ):
+            yield name_of(int(key), bytes(rest))
 
     @property
     def feed(self) -> str:
@@ -938,12 +1096,17 @@ class MasterDB:
         return [(str(name), int(seq)) for name, seq in rows]
 
     def structure_page(self, after: str, limit: int) -> list[str]:
-        """Structure file names in order, the first `limit` after `after`."""
+        """Structure file names in key order (their names' order), the first `limit` after
+        `after`."""
+        start = self._start(("structure", after))
+        if start is None:
+            return []
         rows = self.db.execute(
-            "SELECT name FROM files WHERE kind = 'structure' AND name > ? ORDER BY name LIMIT ?",
-            (after, limit),
+            "SELECT id, rest FROM files WHERE kind = ? AND id >= ? ORDER BY id LIMIT ?",
+            (KIND_CODES["structure"], start, limit),
         )
-        return [str(row[0]) for row in rows]
+        return [name_of(int(key), bytes(rest)) for key, rest in rows]
 
     def iter_files(self) -> Iterator[tuple[str, str]]:
-        yield from self.db.execute("SELECT kind, name FROM files")
+        for kind, key, rest in self.db.execute("SELECT kind, id, rest FROM files"):
+            yield KINDS[kind], name_of(int(key), bytes(rest))

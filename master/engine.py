@@ -92,10 +92,16 @@ class SqliteEngine:
         return self._reader
 
     def storage(self) -> dict[str, int]:
-        """Bytes of the database file and of its write-ahead log."""
+        """Bytes of the database file, of its pages free for reuse (left by rows deleted, as
+        the repair pass's marks are), and of its write-ahead log."""
         pages = int(self.db.execute("PRAGMA page_count").fetchone()[0])
+        free = int(self.db.execute("PRAGMA freelist_count").fetchone()[0])
         size = int(self.db.execute("PRAGMA page_size").fetchone()[0])
-        return {"database_bytes": pages * size, "wal_bytes": wal_bytes(self.path)}
+        return {
+            "database_bytes": pages * size,
+            "free_bytes": free * size,
+            "wal_bytes": wal_bytes(self.path),
+        }
 
     def close(self) -> None:
         if self._reader is not None:
@@ -138,7 +144,7 @@ class PgEngine:
     def storage(self) -> dict[str, int]:
         """Bytes of the database (PostgreSQL's write-ahead log is the server's, not shown)."""
         row = self.db.execute("SELECT pg_database_size(current_database())").fetchone()
-        return {"database_bytes": int(row[0]) if row else 0, "wal_bytes": 0}
+        return {"database_bytes": int(row[0]) if row else 0, "free_bytes": 0, "wal_bytes": 0}
 
     def close(self) -> None:
         if self._reader is not None:
@@ -147,7 +153,7 @@ class PgEngine:
 
 
 # PostgreSQL's array type for the Python type of a column's values (PgEngine.rows).
-_ARRAYS = {str: "text[]", int: "bigint[]", float: "double precision[]"}
+_ARRAYS = {str: "text[]", int: "bigint[]", float: "double precision[]", bytes: "bytea[]"}
 
 
 def open_engine(where: Path | str, schema: Schema, cluster: str | None = None) -> Engine:

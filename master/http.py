@@ -112,7 +112,7 @@ def _cursor(text: str) -> tuple[str, str] | None:
 
 
 async def fsck_problems(request: web.Request) -> web.StreamResponse:
-    """Every file below target, one JSON object a line in (kind, name) order, looked up a page
+    """Every file below target, one JSON object a line in name order, looked up a page
     at a time; the last line's `next` resumes the list after where it stopped (null at the
     end). `after` starts after a file, `limit` stops after that many."""
     after = _cursor(request.query.get("after", ""))

@@ -19,12 +19,13 @@ from archive.metadata import parse_metadata_url
 from .db import MasterDB
 
 BATCH = 10_000  # rows read and written at a time
-# The tables copied, a file before its locations (a location's trigger counts its file's size).
-# The totals tables are not copied: the new database's triggers count them as rows arrive.
+# The tables copied, a file before its copies (a copy's trigger counts its file's size). The
+# totals tables are not copied: the new database's triggers count them as rows arrive.
 TABLES = (
     "nodes",
+    "node_numbers",
     "files",
-    "locations",
+    "held",
     "active",
     "dirty",
     "diverged",

@@ -22,6 +22,7 @@ import aiohttp
 from archive.hip import HipError, RemoteError
 
 from .db import FileRef, MasterDB, Needy, Problem, Replicas, TargetFn
+from .file_ids import FIRST_ID
 from .membership import ADMIN_STATES, Membership
 from .policy import choose_node
 from .records import merge_copy
@@ -211,10 +212,10 @@ class Repairer:
         self.stats = RepairStats()
         self.full_scan_every = full_scan_every
         self.next_full_scan = 0.0
-        # Where the full scan is (the last file it looked at), None between scans: kept in the
-        # database, so that a restarted master goes on from there.
+        # Where the full scan is (the key of the next file it looks at), None between scans:
+        # kept in the database, so that a restarted master goes on from there.
         position = db.get_meta(SCAN_META)
-        self.scan_at = (str(position[0]), str(position[1])) if position else None
+        self.scan_at: int | None = position if isinstance(position, int) else None
         self.scan_marked = 0
         # The nodes files were readable from and could be copied to when the files below target
         # were last looked at: their causes change with these.
@@ -268,7 +269,8 @@ class Repairer:
             self.members.rescan = False
             self.next_full_scan = now + self.full_scan_every
             self.unplaced = set()
-            self.scan_at = self.scan_at or ("", "")
+            if self.scan_at is None:
+                self.scan_at = FIRST_ID
         elif widened and self.unplaced:
             self.db.mark(self.unplaced)
             self.unplaced = set()

@@ -6,7 +6,11 @@ added to both, at the same place."""
 
 from dataclasses import dataclass
 
+from archive.pg import Step as PgStep
 from archive.pg import postgresql_schema
+from archive.sql import Step as SqliteStep
+
+from .compact_layout import TABLES, postgresql_step, sqlite_step
 
 
 @dataclass(frozen=True)
@@ -15,8 +19,8 @@ class Schema:
     marked as (archive.pg.migrate)."""
 
     component: str
-    sqlite: tuple[str, ...]
-    postgresql: tuple[str, ...]
+    sqlite: tuple[SqliteStep, ...]
+    postgresql: tuple[PgStep, ...]
 
 
 SCHEMA = """
@@ -154,7 +158,32 @@ WHEN NEW.cause != OLD.cause OR NEW.size != OLD.size BEGIN
     ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
 END
 """
-STEPS = (SCHEMA, TOTALS, SHORT_FILES)
+# The totals of the files keyed by integers (master/file_ids.py): copies are rows of `held`.
+COMPACT_TOTALS = """
+CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
+    INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
+    ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
+    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
+END;
+CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
+    UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
+    UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
+    WHERE EXISTS (SELECT 1 FROM held h WHERE h.node = node_totals.node AND h.id = NEW.id);
+END;
+CREATE TRIGGER held_added AFTER INSERT ON held BEGIN
+    INSERT INTO node_totals (node, files, bytes)
+    VALUES (NEW.node, 1, COALESCE((SELECT size FROM files WHERE id = NEW.id), 0))
+    ON CONFLICT (node) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+END;
+CREATE TRIGGER held_removed AFTER DELETE ON held BEGIN
+    UPDATE node_totals SET files = files - 1,
+        bytes = bytes - COALESCE((SELECT size FROM files WHERE id = OLD.id), 0)
+    WHERE node = OLD.node;
+END;
+""" + SHORT_FILES[SHORT_FILES.index("CREATE TRIGGER short_added") :]
+STEPS = (SCHEMA, TOTALS, SHORT_FILES, sqlite_step(COMPACT_TOTALS))
 
 
 def _pg_counted(prefix: str, table: str, totals: str, key: str) -> str:
@@ -249,7 +278,46 @@ CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short FOR EACH ROW
     WHEN (NEW.cause <> OLD.cause OR NEW.size <> OLD.size) EXECUTE FUNCTION short_changed()
 """
 )
-PG_STEPS = (postgresql_schema(SCHEMA), _PG_TOTALS, _PG_SHORT_FILES)
+_PG_COMPACT_TOTALS = (
+    _pg_counted("file", "files", "kind_totals", "kind")
+    + """
+CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
+    UPDATE node_totals t SET bytes = t.bytes + NEW.size - OLD.size
+    WHERE EXISTS (SELECT 1 FROM held h WHERE h.node = t.node AND h.id = NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER file_resized AFTER UPDATE OF size ON files FOR EACH ROW
+    WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION file_resized();
+CREATE FUNCTION held_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO node_totals AS t (node, files, bytes)
+    SELECT a.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM added a
+    LEFT JOIN files f ON f.id = a.id GROUP BY a.node
+    ON CONFLICT (node) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER held_added AFTER INSERT ON held REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION held_added();
+CREATE FUNCTION held_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT o.node, COUNT(*) AS files, COALESCE(SUM(f.size), 0) AS bytes FROM removed o
+          LEFT JOIN files f ON f.id = o.id GROUP BY o.node) r
+    WHERE t.node = r.node;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER held_removed AFTER DELETE ON held REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION held_removed();
+"""
+    + _pg_counted("short", "short", "short_totals", "cause")
+    + _PG_SHORT_FILES[_PG_SHORT_FILES.index("CREATE FUNCTION short_changed()") :]
+)
+PG_STEPS = (
+    postgresql_schema(SCHEMA),
+    _PG_TOTALS,
+    _PG_SHORT_FILES,
+    postgresql_step(postgresql_schema(TABLES), _PG_COMPACT_TOTALS),
+)
 MASTER = Schema("master", STEPS, PG_STEPS)
 
 # The index node's contents: the first 128 bits of each SHA-256 and its reference count.

@@ -339,7 +339,7 @@ class Master:
         return report
 
     def fsck_problems(self, after: tuple[str, str], limit: int) -> list[dict[str, Any]]:
-        """The files below target in (kind, name) order, the first `limit` after `after`."""
+        """The files below target in name order, the first `limit` after `after`."""
         return [problem.to_json() for problem in self.db.short_after(after, limit)]
 
     def locate(self, kind: str, name: str) -> list[dict[str, str]]:

@@ -59,10 +59,13 @@ def test_a_file_below_target_is_classed_by_where_it_can_be_read_and_copied() -> 
 
 def test_the_counts_by_cause_follow_every_file_recorded_below_target(metadata: Path | str) -> None:
     db = MasterDB(metadata)
+    everything = [hashlib.sha256(str(number).encode()).hexdigest() for number in range(40)]
+    entries = [{"op": "add", "kind": "content", "name": name, "size": 10} for name in everything]
+    db.apply_inventory("a", entries, 40, lambda kind, size, refs: 2)
     rng = random.Random(47)
     recorded: dict[str, Problem] = {}
     for step in range(200):
-        picked = {hashlib.sha256(str(rng.randrange(40)).encode()).hexdigest() for _ in range(5)}
+        picked = {everything[rng.randrange(40)] for _ in range(5)}
         short = [
             Problem("content", name, 1, 2, rng.randrange(1, 100), rng.choice(CAUSES))
             for name in picked

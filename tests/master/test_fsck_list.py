@@ -24,6 +24,8 @@ def names(count: int) -> list[str]:
 def test_pages_of_files_below_target_resume_after_their_last_file(tmp_path: Path) -> None:
     db = MasterDB(tmp_path / "m.db")
     files = names(50)
+    entries = [{"op": "add", "kind": "content", "name": name, "size": 10} for name in files]
+    db.apply_inventory("a", entries, 50, lambda kind, size, refs: 2)
     db.record_review([Problem("content", n, 1, 2, 10, "repairing") for n in files[20:]], [], [], [])
     walked: list[str] = []
     after = ("", "")
@@ -68,9 +70,7 @@ async def test_the_list_streams_every_file_below_target_and_resumes(
     assert rest[-1] == {"next": None}
     listed = first[:-1] + rest[:-1]
     assert len(listed) == total
-    assert [(p["kind"], p["name"]) for p in listed] == sorted(
-        (p["kind"], p["name"]) for p in listed
-    )
+    assert [p["name"] for p in listed] == sorted(p["name"] for p in listed)
     assert contents <= {p["name"] for p in listed if p["kind"] == "content"}
     assert {(p["replicas"], p["target"], p["cause"]) for p in listed} == {(2, 3, "cannot_place")}
 

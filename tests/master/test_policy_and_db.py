@@ -8,6 +8,7 @@ import pytest
 from archive.config import Replication, parse_config
 from archive.errors import ConfigError
 from master.db import FileRef, MasterDB, NodeRow, TargetFn
+from master.file_ids import FIRST_ID
 from master.policy import choose_node, target_function
 
 
@@ -185,7 +186,7 @@ def test_a_marked_node_is_looked_at_a_page_at_a_time_across_restarts(metadata: P
 
 def scanned(db: MasterDB, counting: list[str], usable: int) -> set[str]:
     """The files a whole full scan marks, two files a step, unmarked again."""
-    after: tuple[str, str] | None = ("", "")
+    after: int | None = FIRST_ID
     while after is not None:
         found, after = db.scan(counting, usable, 0, after, 2)
         db.mark(found)

@@ -8,6 +8,7 @@ from contextlib import closing
 from typing import Any
 
 from archive.cluster import ClusterClient
+from master.file_ids import natural_id
 
 from .conftest import Cluster, Corpus, make_corpus, settled
 
@@ -25,8 +26,11 @@ def holders(cluster: Cluster, name: str) -> list[str]:
 def lose_location(cluster: Cluster, name: str, node: str) -> None:
     """Drop one location from the master's database behind its back, marking nothing."""
     with closing(sqlite3.connect(cluster.root / "master" / "master.db")) as db, db:
+        (number,) = db.execute("SELECT num FROM node_numbers WHERE id = ?", (node,)).fetchone()
+        db.execute("DELETE FROM held WHERE node = ? AND id = ?", (number, natural_id(name)))
         db.execute(
-            "DELETE FROM locations WHERE kind = 'content' AND name = ? AND node = ?", (name, node)
+            "UPDATE files SET holders = substr(replace(',' || holders, ?, ','), 2) WHERE id = ?",
+            (f",{number},", natural_id(name)),
         )
         db.execute("DELETE FROM to_check")
         db.execute("DELETE FROM nodes_to_check")
