@@ -1,11 +1,13 @@
 """The master's persistent view of the cluster, in SQLite or PostgreSQL (master/engine.py):
-nodes, files, locations, moves.
+nodes, files and their copies, moves.
 
 Everything a restarted master needs is here, so it rebuilds its view without rescanning a disk:
-nodes send only the inventory entries after the position stored with their locations, in the
-same transaction, so the two can never disagree. The totals `status` shows (files and bytes by
-kind and by node) are kept by triggers, in the transaction of each change they count, so they
-are read at once and a crash cannot make them drift; `recount` checks them against a full count.
+nodes send only the inventory entries after the position stored with their copies, in the same
+transaction, so the two can never disagree. A file is keyed by an integer from its name
+(master/file_ids.py) and holds the numbers of the nodes with a copy; `held` has the same copies
+by node. The totals `status` shows (files and bytes by kind and by node) are kept by triggers,
+in the transaction of each change they count, so they are read at once and a crash cannot make
+them drift; `recount` checks them against a full count.
 """
 
 import contextlib
