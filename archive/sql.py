@@ -3,6 +3,7 @@ checkpointing its WAL, versioned schemas, transactions, and queries that look up
 once."""
 
 import logging
+import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -142,6 +143,34 @@ def newer_schema(where: str | Path, version: int, known: int) -> DlwebError:
         f"{where} has schema version {version}, newer than this dlweb knows ({known}):"
         " it was written by a later release"
     )
+
+
+@contextmanager
+def writable(path: Path) -> Iterator[None]:
+    """Opening or migrating the database at `path`: a disk that is full or fails is said in one
+    line naming the database, and a database file this attempt made is removed again (its
+    empty file would pass for a database the next time)."""
+    existed = path.exists()
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN):
+            raise
+        if not existed:
+            for made in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
+                made.unlink(missing_ok=True)
+        if code == sqlite3.SQLITE_FULL:
+            free = shutil.disk_usage(path.parent).free
+            raise DlwebError(
+                f"{path}: its disk is full ({free:,} bytes free), so the database cannot be"
+                " written: free some space, then start again"
+            ) from None
+        raise DlwebError(f"{path}: the database cannot be written: {error}") from None
 
 
 def wal_bytes(path: Path) -> int:

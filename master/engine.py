@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from archive import pg
 from archive.metadata import check_cluster, parse_metadata_url
-from archive.sql import migrate, open_database, transaction, wal_bytes
+from archive.sql import migrate, open_database, transaction, wal_bytes, writable
 
 from .schema import Schema
 
@@ -68,14 +68,15 @@ class SqliteEngine:
     def __init__(self, path: Path, schema: Schema, cluster: str | None) -> None:
         self.path = path
         self.where = str(path)
-        self.db = open_database(path)
-        try:
-            migrate(self.db, schema.sqlite, path)
-            if cluster is not None:
-                _check_sqlite_cluster(self.db, cluster, self.where)
-        except BaseException:
-            self.db.close()
-            raise
+        with writable(path):
+            self.db = open_database(path)
+            try:
+                migrate(self.db, schema.sqlite, path)
+                if cluster is not None:
+                    _check_sqlite_cluster(self.db, cluster, self.where)
+            except BaseException:
+                self.db.close()
+                raise
         self._reader: sqlite3.Connection | None = None
 
     def transaction(self) -> AbstractContextManager[None]:

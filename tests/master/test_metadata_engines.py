@@ -17,6 +17,7 @@ from master.db import MasterDB
 from tests.conftest import write_cluster_config
 from tests.deploy.run_dlweb import dlweb
 from tests.postgres import PostgresServer
+from tests.small_disk import MIB, fill, small_disk, unfill
 
 from .conftest import Cluster, alive, make_corpus, settled
 from .test_cluster import check_readable, insert
@@ -140,3 +141,21 @@ async def test_a_master_whose_postgresql_is_away_refuses_then_resumes(
     await check_readable(cluster, first)
     await check_readable(cluster, back)
     assert cluster.get("/admin/fsck?recount=1", token=True)["totals_drift"] == {}
+
+
+def test_a_full_disk_under_the_database_is_refused_with_one_line_and_nothing_left(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "dlweb.yaml"
+    write_cluster_config(config)
+    with small_disk(tmp_path / "disk", 4 * MIB) as disk:
+        (disk / "master").mkdir()
+        fill(disk, 0)
+        done = start_master(config, disk / "master")
+        assert done.returncode == 2, done.stderr
+        assert "master.db: its disk is full" in done.stderr and "Traceback" not in done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert list((disk / "master").iterdir()) == []
+        # With room again, the same master starts on the same folder.
+        unfill(disk)
+        MasterDB(disk / "master" / "master.db").close()
