@@ -3,17 +3,19 @@ added cost, and how many bytes each file takes, at sizes from 100,000 files up.
 
 For each engine (SQLite, and PostgreSQL on a server this script starts as the tests do:
 tests/postgres.py, fsync off as SQLite's synchronous=NORMAL does not sync each commit either) and
-each size N, a local cluster of 3 storage nodes at replica 2 (`dlweb up`, its master on that
-engine) imports a WARC of 1,000 responses while empty. It is stopped, and N records are written
-straight into its master's metadata (MasterDB, the same calls a node's inventory makes; an import
-of N files would take hours): N contents of random sizes, each on 2 of its 3 nodes, in inventory
-batches of 5,000 as nodes send them. Then the cluster is started again and measured:
+each size N, two local clusters of 3 storage nodes at replica 2 are made (`dlweb up`, their
+masters on that engine). Into the master's metadata of one, stopped, N records are written
+straight (MasterDB, the same calls a node's inventory makes; an import of N files would take
+hours): N contents of random sizes, each on 2 of its 3 nodes, in inventory batches of 5,000 as
+nodes send them. The other stays empty. Then, both running:
 
-- the seconds the restarted master takes to settle (its full scan at start done, nothing left
-  for the repair pass to look at), after which the rest is measured;
+- the seconds the full cluster's master takes to settle (its full scan at start done, nothing
+  left for the repair pass to look at), after which the rest is measured;
 - `GET /status` (median of 5) and `GET /admin/fsck` (median of 3), in ms;
-- the import of a second WARC of the same shape, in records/s, against the import into the
-  empty cluster (goal: at least 0.9), and PostgreSQL's against SQLite's (goal: at least 0.7);
+- WARCs of 1,000 responses imported into each cluster in turns, 3 rounds (the empty cluster
+  first in the first and third): the full cluster's records/s over the empty one's, the median
+  of the rounds (goal: at least 0.9), and PostgreSQL's records/s against SQLite's (goal: at
+  least 0.7);
 - the bytes of the master's database per file once the repair pass took the marks the writing
   left (SQLite: `bytes/file` counts its folder, database and WAL after a checkpoint, less the
   pages free for reuse that the marks leave, which `file bytes` includes; PostgreSQL:
@@ -65,6 +67,7 @@ from master.repair import EXAMINE  # noqa: E402
 BATCH = 5_000
 # Responses in each WARC imported into the cluster (while empty, and once it holds N files).
 IMPORT_RESPONSES = 1_000
+IMPORT_ROUNDS = 3
 SETTLE_TIMEOUT = 1800.0
 EDGE = 50_000  # files timed at the start and at the end of the writing (half, when fewer)
 NODES = ("node1", "node2", "node3")
@@ -205,40 +208,48 @@ def stored_bytes(where: Path | str) -> tuple[int, int]:
 
 
 def measure(
-    folder: Path, db_url: str | None, size: int, warcs: list[tuple[Path, int]]
-) -> dict[str, float]:
-    """A cluster of 3 nodes at replica 2 whose master keeps its metadata at `db_url` (SQLite in
-    its folder when None): a WARC imported while it is empty; N files written into its
-    metadata; then, with the cluster started again, `status`, the fsck summary and the import of
-    a WARC of the same shape."""
-    data = folder / "cluster"
-    cluster_up(data, 3, 2, *(["--db", db_url] if db_url else []))
-    try:
-        empty = import_rate(data, *warcs[0])
-    finally:
-        cluster_down(data)
-    where: Path | str = db_url or next(data.rglob("master.db"))
+    folder: Path, db_urls: tuple[str, str] | None, size: int, warcs: list[tuple[Path, int]]
+) -> dict[str, Any]:
+    """Two clusters of 3 nodes at replica 2 whose masters keep their metadata at `db_urls`
+    (SQLite in their folders when None): N files written into the metadata of one, the other
+    left empty; then, both running, `status` and the fsck summary of the full one, and WARCs of
+    the same shape imported into each in turns (who goes first alternating), round by round."""
+    full_data, empty_data = folder / "full", folder / "empty"
+    full_url, empty_url = db_urls or (None, None)
+    cluster_up(full_data, 3, 2, *(["--db", full_url] if full_url else []))
+    cluster_down(full_data)
+    where: Path | str = full_url or next(full_data.rglob("master.db"))
     began = time.perf_counter()
     edges = fill(where, size, random.Random(size))
     written = time.perf_counter() - began
     reviewed = review(where, random.Random(size + 1))
     stored, used = stored_bytes(where)
-    cluster_up(data, 3, 2)
     try:
-        settled = wait_settled(data)
-        answers = ask_master(data)
-        full = import_rate(data, *warcs[1])
+        cluster_up(full_data, 3, 2)
+        cluster_up(empty_data, 3, 2, *(["--db", empty_url] if empty_url else []))
+        settled = wait_settled(full_data)
+        answers = ask_master(full_data)
+        rounds: list[float] = []
+        full_rates: list[float] = []
+        for number, pair in enumerate(zip(warcs[::2], warcs[1::2], strict=True)):
+            # The empty cluster first in even rounds, the full one in odd rounds.
+            order = [(empty_data, pair[1]), (full_data, pair[0])][:: -1 if number % 2 else 1]
+            rates = {data: import_rate(data, *warc) for data, warc in order}
+            full_rates.append(rates[full_data])
+            rounds.append(rates[full_data] / rates[empty_data])
+            print(f"  round {number + 1}: full over empty {rounds[-1]:.2f}", flush=True)
     finally:
-        cluster_down(data)
+        cluster_down(full_data)
+        cluster_down(empty_data)
     return {
         "write_s": written,
         "files_per_s": edges["all"],
         "bytes_per_file": used / size,
         "file_bytes_per_file": stored / size,
         "late_over_early": edges["last"] / edges["first"],
-        "import_empty_per_s": empty,
-        "import_full_per_s": full,
-        "import_full_over_empty": full / empty,
+        "import_full_per_s": statistics.median(full_rates),
+        "import_full_over_empty": statistics.median(rounds),
+        "import_rounds": rounds,
         "settle_s": settled,
         **reviewed,
         **answers,
@@ -256,7 +267,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         server = PostgresServer().start()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-scale-warcs-") as name:
-            warcs = [Path(name) / f"{which}.warc.gz" for which in ("empty", "full")]
+            warcs = [Path(name) / f"{number}.warc.gz" for number in range(2 * IMPORT_ROUNDS)]
             records = [
                 make_warc(warc, IMPORT_RESPONSES, random.Random(number))["records"]
                 for number, warc in enumerate(warcs)
@@ -264,13 +275,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for size in sizes:
                 for engine in engines:
                     with tempfile.TemporaryDirectory(prefix="bench-scale-") as folder:
-                        db_url = None
+                        db_urls = None
                         if engine == "postgresql":
                             assert server is not None
-                            db_url = server.create_database()
+                            db_urls = (server.create_database(), server.create_database())
                         print(f"{engine}: {size:,} files ...", flush=True)
                         report[engine][size] = measure(
-                            Path(folder), db_url, size, list(zip(warcs, records, strict=True))
+                            Path(folder), db_urls, size, list(zip(warcs, records, strict=True))
                         )
     finally:
         if server is not None:
