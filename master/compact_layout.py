@@ -126,40 +126,45 @@ def _taken(db: Any) -> Callable[[int], bool]:
 
 def sqlite_step(triggers: str) -> Callable[[Any], None]:
     """The step on SQLite, whose new tables' totals are kept by `triggers`."""
-
-    def step(db: Any) -> None:
-        for name in TRIGGERS:
-            db.execute(f"DROP TRIGGER {name}")
-        db.execute("DROP INDEX short_by_danger")
-        db.execute("DROP INDEX locations_by_node")
-        for table in RENAMED:
-            db.execute(f"ALTER TABLE {table} RENAME TO {table}_v3")
-        for table in ("nodes_to_check", "kind_totals", "node_totals"):
-            db.execute(f"DROP TABLE {table}")
-        run_script(db, TABLES)
-        run_script(db, triggers)
-        copy_files(db)
-        for table in RENAMED:
-            db.execute(f"DROP TABLE {table}_v3")
-
-    return step
+    return _step("DROP TRIGGER {}", (), run_script, TABLES, triggers)
 
 
 def postgresql_step(tables: str, triggers: str) -> Callable[[Any], None]:
-    """The step on PostgreSQL: `tables` (TABLES in its types), totals kept by `triggers`."""
+    """The step on PostgreSQL: `tables` (TABLES in its types), totals kept by `triggers`,
+    functions. A renamed table's primary key keeps its index's name there, which the new
+    table's would take: it is renamed too."""
+    return _step(
+        "DROP FUNCTION {}() CASCADE",
+        ("ALTER INDEX {0}_pkey RENAME TO {0}_v3_pkey",),
+        lambda db, script: db.script(script),
+        tables,
+        triggers,
+    )
+
+
+def _step(
+    drop: str,
+    renamed_too: tuple[str, ...],
+    run: Callable[[Any, str], None],
+    tables: str,
+    triggers: str,
+) -> Callable[[Any], None]:
+    """The step on an engine: how it drops a trigger of the step before, what it renames with a
+    table, how it runs a script."""
 
     def step(db: Any) -> None:
         for name in TRIGGERS:
-            db.execute(f"DROP FUNCTION {name}() CASCADE")
+            db.execute(drop.format(name))
         db.execute("DROP INDEX short_by_danger")
         db.execute("DROP INDEX locations_by_node")
         for table in RENAMED:
             db.execute(f"ALTER TABLE {table} RENAME TO {table}_v3")
-            db.execute(f"ALTER INDEX {table}_pkey RENAME TO {table}_v3_pkey")
+            for rename in renamed_too:
+                db.execute(rename.format(table))
         for table in ("nodes_to_check", "kind_totals", "node_totals"):
             db.execute(f"DROP TABLE {table}")
-        db.script(tables)
-        db.script(triggers)
+        run(db, tables)
+        run(db, triggers)
         copy_files(db)
         for table in RENAMED:
             db.execute(f"DROP TABLE {table}_v3")

@@ -95,21 +95,26 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
 """
-TOTALS = """
-CREATE TABLE kind_totals (
-    kind TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE node_totals (
-    node TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
+# The SQLite triggers that keep the files and bytes of each kind as files come and go.
+_FILES_COUNTED = """CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
     INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
     ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
 END;
 CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
     UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
 END;
-CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
+"""
+TOTALS = (
+    """
+CREATE TABLE kind_totals (
+    kind TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE node_totals (
+    node TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+    + _FILES_COUNTED
+    + """CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
     UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
     UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
     WHERE node IN (SELECT node FROM locations WHERE kind = NEW.kind AND name = NEW.name);
@@ -128,6 +133,7 @@ INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files
 INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
     LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
 """
+)
 # Files the repair pass last found below target, with why (one of CAUSES), and how many for
 # each cause, kept by triggers: status and the fsck summary read these counts at once.
 SHORT_FILES = """
@@ -159,15 +165,11 @@ WHEN NEW.cause != OLD.cause OR NEW.size != OLD.size BEGIN
 END
 """
 # The totals of the files keyed by integers (master/file_ids.py): copies are rows of `held`.
-COMPACT_TOTALS = """
-CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
-    INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
-    ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
-    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
-END;
-CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
+COMPACT_TOTALS = (
+    """
+"""
+    + _FILES_COUNTED
+    + """CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
     UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
     UPDATE node_totals SET bytes = bytes + NEW.size - OLD.size
     WHERE EXISTS (SELECT 1 FROM held h WHERE h.node = node_totals.node AND h.id = NEW.id);
@@ -182,7 +184,9 @@ CREATE TRIGGER held_removed AFTER DELETE ON held BEGIN
         bytes = bytes - COALESCE((SELECT size FROM files WHERE id = OLD.id), 0)
     WHERE node = OLD.node;
 END;
-""" + SHORT_FILES[SHORT_FILES.index("CREATE TRIGGER short_added") :]
+"""
+    + SHORT_FILES[SHORT_FILES.index("CREATE TRIGGER short_added") :]
+)
 STEPS = (SCHEMA, TOTALS, SHORT_FILES, sqlite_step(COMPACT_TOTALS))
 
 
