@@ -375,14 +375,14 @@ class MasterDB:
     def _holders(self, row: FileRow) -> tuple[str, ...]:
         return tuple(self._nodes_by_number[number] for number in holder_numbers(row.holders))
 
-    def _rows(self, ids: Sequence[int], db: Connection | None = None) -> list[FileRow]:
+    def _rows(self, ids: Sequence[int]) -> list[FileRow]:
         """The rows of the files with these keys (those that exist)."""
         found: list[FileRow] = []
         for part in _parts([(key,) for key in ids]):
             chosen, values = self.engine.rows(part)
             found += [
                 FileRow(*row)
-                for row in (db or self.db).execute(
+                for row in self.db.execute(
                     f"SELECT {FILE_COLUMNS} FROM files WHERE id IN ({chosen})", values
                 )
             ]
