@@ -213,6 +213,32 @@ CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS
 """
 
 
+def _pg_copies_counted(prefix: str, table: str, joined: str) -> str:
+    """PostgreSQL's statement triggers that keep node_totals (copies and their files' bytes by
+    node) as rows of `table` are inserted and deleted; `joined` matches a file to a copy of
+    the transition table it names ({0})."""
+    return f"""CREATE FUNCTION {prefix}_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO node_totals AS t (node, files, bytes)
+    SELECT a.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM added a
+    LEFT JOIN files f ON {joined.format("a")} GROUP BY a.node
+    ON CONFLICT (node) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {prefix}_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_added();
+CREATE FUNCTION {prefix}_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT o.node, COUNT(*) AS files, COALESCE(SUM(f.size), 0) AS bytes FROM removed o
+          LEFT JOIN files f ON {joined.format("o")} GROUP BY o.node) r
+    WHERE t.node = r.node;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_removed();
+"""
+
+
 # PostgreSQL's triggers run functions; each keeps a totals table as the SQLite trigger of the same
 # name does, but once a statement, from the rows it changed (a transition table), where SQLite's
 # run once a row: MasterDB inserts and deletes many rows a statement, and a row's trigger would
@@ -232,26 +258,9 @@ CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 END $$;
 CREATE TRIGGER file_resized AFTER UPDATE OF size ON files FOR EACH ROW
     WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION file_resized();
-CREATE FUNCTION location_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO node_totals AS t (node, files, bytes)
-    SELECT a.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM added a
-    LEFT JOIN files f ON f.kind = a.kind AND f.name = a.name GROUP BY a.node
-    ON CONFLICT (node) DO UPDATE SET files = t.files + excluded.files,
-        bytes = t.bytes + excluded.bytes;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER location_added AFTER INSERT ON locations REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION location_added();
-CREATE FUNCTION location_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
-    FROM (SELECT o.node, COUNT(*) AS files, COALESCE(SUM(f.size), 0) AS bytes FROM removed o
-          LEFT JOIN files f ON f.kind = o.kind AND f.name = o.name GROUP BY o.node) r
-    WHERE t.node = r.node;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER location_removed AFTER DELETE ON locations REFERENCING OLD TABLE AS removed
-    FOR EACH STATEMENT EXECUTE FUNCTION location_removed();
-INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
+"""
+    + _pg_copies_counted("location", "locations", "f.kind = {0}.kind AND f.name = {0}.name")
+    + """INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
 INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
     LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
 """
@@ -293,26 +302,9 @@ CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 END $$;
 CREATE TRIGGER file_resized AFTER UPDATE OF size ON files FOR EACH ROW
     WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION file_resized();
-CREATE FUNCTION held_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO node_totals AS t (node, files, bytes)
-    SELECT a.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM added a
-    LEFT JOIN files f ON f.id = a.id GROUP BY a.node
-    ON CONFLICT (node) DO UPDATE SET files = t.files + excluded.files,
-        bytes = t.bytes + excluded.bytes;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER held_added AFTER INSERT ON held REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION held_added();
-CREATE FUNCTION held_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
-    FROM (SELECT o.node, COUNT(*) AS files, COALESCE(SUM(f.size), 0) AS bytes FROM removed o
-          LEFT JOIN files f ON f.id = o.id GROUP BY o.node) r
-    WHERE t.node = r.node;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER held_removed AFTER DELETE ON held REFERENCING OLD TABLE AS removed
-    FOR EACH STATEMENT EXECUTE FUNCTION held_removed();
 """
+    + _pg_copies_counted("held", "held", "f.id = {0}.id")
+    + """"""
     + _pg_counted("short", "short", "short_totals", "cause")
     + _PG_SHORT_FILES[_PG_SHORT_FILES.index("CREATE FUNCTION short_changed()") :]
 )
