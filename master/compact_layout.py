@@ -6,11 +6,13 @@ runs at start finds it again."""
 
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from archive.cluster import KINDS
 from archive.sql import in_chunks, run_script
 
-from .file_ids import KIND_CODES, KINDS, SPREAD_KEY, candidates, holders_text, place
+from .file_ids import KIND_CODES, SPREAD_KEY, candidates, holders_text, key_taken, place
 
 # Files copied a statement.
 COPY_BATCH = 2_000
@@ -100,7 +102,9 @@ def _copy(db: Any, kind: str, rows: list[Any], numbers: dict[str, int], spread: 
         occupied.update(
             row[0] for row in db.execute(f"SELECT id FROM files WHERE id IN ({marks})", keys)
         )
-    placed, spread = place(((kind, name) for name in names), occupied, spread, _taken(db))
+    placed, spread = place(
+        ((kind, name) for name in names), occupied, spread, partial(key_taken, db)
+    )
     db.executemany(
         "INSERT INTO files (id, kind, rest, size, refs, target, holders) VALUES (?,?,?,?,?,?,?)",
         [
@@ -115,13 +119,6 @@ def _copy(db: Any, kind: str, rows: list[Any], numbers: dict[str, int], spread: 
         [(number, placed[(kind, name)][0]) for name in names for number in holders[name]],
     )
     return spread
-
-
-def _taken(db: Any) -> Callable[[int], bool]:
-    def taken(key: int) -> bool:
-        return db.execute("SELECT 1 FROM files WHERE id = ?", (key,)).fetchone() is not None
-
-    return taken
 
 
 def sqlite_step(triggers: str) -> Callable[[Any], None]:

@@ -16,21 +16,23 @@ import json
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+from archive.cluster import KINDS
 from archive.sql import in_chunks
 
 from .engine import Connection, open_engine
 from .file_ids import (
     FIRST_ID,
     KIND_CODES,
-    KINDS,
     LAST_ID,
     SPREAD_KEY,
     candidates,
     holder_numbers,
     holders_text,
+    key_taken,
     name_of,
     natural_id,
     place,
@@ -335,7 +337,7 @@ class MasterDB:
     def forget_locations(self, node: str) -> int:
         """Drop every copy on a node (dead, or its disk was replaced) and reset its position."""
         with self._transaction():
-            number = self._number(node)
+            number = self._known_number(node)
             on_node = "SELECT id FROM held WHERE node = ?"
             self.db.execute(
                 f"INSERT INTO to_check (id) {on_node} ON CONFLICT DO NOTHING", (number,)
@@ -359,11 +361,16 @@ class MasterDB:
         }
         self._nodes_by_number = {number: node for node, number in self._numbers.items()}
 
-    def _number(self, node: str) -> int:
-        """The number a node's copies are kept under, given the first time it holds one."""
+    def _known_number(self, node: str) -> int:
+        """The number a node's copies are kept under, for a read or a removal: 0, which no copy
+        has, for a node that never held one (no number is given to it here)."""
         if node not in self._numbers:
             self._read_numbers()
-        if node not in self._numbers:
+        return self._numbers.get(node, 0)
+
+    def _number(self, node: str) -> int:
+        """The number a node's copies are kept under, given the first time it holds one."""
+        if not self._known_number(node):
             self.db.execute(
                 "INSERT INTO node_numbers (id, num)"
                 " SELECT ?, COALESCE(MAX(num), 0) + 1 FROM node_numbers",
@@ -421,14 +428,11 @@ class MasterDB:
         self, missing: Iterable[tuple[str, str]], occupied: set[int]
     ) -> dict[tuple[str, str], tuple[int, bytes]]:
         """Keys for new files, the spread kept if it grew (file_ids.place)."""
-        placed, spread = place(missing, occupied, self._spread, self._taken)
+        placed, spread = place(missing, occupied, self._spread, partial(key_taken, self.db))
         if spread != self._spread:
             self._spread = spread
             self.set_meta(SPREAD_KEY, spread)
         return placed
-
-    def _taken(self, key: int) -> bool:
-        return self.db.execute("SELECT 1 FROM files WHERE id = ?", (key,)).fetchone() is not None
 
     def _start(self, after: tuple[str, str]) -> int | None:
         """The first key after a file (kind, name) in key order, wherever a walk that gave it
@@ -519,7 +523,7 @@ class MasterDB:
 
     def _remove_copies(self, node: str, files: Sequence[tuple[str, str]]) -> list[int]:
         """Forget the copies on a node of these files (kind, name); the keys of those known."""
-        number = self._number(node)
+        number = self._known_number(node)
         ids = [(row.id,) for row in self._lookup(files).values()]
         for part in _parts(ids):
             chosen, values = self.engine.rows(part)
@@ -743,7 +747,7 @@ class MasterDB:
         rows = self.db.execute(
             "SELECT f.kind, f.id, f.rest, f.size FROM held h JOIN files f ON f.id = h.id"
             " WHERE h.node = ? AND h.id >= ? ORDER BY h.id LIMIT ?",
-            (self._number(node), start, limit),
+            (self._known_number(node), start, limit),
         ).fetchall()
         return [
             FileRef(KINDS[kind], name_of(int(key), bytes(rest)), int(size))
@@ -752,7 +756,7 @@ class MasterDB:
 
     def count_on(self, node: str) -> int:
         row = self.db.execute(
-            "SELECT COUNT(*) FROM held WHERE node = ?", (self._number(node),)
+            "SELECT COUNT(*) FROM held WHERE node = ?", (self._known_number(node),)
         ).fetchone()
         return int(row[0])
 
@@ -818,15 +822,13 @@ class MasterDB:
                 (start, limit),
             )
         ]
+        numbers = reader.execute(
+            "SELECT n.id, n.num, s.reliability FROM node_numbers n LEFT JOIN nodes s ON s.id = n.id"
+        ).fetchall()
         reliable = {
-            int(number)
-            for number, reliability in reader.execute(
-                "SELECT n.num, s.reliability FROM node_numbers n JOIN nodes s ON s.id = n.id"
-            )
-            if reliability != "low"
+            int(number) for _, number, reliability in numbers if reliability not in (None, "low")
         }
-        numbers = dict(reader.execute("SELECT id, num FROM node_numbers").fetchall())
-        counted = {int(numbers[node]) for node in counting if node in numbers}
+        counted = {int(number) for node, number, _ in numbers if node in counting}
         found = []
         for row in rows:
             have = [number for number in holder_numbers(row.holders) if number in counted]
@@ -891,7 +893,7 @@ class MasterDB:
                 int(row[0])
                 for row in self.db.execute(
                     "SELECT id FROM held WHERE node = ? AND id >= ? ORDER BY id LIMIT ?",
-                    (self._number(node), start, wanted),
+                    (self._known_number(node), start, wanted),
                 )
             ]
             files += self._replicas(ids)

@@ -9,12 +9,14 @@ key plus the spread.
 """
 
 from collections.abc import Callable, Iterable
+from typing import Any
+
+from archive.cluster import KINDS
 
 FIRST_ID = -(1 << 63)
 LAST_ID = (1 << 63) - 1
 
-# A kind's code in the files table is its place here.
-KINDS = ("content", "structure")
+# A kind's code in the files table is its place in KINDS.
 KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
 
 # Where the spread is kept (the meta table).
@@ -58,6 +60,12 @@ def candidates(names: Iterable[str], spread: int) -> list[int]:
             for key in range(natural_id(name), min(natural_id(name) + spread, LAST_ID) + 1)
         }
     )
+
+
+def key_taken(db: Any, key: int) -> bool:
+    """Whether a file of the files table has this key (`place`'s question, asked of a
+    connection of either engine)."""
+    return db.execute("SELECT 1 FROM files WHERE id = ?", (key,)).fetchone() is not None
 
 
 def place(
