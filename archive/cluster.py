@@ -39,6 +39,7 @@ from .inserts import (
     chain_header,
 )
 from .multicast import LookupClient
+from .network import NETWORK_ERRORS, PEER_SILENCE, UPLOAD_TIMEOUT, failure, peer_timeout
 from .structure import REPLAYED_KINDS, BadRecord, Capture, DayCount, Mode, RecordKind
 from .timestamps import format_iso
 from .urlkey import structure_name
@@ -52,7 +53,6 @@ __all__ = [
     "Held",
     "InsertSummary",
     "NewCapture",
-    "failure",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,24 +71,11 @@ NEIGHBOURS = ("first", "last", "prev", "next")
 # a request, a group commit and a forward, so a chain's share of a batch goes in one pack.
 PACK_FRAMES = 500
 PACK_BYTES = 8 * 1024 * 1024
-# A cut link neither answers nor resets, so a request to a peer that sends nothing for this long
-# is given up and the next holder asked. Each byte received restarts the clock, so a large
-# transfer that is moving is never cut; 15 s leaves a loaded node time to fsync a pack of
-# contents or a batch of appends before it answers.
-PEER_SILENCE = 15.0
-# A cut host drops the SYN: 10 s covers its retransmissions at 1, 3 and 7 s.
-CONNECT_TIMEOUT = 10.0
-# aiohttp has no timeout on sending a body: an upload larger than the socket buffers, sent to a
-# cut node, waits for this bound on the whole request instead of for TCP to give up (minutes).
-UPLOAD_TIMEOUT = 300.0
 # An insert or its confirmation waits on a loaded index node (lookups, then appends) this long.
 INDEX_CALL_TIMEOUT = 300.0
 # While the master has no index node (one restarting), an insert asks again this often, for as
 # long as the client waits for a connection.
 NO_INDEX_RETRY = 0.5
-# The error of sock_read (aiohttp before 3.10 raises its parent for a connect timeout too).
-_SILENT_PEER = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
-
 # The bytes of a content to upload by name: in memory, in a file, or still to be fetched.
 BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
 # A batch's upload claims: the names it uploads, each with the future telling its outcome, and
@@ -168,9 +155,7 @@ class ClusterClient:
         # Made last, with nothing awaited after it: an entry that fails or is cancelled (Ctrl-C)
         # leaves no session open, since `__aexit__` does not run then.
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=self.peer_silence
-            ),
+            timeout=peer_timeout(silence=self.peer_silence),
             connector=aiohttp.TCPConnector(limit=64),
         )
         return self
@@ -458,11 +443,7 @@ class ClusterClient:
         """Upload bytes or an open file, to be passed on to `forward`; the node's receipt, or
         ClusterError unless it stored them. Each node of the chain may wait for the next one's
         silence to end, so the silence allowed grows with the chain."""
-        timeout = aiohttp.ClientTimeout(
-            total=UPLOAD_TIMEOUT,
-            sock_connect=CONNECT_TIMEOUT,
-            sock_read=self.peer_silence * (1 + len(forward)),
-        )
+        timeout = peer_timeout(UPLOAD_TIMEOUT, self.peer_silence * (1 + len(forward)))
         headers = {**self._auth, **chain_header(forward)}
         try:
             async with self.session.request(
@@ -471,7 +452,7 @@ class ClusterClient:
                 text = await r.text()
                 if r.status not in (200, 201):
                     raise ClusterError(f"upload to {url} failed: {r.status} {text[:300]}")
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except NETWORK_ERRORS as exc:
             raise ClusterError(
                 f"upload to {url} failed: {failure(exc, self.peer_silence)}"
             ) from None
@@ -528,7 +509,7 @@ class ClusterClient:
         try:
             async with self.session.get(url) as r:
                 status, text = r.status, await r.text()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except NETWORK_ERRORS as exc:
             raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
         try:
             answer = json.loads(text)
@@ -563,7 +544,7 @@ class ClusterClient:
                     if whole_up_to is not None and size is not None and size > whole_up_to:
                         return Held(name, address, size)
                     data = await r.read()
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except NETWORK_ERRORS as exc:
                 problems.append(f"{address}: {failure(exc, self.peer_silence)}")
                 continue
             if hashlib.sha256(data).hexdigest() == name:
@@ -601,7 +582,7 @@ class ClusterClient:
                     except HashMismatch as exc:
                         await self.report_bad(held.address, held.name)
                         raise ClusterError(f"{held.address} served {exc}") from None
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except NETWORK_ERRORS as exc:
             raise ClusterError(f"reading {url} failed: {failure(exc, self.peer_silence)}") from None
 
     async def report_bad(self, address: str, name: str) -> None:
@@ -615,7 +596,7 @@ class ClusterClient:
                 f"{address}/content/{name}/check", headers=self._auth
             ) as r:
                 await r.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except NETWORK_ERRORS as exc:
             log.warning("%s could not be asked to check %s: %s", address, name, failure(exc))
 
     get_header_block = get_content
@@ -682,7 +663,7 @@ class ClusterClient:
         try:
             async with self.session.get(f"{master}/status") as r:
                 return master, await r.json(content_type=None)
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except NETWORK_ERRORS as exc:
             raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
         except ValueError:
             raise ClusterError(f"{master}/status answered without a list of nodes") from None
@@ -700,7 +681,7 @@ class ClusterClient:
                 async for name, data, _ in pack.read_frames(r.content, names):
                     if data is not None and hashlib.sha256(data).hexdigest() == name:
                         got[name] = data
-        except (aiohttp.ClientError, OSError, TimeoutError, DlwebError) as exc:
+        except (*NETWORK_ERRORS, DlwebError) as exc:
             log.info("pack read from %s cut short: %s", node, failure(exc, self.peer_silence))
         return got
 
@@ -831,7 +812,7 @@ class ClusterClient:
                     (check_name(str(item["name"])), [str(n["address"]) for n in item["nodes"]])
                     for item in answer["structures"]
                 ]
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except NETWORK_ERRORS as exc:
                 raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
             except (ValueError, KeyError, TypeError, AttributeError, DlwebError):
                 raise ClusterError(f"{url} answered without a list of structure files") from None
@@ -860,7 +841,7 @@ class ClusterClient:
                     answer = await r.json(content_type=None)
                 if not isinstance(answer, dict):
                     raise ValueError("the answer is not a JSON object")
-            except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+            except (*NETWORK_ERRORS, ValueError) as exc:
                 problems.append(f"{address}: {failure(exc, self.peer_silence)}")
                 continue
             if r.status == 200:
@@ -877,13 +858,6 @@ class ClusterClient:
         if missing == asked:
             raise NotFound(f"{what} is not in the archive (no holder has its structure file)")
         raise ClusterError(f"no holder of {what}'s structure file answered: {'; '.join(problems)}")
-
-
-def failure(exc: BaseException, silence: float = PEER_SILENCE) -> str:
-    """What went wrong with a request to a peer, one silent for `silence` s said as such."""
-    if isinstance(exc, _SILENT_PEER):
-        return f"no answer for {silence:g} s"
-    return str(exc) or type(exc).__name__
 
 
 def _pack_parts(items: list[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:

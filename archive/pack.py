@@ -17,6 +17,7 @@ import aiohttp.abc
 import aiohttp.payload
 
 from .errors import ClientFault
+from .network import NETWORK_ERRORS
 
 MAX_NAMES = 1_000
 MAX_PACKED = 1024 * 1024
@@ -205,7 +206,7 @@ async def read_frames(
                     yield name, bytes(data), None
             if frames.given == len(names):
                 return
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+    except NETWORK_ERRORS as exc:
         raise BadPack(f"pack stream ended early: {exc}") from None
     frames.finish()
     raise BadPack(f"pack stream ended early: {frames.given} of {len(names)} contents came")

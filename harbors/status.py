@@ -12,9 +12,8 @@ import json
 import time
 from typing import Any
 
-import aiohttp
-
 from archive.cluster import ClusterError
+from archive.network import NETWORK_ERRORS
 
 from . import page
 from .answer import Answer, HarborContext
@@ -130,7 +129,7 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
             status = await r.json(content_type=None)
         if not isinstance(status, dict):
             raise ValueError("its /status answer is not a JSON object")
-    except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+    except (*NETWORK_ERRORS, ValueError) as exc:
         return _unavailable(wants_json, f"the master at {master} does not answer: {exc}")
     if wants_json:
         return Answer(200, (json.dumps(status, indent=1) + "\n").encode(), "application/json")

@@ -12,6 +12,8 @@ from typing import Any
 
 import aiohttp
 
+from archive.network import NETWORK_ERRORS
+
 from .db import MasterDB
 from .membership import Membership
 from .records import read_records
@@ -50,7 +52,7 @@ async def find_orphans(db: MasterDB, members: Membership) -> OrphanReport:
             for holder in holders:
                 try:
                     _, records = await read_records(session, members.address(holder), name)
-                except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError) as exc:
+                except (*NETWORK_ERRORS, ValueError, KeyError) as exc:
                     log.warning("fsck could not read structure %s on %s: %s", name, holder, exc)
                     continue
                 for record in records:

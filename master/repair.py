@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 
 from archive.hip import HipError, RemoteError
+from archive.network import NETWORK_ERRORS
 
 from .db import FileRef, MasterDB, Needy, Problem, Replicas, TargetFn
 from .file_ids import FIRST_ID
@@ -166,7 +167,7 @@ class Copier:
                 source, target = self.members.address(node), self.members.address(active)
                 try:
                     added += await merge_copy(session, self.token, name, source, target)
-                except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError) as exc:
+                except (*NETWORK_ERRORS, ValueError, KeyError) as exc:
                     log.warning(
                         "could not merge structure %s from %s into %s: %s", name, node, active, exc
                     )

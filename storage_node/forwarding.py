@@ -15,9 +15,9 @@ from typing import Any
 
 import aiohttp
 
-from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, UPLOAD_TIMEOUT, failure
 from archive.errors import DlwebError
 from archive.inserts import UploadReceipt, chain_header
+from archive.network import NETWORK_ERRORS, PEER_SILENCE, UPLOAD_TIMEOUT, failure, peer_timeout
 
 __all__ = ["Forwarder", "Passed"]
 
@@ -48,11 +48,7 @@ class Forwarder:
             return (), {}
         assert self._session is not None
         url = f"{chain[0]}{path}"
-        timeout = aiohttp.ClientTimeout(
-            total=UPLOAD_TIMEOUT,
-            sock_connect=CONNECT_TIMEOUT,
-            sock_read=self.silence * len(chain),
-        )
+        timeout = peer_timeout(UPLOAD_TIMEOUT, self.silence * len(chain))
         headers = {**self._auth, **chain_header(chain[1:])}
         try:
             async with self._session.request(
@@ -63,7 +59,7 @@ class Forwarder:
                     error = answer.get("error") if isinstance(answer, dict) else answer
                     return (), {chain[0]: f"answered {r.status}: {str(error)[:300]}"}
             receipt = UploadReceipt.from_json(answer)
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError, DlwebError) as exc:
+        except (*NETWORK_ERRORS, ValueError, DlwebError) as exc:
             return (), {chain[0]: failure(exc, self.silence)}
         return (chain[0], *receipt.forwarded), receipt.failed
 

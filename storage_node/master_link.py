@@ -16,11 +16,11 @@ import aiohttp
 from yarl import URL
 
 from archive import pack
-from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import DlwebError, InsufficientStorage
 from archive.hashing import is_valid_name
 from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url, name_list
+from archive.network import NETWORK_ERRORS, failure, peer_timeout
 from archive.tasks import cancel_and_wait
 
 from .node import CONTENT, STRUCTURE, StorageNode
@@ -130,9 +130,7 @@ class MasterLink:
         self._session = aiohttp.ClientSession(
             # A copy from a node whose link was cut is given up after PEER_SILENCE, not held
             # (with its files busy) until TCP gives up; one that is moving is never cut.
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=PEER_SILENCE
-            ),
+            timeout=peer_timeout(),
             auto_decompress=False,
         )
         await self.slave.start()
@@ -364,7 +362,7 @@ class MasterLink:
                         await self.node.put_structure(name, body, read_after)
             except DlwebError as exc:
                 return str(exc)
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except NETWORK_ERRORS as exc:
                 return f"{url}: {failure(exc)}"
         return None
 

@@ -14,6 +14,7 @@ from archive.hip._errors import HipError
 from archive.hip._frames import CODECS
 from archive.hip._handshake import TIMEOUT, AuthRefused, Redirected, connect
 from archive.hip._peer import Handler, Peer, PeerHook, run_hook
+from archive.network import NETWORK_ERRORS
 
 log = logging.getLogger("archive.hip")
 
@@ -139,7 +140,7 @@ class HipSlave:
                 log.error("slave %s: %s; will retry", self.name, exc)
                 self._notify_change()
                 self._go_home()
-            except (HipError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (HipError, *NETWORK_ERRORS) as exc:
                 self._last_error = str(exc) or type(exc).__name__
                 level = logging.WARNING if failures == 0 else logging.DEBUG
                 log.log(level, "slave %s cannot connect to %s: %s", self.name, self.url, exc)

@@ -16,6 +16,7 @@ import aiohttp
 
 from archive import jsonwire
 from archive.errors import DlwebError
+from archive.network import NETWORK_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class Connection:
             ws = await session.ws_connect(
                 url, max_msg_size=MAX_MESSAGE, timeout=aiohttp.ClientWSTimeout(ws_close=5.0)
             )
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except NETWORK_ERRORS as exc:
             await session.close()
             raise BrowserError("crashed", f"cannot reach the browser at {url}: {exc}") from None
         return cls(ws, session)

@@ -31,6 +31,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from archive.errors import DlwebError
 from archive.hip import HipError, HipMaster, Peer, RemoteError
+from archive.network import NETWORK_ERRORS
 from archive.urlkey import BadUrl, canonical_url
 
 from ..order import read_signatures
@@ -503,7 +504,7 @@ class Scheduler:
                 try:
                     async with session.get(url) as answer:
                         body = await answer.read()
-                except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                except NETWORK_ERRORS as exc:
                     log.info("feed %s: %s", url, exc)
                     continue
                 digest = hashlib.sha256(body).hexdigest()

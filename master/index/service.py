@@ -18,7 +18,6 @@ import aiohttp
 
 from archive import jsonwire
 from archive.atomic import atomic_write
-from archive.cluster import CONNECT_TIMEOUT, PEER_SILENCE, failure
 from archive.config import ClusterConfig
 from archive.errors import ConfigError, DlwebError
 from archive.hip import (
@@ -32,6 +31,7 @@ from archive.hip import (
 )
 from archive.inserts import MAX_CAPTURES, InsertAnswer, Stored, StoredAnswer
 from archive.metadata import cluster_id
+from archive.network import failure, peer_timeout
 from archive.tasks import Background
 from archive.urlkey import structure_name
 from archive.variants import path_of, variant_record
@@ -209,9 +209,7 @@ class IndexNode:
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(
-                total=APPEND_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=PEER_SILENCE
-            ),
+            timeout=peer_timeout(APPEND_TIMEOUT),
             connector=aiohttp.TCPConnector(limit=APPENDS_IN_FLIGHT * 2),
             json_serialize=jsonwire.dumps,
         )

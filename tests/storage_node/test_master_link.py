@@ -15,10 +15,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from archive.cluster import PEER_SILENCE
 from archive.config import ClusterConfig
 from archive.hip import HipMaster, Peer, RemoteError
 from archive.multicast import LookupClient
+from archive.network import PEER_SILENCE
 from archive.urlkey import structure_name
 from tests.conftest import free_port, write_cluster_config
 from tests.disk import damage, damage_content, stored_bytes, stored_content
