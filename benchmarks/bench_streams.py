@@ -363,7 +363,7 @@ PROFILE_PARTS = (
         "inserts into the cluster (store, cluster client, aiohttp, HIP)",
         (
             "stream/store.py",
-            "archive/cluster.py",
+            "archive/cluster/",
             "archive/hip/",
             "archive/pack.py",
             "archive/inserts.py",
