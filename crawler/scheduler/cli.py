@@ -72,6 +72,16 @@ def _run_scheduler(args: argparse.Namespace) -> int:
 
 
 def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_place_arguments(parser)
+    _add_crawl_arguments(parser)
+    _add_interval_arguments(parser)
+    _add_stream_arguments(parser)
+    add_config_option(parser)
+    parser.set_defaults(run=_run_scheduler)
+
+
+def _add_place_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the campaign's state lives and where the scheduler listens."""
     parser.add_argument(
         "--data",
         type=Path,
@@ -90,6 +100,10 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         default=("127.0.0.1", 8300),
         help="HOST:PORT (default 127.0.0.1:8300)",
     )
+
+
+def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the campaign keeps, and how its agents crawl."""
     parser.add_argument(
         "--keywords",
         help="comma-separated words a site's text must hold to be kept (expansion filter)",
@@ -129,6 +143,10 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:IP",
         help="pin a host to an address for the agents and the feed poller (repeat)",
     )
+
+
+def _add_interval_arguments(parser: argparse.ArgumentParser) -> None:
+    """When sites are crawled again, and how long a vanished agent is waited for."""
     parser.add_argument(
         "--first-interval",
         type=positive_seconds,
@@ -161,6 +179,10 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         " (default 10)",
     )
     parser.add_argument("--paused", action="store_true", help="start with the campaign paused")
+
+
+def _add_stream_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which live streams are recorded, and in what chunks."""
     parser.add_argument(
         "--record-streams",
         action="store_true",
@@ -181,8 +203,6 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="collection seconds between two points of a stream chunk (default %(default)g)",
     )
-    add_config_option(parser)
-    parser.set_defaults(run=_run_scheduler)
 
 
 def register_scheduler(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

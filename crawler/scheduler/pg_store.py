@@ -15,7 +15,9 @@ from typing import Any
 
 from archive.pg import DatabaseUnavailable, PgDatabase, migrate, postgresql_schema
 
-from .store import _SCHEMA, _STREAM_SCHEMA, IN_USE, Site, SqlStore, StoreError
+from .sql_engine import IN_USE, StoreError
+from .store import _SCHEMA, Site, SqlStore
+from .stream_registry import _STREAM_SCHEMA
 
 __all__ = ["COMPONENT", "PgStore"]
 

@@ -11,35 +11,30 @@ relevance and hub ranks and their own authority (HITS on the graph). Temporal: e
 is crawled again after an interval halved when it changed much since its previous crawl and
 doubled when it hardly changed; a change in one of its feeds brings the next crawl forward.
 
-The stream links crawls report are registered with their sites, and recorded by streaming agents
-when the operator says so (streams.py).
+The expansion policy's graph is expansion.py's, the feeds feeds.py's. The stream links crawls
+report are registered with their sites, and recorded by streaming agents when the operator says
+so (streams.py).
 """
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-
 from archive.errors import DlwebError
 from archive.hip import HipError, HipMaster, Peer, RemoteError
-from archive.network import NETWORK_ERRORS
 from archive.urlkey import BadUrl, canonical_url
 
-from ..order import read_signatures
 from ..stream.assignment import ROLE as STREAMER
 from ..stream.recording import StreamSettings
-from .guess import guess_site
-from .policy import Filters, change_rate, judge, next_interval, priority
-from .ranks import hits
+from .expansion import Expansion
+from .feeds import FeedWatch
+from .policy import Filters, change_rate, judge, next_interval
+from .reports import existing_file, with_change_by_level
 from .store import Site, Store
 from .streams import StreamAgents
 
@@ -48,9 +43,6 @@ __all__ = ["Scheduler", "SchedulerOptions"]
 log = logging.getLogger(__name__)
 
 TICK = 0.2
-RANK_EVERY = 30.0  # seconds between HITS runs while the graph changes
-FEED_TIMEOUT = 10.0
-MAX_FEEDS = 5  # feeds polled per site
 BUSY_ELSEWHERE = -1  # an agent crawling a site it was given before the scheduler restarted
 BUSY_RETRY = 5.0  # seconds before such an agent is asked again (its report may have been lost)
 
@@ -98,7 +90,8 @@ class Scheduler:
         )
         self.seconds: dict[str, int] = {}  # agents sent on a site another agent crawls
         self._wake = asyncio.Event()
-        self._graph_changed = False
+        self.expansion = Expansion(store, options.expand, self.register)
+        self.feeds = FeedWatch(store, options.resolve, options.feed_interval, self.wake)
         self._tasks: list[asyncio.Task[None]] = []
         self.decisions = 0
 
@@ -112,8 +105,8 @@ class Scheduler:
         self.streams.restarted()
         self._tasks = [
             asyncio.create_task(self._dispatch_loop()),
-            asyncio.create_task(self._rank_loop()),
-            asyncio.create_task(self._feed_loop()),
+            asyncio.create_task(self.expansion.rank_loop()),
+            asyncio.create_task(self.feeds.loop()),
         ]
 
     async def stop(self) -> None:
@@ -294,7 +287,7 @@ class Scheduler:
         self.streams.found(site.id, report.get("streams"), record)
         self.store.finish(
             site.id,
-            _with_change_by_level(report),
+            with_change_by_level(report),
             str(report.get("signature_file", "")),
             str(report.get("chunk_file", "")),
             time.time(),
@@ -361,9 +354,9 @@ class Scheduler:
             return
         signature_file = str(report.get("signature_file", ""))
         chunk_file = str(report.get("chunk_file", ""))
-        chunks, previous = _existing(chunk_file), _existing(site.chunk_file)
+        chunks, previous = existing_file(chunk_file), existing_file(site.chunk_file)
         change = change_rate(report, previous, chunks) if chunks is not None else 1.0
-        self.store.finish(site.id, _with_change_by_level(report), signature_file, chunk_file, now)
+        self.store.finish(site.id, with_change_by_level(report), signature_file, chunk_file, now)
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)
@@ -388,137 +381,8 @@ class Scheduler:
             next_crawl=now + interval,
             change_rate=change,
         )
-        self._links(site, report)
-        self._remember_feeds(site, report)
-
-    def _links(self, site: Site, report: Mapping[str, Any]) -> None:
-        """External links: edges to known sites, new sites for unknown ones."""
-        targets: dict[int, int] = {}
-        for link in report.get("external_links", []):
-            url = link.get("url") if isinstance(link, Mapping) else None
-            if not isinstance(url, str):
-                continue
-            try:
-                url = canonical_url(url)
-            except BadUrl:
-                continue
-            target = self.store.find_site_for(url)
-            if target is None:
-                if not self.options.expand:
-                    continue
-                target = self._discover(url, site)
-                if target is None:
-                    continue
-            if target.id != site.id and target.state != "blacklisted":
-                targets[target.id] = targets.get(target.id, 0) + 1
-        if targets:
-            self.store.add_edges(site.id, targets, time.time())
-            self._graph_changed = True
-
-    def _discover(self, url: str, referrer: Site) -> Site | None:
-        try:
-            start_url, accept, reject = guess_site(url)
-        except (BadUrl, DlwebError):
-            return None
-        # A link to a directory without its slash (/~ann) lies outside the site it guesses.
-        known = self.store.find_site_for(start_url)
-        if known is not None:
-            return known
-        try:
-            return self.register(
-                start_url,
-                accept,
-                reject,
-                max_depth=referrer.max_depth,
-                priority=priority([referrer.relevance], [referrer.hub], 0.0),
-                source=f"discovered from site {referrer.id}",
-            )
-        except DlwebError as exc:
-            log.info("%s not registered: %s", start_url, exc)
-            return self.store.find_site_for(url)
-
-    # -- ranks --------------------------------------------------------------------------------
-
-    async def _rank_loop(self) -> None:
-        while True:
-            await asyncio.sleep(RANK_EVERY if not self._graph_changed else 1.0)
-            if self._graph_changed:
-                self._graph_changed = False
-                self.rank()
-
-    def rank(self) -> None:
-        """HITS on the site graph, then the priorities of the sites waiting for a first crawl."""
-        hubs, authorities = hits(self.store.edges())
-        self.store.set_ranks(hubs, authorities)
-        waiting = {}
-        for site in self.store.sites(state="queued", limit=1_000_000):
-            if site.crawls:
-                continue
-            referrers = self.store.referrers(site.id)
-            waiting[site.id] = priority(
-                [r.relevance for r, _ in referrers],
-                [hubs.get(r.id, 0.0) for r, _ in referrers],
-                authorities.get(site.id, 0.0),
-            )
-        self.store.set_priorities(waiting)
-
-    # -- feeds --------------------------------------------------------------------------------
-
-    def _remember_feeds(self, site: Site, report: Mapping[str, Any]) -> None:
-        """The site's feeds, each with the SHA-256 of the copy the crawl archived: a poll that
-        finds other bytes means the site has news."""
-        feeds = [f for f in report.get("feeds", []) if isinstance(f, str)][:MAX_FEEDS]
-        self.store.set_setting(f"feeds:{site.id}", "\n".join(feeds))
-        signature_file = _existing(str(report.get("signature_file", "")))
-        if not feeds or signature_file is None:
-            return
-        try:
-            archived = read_signatures(signature_file)
-        except DlwebError as exc:
-            log.warning("%s: %s", site.start_url, exc)
-            return
-        for url in feeds:
-            try:
-                signature = archived.get(canonical_url(url))
-            except BadUrl:
-                continue
-            if signature is not None:
-                self.store.set_setting(f"feed:{url}", signature.content)
-
-    async def _feed_loop(self) -> None:
-        async with aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=FEED_TIMEOUT),
-            auto_decompress=False,  # the bytes as sent, as the crawler hashed them
-            connector=aiohttp.TCPConnector(resolver=_PinnedResolver(self.options.resolve)),
-        ) as session:
-            while True:
-                await asyncio.sleep(self.options.feed_interval)
-                await self.poll_feeds(session)
-
-    async def poll_feeds(self, session: aiohttp.ClientSession) -> list[int]:
-        """Sites whose feeds changed since the last look: their next crawl is now."""
-        brought_forward = []
-        for site in self.store.sites(state="idle", limit=1_000_000):
-            feeds = self.store.get_setting(f"feeds:{site.id}")
-            for url in feeds.split("\n") if feeds else []:
-                try:
-                    async with session.get(url) as answer:
-                        body = await answer.read()
-                except NETWORK_ERRORS as exc:
-                    log.info("feed %s: %s", url, exc)
-                    continue
-                digest = hashlib.sha256(body).hexdigest()
-                key = f"feed:{url}"
-                before = self.store.get_setting(key)
-                self.store.set_setting(key, digest)
-                if before and before != digest:
-                    log.info("feed %s changed: %s is crawled again now", url, site.start_url)
-                    self.store.set_state(site.id, "idle", next_crawl=time.time())
-                    brought_forward.append(site.id)
-                    break
-        if brought_forward:
-            self._wake.set()
-        return brought_forward
+        self.expansion.links(site, report)
+        self.feeds.remember(site, report)
 
     # -- what the operator sees ---------------------------------------------------------------
 
@@ -535,44 +399,3 @@ class Scheduler:
             "streams": self.store.stream_counts(),
             "stream_decisions": self.streams.decisions,
         }
-
-
-def _existing(name: str) -> Path | None:
-    """The file of a path a report or the store names, if it is there (an agent's disk)."""
-    return Path(name) if name and Path(name).is_file() else None
-
-
-def _with_change_by_level(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The report with the share of new contents at each level of the site, where it changes."""
-    kept = dict(report)
-    levels = report.get("levels")
-    if isinstance(levels, Mapping):
-        kept["change_by_level"] = {
-            level: round(counts["new_contents"] / seen, 4)
-            for level, counts in levels.items()
-            if isinstance(counts, Mapping)
-            and (seen := counts.get("new_contents", 0) + counts.get("known_contents", 0))
-        }
-    return kept
-
-
-class _PinnedResolver(AbstractResolver):
-    """Host names the campaign pins to addresses (as the agents' --resolve), others by DNS."""
-
-    def __init__(self, pinned: Mapping[str, list[str]]) -> None:
-        self.pinned = {host.lower(): list(addresses) for host, addresses in pinned.items()}
-        self.fallback = aiohttp.DefaultResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        addresses = self.pinned.get(host.lower())
-        if not addresses:
-            return await self.fallback.resolve(host, port, family)
-        return [
-            ResolveResult(hostname=host, host=a, port=port, family=socket.AF_INET, proto=0, flags=0)
-            for a in addresses
-        ]
-
-    async def close(self) -> None:
-        await self.fallback.close()

@@ -10,8 +10,8 @@ the grace period; then they go back to waiting, and so to other agents. The stre
 last chunk the gone agent stored and the first its successor stores is a gap in the stream's
 timeline: the two recordings' chunk logs carry different recording ids, with a hole between.
 
-Every decision is an event in the database (crawler/scheduler/store.py), and each recording's
-progress, as its agent reports it (`stream_report`), a row of its own.
+Every decision is an event in the database (crawler/scheduler/stream_registry.py), and each
+recording's progress, as its agent reports it (`stream_report`), a row of its own.
 """
 
 import asyncio
@@ -26,7 +26,7 @@ from archive.hip import HipError, Peer, RemoteError
 
 from ..stream.assignment import Assignment
 from ..stream.recording import StreamSettings
-from .store import Store, Stream
+from .stream_registry import Stream, StreamRegistry
 
 __all__ = ["StreamAgents"]
 
@@ -52,7 +52,7 @@ class StreamAgent:
 class StreamAgents:
     def __init__(
         self,
-        store: Store,
+        store: StreamRegistry,
         settings: StreamSettings,
         resolve: dict[str, list[str]],
         grace: float,
