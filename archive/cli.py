@@ -6,6 +6,7 @@ group with a function ``register(subparsers)``, so the kernel never imports them
 
 import argparse
 import gc
+import importlib
 import logging
 import os
 import sys
@@ -18,10 +19,6 @@ from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
-# The search index's folder, beside the cluster's folders, where the proxy looks for it; and
-# where `dlweb search rebuild` and the indexer write it and the CDX API reads its URL-key index.
-SEARCH_FOLDER = "search"
-DEFAULT_SEARCH_INDEX = Path("dlweb-data") / SEARCH_FOLDER
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -187,7 +184,7 @@ def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         level=logging.DEBUG if getattr(args, "verbose", False) else args.log_level,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    runner: Runner = args.run
+    runner = _runner(args.run)
     # What start-up built (modules, classes, the parser) lives as long as the process: the
     # collector's passes need not look at it again.
     gc.freeze()
@@ -204,6 +201,17 @@ def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _runner(run: "Runner | str") -> Runner:
+    """A command's function to run: given itself, or named as "module:function" so that the
+    module that defines the command's arguments need not import the module that does the work
+    (which imports aiohttp and the rest only when its command runs)."""
+    if not isinstance(run, str):
+        return run
+    module, _, name = run.partition(":")
+    runner: Runner = getattr(importlib.import_module(module), name)
+    return runner
 
 
 def standalone(

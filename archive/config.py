@@ -15,6 +15,11 @@ from .errors import ConfigError
 from .metadata import parse_metadata_url
 from .multicast import MulticastSettings
 
+# The search index's folder, beside the cluster's folders, where the proxy looks for it; and
+# where `dlweb search rebuild` and the indexer write it and the CDX API reads its URL-key index.
+SEARCH_FOLDER = "search"
+DEFAULT_SEARCH_INDEX = Path("dlweb-data") / SEARCH_FOLDER
+
 LOOKUP_MODES = ("multicast", "master", "both")
 # Reliability classes of a storage node's disks, most reliable first.
 RELIABILITIES = ("high", "normal", "low")

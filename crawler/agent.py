@@ -21,6 +21,7 @@ from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
 from archive.errors import DlwebError
 from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
 
+from .cli import add_agent_arguments
 from .order import Order
 from .pool import Agent
 
@@ -137,6 +138,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from .cli import add_agent_arguments
-
     sys.exit(standalone("python -m crawler.agent", "dlweb site crawler agent", add_agent_arguments))

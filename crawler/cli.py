@@ -238,12 +238,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_run, intermixed="urls", collection=None)
 
 
-def _run_agent(args: argparse.Namespace) -> int:
-    from .agent import run
-
-    return run(args)
-
-
 def add_scheduler_options(parser: argparse.ArgumentParser, kind: str) -> None:
     """--scheduler and --name, for an agent of the scheduler (`kind` names it by default)."""
     parser.add_argument(
@@ -266,7 +260,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "--monitor", type=parse_listen, metavar="HOST:PORT", help="serve the monitoring page"
     )
     add_config_option(parser)
-    parser.set_defaults(run=_run_agent, collection=None)
+    parser.set_defaults(run="crawler.agent:run", collection=None)
 
 
 def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

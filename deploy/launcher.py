@@ -14,8 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from archive.atomic import atomic_write
-from archive.cli import SEARCH_FOLDER
-from archive.config import load_config, write_new_config
+from archive.config import SEARCH_FOLDER, load_config, write_new_config
 from archive.errors import DlwebError
 
 from .processes import RUN_DIR, is_ours, locked, log_file, pid_file, running_pid, spawn, stop, tail

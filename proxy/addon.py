@@ -18,7 +18,7 @@ from pathlib import Path
 from mitmproxy import http
 
 import harbors
-from archive.cli import DEFAULT_SEARCH_INDEX
+from archive.config import DEFAULT_SEARCH_INDEX
 from archive.errors import clipped
 from archive.reading import CaptureReader
 

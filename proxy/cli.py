@@ -4,13 +4,12 @@ import argparse
 from pathlib import Path
 
 from archive.cli import (
-    SEARCH_FOLDER,
     add_config_option,
     checked_directory,
     parse_listen,
     standalone,
 )
-from archive.config import load_config
+from archive.config import SEARCH_FOLDER, load_config
 from archive.errors import ConfigError
 
 from .access import parse_networks

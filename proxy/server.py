@@ -21,9 +21,8 @@ from mitmproxy.master import Master
 
 import harbors
 from archive.cache import ReadCache
-from archive.cli import DEFAULT_SEARCH_INDEX
 from archive.cluster import ClusterClient
-from archive.config import ClusterConfig
+from archive.config import DEFAULT_SEARCH_INDEX, ClusterConfig
 from archive.reading import CaptureReader
 
 from . import mitm_limits, mitm_tuning

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive import collector
-from archive.cli import DEFAULT_SEARCH_INDEX, add_config_option, positive_int, standalone
-from archive.config import load_config
+from archive.cli import add_config_option, positive_int, standalone
+from archive.config import DEFAULT_SEARCH_INDEX, load_config
 from archive.progress import terminal_bar
 
 if TYPE_CHECKING:

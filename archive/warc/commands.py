@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import collector
 from ..cache import ReadCache
-from ..config import load_config
+from ..config import DEFAULT_SEARCH_INDEX, load_config
 from ..errors import DlwebError
 from ..timestamps import BadTime, parse_time
 from .batches import DEFAULT_MAX_RECORD, BatchReader
@@ -204,7 +204,6 @@ def register(
 ) -> None:
     """Add `import`, `export` and `cdxj` (the kernel registers them: they only need the
     cluster client)."""
-    from ..cli import DEFAULT_SEARCH_INDEX  # the module that calls this one
 
     importing = subparsers.add_parser(
         "import", help="import WARC and ARC files (gzipped or not) and WACZ packages"

@@ -22,6 +22,7 @@ from typing import Any
 
 import uvloop
 
+from archive.cli import standalone
 from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
@@ -30,10 +31,10 @@ from archive.streams import drift_of
 
 from ..fetch import Resolver
 from .assignment import ROLE, Assignment, BadAssignment
-from .cli import REPORT_EVERY, STORE_GRACE
+from .cli import REPORT_EVERY, add_agent_arguments
 from .recorder import record
 from .recording import Recording
-from .store import StreamStore
+from .store import STORE_GRACE, StreamStore
 
 __all__ = ["StreamAgent", "progress", "run"]
 
@@ -244,10 +245,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from archive.cli import standalone
-
-    from .cli import add_agent_arguments
-
     sys.exit(
         standalone("python -m crawler.stream.agent", "dlweb streaming agent", add_agent_arguments)
     )

@@ -11,7 +11,6 @@ from archive.errors import DlwebError
 from archive.timestamps import MAX_TIME
 from archive.urlkey import BadUrl, canonical_url
 
-from .cli import parse_rendition
 from .recording import StreamSettings
 
 __all__ = ["ROLE", "Assignment", "BadAssignment", "check_stream_url"]
@@ -109,6 +108,13 @@ class Assignment:
             resolve={host.lower(): list(addresses) for host, addresses in resolve.items()},
             resumes=resumes,
         )
+
+
+def parse_rendition(text: str) -> str:
+    """An argparse type for an HLS rendition rule: highest, lowest, or a most bits/s."""
+    if text in ("highest", "lowest") or (text.isdigit() and int(text) > 0):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not highest, lowest or a number of bits/s")
 
 
 def _rendition(value: object) -> str:

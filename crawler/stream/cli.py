@@ -5,40 +5,18 @@ import argparse
 from archive.cli import add_config_option, positive_int, positive_seconds
 
 from ..cli import add_resolve_option, add_scheduler_options
+from .assignment import parse_rendition
 from .recording import StreamSettings
 
 __all__ = [
     "add_agent_arguments",
     "add_stream_arguments",
-    "parse_rendition",
     "register_agent",
     "register_stream",
 ]
 
 DEFAULT_CAPACITY = 16
 REPORT_EVERY = 30.0
-
-# Seconds the recorder has, once the duration is over, to store what it holds.
-STORE_GRACE = 120.0
-
-
-def parse_rendition(text: str) -> str:
-    """An argparse type for an HLS rendition rule: highest, lowest, or a most bits/s."""
-    if text in ("highest", "lowest") or (text.isdigit() and int(text) > 0):
-        return text
-    raise argparse.ArgumentTypeError(f"{text!r} is not highest, lowest or a number of bits/s")
-
-
-def _stream(args: argparse.Namespace) -> int:
-    from .session import run_stream
-
-    return run_stream(args)
-
-
-def _agent(args: argparse.Namespace) -> int:
-    from .agent import run
-
-    return run(args)
 
 
 def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +52,9 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print each report as JSON")
     add_resolve_option(parser)
     add_config_option(parser)
-    parser.set_defaults(run=_stream)  # a server's collector schedule, as the stream agent's
+    parser.set_defaults(
+        run="crawler.stream.session:run_stream"
+    )  # a server's collector schedule, as the stream agent's
 
 
 def register_stream(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -99,7 +79,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between two progress reports to the scheduler (default %(default)g)",
     )
     add_config_option(parser)
-    parser.set_defaults(run=_agent)
+    parser.set_defaults(run="crawler.stream.agent:run")
 
 
 def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -13,10 +13,9 @@ from archive.timestamps import format_iso
 
 from ..cli import resolve_map
 from ..fetch import Resolver
-from .cli import STORE_GRACE
 from .recorder import record
 from .recording import Recording, StreamSettings
-from .store import StreamStore
+from .store import STORE_GRACE, StreamStore
 
 __all__ = ["run_stream"]
 

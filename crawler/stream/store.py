@@ -23,6 +23,9 @@ from archive.streams import LOG_TYPE, REGISTRY_URL, ChunkLog
 
 __all__ = ["StreamStore"]
 
+# Seconds the recorder has, once the duration is over, to store what it holds.
+STORE_GRACE = 120.0
+
 log = logging.getLogger(__name__)
 
 RETRIES = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between attempts; the last repeats
