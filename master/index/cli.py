@@ -25,8 +25,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
+    from .options import IndexOptions
     from .server import serve
-    from .service import IndexOptions
 
     master = await address(MASTER, args.master or config.master, config, MASTER_HOW)
     host, port = args.listen

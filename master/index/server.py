@@ -6,7 +6,8 @@ from aiohttp import web
 
 from archive.serving import serving
 
-from .service import IndexNode, IndexOptions
+from .options import IndexOptions
+from .service import IndexNode
 
 log = logging.getLogger(__name__)
 

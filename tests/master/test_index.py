@@ -23,8 +23,10 @@ from archive.structure import RecordKind
 from archive.urlkey import structure_name
 from master.index.captures import MAX_CAPTURES, parse_captures
 from master.index.contents import ContentIndex
+from master.index.master_link import Appended
+from master.index.options import IndexOptions
 from master.index.placement import NodeInfo, place
-from master.index.service import Appended, IndexNode, IndexOptions
+from master.index.service import IndexNode
 from tests.conftest import free_port
 
 from .conftest import Cluster, Service, make_corpus

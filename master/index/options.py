@@ -1,0 +1,19 @@
+"""What an index node is started with: its data directory, where it listens, its cluster and its
+master."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from archive.config import ClusterConfig
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    data: Path
+    host: str
+    port: int
+    config: ClusterConfig
+    master: str
+    advertise: str | None = None
+    # The content index's metadata URL (archive.metadata); None for the SQLite file in `data`.
+    metadata: str | None = None
