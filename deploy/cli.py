@@ -4,6 +4,7 @@ and for tests."""
 import argparse
 import logging
 from pathlib import Path
+from typing import TypeAlias
 
 from archive.cli import checked_directory, positive_seconds
 from archive.metadata import parse_metadata_url
@@ -23,6 +24,7 @@ from .processes import LOG_DIR
 DEFAULT_DATA = Path("dlweb-data")
 DEFAULT_DEMO_DATA = Path("dlweb-demo")
 MAX_NODES = 64
+_Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _count(text: str) -> int:
@@ -109,15 +111,8 @@ def _data_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    start = subparsers.add_parser(
-        "up",
-        help="start a local cluster in the background",
-        description="Start a master, an index node and storage nodes on this machine, in the"
-        " background, and return once the cluster is ready. A cluster already created in --data"
-        " keeps its configuration, ports and data; --nodes can add storage nodes to it.",
-    )
-    _data_option(start)
+def _cluster_options(start: argparse.ArgumentParser) -> None:
+    """The options of `dlweb up` that shape the cluster."""
     start.add_argument(
         "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
     )
@@ -137,6 +132,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         default=None,
         help="seconds a lost node has before it is down and re-replicated (default 30)",
     )
+
+
+def _start_options(start: argparse.ArgumentParser) -> None:
+    """The options of `dlweb up` on the proxy, the wait, search and metadata."""
     start.add_argument(
         "--proxy-port",
         type=_proxy_port,
@@ -163,10 +162,29 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="where a new cluster's master keeps its metadata, if not SQLite in DATA/master:"
         " postgresql://user:password@host:port/database (an empty database)",
     )
+
+
+def _register_up(subparsers: _Subparsers) -> None:
+    start = subparsers.add_parser(
+        "up",
+        help="start a local cluster in the background",
+        description="Start a master, an index node and storage nodes on this machine, in the"
+        " background, and return once the cluster is ready. A cluster already created in --data"
+        " keeps its configuration, ports and data; --nodes can add storage nodes to it.",
+    )
+    _data_option(start)
+    _cluster_options(start)
+    _start_options(start)
     start.set_defaults(run=_up)
+
+
+def _register_down(subparsers: _Subparsers) -> None:
     stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")
     _data_option(stop)
     stop.set_defaults(run=_down)
+
+
+def _register_demo(subparsers: _Subparsers) -> None:
     demo = subparsers.add_parser(
         "demo",
         help="start a local cluster with a small site crawled twice and an imported WARC",
@@ -191,3 +209,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
     )
     demo.set_defaults(run=_demo, log_level=logging.WARNING)
+
+
+def register(subparsers: _Subparsers) -> None:
+    _register_up(subparsers)
+    _register_down(subparsers)
+    _register_demo(subparsers)

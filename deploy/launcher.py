@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,36 +134,44 @@ class _Settings:
     search: bool
 
 
-def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Settings:
-    """The cluster's settings: an existing cluster's own, else the plan's; refuse conflicts."""
-    data = plan.data
+def _node_count(plan: Plan, record: dict[str, Any]) -> int:
+    """The storage nodes asked for; a cluster can gain nodes here, not lose them."""
     recorded_nodes = record.get("nodes")
     recorded_nodes = recorded_nodes if isinstance(recorded_nodes, int) else None
     nodes = plan.nodes or recorded_nodes or DEFAULT_NODES
     if recorded_nodes is not None and nodes < recorded_nodes:
         raise LaunchError(
-            f"the cluster in {data} has {recorded_nodes} storage nodes; --nodes can add nodes,"
+            f"the cluster in {plan.data} has {recorded_nodes} storage nodes; --nodes can add nodes,"
             " not remove them (move a node's files away with dlweb admin drain)"
         )
-    _kept("--port-base", plan.port_base, record.get("port_base"), data)
-    port_base = plan.port_base if plan.port_base is not None else record.get("port_base")
-    grace = float(plan.grace or record.get("grace") or DEFAULT_GRACE)
-    search = plan.search if plan.search is not None else "search" in record["processes"]
+    return nodes
+
+
+def _asked_proxy_port(plan: Plan, record: dict[str, Any]) -> int:
+    """The proxy's port as asked or recorded; 0 when a free port is still to be found."""
     recorded_proxy = record["processes"].get("proxy", {}).get("port")
     if plan.proxy_port:  # a port asked for
-        proxy_port = plan.proxy_port
-    elif isinstance(recorded_proxy, int):  # the port an earlier start chose
-        proxy_port = recorded_proxy
-    else:  # 0: a free port, found below
-        proxy_port = DEFAULT_PROXY_PORT if plan.proxy_port is None else 0
-    if not config_path.exists():
-        replicas = plan.replicas or min(DEFAULT_REPLICAS, nodes)
-        host = plan.host or DEFAULT_HOST
-        if replicas > nodes:
-            raise LaunchError(f"--replicas {replicas} is more than --nodes {nodes}")
-        master_port = port_base if port_base is not None else free_port(host)
-        proxy_port = proxy_port or free_port(host)
-        return _Settings(host, master_port, nodes, replicas, port_base, grace, proxy_port, search)
+        return plan.proxy_port
+    if isinstance(recorded_proxy, int):  # the port an earlier start chose
+        return recorded_proxy
+    # 0: a free port, found by _settings
+    return DEFAULT_PROXY_PORT if plan.proxy_port is None else 0
+
+
+def _new_cluster(plan: Plan, nodes: int, port_base: int | None) -> tuple[str, int, int]:
+    """The host, master port and replicas of a cluster without a configuration yet."""
+    replicas = plan.replicas or min(DEFAULT_REPLICAS, nodes)
+    host = plan.host or DEFAULT_HOST
+    if replicas > nodes:
+        raise LaunchError(f"--replicas {replicas} is more than --nodes {nodes}")
+    master_port = port_base if port_base is not None else free_port(host)
+    return host, master_port, replicas
+
+
+def _existing_cluster(plan: Plan, nodes: int, config_path: Path) -> tuple[str, int, int]:
+    """The host, master port and replicas of a configured cluster; refuse options it cannot
+    take."""
+    data = plan.data
     config = load_config(config_path)
     if plan.db is not None and plan.db != config.metadata:
         raise LaunchError(
@@ -184,26 +193,29 @@ def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Setting
         raise LaunchError(
             f"{config_path} asks for {config.replication.default} replicas and --nodes is {nodes}"
         )
-    proxy_port = proxy_port or free_port(url.hostname)
-    return _Settings(
-        url.hostname,
-        url.port,
-        nodes,
-        config.replication.default,
-        port_base,
-        grace,
-        proxy_port,
-        search,
-    )
+    return url.hostname, url.port, config.replication.default
 
 
-def _commands(
-    data: Path, settings: _Settings, config_path: Path, record: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """The command and port of every process, keeping the ports an earlier start recorded."""
-    known = record["processes"]
+def _settings(plan: Plan, record: dict[str, Any], config_path: Path) -> _Settings:
+    """The cluster's settings: an existing cluster's own, else the plan's; refuse conflicts."""
+    nodes = _node_count(plan, record)
+    _kept("--port-base", plan.port_base, record.get("port_base"), plan.data)
+    port_base = plan.port_base if plan.port_base is not None else record.get("port_base")
+    grace = float(plan.grace or record.get("grace") or DEFAULT_GRACE)
+    search = plan.search if plan.search is not None else "search" in record["processes"]
+    proxy_port = _asked_proxy_port(plan, record)
+    if not config_path.exists():
+        host, master_port, replicas = _new_cluster(plan, nodes, port_base)
+    else:
+        host, master_port, replicas = _existing_cluster(plan, nodes, config_path)
+    proxy_port = proxy_port or free_port(host)
+    return _Settings(host, master_port, nodes, replicas, port_base, grace, proxy_port, search)
+
+
+def _port_picker(settings: _Settings, known: dict[str, Any]) -> Callable[[str, int], int]:
+    """A function giving each process its port: the one an earlier start recorded, else
+    port_base + offset, else a free port no other process of this start took."""
     taken = {settings.master_port}
-    host = settings.host
 
     def port(name: str, offset: int) -> int:
         recorded = known.get(name, {}).get("port")
@@ -212,86 +224,91 @@ def _commands(
         elif settings.port_base is not None:
             chosen = settings.port_base + offset
         else:
-            chosen = free_port(host)
+            chosen = free_port(settings.host)
             while chosen in taken:
-                chosen = free_port(host)
+                chosen = free_port(settings.host)
         taken.add(chosen)
         return chosen
 
-    root = data.resolve()
-    python = [sys.executable, "-m"]
-    config = ["-c", str(config_path.resolve())]
+    return port
 
-    def listen(port: int) -> list[str]:
-        return ["--listen", f"{host}:{port}"]
 
-    commands: dict[str, dict[str, Any]] = {
-        "master": {
-            "port": settings.master_port,
-            "command": [
-                *python,
-                "master",
-                "--data",
-                str(root / "master"),
-                *listen(settings.master_port),
-                "--grace",
-                f"{settings.grace:g}",
-                *config,
-            ],
-        }
-    }
-    index_port = port("index", 1)
-    commands["index"] = {
-        "port": index_port,
-        "command": [
-            *python,
-            "master.index",
+def _python(*args: str) -> list[str]:
+    """The command line running a module of dlweb with this Python."""
+    return [sys.executable, "-m", *args]
+
+
+def _listen(host: str, port: int) -> list[str]:
+    return ["--listen", f"{host}:{port}"]
+
+
+def _master_spec(root: Path, settings: _Settings, config: list[str]) -> dict[str, Any]:
+    port = settings.master_port
+    return {
+        "port": port,
+        "command": _python(
+            "master",
             "--data",
-            str(root / "index"),
-            *listen(index_port),
+            str(root / "master"),
+            *_listen(settings.host, port),
+            "--grace",
+            f"{settings.grace:g}",
             *config,
-        ],
+        ),
     }
+
+
+def _index_spec(root: Path, host: str, port: int, config: list[str]) -> dict[str, Any]:
+    return {
+        "port": port,
+        "command": _python(
+            "master.index", "--data", str(root / "index"), *_listen(host, port), *config
+        ),
+    }
+
+
+def _node_spec(root: Path, name: str, host: str, port: int, config: list[str]) -> dict[str, Any]:
+    return {
+        "port": port,
+        "command": _python(
+            "storage_node", "--root", str(root / name), *_listen(host, port), *config, "--id", name
+        ),
+    }
+
+
+def _proxy_spec(root: Path, host: str, port: int, config: list[str]) -> dict[str, Any]:
+    return {
+        "port": port,
+        "command": _python("proxy", "--data", str(root / "proxy"), *_listen(host, port), *config),
+    }
+
+
+def _search_spec(root: Path, config: list[str]) -> dict[str, Any]:
+    # No port: it only follows the master. Its folder is the one the proxy searches.
+    return {
+        "port": None,
+        "command": _python(
+            "archive", "search-indexer", "--index", str(root / SEARCH_FOLDER), *config
+        ),
+    }
+
+
+def _commands(
+    data: Path, settings: _Settings, config_path: Path, record: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The command and port of every process, keeping the ports an earlier start recorded."""
+    port = _port_picker(settings, record["processes"])
+    host = settings.host
+    root = data.resolve()
+    config = ["-c", str(config_path.resolve())]
+    commands = {"master": _master_spec(root, settings, config)}
+    commands["index"] = _index_spec(root, host, port("index", 1), config)
     for i in range(1, settings.nodes + 1):
         name = f"node{i}"
-        node_port = port(name, 1 + i)
-        commands[name] = {
-            "port": node_port,
-            "command": [
-                *python,
-                "storage_node",
-                "--root",
-                str(root / name),
-                *listen(node_port),
-                *config,
-                "--id",
-                name,
-            ],
-        }
-    commands["proxy"] = {
-        "port": settings.proxy_port,
-        "command": [
-            *python,
-            "proxy",
-            "--data",
-            str(root / "proxy"),
-            *listen(settings.proxy_port),
-            *config,
-        ],
-    }
+        commands[name] = _node_spec(root, name, host, port(name, 1 + i), config)
+    commands["proxy"] = _proxy_spec(root, host, settings.proxy_port, config)
     if settings.search:
-        # No port: it only follows the master. Its folder is the one the proxy searches.
-        commands["search"] = {
-            "port": None,
-            "command": [
-                *python,
-                "archive",
-                "search-indexer",
-                "--index",
-                str(root / SEARCH_FOLDER),
-                *config,
-            ],
-        }
+        commands["search"] = _search_spec(root, config)
     return commands
 
 
