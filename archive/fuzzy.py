@@ -395,6 +395,16 @@ def _distance(bits: dict[str, int], length: int, text: str) -> int:
     return distance
 
 
+def _label(node: yaml.Node, number: int) -> str:
+    """How messages name a rule until its name is read: by the name it gives, else its number."""
+    label = f"rule #{number}"
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "name" and isinstance(value, yaml.ScalarNode) and value.value:
+                label = f"rule {value.value!r}"
+    return label
+
+
 class _Reader:
     """Reads one rules file from its YAML node tree, so that every error names its line."""
 
@@ -426,12 +436,34 @@ class _Reader:
         return [self.read_rule(node, number) for number, node in enumerate(listed.value, 1)]
 
     def read_rule(self, node: yaml.Node, number: int) -> _Rule:
-        self.rule = f"rule #{number}"
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if key.value == "name" and isinstance(value, yaml.ScalarNode) and value.value:
-                    self.rule = f"rule {value.value!r}"
+        self.rule = _label(node, number)
         fields = self.mapping(node, "", _RULE_KEYS)
+        name = self.rule_name(node, fields)
+        if not set(fields) - {"name", "domains"}:
+            raise self.fail(
+                node, "", "says nothing: give ignore, require, text, static or min_score"
+            )
+        ignore = self.ignores(fields)
+        extensions, max_candidates = self.static_settings(fields)
+        min_score = None
+        if "min_score" in fields:
+            min_score = self.number(fields["min_score"], "min_score", 1, integer=False)
+        return _Rule(
+            name=name,
+            domains=tuple(
+                self.domain(value, item, where)
+                for value, item, where in self.strings(fields, "domains")
+            ),
+            ignore=ignore,
+            require=frozenset(value.lower() for value, _, _ in self.strings(fields, "require")),
+            text=frozenset(value.lower() for value, _, _ in self.strings(fields, "text")),
+            extensions=extensions,
+            max_candidates=max_candidates,
+            min_score=min_score,
+        )
+
+    def rule_name(self, node: yaml.Node, fields: dict[str, yaml.Node]) -> str:
+        """The rule's name, valid and not taken yet; it names the rule in later messages."""
         if "name" not in fields:
             raise self.fail(node, "name", "is required")
         name = self.string(fields["name"], "name")
@@ -443,18 +475,20 @@ class _Reader:
             raise self.fail(fields["name"], "name", f"{name!r} already names another rule")
         self.taken.add(name)
         self.rule = f"rule {name!r}"
-        if not set(fields) - {"name", "domains"}:
-            raise self.fail(
-                node, "", "says nothing: give ignore, require, text, static or min_score"
-            )
-        ignore: tuple[_Ignore, ...] = ()
-        if "ignore" in fields:
-            entries = fields["ignore"]
-            if not isinstance(entries, yaml.SequenceNode) or not entries.value:
-                raise self.fail(entries, "ignore", "must be a non-empty list of parameters")
-            ignore = tuple(
-                self.ignore(entry, f"ignore[{index}]") for index, entry in enumerate(entries.value)
-            )
+        return name
+
+    def ignores(self, fields: dict[str, yaml.Node]) -> tuple[_Ignore, ...]:
+        if "ignore" not in fields:
+            return ()
+        entries = fields["ignore"]
+        if not isinstance(entries, yaml.SequenceNode) or not entries.value:
+            raise self.fail(entries, "ignore", "must be a non-empty list of parameters")
+        return tuple(
+            self.ignore(entry, f"ignore[{index}]") for index, entry in enumerate(entries.value)
+        )
+
+    def static_settings(self, fields: dict[str, yaml.Node]) -> tuple[frozenset[str], int | None]:
+        """The rule's `static` extensions and max_candidates, none when it has no `static`."""
         extensions: frozenset[str] = frozenset()
         max_candidates = None
         if "static" in fields:
@@ -474,22 +508,7 @@ class _Reader:
                         integer=True,
                     )
                 )
-        min_score = None
-        if "min_score" in fields:
-            min_score = self.number(fields["min_score"], "min_score", 1, integer=False)
-        return _Rule(
-            name=name,
-            domains=tuple(
-                self.domain(value, item, where)
-                for value, item, where in self.strings(fields, "domains")
-            ),
-            ignore=ignore,
-            require=frozenset(value.lower() for value, _, _ in self.strings(fields, "require")),
-            text=frozenset(value.lower() for value, _, _ in self.strings(fields, "text")),
-            extensions=extensions,
-            max_candidates=max_candidates,
-            min_score=min_score,
-        )
+        return extensions, max_candidates
 
     def ignore(self, node: yaml.Node, where: str) -> _Ignore:
         fields = self.mapping(node, where, _IGNORE_KEYS)

@@ -140,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any("failed" in r for r in reports) else 0
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_site_arguments(parser: argparse.ArgumentParser) -> None:
+    """The start URLs and what belongs to their sites."""
     parser.add_argument("urls", nargs="+", metavar="URL", help="start URL of a site (one per site)")
     parser.add_argument(
         "--accept",
@@ -152,6 +153,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dynamic-depth", type=int, help="levels for dynamic-looking URLs (default 5)"
     )
     add_resolve_option(parser)
+
+
+def _add_politeness_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pace and the limits of the requests to each site."""
     parser.add_argument(
         "--delay",
         type=non_negative,
@@ -191,6 +196,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help="the period of --max-pages and --max-bytes, in seconds (default 60)",
     )
+
+
+def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
+    """How pages are read: keywords, the browser, the previous crawl and the work folder."""
     parser.add_argument("--keywords", help="comma-separated words counted in the sites' text")
     parser.add_argument(
         "--browser",
@@ -219,6 +228,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"folder for the queues while a site is crawled, and for the signature and text-chunk"
         f" files each crawl leaves (default ./{DEFAULT_WORK})",
     )
+
+
+def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    """The agents, their monitoring, the report and the configuration file."""
     parser.add_argument(
         "--agents",
         type=positive_int,
@@ -235,6 +248,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--report", type=Path, help="write every site's report as JSON to this file"
     )
     add_config_option(parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_site_arguments(parser)
+    _add_politeness_arguments(parser)
+    _add_page_arguments(parser)
+    _add_agent_arguments(parser)
     parser.set_defaults(run=_run, intermixed="urls", collection=None)
 
 

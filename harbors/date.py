@@ -135,24 +135,9 @@ def _form(
     )
 
 
-async def _page(
-    context: HarborContext,
-    request: HarborRequest,
-    back: str,
-    error: str = "",
-    status: int = 200,
-    note: str = "",
-    confirm: Change | None = None,
-) -> Answer:
-    """The date page: `error` or `note` atop it, and the `confirm`ation of a change asked for
-    without the client's consent."""
-    setting = context.settings.get(request.client)
-    token = context.settings.consent.form_token(request.client)
-    shown = "the latest capture" if setting.at is None else format_iso(setting.at)
-    current = format_iso(setting.at if setting.at is not None else time.time_ns() // 1000)
-    day, clock = current[:10], current[11:19]
-    kept = html.escape(back)
-    parts = ["<h1>Browsing date</h1>"]
+def _messages(error: str, note: str) -> list[str]:
+    """The error and the note shown atop the page."""
+    parts = []
     if error:
         text = html.escape(error)
         parts.append(f'<p class="error" role="alert"><span class="url-text">{text}</span></p>')
@@ -160,8 +145,14 @@ async def _page(
         parts.append(
             f'<p class="note" role="status"><span class="url-text">{html.escape(note)}</span></p>'
         )
-    if confirm is not None:
-        parts.append(_confirmation(confirm, back, token))
+    return parts
+
+
+def _date_forms(request: HarborRequest, setting: ClientSetting, token: str, back: str) -> str:
+    """The date the client browses at, and the forms that pick another."""
+    shown = "the latest capture" if setting.at is None else format_iso(setting.at)
+    current = format_iso(setting.at if setting.at is not None else time.time_ns() // 1000)
+    day, clock = current[:10], current[11:19]
     picked = (
         f'<label>Day <input type="date" name="day" value="{day}" required></label>'
         f'<label>Time (UTC) <input type="time" name="time" value="{clock}" step="1"></label>'
@@ -170,43 +161,57 @@ async def _page(
         '<label>Or any date <input name="at" placeholder="2024, 202405, 2024-05-01T12:00:00Z">'
         "</label>"
     )
-    parts.append(
+    return (
         f"<p>You ({html.escape(request.client)}) see every page as it was at"
         f" <b>{html.escape(shown)}</b> (the closest capture to that date).</p>\n"
         f"{_form(token, back, [], 'Browse at this date', picked)}\n"
         f"{_form(token, back, [], 'Go', typed)}\n"
         f"{_form(token, back, [('at', 'latest')], 'Browse the latest captures')}"
     )
-    recent = _recent.get(request.client, [])
-    if recent:
-        items = "".join(
-            "<li>"
-            + _form(
-                token,
-                back,
-                [("at", "latest" if at is None else format_iso(at))],
-                "the latest captures" if at is None else format_iso(at),
-                kind="inline",
-            )
-            + "</li>"
-            for at in recent
-        )
-        parts.append(f'<h2>Dates you used lately</h2>\n<ul class="recent">{items}</ul>')
-    if back and not is_harbor(urlsplit(back).hostname or ""):
-        address = f"{HOME}?back={quote(back, safe='')}"
-        opens = calendar.opens_for(context.settings.consent, request.client)
-        found, shown_calendar = await calendar.section(
-            context.client,
+
+
+def _recent_dates(client: str, token: str, back: str) -> list[str]:
+    """The dates this client used lately, each a form that browses at it again."""
+    recent = _recent.get(client, [])
+    if not recent:
+        return []
+    items = "".join(
+        "<li>"
+        + _form(
+            token,
             back,
-            request.query,
-            calendar.nav_for(address),
-            opens,
-            setting.at,
-            setting.at,
+            [("at", "latest" if at is None else format_iso(at))],
+            "the latest captures" if at is None else format_iso(at),
+            kind="inline",
         )
-        status = max(status, found)
-        parts.append(f'<h2>Captures of <span class="url-text">{kept}</span></h2>\n{shown_calendar}')
-    parts.append("<h2>Settings</h2>")
+        + "</li>"
+        for at in recent
+    )
+    return [f'<h2>Dates you used lately</h2>\n<ul class="recent">{items}</ul>']
+
+
+async def _captures(
+    context: HarborContext, request: HarborRequest, setting: ClientSetting, back: str
+) -> tuple[int, str]:
+    """The calendar of the captures of `back`, and the status it was found with."""
+    address = f"{HOME}?back={quote(back, safe='')}"
+    opens = calendar.opens_for(context.settings.consent, request.client)
+    found, shown_calendar = await calendar.section(
+        context.client,
+        back,
+        request.query,
+        calendar.nav_for(address),
+        opens,
+        setting.at,
+        setting.at,
+    )
+    kept = html.escape(back)
+    return found, f'<h2>Captures of <span class="url-text">{kept}</span></h2>\n{shown_calendar}'
+
+
+def _settings(context: HarborContext, setting: ClientSetting, back: str, token: str) -> list[str]:
+    """The client's switches, the live web and recording only where the operator allows them."""
+    parts = ["<h2>Settings</h2>"]
     parts.append(_switch("Date banner atop archived pages", "banner", setting.banner, back, token))
     if context.live_allowed:
         parts.append(
@@ -221,9 +226,35 @@ async def _page(
                 token,
             )
         )
+    return parts
+
+
+async def _page(
+    context: HarborContext,
+    request: HarborRequest,
+    back: str,
+    error: str = "",
+    status: int = 200,
+    note: str = "",
+    confirm: Change | None = None,
+) -> Answer:
+    """The date page: `error` or `note` atop it, and the `confirm`ation of a change asked for
+    without the client's consent."""
+    setting = context.settings.get(request.client)
+    token = context.settings.consent.form_token(request.client)
+    parts = ["<h1>Browsing date</h1>", *_messages(error, note)]
+    if confirm is not None:
+        parts.append(_confirmation(confirm, back, token))
+    parts.append(_date_forms(request, setting, token, back))
+    parts.extend(_recent_dates(request.client, token, back))
+    if back and not is_harbor(urlsplit(back).hostname or ""):
+        found, section = await _captures(context, request, setting, back)
+        status = max(status, found)
+        parts.append(section)
+    parts.extend(_settings(context, setting, back, token))
     if back:
         target = html.escape(escape_uri(back))
-        parts.append(f'<p><a class="url-text" href="{target}">Back to {kept}</a></p>')
+        parts.append(f'<p><a class="url-text" href="{target}">Back to {html.escape(back)}</a></p>')
     return page.page("browsing date", "\n".join(parts), status, current=HOME)
 
 

@@ -49,7 +49,8 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_access_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the proxy listens, its data folder, and who may use it and the live web."""
     parser.add_argument(
         "--listen",
         type=parse_listen,
@@ -89,6 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask clients for a user name and password from this htpasswd file"
         " (also consultation.auth)",
     )
+
+
+def _add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """The search index, the banner's coherence span, the request log and the configuration."""
     parser.add_argument(
         "--search-index",
         type=Path,
@@ -112,6 +117,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log every replayed request: client, URL, status, date of the capture",
     )
     add_config_option(parser)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_access_arguments(parser)
+    _add_replay_arguments(parser)
     parser.set_defaults(run=_run)
 
 

@@ -219,9 +219,8 @@ def _timestamp(name: str, value: str) -> str:
     return value
 
 
-def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
-    """The query of pywb's CDX parameters (a name given twice: the first, except `filter`,
-    which may be repeated); BadCdxQuery says which parameter is wrong and why."""
+def _split_params(params: Iterable[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
+    """The single parameters (the first of a name given twice) and the repeated filters."""
     single: dict[str, str] = {}
     filters: list[str] = []
     for name, value in params:
@@ -231,6 +230,11 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
             single.setdefault(name, value)
     if len(filters) > MAX_FILTERS:
         raise BadCdxQuery(f"{len(filters)} filters: give at most {MAX_FILTERS}")
+    return single, filters
+
+
+def _url_and_match_type(single: dict[str, str]) -> tuple[str, str]:
+    """The URL without its wildcard and the match type it asks for."""
     url = single.get("url", "").strip()
     if not url:
         raise BadCdxQuery("give the URL: url=example.com/page (or example.com/*, *.example.com)")
@@ -247,9 +251,17 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
         raise BadCdxQuery(f"matchType={match_type!r}: use one of {', '.join(MATCH_TYPES)}")
     if not url:
         raise BadCdxQuery("url=*: give at least a host before the *")
+    return url, match_type
+
+
+def _output(single: dict[str, str]) -> str:
     output = single.get("output", DEFAULT_OUTPUT)
     if output not in OUTPUTS:
         raise BadCdxQuery(f"output={output!r}: use one of {', '.join(OUTPUTS)}")
+    return output
+
+
+def _sort_and_closest(single: dict[str, str]) -> tuple[str, str | None]:
     sort = single.get("sort", "")
     if sort and sort not in SORTS:
         raise BadCdxQuery(f"sort={sort!r}: use reverse or closest (with closest=TIMESTAMP)")
@@ -258,18 +270,30 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
         closest = _timestamp("closest", closest)
     elif sort == "closest":
         raise BadCdxQuery("sort=closest needs closest=TIMESTAMP")
-    limit = DEFAULT_LIMIT
-    if "limit" in single:
-        text = single["limit"].strip()
-        if not text.isdigit() or int(text) < 1:
-            raise BadCdxQuery(f"limit={single['limit']!r}: give a whole number >= 1")
-        limit = int(text)
+    return sort, closest
+
+
+def _limit(single: dict[str, str]) -> int:
+    if "limit" not in single:
+        return DEFAULT_LIMIT
+    text = single["limit"].strip()
+    if not text.isdigit() or int(text) < 1:
+        raise BadCdxQuery(f"limit={single['limit']!r}: give a whole number >= 1")
+    return int(text)
+
+
+def _time_range(single: dict[str, str]) -> tuple[str | None, str | None]:
+    """The from and to timestamps, padded to 14 digits."""
     from_ts = single.get("from") or single.get("from_ts") or None
     to_ts = single.get("to") or None
     if from_ts is not None:
         from_ts = pad_timestamp(_timestamp("from", from_ts), PAD_14_DOWN)
     if to_ts is not None:
         to_ts = pad_timestamp(_timestamp("to", to_ts), PAD_14_UP)
+    return from_ts, to_ts
+
+
+def _fields(single: dict[str, str]) -> tuple[str, ...] | None:
     fields = None
     names = single.get("fields") or single.get("fl")
     if names:
@@ -279,6 +303,19 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
             raise BadCdxQuery(
                 f"fields: no field {unknown[0]!r}; the fields are {', '.join(LINE_FIELDS)}"
             )
+    return fields
+
+
+def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
+    """The query of pywb's CDX parameters (a name given twice: the first, except `filter`,
+    which may be repeated); BadCdxQuery says which parameter is wrong and why."""
+    single, filters = _split_params(params)
+    url, match_type = _url_and_match_type(single)
+    output = _output(single)
+    sort, closest = _sort_and_closest(single)
+    limit = _limit(single)
+    from_ts, to_ts = _time_range(single)
+    fields = _fields(single)
     key, end_key = search_range(url, match_type)
     return CdxQuery(
         url=url,
