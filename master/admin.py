@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import quote
 
 from archive import discovery
@@ -26,6 +26,7 @@ CAUSE_TEXT = {
     "no_readable_copy": "no readable copy",
 }
 Runner = Callable[[argparse.Namespace], int]
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class AdminError(DlwebError):
@@ -435,10 +436,7 @@ def _guarded(runner: Runner) -> Runner:
 
 
 def _command(
-    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
-    name: str,
-    runner: Runner,
-    text: str,
+    subparsers: Subparsers, name: str, runner: Runner, text: str
 ) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(name, help=text, description=text)
     add_config_option(parser)
@@ -483,7 +481,7 @@ def _migrate_metadata(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(subparsers: Subparsers) -> None:
     _command(subparsers, "status", _status, "the cluster's health, from the master")
     admin = subparsers.add_parser("admin", help="storage admin commands (talk to the master)")
     actions = admin.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -494,6 +492,14 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         ("read-only", "read-only", "keep a node's files but send it nothing new"),
     ):
         _command(actions, name, _set_state(state), text).add_argument("node", help="node id")
+    _register_rebalance(actions)
+    scrub = _command(actions, "scrub", _scrub, "re-hash every file of one node, or of all")
+    scrub.add_argument("node", nargs="?", default=None, help="node id (default: every node)")
+    _register_fsck(actions)
+    _register_migrate_metadata(actions)
+
+
+def _register_rebalance(actions: Subparsers) -> None:
     rebalance = _command(
         actions, "rebalance", _rebalance, "show the plan that evens out the nodes, or apply it"
     )
@@ -512,8 +518,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         default=64.0 * 1024 * 1024,
         help="bytes moved per second at most (64 MiB)",
     )
-    scrub = _command(actions, "scrub", _scrub, "re-hash every file of one node, or of all")
-    scrub.add_argument("node", nargs="?", default=None, help="node id (default: every node)")
+
+
+def _register_fsck(actions: Subparsers) -> None:
     fsck = _command(actions, "fsck", _fsck, "files below replica target and other problems")
     fsck.add_argument(
         "--deep",
@@ -531,6 +538,14 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         metavar="KIND/NAME",
         help="list the files below target after this one (where a stopped --all list ended)",
     )
+    fsck.add_argument(
+        "--recount",
+        action="store_true",
+        help="count every file and location again, and mend the totals status shows if they differ",
+    )
+
+
+def _register_migrate_metadata(actions: Subparsers) -> None:
     migrate = _command(
         actions,
         "migrate-metadata",
@@ -549,9 +564,4 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         required=True,
         metavar="URL",
         help="the PostgreSQL database: postgresql://user:password@host:port/database",
-    )
-    fsck.add_argument(
-        "--recount",
-        action="store_true",
-        help="count every file and location again, and mend the totals status shows if they differ",
     )

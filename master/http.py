@@ -7,10 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
+from archive.cluster import KINDS
 from archive.hashing import is_valid_name
 from archive.serving import json_body, json_error, starts_work, token_guard
 
-from .service import KINDS, Master
+from .service import Master
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def _rate(body: dict[str, Any], key: str, default: float) -> float:
 
 
 async def get_status(request: web.Request) -> web.Response:
-    status = request.app[MASTER].status()
+    status = request.app[MASTER].admin.status()
     if "text/html" in request.headers.get("Accept", "") and "format" not in request.query:
         return web.Response(text=_status_page(status), content_type="text/html")
     return web.json_response(status)
@@ -73,7 +74,7 @@ async def locate(request: web.Request) -> web.Response:
         return json_error(400, f"kind must be content or structure, not {kind[:20]!r}")
     if not is_valid_name(name):
         return json_error(400, "a file name is 64 lowercase hex digits")
-    nodes = request.app[MASTER].locate(kind, name)
+    nodes = request.app[MASTER].admin.locate(kind, name)
     return web.json_response({"kind": kind, "name": name, "nodes": nodes})
 
 
@@ -85,7 +86,7 @@ async def structures(request: web.Request) -> web.Response:
         return json_error(400, "after must be a file name, 64 lowercase hex digits")
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= STRUCTURE_PAGE:
         return json_error(400, f"limit must be a whole number from 1 to {STRUCTURE_PAGE}")
-    page = request.app[MASTER].structures(after, int(limit_text))
+    page = request.app[MASTER].admin.structures(after, int(limit_text))
     return web.json_response({"structures": page})
 
 
@@ -99,8 +100,8 @@ async def fsck(request: web.Request) -> web.Response:
     for flag, value in flags.items():
         if value not in ("0", "1"):
             return json_error(400, f"{flag} must be 0 or 1")
-    master = request.app[MASTER]
-    return web.json_response(await master.fsck(flags["deep"] == "1", flags["recount"] == "1"))
+    admin = request.app[MASTER].admin
+    return web.json_response(await admin.fsck(flags["deep"] == "1", flags["recount"] == "1"))
 
 
 def _cursor(text: str) -> tuple[str, str] | None:
@@ -124,11 +125,11 @@ async def fsck_problems(request: web.Request) -> web.StreamResponse:
     left = int(limit_text) if limit_text else None
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
-    master = request.app[MASTER]
+    admin = request.app[MASTER].admin
     last: tuple[str, str] | None = None
     while left is None or left > 0:
         page = PROBLEMS_PAGE if left is None else min(PROBLEMS_PAGE, left)
-        problems = master.fsck_problems(after, page)
+        problems = admin.fsck_problems(after, page)
         if problems:
             await response.write("".join(json.dumps(p) + "\n" for p in problems).encode())
             after = last = (problems[-1]["kind"], problems[-1]["name"])
@@ -146,7 +147,9 @@ async def fsck_problems(request: web.Request) -> web.StreamResponse:
 
 async def set_state(request: web.Request) -> web.Response:
     body = await _body(request)
-    row = request.app[MASTER].set_node_state(request.match_info["node"], str(body.get("state")))
+    row = request.app[MASTER].admin.set_node_state(
+        request.match_info["node"], str(body.get("state"))
+    )
     return web.json_response(row)
 
 
@@ -176,7 +179,7 @@ async def post_scrub(request: web.Request) -> web.Response:
         nodes = [node]
     else:
         return json_error(404, f"no node {str(node)[:100]!r} in this cluster")
-    return web.json_response(await master.scrub(nodes))
+    return web.json_response(await master.scrubs.start(nodes))
 
 
 def build_app(master: Master) -> web.Application:

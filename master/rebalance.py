@@ -9,10 +9,10 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .db import FileRef, MasterDB, Move
+from .db import FileRef, MasterDB, Move, NodeRow
 from .membership import Membership
 from .repair import BATCH, Copier, Throttle
 
@@ -44,6 +44,19 @@ def summarise(moves: list[PlannedMove] | list[Move]) -> list[dict[str, Any]]:
         {"src": src, "dst": dst, "files": files[(src, dst)], "bytes": size[(src, dst)]}
         for src, dst in sorted(files)
     ]
+
+
+@dataclass
+class _Planning:
+    """What a plan being made keeps track of: the bytes each node holds above its share, those
+    each below its share lacks, and the nodes each file is planned to go to."""
+
+    by_id: dict[str, NodeRow]
+    excess: dict[str, float]
+    deficit: dict[str, float]
+    arriving: defaultdict[tuple[str, str], set[str]] = field(
+        default_factory=lambda: defaultdict(set)
+    )
 
 
 class Rebalancer:
@@ -85,47 +98,57 @@ class Rebalancer:
         sources = sorted(
             (n for n, v in excess.items() if v > MIN_EXCESS_BYTES), key=lambda n: -excess[n]
         )
-        by_id = {row.id: row for row in nodes}
-        arriving: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        planning = _Planning({row.id: row for row in nodes}, excess, deficit)
         for src in sources:
-            after = ("", "")
-            while excess[src] > 0:
-                files = self.db.files_on(src, BATCH, after)
-                if not files:
-                    break
-                after = (files[-1].kind, files[-1].name)
-                for ref in files:
-                    if excess[src] <= 0:
-                        break
-                    # A move must shrink the gap: neither side may overshoot by more than half.
-                    if ref.size > 2 * excess[src]:
-                        continue
-                    takers = [
-                        by_id[n]
-                        for n, d in deficit.items()
-                        if 2 * d >= ref.size and by_id[n].state == "alive"
-                    ]
-                    # Holders as they will be once the moves planned so far are made: a file
-                    # held on two sources must not be sent to the same node by both.
-                    holders = set(self.db.holders(ref.kind, ref.name))
-                    holders |= arriving[(ref.kind, ref.name)]
-                    domains = {
-                        self.members.rows[h].domain
-                        for h in holders
-                        if h != src and h in self.members.rows
-                    }
-                    # The node furthest below its share first (in a failure domain without a
-                    # copy first): a node that has just joined takes files before nodes a
-                    # little under their share, which hold more multicast groups.
-                    fresh = [row for row in takers if row.id not in holders]
-                    if not fresh:
-                        continue
-                    dst = min(fresh, key=lambda row: (row.domain in domains, -deficit[row.id]))
-                    moves.append(PlannedMove(ref.kind, ref.name, src, dst.id, ref.size))
-                    arriving[(ref.kind, ref.name)].add(dst.id)
-                    excess[src] -= ref.size
-                    deficit[dst.id] -= ref.size
+            moves.extend(self._moves_from(src, planning))
         return moves
+
+    def _moves_from(self, src: str, planning: _Planning) -> list[PlannedMove]:
+        """The moves that bring one source down to its share, its files read a batch at a time."""
+        moves: list[PlannedMove] = []
+        excess, deficit = planning.excess, planning.deficit
+        after = ("", "")
+        while excess[src] > 0:
+            files = self.db.files_on(src, BATCH, after)
+            if not files:
+                break
+            after = (files[-1].kind, files[-1].name)
+            for ref in files:
+                if excess[src] <= 0:
+                    break
+                # A move must shrink the gap: neither side may overshoot by more than half.
+                if ref.size > 2 * excess[src]:
+                    continue
+                dst = self._destination(src, ref, planning)
+                if dst is None:
+                    continue
+                moves.append(PlannedMove(ref.kind, ref.name, src, dst.id, ref.size))
+                planning.arriving[(ref.kind, ref.name)].add(dst.id)
+                excess[src] -= ref.size
+                deficit[dst.id] -= ref.size
+        return moves
+
+    def _destination(self, src: str, ref: FileRef, planning: _Planning) -> NodeRow | None:
+        """The node a file of `src` moves to, if one below its share can take it."""
+        takers = [
+            planning.by_id[n]
+            for n, d in planning.deficit.items()
+            if 2 * d >= ref.size and planning.by_id[n].state == "alive"
+        ]
+        # Holders as they will be once the moves planned so far are made: a file held on two
+        # sources must not be sent to the same node by both.
+        holders = set(self.db.holders(ref.kind, ref.name))
+        holders |= planning.arriving[(ref.kind, ref.name)]
+        domains = {
+            self.members.rows[h].domain for h in holders if h != src and h in self.members.rows
+        }
+        # The node furthest below its share first (in a failure domain without a copy first):
+        # a node that has just joined takes files before nodes a little under their share,
+        # which hold more multicast groups.
+        fresh = [row for row in takers if row.id not in holders]
+        if not fresh:
+            return None
+        return min(fresh, key=lambda row: (row.domain in domains, -planning.deficit[row.id]))
 
     def report(self) -> dict[str, Any]:
         """The running or stopped rebalance with its progress, or a fresh plan."""

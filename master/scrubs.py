@@ -1,0 +1,46 @@
+"""Scrubs of the storage nodes (each re-hashes every file it holds): started by an admin or on
+each node's schedule, their last reports kept for the status."""
+
+import time
+from typing import Any
+
+from .db import MasterDB
+from .membership import Membership
+
+
+class Scrubs:
+    def __init__(self, db: MasterDB, members: Membership, every: float) -> None:
+        self.db = db
+        self.members = members
+        self.every = every
+        # The last finished scrub of each node, as it reported it.
+        self.reports: dict[str, dict[str, Any]] = {}
+
+    async def start(self, nodes: list[str]) -> dict[str, Any]:
+        """Ask each node to start a scrub; what each answered."""
+        started = {}
+        for node in nodes:
+            peer = self.members.links.get(node)
+            if peer is None:
+                started[node] = {"started": False, "error": "not connected"}
+                continue
+            row = self.members.rows[node]
+            row.last_scrub = time.time()
+            self.db.save_node(row)
+            try:
+                started[node] = await peer.call("scrub", {}, timeout=30)
+            except Exception as exc:
+                started[node] = {"started": False, "error": str(exc)}
+        return {"scrub": started}
+
+    async def start_due(self) -> None:
+        """Start the scrub of each connected node whose last one is `every` seconds old."""
+        now = time.time()
+        for node, row in self.members.rows.items():
+            if self.members.connected(node) and now - row.last_scrub >= self.every:
+                if row.last_scrub == 0:
+                    # A new node starts its schedule now instead of scrubbing at once.
+                    row.last_scrub = now
+                    self.db.save_node(row)
+                    continue
+                await self.start([node])
