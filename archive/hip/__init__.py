@@ -37,6 +37,7 @@ heartbeats detect a dead peer; the slave reconnects with capped, jittered expone
 
 from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
+from archive.hip._methods import Method, Nothing, Wire, as_object, bad_params, field
 from archive.hip._params import name_list
 from archive.hip._peer import Handler, Peer, PeerHook
 from archive.hip._slave import HipSlave
@@ -47,6 +48,12 @@ __getattr__ = lazy_exports(__name__, {"HipMaster": "_master"})
 
 __all__ = [
     "Handler",
+    "Method",
+    "Nothing",
+    "Wire",
+    "as_object",
+    "bad_params",
+    "field",
     "HipError",
     "HipMaster",
     "HipSlave",
