@@ -3,7 +3,8 @@
 The scheduler calls `crawl` with an order (the agent answers at once and crawls in the
 background), `status` for the monitoring figures, `clone` to start one more agent like this one,
 and `stop`. When a site is done, the agent calls the scheduler's `site_done` with the report,
-again until it is acknowledged, so a report is never lost to a dropped connection.
+again until it is acknowledged, so a report is never lost to a dropped connection. The calls and
+their messages are archive/crawl_calls.py's, which the scheduler uses too.
 """
 
 import argparse
@@ -12,14 +13,26 @@ import logging
 import signal
 import subprocess
 import sys
-from typing import Any
 
 from archive.cli import standalone
 from archive.cluster import ClusterClient
 from archive.config import load_config
+from archive.crawl_calls import (
+    CLONE,
+    CRAWL,
+    SITE_DONE,
+    STATUS,
+    STOP,
+    AgentStatus,
+    Cloned,
+    CrawlAccepted,
+    CrawlOrder,
+    SiteDone,
+    Stopping,
+)
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
 from archive.errors import DlwebError
-from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
+from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError, hip_url
 
 from .cli import add_agent_arguments
 from .order import Order
@@ -42,23 +55,23 @@ class AgentService:
         self.stopped = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def handlers(self) -> dict[str, Any]:
+    def handlers(self) -> dict[str, Handler]:
         return {
-            "crawl": self._crawl,
-            "status": self._status,
-            "clone": self._clone,
-            "stop": self._stop,
+            CRAWL.name: CRAWL.handler(self._crawl),
+            STATUS.name: STATUS.handler(self._status),
+            CLONE.name: CLONE.handler(self._clone),
+            STOP.name: STOP.handler(self._stop),
         }
 
-    async def _crawl(self, _: Peer, params: Any) -> dict[str, Any]:
+    async def _crawl(self, _: Peer, message: CrawlOrder) -> CrawlAccepted:
         if self._task is not None and not self._task.done():
             raise RemoteError("busy", f"{self.agent.name} is crawling {self.agent.progress.site}")
         try:
-            order = Order.from_json(params)
+            order = Order.from_message(message)
         except DlwebError as exc:
             raise RemoteError("bad_params", str(exc)) from None
         self._task = asyncio.create_task(self._run(order))
-        return {"accepted": order.delimitation.start_url}
+        return CrawlAccepted(order.delimitation.start_url)
 
     async def _run(self, order: Order) -> None:
         try:
@@ -71,16 +84,16 @@ class AgentService:
         assert self.slave is not None
         while True:
             try:
-                await self.slave.call("site_done", {"agent": self.agent.name, "report": report})
+                await SITE_DONE.call(self.slave, SiteDone(self.agent.name, report))
                 return
             except (HipError, RemoteError) as exc:
                 log.warning("report of %s not delivered yet: %s", order.delimitation.start_url, exc)
                 await asyncio.sleep(RETRY_REPORT)
 
-    async def _status(self, _: Peer, params: Any) -> dict[str, Any]:
-        return self.agent.status()
+    async def _status(self, _: Peer, params: Nothing) -> AgentStatus:
+        return self.agent.status_message()
 
-    async def _clone(self, _: Peer, params: Any) -> dict[str, Any]:
+    async def _clone(self, _: Peer, params: Nothing) -> Cloned:
         """Start one more agent like this one, under a name of its own (and its monitoring page,
         if any, on a free port); it joins the scheduler by itself."""
         self.clones += 1
@@ -102,11 +115,11 @@ class AgentService:
         if args.monitor is not None:
             command += ["--monitor", f"{args.monitor[0]}:0"]
         process = subprocess.Popen(command, start_new_session=True)
-        return {"pid": process.pid, "name": name}
+        return Cloned(process.pid, name)
 
-    async def _stop(self, _: Peer, params: Any) -> dict[str, Any]:
+    async def _stop(self, _: Peer, params: Nothing) -> Stopping:
         self.stopped.set()
-        return {"stopping": self.agent.name}
+        return Stopping(self.agent.name)
 
 
 async def _serve(args: argparse.Namespace) -> None:

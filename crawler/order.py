@@ -1,4 +1,5 @@
-"""A collect order: the site's delimitation and how to crawl it, as the scheduler sends it.
+"""A collect order: the site's delimitation and how to crawl it, made from the CrawlOrder the
+scheduler sends (archive/crawl_calls.py) or read from a file.
 
 Also the signature file a crawl leaves behind: one JSON line per URL fetched (its content and
 header-block SHA-256, status, type and validators). Given back with the next order, it lets the
@@ -6,32 +7,20 @@ crawler ask with If-None-Match / If-Modified-Since and tell new contents from kn
 """
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from archive.atomic import AtomicFile
 from archive.cluster import NewCapture
+from archive.crawl_calls import CRAWL, CrawlOrder
+from archive.hip import RemoteError
 
 from .browser import DEFAULT_PAGE_BUDGET
 from .delimitation import BadOrder, Delimitation
 from .fetch import Politeness
 
 __all__ = ["BadOrder", "Order", "Signature", "SignatureLog", "read_signatures"]
-
-_POLITENESS_KEYS = {
-    "delay": float,
-    "burst": float,
-    "idle_close": float,
-    "max_pages": int,
-    "max_bytes": int,
-    "period": float,
-    "connect_timeout": float,
-    "read_timeout": float,
-    "max_time": float,
-    "max_size": int,
-}
 
 
 @dataclass(frozen=True)
@@ -64,9 +53,6 @@ class Signature:
         )
 
 
-BROWSER_MODES = ("never", "auto", "always")
-
-
 @dataclass
 class Order:
     delimitation: Delimitation
@@ -82,46 +68,40 @@ class Order:
     @classmethod
     def from_json(cls, data: object) -> "Order":
         """An order from the network or a file, every field checked."""
-        if not isinstance(data, Mapping):
-            raise BadOrder("a crawl order must be a JSON object")
-        delimitation = Delimitation.from_order(data)
-        keywords = data.get("keywords", [])
-        if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
-            raise BadOrder("order field keywords must be a list of strings")
-        previous = data.get("previous")
-        if previous is not None and not isinstance(previous, str):
-            raise BadOrder("order field previous must be a file path")
+        try:
+            message = CrawlOrder.from_json(data, CRAWL.name)
+        except RemoteError as exc:
+            raise BadOrder(exc.message) from None
+        return cls.from_message(message)
+
+    @classmethod
+    def from_message(cls, message: CrawlOrder) -> "Order":
+        """The order a scheduler's message gives; BadOrder when its delimitation is not one
+        (an expression that does not compile, a start URL outside it)."""
+        delimitation = Delimitation(
+            message.start_url,
+            message.accept,
+            message.reject,
+            Delimitation.max_depth if message.max_depth is None else message.max_depth,
+            (
+                Delimitation.max_dynamic_depth
+                if message.max_dynamic_depth is None
+                else message.max_dynamic_depth
+            ),
+        )
         politeness = Politeness()
-        given = data.get("politeness", {})
-        if not isinstance(given, Mapping):
-            raise BadOrder("order field politeness must be an object")
-        for key, value in given.items():
-            kind = _POLITENESS_KEYS.get(key)
-            if kind is None:
-                raise BadOrder(f"order field politeness.{key} is unknown")
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise BadOrder(f"order field politeness.{key} must be a number >= 0")
-            setattr(politeness, key, kind(value))
-        resolve = data.get("resolve", {})
-        if not isinstance(resolve, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v)
-            for k, v in resolve.items()
-        ):
-            raise BadOrder("order field resolve must map host names to lists of addresses")
-        browser = data.get("browser", "never")
-        if browser not in BROWSER_MODES:
-            raise BadOrder(f"order field browser must be one of {', '.join(BROWSER_MODES)}")
-        budget = data.get("browser_budget", DEFAULT_PAGE_BUDGET)
-        if isinstance(budget, bool) or not isinstance(budget, int | float) or budget <= 0:
-            raise BadOrder("order field browser_budget must be a number of seconds > 0")
+        for key, value in message.politeness.items():
+            setattr(politeness, key, value)
         return cls(
             delimitation=delimitation,
-            keywords=tuple(k.lower() for k in keywords if k.strip()),
-            previous=Path(previous) if previous else None,
+            keywords=tuple(k.lower() for k in message.keywords if k.strip()),
+            previous=Path(message.previous) if message.previous else None,
             politeness=politeness,
-            resolve={str(k).lower(): list(v) for k, v in resolve.items()},
-            browser=browser,
-            browser_budget=float(budget),
+            resolve={k.lower(): list(v) for k, v in message.resolve.items()},
+            browser=message.browser,
+            browser_budget=(
+                DEFAULT_PAGE_BUDGET if message.browser_budget is None else message.browser_budget
+            ),
         )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
+from archive.crawl_calls import AgentStatus
 from archive.errors import DlwebError
 
 from .browser import Browser
@@ -61,19 +62,24 @@ class Agent:
         self.browser = Browser()
 
     def status(self) -> dict[str, Any]:
+        """The monitoring figures, as the monitoring page shows them."""
+        return self.status_message().to_json()
+
+    def status_message(self) -> AgentStatus:
+        """The monitoring figures, as the scheduler's `status` call is answered them."""
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        return {
-            "name": self.name,
-            "state": self.state,
-            "pid": os.getpid(),
-            "crawl": self.progress.to_json(),
-            "errors": self.errors,
-            "rss_mb": round(rss, 1),
-            "browser": {
+        return AgentStatus(
+            name=self.name,
+            state=self.state,
+            pid=os.getpid(),
+            crawl=self.progress.to_json(),
+            errors=self.errors,
+            rss_mb=round(rss, 1),
+            browser={
                 "memory_mb": round(self.browser.memory() / 2**20, 1),
                 **dataclasses.asdict(self.browser.stats),
             },
-        }
+        )
 
     async def crawl(self, client: ClusterClient, order: Order) -> dict[str, Any]:
         self.state = "crawling"

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Ok, SiteDone
 from archive.errors import DlwebError
-from archive.hip import HipError, HipMaster, Peer, RemoteError
+from archive.hip import HipError, HipMaster, Nothing, Peer, RemoteError
+from archive.stream_calls import STREAM_REPORT
 from archive.urlkey import BadUrl, canonical_url
 
 from ..stream.assignment import ROLE as STREAMER
@@ -84,7 +86,10 @@ class Scheduler:
         self.hip = HipMaster(
             secret,
             "scheduler",
-            {"site_done": self._site_done, "stream_report": self.streams.report},
+            {
+                SITE_DONE.name: SITE_DONE.handler(self._site_done),
+                STREAM_REPORT.name: STREAM_REPORT.handler(self.streams.report),
+            },
             on_connect=self._joined,
             on_disconnect=self._left,
         )
@@ -191,8 +196,7 @@ class Scheduler:
         agent = self.agents.get(name)
         if agent is None or agent.peer is None:
             raise DlwebError(f"no connected agent {name!r}")
-        answer: dict[str, Any] = await agent.peer.call("clone", {})
-        return answer
+        return (await CLONE.call(agent.peer, Nothing())).to_json()
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -232,7 +236,7 @@ class Scheduler:
             log.info("%s given to agent %s", site.start_url, agent.name)
             assert agent.peer is not None
             try:
-                await agent.peer.call("crawl", self._order(site), timeout=30)
+                await CRAWL.call(agent.peer, self._order(site), timeout=30)
             except (HipError, RemoteError) as exc:
                 log.warning("agent %s refused %s: %s", agent.name, site.start_url, exc)
                 self.store.release_agent(agent.name)
@@ -241,27 +245,24 @@ class Scheduler:
                 agent.site = BUSY_ELSEWHERE if busy else None
                 agent.busy_since = time.monotonic()
 
-    def _order(self, site: Site) -> dict[str, Any]:
-        order: dict[str, Any] = {
-            "start_url": site.start_url,
-            "accept": site.accept,
-            "reject": site.reject,
-            "max_depth": site.max_depth,
-            "keywords": list(self.options.filters.keywords),
-            "politeness": dict(self.options.politeness),
-            "resolve": self.options.resolve,
-            "browser": self.options.browser,
-        }
-        if site.signature_file and Path(site.signature_file).is_file():
-            order["previous"] = site.signature_file
-        return order
+    def _order(self, site: Site) -> CrawlOrder:
+        previous = site.signature_file
+        return CrawlOrder(
+            site.start_url,
+            site.accept,
+            site.reject,
+            max_depth=site.max_depth,
+            keywords=tuple(self.options.filters.keywords),
+            previous=previous if previous and Path(previous).is_file() else None,
+            politeness=dict(self.options.politeness),
+            resolve=self.options.resolve,
+            browser=self.options.browser,
+        )
 
     # -- a site is done -----------------------------------------------------------------------
 
-    async def _site_done(self, peer: Peer, params: Any) -> dict[str, bool]:
-        if not isinstance(params, Mapping) or not isinstance(params.get("report"), Mapping):
-            raise RemoteError("bad_params", "site_done needs {agent, report}")
-        report = params["report"]
+    async def _site_done(self, peer: Peer, done: SiteDone) -> Ok:
+        report = done.report
         agent = self.agents.get(peer.name)
         if agent is not None:
             agent.site = None
@@ -269,14 +270,14 @@ class Scheduler:
         if second is not None:
             self._finish_second(peer.name, second, report)
             self._wake.set()
-            return {"ok": True}
+            return Ok()
         site = self._site_of_report(peer.name, report)
         if site is None:
             log.info("report from %s for a site not given to it: kept out", peer.name)
         else:
             self._finish(site, report)
         self._wake.set()
-        return {"ok": True}
+        return Ok()
 
     def _finish_second(self, agent: str, site_id: int, report: Mapping[str, Any]) -> None:
         site = self.store.site(site_id)
@@ -312,7 +313,7 @@ class Scheduler:
         self.seconds[agent.name] = site.id
         assert agent.peer is not None
         try:
-            await agent.peer.call("crawl", self._order(site), timeout=30)
+            await CRAWL.call(agent.peer, self._order(site), timeout=30)
         except (HipError, RemoteError) as exc:
             agent.site = None
             self.seconds.pop(agent.name, None)

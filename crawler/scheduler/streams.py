@@ -11,18 +11,20 @@ last chunk the gone agent stored and the first its successor stores is a gap in 
 timeline: the two recordings' chunk logs carry different recording ids, with a hole between.
 
 Every decision is an event in the database (crawler/scheduler/stream_registry.py), and each
-recording's progress, as its agent reports it (`stream_report`), a row of its own.
+recording's progress, as its agent reports it (`stream_report`), a row of its own. The calls and
+their messages are archive/stream_calls.py's, which the agents use too.
 """
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from archive.errors import NotFound
-from archive.hip import HipError, Peer, RemoteError
+from archive.hip import HipError, Nothing, Peer, RemoteError
+from archive.stream_calls import RECORD, STATUS, STOP, Ok, StopStream, StreamReport
 
 from ..stream.assignment import Assignment
 from ..stream.recording import StreamSettings
@@ -80,17 +82,12 @@ class StreamAgents:
         agent = self.agents.setdefault(peer.name, StreamAgent(peer.name, peer))
         agent.peer, agent.gone_since = peer, 0.0
         try:
-            status = await peer.call("status", timeout=CALL_TIMEOUT)
+            status = await STATUS.call(peer, Nothing(), timeout=CALL_TIMEOUT)
         except (HipError, RemoteError) as exc:
             log.warning("streaming agent %s did not tell its status: %s", peer.name, exc)
             return
-        capacity = status.get("capacity") if isinstance(status, Mapping) else None
-        agent.capacity = capacity if type(capacity) is int and capacity > 0 else 0
-        recorded = {
-            s["stream"]: str(s.get("url", ""))
-            for s in (status.get("streams", []) if isinstance(status, Mapping) else [])
-            if isinstance(s, Mapping) and type(s.get("stream")) is int
-        }
+        agent.capacity = max(status.capacity, 0)
+        recorded = status.recorded()
         log.info("streaming agent %s joined: capacity %d", peer.name, agent.capacity)
         now = time.time()
         for stream in self.store.agent_streams(peer.name):
@@ -190,7 +187,7 @@ class StreamAgents:
     async def _send(self, agent: StreamAgent, stream: Stream) -> None:
         assert agent.peer is not None
         try:
-            await agent.peer.call("record", self.assignment(stream).to_json(), timeout=CALL_TIMEOUT)
+            await RECORD.call(agent.peer, self.assignment(stream).message(), timeout=CALL_TIMEOUT)
         except (HipError, RemoteError) as exc:
             log.warning("agent %s refused stream %d: %s", agent.name, stream.id, exc)
             agent.refused_at = time.monotonic()
@@ -208,19 +205,15 @@ class StreamAgents:
 
     # -- what agents report -------------------------------------------------------------------
 
-    async def report(self, peer: Peer, params: Any) -> dict[str, bool]:
+    async def report(self, peer: Peer, params: StreamReport) -> Ok:
         """`stream_report`: each recording's progress kept; an ended recording's stream goes
         back to waiting; an agent recording a stream that is not its own is told to stop; a
         stopping agent is given no more."""
-        if not isinstance(params, Mapping) or not isinstance(params.get("streams"), list):
-            raise RemoteError("bad_params", "stream_report needs {agent, streams: [...]}")
         agent = self.agents.get(peer.name)
-        if agent is not None and params.get("stopping") is True:
+        if agent is not None and params.stopping:
             agent.capacity = 0
         now = time.time()
-        for report in params["streams"]:
-            if not isinstance(report, Mapping):
-                continue
+        for report in params.streams:
             stream = self.store.stream_progress(peer.name, report, now)
             if stream is None:
                 continue
@@ -240,7 +233,7 @@ class StreamAgents:
                 )
             ):
                 self.wake()
-        return {"ok": True}
+        return Ok()
 
     # -- the operator's choices ---------------------------------------------------------------
 
@@ -275,7 +268,7 @@ class StreamAgents:
         agent = self.agents.get(stream.agent) if stream.state == "recording" else None
         if agent is not None and agent.peer is not None:
             try:
-                await agent.peer.call("stop", {"stream": stream.id}, timeout=CALL_TIMEOUT)
+                await STOP.call(agent.peer, StopStream(stream.id), timeout=CALL_TIMEOUT)
             except (HipError, RemoteError) as exc:
                 log.warning("agent %s did not stop stream %d: %s", agent.name, stream.id, exc)
         stopped = self.store.stream(stream.id)
@@ -310,6 +303,6 @@ class StreamAgents:
 
     async def _call_stop(self, peer: Peer, stream_id: int) -> None:
         try:
-            await peer.call("stop", {"stream": stream_id}, timeout=CALL_TIMEOUT)
+            await STOP.call(peer, StopStream(stream_id), timeout=CALL_TIMEOUT)
         except (HipError, RemoteError) as exc:
             log.warning("agent %s did not stop stream %d: %s", peer.name, stream_id, exc)

@@ -6,7 +6,8 @@ a bad assignment), `stop` with a stream id, and `status`. The agent calls the sc
 `stream_report` with the progress of every recording every few seconds, and at once when a
 recording ends; an ended recording's report is sent again until it is acknowledged, as a site
 crawler agent's `site_done` is. A stopping agent says so in its last report (`stopping`), so that
-its streams go to other agents at once rather than back to it.
+its streams go to other agents at once rather than back to it. The calls and their messages are
+archive/stream_calls.py's, which the scheduler uses too.
 """
 
 import argparse
@@ -26,11 +27,23 @@ from archive.cli import standalone
 from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
-from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
+from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError, hip_url
+from archive.stream_calls import (
+    RECORD,
+    STATUS,
+    STOP,
+    STREAM_REPORT,
+    RecordAccepted,
+    RecordOrder,
+    Stopped,
+    StopStream,
+    StreamerStatus,
+    StreamReport,
+)
 from archive.streams import drift_of
 
 from ..fetch import Resolver
-from .assignment import ROLE, Assignment, BadAssignment
+from .assignment import ROLE, Assignment
 from .cli import REPORT_EVERY, add_agent_arguments
 from .recorder import record
 from .recording import Recording
@@ -95,16 +108,17 @@ class StreamAgent:
         self.stopping = False  # takes no more streams
         self._report_now = asyncio.Event()
 
-    def handlers(self) -> dict[str, Any]:
-        return {"record": self._record, "stop": self._stop, "status": self._status}
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            RECORD.name: RECORD.handler(self._record),
+            STOP.name: STOP.handler(self._stop),
+            STATUS.name: STATUS.handler(self._status),
+        }
 
     # -- the scheduler's calls ----------------------------------------------------------------
 
-    async def _record(self, _: Peer, params: Any) -> dict[str, Any]:
-        try:
-            assignment = Assignment.from_json(params)
-        except BadAssignment as exc:
-            raise RemoteError("bad_params", str(exc)) from None
+    async def _record(self, _: Peer, order: RecordOrder) -> RecordAccepted:
+        assignment = Assignment.of(order)
         running = self.running.get(assignment.stream)
         if running is None:
             if self.stopping:
@@ -115,29 +129,26 @@ class StreamAgent:
             self.running[assignment.stream] = running
             running.task = asyncio.create_task(self._run(running))
             log.info("stream %d: recording %s", assignment.stream, assignment.url)
-        return {"accepted": assignment.stream, "recording": running.recording.recording}
+        return RecordAccepted(assignment.stream, running.recording.recording)
 
-    async def _stop(self, _: Peer, params: Any) -> dict[str, Any]:
-        stream = params.get("stream") if isinstance(params, dict) else None
-        if type(stream) is not int:
-            raise RemoteError("bad_params", "stop needs {stream: ID}")
-        running = self.running.get(stream)
+    async def _stop(self, _: Peer, params: StopStream) -> Stopped:
+        running = self.running.get(params.stream)
         if running is None or running.task is None:
-            return {"stream": stream, "stopped": False}
+            return Stopped(params.stream, False)
         await self._end(running, "stopped by the scheduler")
-        return {"stream": stream, "stopped": True, "recording": running.recording.recording}
+        return Stopped(params.stream, True, running.recording.recording)
 
-    async def _status(self, _: Peer, params: Any) -> dict[str, Any]:
+    async def _status(self, _: Peer, params: Nothing) -> StreamerStatus:
         return self.status()
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "pid": os.getpid(),
-            "capacity": self.capacity,
-            "free": self.capacity - len(self.running),
-            "streams": [progress(r, ended=False) for r in self.running.values()],
-        }
+    def status(self) -> StreamerStatus:
+        return StreamerStatus(
+            self.name,
+            os.getpid(),
+            self.capacity,
+            self.capacity - len(self.running),
+            tuple(progress(r, ended=False) for r in self.running.values()),
+        )
 
     # -- recordings ---------------------------------------------------------------------------
 
@@ -192,13 +203,8 @@ class StreamAgent:
             return True
         assert self.slave is not None
         try:
-            await self.slave.call(
-                "stream_report",
-                {
-                    "agent": self.name,
-                    "streams": [*streams, *ended.values()],
-                    "stopping": self.stopping,
-                },
+            await STREAM_REPORT.call(
+                self.slave, StreamReport(self.name, (*streams, *ended.values()), self.stopping)
             )
         except (HipError, RemoteError) as exc:
             log.warning("stream report not delivered yet: %s", exc)

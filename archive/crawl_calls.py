@@ -1,0 +1,292 @@
+"""The HIP calls between the scheduler and its site crawler agents, typed once for both ends.
+
+The scheduler calls an agent's `crawl` with a CrawlOrder (answered at once with
+CrawlAccepted; the agent crawls in the background), `status` for its monitoring figures
+(AgentStatus), `clone` to start one more agent like it (Cloned) and `stop` (Stopping). When a
+site is done, the agent calls the scheduler's `site_done` with SiteDone, again until it is
+answered Ok. The crawler's own Order (crawler/order.py) is made from a CrawlOrder, whose checks
+are only those of the wire: the delimitation's expressions are compiled by the crawler.
+"""
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self, TypeGuard
+
+from archive.hip import Method, Nothing, RemoteError, as_object, bad_params
+from archive.hip import field as field_of
+
+__all__ = [
+    "BROWSER_MODES",
+    "CLONE",
+    "CRAWL",
+    "POLITENESS_KEYS",
+    "SITE_DONE",
+    "STATUS",
+    "STOP",
+    "AgentStatus",
+    "Cloned",
+    "CrawlAccepted",
+    "CrawlOrder",
+    "Ok",
+    "SiteDone",
+    "Stopping",
+]
+
+# Whether pages are loaded in the agent's browser: never, always, or when their parse suggests
+# scripts build them (auto).
+BROWSER_MODES = ("never", "auto", "always")
+# The politeness settings an order may carry (crawler/fetch.py Politeness), and their types.
+POLITENESS_KEYS: dict[str, type[float] | type[int]] = {
+    "delay": float,
+    "burst": float,
+    "idle_close": float,
+    "max_pages": int,
+    "max_bytes": int,
+    "period": float,
+    "connect_timeout": float,
+    "read_timeout": float,
+    "max_time": float,
+    "max_size": int,
+}
+
+
+def _refused(message: str) -> RemoteError:
+    """A bad_params error whose message names the field at fault, as the crawler words it."""
+    return RemoteError("bad_params", message)
+
+
+def _order_field(data: Mapping[str, Any], key: str, kind: type) -> Any:
+    """`data[key]` checked to be a `kind` (a bool is no int), or None when absent or null."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _refused(
+            f"order field {key!r}: expected {kind.__name__}, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _number(data: dict[str, Any], key: str, method: str) -> float:
+    """The value of a field that must be a number."""
+    value = data.get(key)
+    if not _is_number(value):
+        raise bad_params(method, f"{key!r} must be a number")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlOrder:
+    """A site to crawl and how: its delimitation, keywords, the previous crawl's signature file,
+    politeness, host addresses and browser use. None: the crawler's default."""
+
+    start_url: str
+    accept: str = ""
+    reject: str = ""
+    max_depth: int | None = None
+    max_dynamic_depth: int | None = None
+    keywords: tuple[str, ...] = ()
+    previous: str | None = None  # the signature file of the site's previous crawl
+    politeness: dict[str, float] = field(default_factory=dict)
+    resolve: dict[str, list[str]] = field(default_factory=dict)
+    browser: str = "never"
+    browser_budget: float | None = None  # seconds a page may take in the browser
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "start_url": self.start_url,
+            "accept": self.accept,
+            "reject": self.reject,
+            "keywords": list(self.keywords),
+            "politeness": dict(self.politeness),
+            "resolve": {host: list(addresses) for host, addresses in self.resolve.items()},
+            "browser": self.browser,
+        }
+        for key in ("max_depth", "max_dynamic_depth", "previous", "browser_budget"):
+            if (value := getattr(self, key)) is not None:
+                data[key] = value
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        """An order from the network or a file, every field checked (other keys are ignored)."""
+        if not isinstance(data, Mapping):
+            raise _refused("a crawl order must be a JSON object")
+        start_url = _order_field(data, "start_url", str)
+        if not start_url:
+            raise _refused("order has no start_url")
+        accept = _order_field(data, "accept", str) or ""
+        reject = _order_field(data, "reject", str) or ""
+        max_depth = _order_field(data, "max_depth", int)
+        max_dynamic_depth = _order_field(data, "max_dynamic_depth", int)
+        keywords = data.get("keywords", [])
+        if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
+            raise _refused("order field keywords must be a list of strings")
+        previous = data.get("previous")
+        if previous is not None and not isinstance(previous, str):
+            raise _refused("order field previous must be a file path")
+        given = data.get("politeness", {})
+        if not isinstance(given, Mapping):
+            raise _refused("order field politeness must be an object")
+        politeness: dict[str, float] = {}
+        for key, value in given.items():
+            kind = POLITENESS_KEYS.get(key)
+            if kind is None:
+                raise _refused(f"order field politeness.{key} is unknown")
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise _refused(f"order field politeness.{key} must be a number >= 0")
+            politeness[key] = kind(value)
+        resolve = data.get("resolve", {})
+        if not isinstance(resolve, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v)
+            for k, v in resolve.items()
+        ):
+            raise _refused("order field resolve must map host names to lists of addresses")
+        browser = data.get("browser", "never")
+        if browser not in BROWSER_MODES:
+            raise _refused(f"order field browser must be one of {', '.join(BROWSER_MODES)}")
+        budget = data.get("browser_budget")
+        if budget is not None and (not _is_number(budget) or budget <= 0):
+            raise _refused("order field browser_budget must be a number of seconds > 0")
+        return cls(
+            start_url=start_url,
+            accept=accept,
+            reject=reject,
+            max_depth=max_depth,
+            max_dynamic_depth=max_dynamic_depth,
+            keywords=tuple(keywords),
+            previous=previous,
+            politeness=politeness,
+            resolve={host: list(addresses) for host, addresses in resolve.items()},
+            browser=browser,
+            browser_budget=None if budget is None else float(budget),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlAccepted:
+    """A crawl order taken: the start URL of the site being crawled."""
+
+    accepted: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accepted": self.accepted}
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        return cls(field_of(as_object(data, method), "accepted", str, method))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStatus:
+    """A site crawler agent's monitoring figures, as its monitoring page shows them."""
+
+    name: str
+    state: str  # idle or crawling
+    pid: int
+    crawl: dict[str, Any]  # the progress of the crawl (crawler/monitor.py Progress)
+    errors: dict[str, int]  # errors of every crawl, by kind
+    rss_mb: float
+    browser: dict[str, Any]  # the browser's memory and figures
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "pid": self.pid,
+            "crawl": self.crawl,
+            "errors": self.errors,
+            "rss_mb": self.rss_mb,
+            "browser": self.browser,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        data = as_object(data, method)
+        return cls(
+            field_of(data, "name", str, method),
+            field_of(data, "state", str, method),
+            field_of(data, "pid", int, method),
+            field_of(data, "crawl", dict, method),
+            field_of(data, "errors", dict, method),
+            _number(data, "rss_mb", method),
+            field_of(data, "browser", dict, method),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Cloned:
+    """One more agent started: its process and the name it joins under."""
+
+    pid: int
+    name: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pid": self.pid, "name": self.name}
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        data = as_object(data, method)
+        return cls(field_of(data, "pid", int, method), field_of(data, "name", str, method))
+
+
+@dataclass(frozen=True, slots=True)
+class Stopping:
+    """The agent that is stopping."""
+
+    stopping: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stopping": self.stopping}
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        return cls(field_of(as_object(data, method), "stopping", str, method))
+
+
+@dataclass(frozen=True, slots=True)
+class SiteDone:
+    """A site crawl's end: the agent's name and the crawl's report (crawler/report.py
+    SiteReport), or a report of `start_url` and why it `failed`."""
+
+    agent: str
+    report: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"agent": self.agent, "report": self.report}
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("agent"), str)
+            or not isinstance(data.get("report"), dict)
+        ):
+            raise _refused("site_done needs {agent, report}")
+        return cls(data["agent"], data["report"])
+
+
+@dataclass(frozen=True, slots=True)
+class Ok:
+    """A report kept: the agent may forget it."""
+
+    def to_json(self) -> dict[str, bool]:
+        return {"ok": True}
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        if field_of(as_object(data, method), "ok", bool, method) is not True:
+            raise _refused(f"{method}: 'ok' must be true")
+        return cls()
+
+
+CRAWL = Method("crawl", CrawlOrder, CrawlAccepted)
+STATUS = Method("status", Nothing, AgentStatus)
+CLONE = Method("clone", Nothing, Cloned)
+STOP = Method("stop", Nothing, Stopping)
+SITE_DONE = Method("site_done", SiteDone, Ok)
