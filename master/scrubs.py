@@ -4,6 +4,8 @@ each node's schedule, their last reports kept for the status."""
 import time
 from typing import Any
 
+from archive.node_calls import SCRUB, ScrubOrder
+
 from .db import MasterDB
 from .membership import Membership
 
@@ -28,7 +30,7 @@ class Scrubs:
             row.last_scrub = time.time()
             self.db.save_node(row)
             try:
-                started[node] = await peer.call("scrub", {}, timeout=30)
+                started[node] = (await SCRUB.call(peer, ScrubOrder(), timeout=30)).to_json()
             except Exception as exc:
                 started[node] = {"started": False, "error": str(exc)}
         return {"scrub": started}

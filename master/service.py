@@ -9,25 +9,46 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archive.changes import CHANGED_NOTE, CHANGES_METHOD, Change, Changes, ChangesAsked
-from archive.cluster import KINDS
+from archive.changes import Change
 from archive.config import ClusterConfig
-from archive.hashing import is_valid_name
-from archive.hip import Handler, HipError, HipMaster, Peer, RemoteError, name_list
-from archive.inserts import BadMessage
+from archive.hip import Handler, HipError, HipMaster, Method, Nothing, Peer, RemoteError
+from archive.index_calls import (
+    CLUSTER_NODES,
+    CONTENT_REFS,
+    FEED_CHANGED,
+    INDEX_JOIN,
+    NODES_CHANGED,
+    SEARCH_CHANGES,
+    STRUCTURE_CHANGED,
+    STRUCTURE_CLAIM,
+    Claim,
+    Claimed,
+    ClusterNodes,
+    ContentRefs,
+    Done,
+    FeedAsked,
+    FeedChanges,
+    FeedNote,
+    IndexJoin,
+    StructureChanges,
+)
 from archive.metadata import cluster_id
+from archive.node_calls import (
+    NODE_INVENTORY,
+    NODE_JOIN,
+    NODE_SCRUBBED,
+    NODE_STATS,
+    InventoryAnswer,
+    JoinAnswer,
+    NodeInventory,
+    NodeJoin,
+    NodeStats,
+    ScrubReport,
+)
 
 from .admin_answers import AdminAnswers
 from .db import MasterDB
-from .hip_params import (
-    MAX_LIST,
-    as_object,
-    bad_params,
-    field,
-    inventory_entries,
-    joining_node,
-    require_role,
-)
+from .hip_params import joining_node, require_role
 from .membership import Membership
 from .policy import target_function
 from .rebalance import Rebalancer
@@ -41,6 +62,9 @@ PASS_GAP = 0.25
 IDLE_PASS_EVERY = 2.0
 # Notes to the change feed's followers, at most one per this many seconds.
 FEED_NOTE_GAP = 0.2
+# The calls of an inserting client, which reach the master only when no index node is there to
+# redirect it to: whatever their params, they are answered no_index.
+NO_INDEX = tuple(Method(name, Nothing, Nothing) for name in ("insert", "stored"))
 
 
 @dataclass(frozen=True)
@@ -95,24 +119,24 @@ class Master:
             self.index_nodes,
         )
         self._turn = itertools.count()
-        handlers: dict[str, Handler] = {
-            "node.join": self._node_join,
-            "node.inventory": self._node_inventory,
-            "node.stats": self._node_stats,
-            "node.scrubbed": self._node_scrubbed,
-            "index.join": self._index_join,
-            "cluster.nodes": self._cluster_nodes,
-            "structure.claim": self._structure_claim,
-            "structure.changed": self._structure_changed,
-            "content.refs": self._content_refs,
-            CHANGES_METHOD: self._search_changes,
-            "insert": self._no_index,
-            "stored": self._no_index,
+        self.handlers: dict[str, Handler] = {
+            NODE_JOIN.name: NODE_JOIN.handler(self._on_node_join),
+            NODE_INVENTORY.name: NODE_INVENTORY.handler(self._on_node_inventory),
+            NODE_STATS.name: NODE_STATS.handler(self._on_node_stats),
+            NODE_SCRUBBED.name: NODE_SCRUBBED.handler(self._on_node_scrubbed),
+            INDEX_JOIN.name: INDEX_JOIN.handler(self._on_index_join),
+            CLUSTER_NODES.name: CLUSTER_NODES.handler(self._on_cluster_nodes),
+            STRUCTURE_CLAIM.name: STRUCTURE_CLAIM.handler(self._on_structure_claim),
+            # Decoded by the handler itself, which ignores rather than refuses a bad one.
+            STRUCTURE_CHANGED.name: self._structure_changed,
+            CONTENT_REFS.name: CONTENT_REFS.handler(self._on_content_refs),
+            SEARCH_CHANGES.name: SEARCH_CHANGES.handler(self._on_search_changes),
+            **{method.name: method.handler(self._no_index) for method in NO_INDEX},
         }
         self.hip = HipMaster(
             config.secret,
             "master",
-            handlers,
+            self.handlers,
             on_disconnect=self._on_disconnect,
             redirect=self._redirect,
         )
@@ -168,7 +192,7 @@ class Master:
                 if peer is None:
                     continue
                 try:
-                    await peer.notify("nodes.changed", {})
+                    await NODES_CHANGED.notify(peer, Nothing())
                 except HipError as exc:
                     log.warning("could not tell index node %s the nodes changed: %s", name, exc)
 
@@ -184,7 +208,7 @@ class Master:
                 if peer.role != "search":
                     continue
                 try:
-                    await peer.notify(CHANGED_NOTE, {"last": last})
+                    await FEED_CHANGED.notify(peer, FeedNote(last))
                 except HipError as exc:
                     log.warning("could not tell %s of changed structure files: %s", peer.name, exc)
             await asyncio.sleep(FEED_NOTE_GAP)
@@ -227,17 +251,47 @@ class Master:
         elif peer.role == "index":
             self.index_nodes.pop(peer.name, None)
 
-    async def _no_index(self, peer: Peer, params: Any) -> None:
+    async def _no_index(self, peer: Peer, params: Nothing) -> Nothing:
         """A client reaches the master itself only when no index node was there to redirect it."""
         raise RemoteError(
             "no_index", "no index node is connected to the master; start one (dlweb index-node)"
         )
 
+    # -- HIP: the calls as HIP hands them over, raw params in and raw answer out -----------------
+
+    async def _node_join(self, peer: Peer, params: Any) -> Any:
+        return await self.handlers[NODE_JOIN.name](peer, params)
+
+    async def _node_inventory(self, peer: Peer, params: Any) -> Any:
+        return await self.handlers[NODE_INVENTORY.name](peer, params)
+
+    async def _node_scrubbed(self, peer: Peer, params: Any) -> Any:
+        return await self.handlers[NODE_SCRUBBED.name](peer, params)
+
+    async def _structure_claim(self, peer: Peer, params: Any) -> Any:
+        return await self.handlers[STRUCTURE_CLAIM.name](peer, params)
+
+    async def _search_changes(self, peer: Peer, params: Any) -> Any:
+        return await self.handlers[SEARCH_CHANGES.name](peer, params)
+
+    async def _structure_changed(self, peer: Peer, params: Any) -> Any:
+        """structure.changed from anyone but an index node, or with params it cannot take, is
+        ignored (logged), not refused: an index node keeps the changes a master refuses and
+        tells them again, failing every insert meanwhile."""
+        if peer.role != "index":
+            return Done().to_json()
+        try:
+            changes = StructureChanges.from_json(params, STRUCTURE_CHANGED.name)
+        except RemoteError as exc:
+            log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
+            return Done().to_json()
+        return (await self._on_structure_changed(peer, changes)).to_json()
+
     # -- HIP: storage nodes ---------------------------------------------------------------------
 
-    async def _node_join(self, peer: Peer, params: Any) -> dict[str, Any]:
-        require_role(peer, "storage", "node.join")
-        row, seq = joining_node(peer, params)
+    async def _on_node_join(self, peer: Peer, joining: NodeJoin) -> JoinAnswer:
+        require_role(peer, "storage", NODE_JOIN.name)
+        row, seq = joining_node(peer, joining), joining.seq
         known = self.members.rows.get(row.id)
         if known is not None and seq < known.seq:
             log.warning(
@@ -250,16 +304,14 @@ class Master:
             known.seq = 0
         row = self.members.join(peer, row, seq)
         await self.copies.joined(row.id, row.seq)
-        return {"since": row.seq, "state": row.state}
+        return JoinAnswer(row.seq, row.state)
 
-    async def _node_inventory(self, peer: Peer, params: Any) -> dict[str, Any]:
-        require_role(peer, "storage", "node.inventory")
-        p = as_object(params, "node.inventory")
-        entries = inventory_entries(p)
+    async def _on_node_inventory(self, peer: Peer, batch: NodeInventory) -> InventoryAnswer:
+        require_role(peer, "storage", NODE_INVENTORY.name)
+        entries, seq = batch.entries, batch.seq
         row = self.members.rows.get(peer.name)
         if row is None or self.members.links.get(peer.name) is not peer:
             raise RemoteError("not_joined", "call node.join first")
-        seq = field(p, "seq", int, "node.inventory")
         self.db.apply_inventory(peer.name, entries, seq, self.targets)
         self.repairer.heard_of((e["kind"], e["name"]) for e in entries if e["op"] == "add")
         removed = [e["name"] for e in entries if e["op"] == "remove" and e["kind"] == "structure"]
@@ -267,35 +319,33 @@ class Master:
         self.copies.unheard_copies(peer.name, entries)
         row.seq = seq
         self._changed()
-        return {"seq": seq}
+        return InventoryAnswer(seq)
 
-    async def _node_stats(self, peer: Peer, params: Any) -> None:
+    async def _on_node_stats(self, peer: Peer, stats: NodeStats) -> Nothing:
         row = self.members.rows.get(peer.name)
-        if peer.role != "storage" or row is None or not isinstance(params, dict):
-            return
-        for key in ("free", "total", "reserve"):
-            value = params.get(key)
-            if isinstance(value, int) and value >= 0:
+        if peer.role != "storage" or row is None:
+            return Nothing()
+        for key, value in (
+            ("free", stats.free),
+            ("total", stats.total),
+            ("reserve", stats.reserve),
+        ):
+            if value is not None:
                 setattr(row, key, value)
-        groups = params.get("groups")
-        if isinstance(groups, list):
-            row.groups = [g for g in groups if isinstance(g, int) and 0 <= g < 256]
+        if stats.groups is not None:
+            row.groups = list(stats.groups)
         row.last_seen = time.time()
-        full = params.get("full")
-        if isinstance(full, bool) and self.members.links.get(peer.name) is peer:
-            self.members.set_full(peer.name, full)
+        if stats.full is not None and self.members.links.get(peer.name) is peer:
+            self.members.set_full(peer.name, stats.full)
+        return Nothing()
 
-    async def _node_scrubbed(self, peer: Peer, params: Any) -> None:
-        if peer.role != "storage" or not isinstance(params, dict):
-            return
-        bad = [
-            b
-            for b in params.get("bad", [])
-            if isinstance(b, dict) and b.get("kind") in KINDS and is_valid_name(str(b.get("name")))
-        ]
+    async def _on_node_scrubbed(self, peer: Peer, report: ScrubReport) -> Nothing:
+        if peer.role != "storage":
+            return Nothing()
+        bad = report.bad
         self.scrubs.reports[peer.name] = {
             "finished": time.time(),
-            "checked": params.get("checked"),
+            "checked": report.checked,
             "bad": len(bad),
         }
         if bad:
@@ -303,56 +353,44 @@ class Master:
             self.db.remove_locations(peer.name, [(b["kind"], b["name"]) for b in bad])
             self.copies.active_lost(peer.name, [b["name"] for b in bad if b["kind"] == "structure"])
             self._changed()
+        return Nothing()
 
     # -- HIP: index nodes -----------------------------------------------------------------------
 
-    async def _index_join(self, peer: Peer, params: Any) -> dict[str, Any]:
-        require_role(peer, "index", "index.join")
-        address = field(as_object(params, "index.join"), "address", str, "index.join")
-        if not address.startswith(("ws://", "wss://")):
-            raise bad_params("index.join: address must be a ws:// or wss:// URL")
-        self.index_nodes[peer.name] = address
-        log.info("index node %s serves clients at %s", peer.name, address)
-        return {}
+    async def _on_index_join(self, peer: Peer, joining: IndexJoin) -> Done:
+        require_role(peer, "index", INDEX_JOIN.name)
+        self.index_nodes[peer.name] = joining.address
+        log.info("index node %s serves clients at %s", peer.name, joining.address)
+        return Done()
 
-    async def _search_changes(self, peer: Peer, params: Any) -> dict[str, Any]:
+    async def _on_search_changes(self, peer: Peer, asked: FeedAsked) -> FeedChanges:
         """The change feed of structure files, for a search indexer."""
-        require_role(peer, "search", CHANGES_METHOD)
-        try:
-            asked = ChangesAsked.from_json(params)
-        except BadMessage as exc:
-            raise bad_params(str(exc)) from None
+        require_role(peer, "search", SEARCH_CHANGES.name)
         changes = [
             Change(name, seq) for name, seq in self.db.changes_after(asked.after, asked.limit)
         ]
-        return Changes(changes, self.db.last_change(), self.db.feed).to_json()
+        return FeedChanges(changes, self.db.last_change(), self.db.feed)
 
-    async def _cluster_nodes(self, peer: Peer, params: Any) -> dict[str, Any]:
+    async def _on_cluster_nodes(self, peer: Peer, params: Nothing) -> ClusterNodes:
         nodes = [
             {**row.to_json(), "state": self.members.public_state(row)}
             for row in self.members.rows.values()
         ]
-        return {"nodes": nodes, "replication": self.options.config.replication.to_json()}
+        return ClusterNodes(nodes, self.options.config.replication.to_json())
 
-    async def _structure_claim(self, peer: Peer, params: Any) -> dict[str, Any]:
-        require_role(peer, "index", "structure.claim")
-        return self.copies.claim(name_list(params, "structure.claim", MAX_LIST))
+    async def _on_structure_claim(self, peer: Peer, claim: Claim) -> Claimed:
+        require_role(peer, "index", STRUCTURE_CLAIM.name)
+        return self.copies.claim(claim.names)
 
-    async def _structure_changed(self, peer: Peer, params: Any) -> dict[str, Any]:
+    async def _on_structure_changed(self, peer: Peer, changes: StructureChanges) -> Done:
         """Record that structure files changed and tell the nodes of their other copies; the
         answer says both are done (an index node acknowledges no insert before)."""
-        if peer.role != "index":
-            return {}
-        try:
-            names = name_list(params, "structure.changed", MAX_LIST)
-        except RemoteError as exc:
-            log.warning("ignored structure.changed from %s: %s", peer.name, exc.message)
-            return {}
+        names = changes.names
         # Marked dirty at once (a drain then keeps their active copies), and the pass woken once
         # the replicas' nodes were told, so that the order replacing a copy comes after its
         # notice (a pass woken otherwise meanwhile can refresh a copy before its notice: it then
         # answers late, though fresh, until the next refresh or append).
-        self.copies.record_appended(self.copies.appended(params, names))
+        self.copies.record_appended(self.copies.appended(changes.copies))
         self.db.mark_dirty(names)
         self.db.record_changes(names)
         self.structures_changed.set()
@@ -360,18 +398,10 @@ class Master:
             await self.copies.tell_stale(names)
         finally:
             self.wake.set()
-        return {}
+        return Done()
 
-    async def _content_refs(self, peer: Peer, params: Any) -> None:
-        if peer.role != "index" or not isinstance(params, dict):
-            return
-        refs = params.get("refs")
-        if not isinstance(refs, dict):
-            return
-        clean = {
-            name: count
-            for name, count in list(refs.items())[:MAX_LIST]
-            if is_valid_name(name) and isinstance(count, int) and count >= 0
-        }
-        self.db.set_refs(clean, self.targets)
-        self.wake.set()
+    async def _on_content_refs(self, peer: Peer, refs: ContentRefs) -> Nothing:
+        if peer.role == "index" and refs.refs:
+            self.db.set_refs(refs.refs, self.targets)
+            self.wake.set()
+        return Nothing()

@@ -4,21 +4,21 @@ the nodes told that their copy answers late until it is refreshed (docs/cluster.
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from archive.config import Replication
 from archive.hip import HipError, RemoteError
+from archive.index_calls import Appended, Claimed
+from archive.node_calls import MAX_FILES, STALE, StaleCopies
 
 from .db import FileRef, MasterDB, NodeRow, TargetFn
-from .hip_params import MAX_LIST
 from .membership import Membership
 from .policy import choose_node
 
 log = logging.getLogger(__name__)
 
 STALE_TIMEOUT = 5.0
-# Nodes a structure.changed names for one file's copies, at most.
-MAX_COPIES = 100
 
 
 class StructureCopies:
@@ -34,7 +34,7 @@ class StructureCopies:
 
     # -- active copies --------------------------------------------------------------------------
 
-    def claim(self, names: list[str]) -> dict[str, Any]:
+    def claim(self, names: list[str]) -> Claimed:
         """The node of each structure file's active copy (a new one is placed and recorded),
         and the nodes an append must also reach before an insert is acknowledged: the other
         readable holders, or for a new file, as many more placed nodes as the insert waits for
@@ -77,10 +77,10 @@ class StructureCopies:
             self.db.add_diverged(diverged)
         if new:
             self.db.set_active(new)
-        return {
-            "nodes": {name: self.members.address(node) for name, node in chosen.items()},
-            "replicas": replicas,
-        }
+        return Claimed(
+            {name: self.members.address(node) for name, node in chosen.items()},
+            {name: tuple(addresses) for name, addresses in replicas.items()},
+        )
 
     def _replicas(
         self,
@@ -181,29 +181,17 @@ class StructureCopies:
             log.info("%s made %d structure copies while away; merging them", node, len(diverged))
             self.db.add_diverged(diverged)
 
-    def appended(
-        self, params: dict[str, Any], names: list[str]
-    ) -> dict[str, tuple[set[str], set[str]]]:
+    def appended(self, copies: Mapping[str, Appended]) -> dict[str, tuple[set[str], set[str]]]:
         """The nodes an index node says each changed file's records were appended to: as its
         active copy, and as other copies; addresses of no known node are left out."""
-        copies = params.get("copies")
-        if not isinstance(copies, dict):
-            return {}
         by_address = {row.address: node for node, row in self.members.rows.items()}
-        changed = set(names)
-        found: dict[str, tuple[set[str], set[str]]] = {}
-        for name, item in copies.items():
-            if name not in changed or not isinstance(item, dict):
-                continue
-            sides = [item.get("active"), item.get("others")]
-            active, others = (
-                {by_address[a] for a in side[:MAX_COPIES] if isinstance(a, str) and a in by_address}
-                if isinstance(side, list)
-                else set()
-                for side in sides
+        return {
+            name: (
+                {by_address[a] for a in item.active if a in by_address},
+                {by_address[a] for a in item.others if a in by_address},
             )
-            found[name] = (active, others)
-        return found
+            for name, item in copies.items()
+        }
 
     def record_appended(self, appended: dict[str, tuple[set[str], set[str]]]) -> None:
         """Record where an insert's records went. A copy they were appended to is held by its
@@ -263,7 +251,7 @@ class StructureCopies:
             return
         try:
             async with asyncio.timeout(STALE_TIMEOUT):
-                for start in range(0, len(names), MAX_LIST):
-                    await peer.notify("stale", {"names": names[start : start + MAX_LIST]})
+                for start in range(0, len(names), MAX_FILES):
+                    await STALE.notify(peer, StaleCopies(names[start : start + MAX_FILES]))
         except (HipError, TimeoutError) as exc:
             log.warning("could not tell %s of %d stale structure copies: %s", node, len(names), exc)

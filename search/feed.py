@@ -6,11 +6,11 @@ import contextlib
 import os
 import socket
 from types import TracebackType
-from typing import Any
 
-from archive.changes import CHANGED_NOTE, CHANGES_METHOD, Changes, ChangesAsked
+from archive.changes import Changes
 from archive.cluster import ClusterClient
-from archive.hip import HipSlave, Peer, hip_url
+from archive.hip import HipSlave, Nothing, Peer, hip_url
+from archive.index_calls import FEED_CHANGED, SEARCH_CHANGES, FeedAsked, FeedNote
 
 # How long a call to the master waits for a connection and its answer: as long as a master
 # restart takes.
@@ -24,7 +24,11 @@ class Follower:
         self._changed = asyncio.Event()
         name = f"search-{socket.gethostname()}-{os.getpid()}"
         self._slave = HipSlave(
-            hip_url(master), client.config.secret, name, {CHANGED_NOTE: self._note}, role="search"
+            hip_url(master),
+            client.config.secret,
+            name,
+            {FEED_CHANGED.name: FEED_CHANGED.handler(self._note)},
+            role="search",
         )
 
     @classmethod
@@ -40,16 +44,14 @@ class Follower:
     ) -> None:
         await self._slave.stop()
 
-    async def _note(self, _peer: Peer, _params: Any) -> None:
+    async def _note(self, _peer: Peer, _note: FeedNote) -> Nothing:
         self._changed.set()
+        return Nothing()
 
     async def changes(self, after: int, limit: int) -> Changes:
         """The files changed after number `after` (HipError when the master cannot answer)."""
         self._changed.clear()  # a note that comes after this call's answer wakes the next wait
-        answer = await self._slave.call(
-            CHANGES_METHOD, ChangesAsked(after, limit).to_json(), timeout=CALL_TIMEOUT
-        )
-        return Changes.from_json(answer)
+        return await SEARCH_CHANGES.call(self._slave, FeedAsked(after, limit), timeout=CALL_TIMEOUT)
 
     async def wait(self, timeout: float) -> None:
         """Until the master tells of new changes, or `timeout` s (a note lost with a connection

@@ -9,27 +9,47 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import cast
 
 import aiohttp
-from yarl import URL
 
 from archive import pack
 from archive.config import ClusterConfig
 from archive.errors import DlwebError, InsufficientStorage
-from archive.hashing import is_valid_name
-from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url, name_list
+from archive.hip import Handler, HipError, HipSlave, Peer, RemoteError, hip_url
 from archive.network import NETWORK_ERRORS, failure, peer_timeout
+from archive.node_calls import (
+    DELETE,
+    FETCH,
+    NODE_INVENTORY,
+    NODE_JOIN,
+    NODE_SCRUBBED,
+    NODE_STATS,
+    SCRUB,
+    STALE,
+    DeleteAnswer,
+    DeleteOrder,
+    FetchAnswer,
+    FetchOrder,
+    NodeFile,
+    NodeInventory,
+    NodeJoin,
+    NodeStats,
+    ScrubAnswer,
+    ScrubOrder,
+    ScrubReport,
+    StaleAnswer,
+    StaleCopies,
+)
 from archive.tasks import cancel_and_wait
 
-from .node import CONTENT, STRUCTURE, StorageNode
+from .node import CONTENT, StorageNode
 from .scrub import scrub
 
 log = logging.getLogger(__name__)
 
 BATCH = 5_000
-MAX_FILES = 5_000
 FETCHES_IN_FLIGHT = 16
 COALESCE = 0.05
 # While writes keep coming, a batch of the inventory goes at most this often. The master applies
@@ -39,42 +59,7 @@ COALESCE = 0.05
 SPACING = 0.5
 INVENTORY_TIMEOUT = 120.0
 CHUNK = 256 * 1024
-MAX_URL = 2000
 RETRY = "fetch it alone"
-
-
-def _bad(message: str) -> RemoteError:
-    return RemoteError("bad_params", message)
-
-
-def _files(params: Any, method: str, with_source: bool) -> list[dict[str, str]]:
-    """The `files` list of a fetch or delete order, every field checked."""
-    if not isinstance(params, dict) or not isinstance(params.get("files"), list):
-        raise _bad(f"{method}: params must be {{files: [...]}}")
-    files: list[dict[str, str]] = params["files"]
-    if len(files) > MAX_FILES:
-        raise _bad(f"{method}: at most {MAX_FILES} files an order")
-    for index, item in enumerate(files):
-        where = f"{method}: files[{index}]"
-        if not isinstance(item, dict) or item.get("kind") not in (CONTENT, STRUCTURE):
-            raise _bad(f"{where}: kind must be content or structure")
-        name = item.get("name")
-        if not isinstance(name, str) or not is_valid_name(name):
-            raise _bad(f"{where}: name is not 64 lowercase hex digits")
-        if with_source and not _is_base_url(item.get("source")):
-            raise _bad(f"{where}: source must be an http:// or https:// base URL")
-    return files
-
-
-def _is_base_url(source: object) -> bool:
-    """Whether `source` is an http(s) URL with a host and nothing after its path."""
-    if not isinstance(source, str) or len(source) > MAX_URL:
-        return False
-    try:
-        url = URL(source)
-    except (ValueError, TypeError):
-        return False
-    return url.scheme in ("http", "https") and bool(url.host) and not url.query_string
 
 
 class MasterLink:
@@ -97,10 +82,10 @@ class MasterLink:
         self.stats_every = stats_every
         self.retry = retry
         handlers: dict[str, Handler] = {
-            "fetch": self._fetch,
-            "delete": self._delete,
-            "scrub": self._scrub,
-            "stale": self._stale,
+            FETCH.name: FETCH.handler(self._fetch),
+            DELETE.name: DELETE.handler(self._delete),
+            SCRUB.name: SCRUB.handler(self._scrub),
+            STALE.name: STALE.handler(self._stale),
         }
         self.slave = HipSlave(
             hip_url(master),
@@ -176,25 +161,24 @@ class MasterLink:
 
     async def _join(self, peer: Peer) -> int:
         """Call node.join; the inventory sequence number the master wants entries after."""
-        joined = await peer.call(
-            "node.join",
-            {
-                "id": self.node.id,
-                "address": self.address,
-                "domain": self.domain,
-                "reliability": self.reliability,
-                **self._space(),
-                "groups": sorted(self.node.groups),
-                "seq": self.node.inventory.durable_seq,
-            },
+        free, total, reserve, full = self._room()
+        joining = NodeJoin(
+            id=self.node.id,
+            address=self.address,
+            seq=self.node.inventory.durable_seq,
+            domain=self.domain,
+            reliability=self.reliability,
+            free=free,
+            total=total,
+            reserve=reserve,
+            full=full,
+            groups=tuple(sorted(self.node.groups)),
         )
-        since = joined.get("since") if isinstance(joined, dict) else None
-        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
-            raise RemoteError("bad_answer", f"node.join answered {str(joined)[:200]}")
+        joined = await NODE_JOIN.call(peer, joining)
         log.info(
-            "joined master %s as %s; inventory from entry %d", peer.name, joined.get("state"), since
+            "joined master %s as %s; inventory from entry %d", peer.name, joined.state, joined.since
         )
-        return since
+        return joined.since
 
     async def _follow(self, peer: Peer, since: int) -> None:
         """Send durable inventory entries in order, each batch once the previous is stored; wake
@@ -210,15 +194,8 @@ class MasterLink:
                 entries = await self.node.run_io(cursor.read, BATCH, upto)
             if entries:
                 sent = time.monotonic()
-                await peer.call(
-                    "node.inventory",
-                    {
-                        "id": self.node.id,
-                        "entries": [e.to_json() for e in entries],
-                        "seq": entries[-1].seq,
-                    },
-                    timeout=INVENTORY_TIMEOUT,
-                )
+                batch = NodeInventory(self.node.id, [e.to_json() for e in entries], entries[-1].seq)
+                await NODE_INVENTORY.call(peer, batch, timeout=INVENTORY_TIMEOUT)
             if len(entries) < BATCH:
                 await self.node.changed.wait()
                 # A lone write goes after COALESCE; one of a stream waits for the next batch.
@@ -229,42 +206,51 @@ class MasterLink:
         changed = self.node.space.changed
         while True:
             changed.clear()
-            await peer.notify("node.stats", self._stats())
+            await NODE_STATS.notify(peer, self._stats())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), self.stats_every)
 
-    def _space(self) -> dict[str, object]:
+    def _room(self) -> tuple[int, int, int, bool]:
         """Free space, disk size, reserve and whether new files are refused (`full`)."""
         space = self.node.space.to_json()
-        return {key: space[key] for key in ("free", "total", "reserve", "full")}
+        return (
+            cast(int, space["free"]),
+            cast(int, space["total"]),
+            cast(int, space["reserve"]),
+            cast(bool, space["full"]),
+        )
 
-    def _stats(self) -> dict[str, object]:
+    def _stats(self) -> NodeStats:
+        free, total, reserve, full = self._room()
         counts = self.node.counts
-        return {
-            "id": self.node.id,
-            **self._space(),
-            "groups": sorted(self.node.groups),
-            "files": dict(counts.files),
-            "bytes": dict(counts.bytes),
-        }
+        return NodeStats(
+            id=self.node.id,
+            free=free,
+            total=total,
+            reserve=reserve,
+            full=full,
+            groups=tuple(sorted(self.node.groups)),
+            files=dict(counts.files),
+            bytes=dict(counts.bytes),
+        )
 
     # -- orders from the master ----------------------------------------------------------------
 
-    async def _fetch(self, peer: Peer, params: Any) -> dict[str, Any]:
-        files = _files(params, "fetch", with_source=True)
+    async def _fetch(self, peer: Peer, order: FetchOrder) -> FetchAnswer:
+        files = order.files
         errors: dict[str, str | None] = {}
-        wanted = files
+        wanted: Sequence[NodeFile] = files
         try:
             self.node.space.check(0)
         except InsufficientStorage as exc:
             # A full node fails the copies of files it lacks at once, without reading them.
             wanted, lacking = self._held_apart(files)
-            errors.update(dict.fromkeys((item["name"] for item in lacking), str(exc)))
+            errors.update(dict.fromkeys((item.name for item in lacking), str(exc)))
         by_source: dict[str, list[str]] = {}
         singles = []
         for item in wanted:
-            if item["kind"] == CONTENT and not self.node.holds(CONTENT, item["name"]):
-                by_source.setdefault(item["source"], []).append(item["name"])
+            if item.kind == CONTENT and not self.node.holds(CONTENT, item.name):
+                by_source.setdefault(item.source, []).append(item.name)
             else:
                 singles.append(item)
         packs = [
@@ -273,26 +259,20 @@ class MasterLink:
             for start in range(0, len(names), pack.MAX_NAMES)
         ]
         await asyncio.gather(*packs)
-        retry = [
-            item for item in files if item["kind"] == CONTENT and errors.get(item["name"]) == RETRY
-        ]
+        retry = [item for item in files if item.kind == CONTENT and errors.get(item.name) == RETRY]
         results = await asyncio.gather(*(self._fetch_one(item) for item in [*singles, *retry]))
         for item, error in zip([*singles, *retry], results, strict=True):
-            errors[item["name"]] = error
-        fetched = [item["name"] for item in files if errors.get(item["name"]) is None]
+            errors[item.name] = error
+        fetched = [item.name for item in files if errors.get(item.name) is None]
         failed = [
-            {"name": item["name"], "error": errors[item["name"]]}
-            for item in files
-            if errors.get(item["name"]) is not None
+            (item.name, error) for item in files if (error := errors.get(item.name)) is not None
         ]
-        return {"fetched": fetched, "failed": failed}
+        return FetchAnswer(fetched, failed)
 
-    def _held_apart(
-        self, files: list[dict[str, str]]
-    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    def _held_apart(self, files: Sequence[NodeFile]) -> tuple[list[NodeFile], list[NodeFile]]:
         """The files of a fetch order this node holds (a refresh replaces its copy), and the
         others."""
-        held = [self.node.holds(item["kind"], item["name"]) for item in files]
+        held = [self.node.holds(item.kind, item.name) for item in files]
         return (
             [item for item, is_held in zip(files, held, strict=True) if is_held],
             [item for item, is_held in zip(files, held, strict=True) if not is_held],
@@ -341,13 +321,13 @@ class MasterLink:
         finally:
             await asyncio.gather(*stores)
 
-    async def _fetch_one(self, item: dict[str, str]) -> str | None:
+    async def _fetch_one(self, item: NodeFile) -> str | None:
         """Copy one file from another node through the verified write paths; an error or None."""
         assert self._session is not None
-        kind, name = item["kind"], item["name"]
+        kind, name = item.kind, item.name
         if kind == CONTENT and self.node.holds(CONTENT, name):
             return None
-        url = f"{item['source'].rstrip('/')}/{kind}/{name}"
+        url = f"{item.source.rstrip('/')}/{kind}/{name}"
         # A stale mark that comes while the copy is read is for records the copy may lack.
         read_after = self.node.stale_marked
         async with self._fetching:
@@ -366,26 +346,23 @@ class MasterLink:
                 return f"{url}: {failure(exc)}"
         return None
 
-    async def _delete(self, peer: Peer, params: Any) -> dict[str, Any]:
-        files = _files(params, "delete", with_source=False)
+    async def _delete(self, peer: Peer, order: DeleteOrder) -> DeleteAnswer:
         deleted = [
-            item["name"] for item in files if await self.node.delete(item["kind"], item["name"])
+            item.name for item in order.files if await self.node.delete(item.kind, item.name)
         ]
-        return {"deleted": deleted}
+        return DeleteAnswer(deleted)
 
-    async def _stale(self, peer: Peer, params: Any) -> dict[str, Any]:
+    async def _stale(self, peer: Peer, notice: StaleCopies) -> StaleAnswer:
         """Structure files whose copy here lacks records of the active copy (a notification of
         the master after appends to it), until the master's copy replaces them."""
-        return {"marked": self.node.mark_stale(name_list(params, "stale", MAX_FILES))}
+        return StaleAnswer(self.node.mark_stale(notice.names))
 
-    async def _scrub(self, peer: Peer, params: Any) -> dict[str, Any]:
-        if params not in (None, {}):
-            raise _bad("scrub: params must be {}")
+    async def _scrub(self, peer: Peer, order: ScrubOrder) -> ScrubAnswer:
         running = self._scrubbing is not None and not self._scrubbing.done()
         if running or self.node.scrubbing.locked():
-            return {"started": False, "running": True}
+            return ScrubAnswer(started=False, running=True)
         self._scrubbing = asyncio.create_task(self._scrub_and_report(), name="scrub")
-        return {"started": True}
+        return ScrubAnswer(started=True)
 
     async def _scrub_and_report(self) -> None:
         try:
@@ -397,7 +374,9 @@ class MasterLink:
             log.error("scrub stopped: %s", exc)
             return
         try:
-            await self.slave.notify("node.scrubbed", {"id": self.node.id, **report.to_json()})
+            await NODE_SCRUBBED.notify(
+                self.slave, ScrubReport(self.node.id, report.checked, report.bad)
+            )
         except HipError as exc:
             log.warning("scrub report not sent to the master: %s", exc)
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from archive.errors import DlwebError
 from archive.hip import Peer, RemoteError
+from archive.index_calls import CONTENT_REFS, Appended, ContentRefs
 from archive.inserts import MAX_CAPTURES, InsertAnswer, Stored, StoredAnswer
 from archive.metadata import cluster_id
 from archive.tasks import Background
@@ -21,7 +22,6 @@ from archive.variants import path_of, variant_record
 from .appends import APPEND_DEADLINE, StructureAppends
 from .captures import Incoming, parse_captures
 from .contents import ContentIndex
-from .master_link import Appended
 from .options import IndexOptions
 from .placement import place
 
@@ -233,7 +233,7 @@ class InsertProtocol(StructureAppends):
         items = list(popular.items())
         for start in range(0, len(items), MAX_CAPTURES):
             part = dict(items[start : start + MAX_CAPTURES])
-            self._spawn(self._tell_master("content.refs", {"refs": part}))
+            self._spawn(self._tell_master(CONTENT_REFS.name, ContentRefs(part).to_json()))
 
     def _spawn(self, work: Coroutine[Any, Any, T]) -> "asyncio.Task[T]":
         """Run `work` on its own, cancelled when the index node stops."""

@@ -5,10 +5,20 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from archive.hip import HipError, HipSlave, Peer, RemoteError, hip_url
+from archive.hip import HipError, HipSlave, Nothing, Peer, RemoteError, hip_url
+from archive.index_calls import (
+    CLUSTER_NODES,
+    INDEX_JOIN,
+    NODES_CHANGED,
+    STRUCTURE_CHANGED,
+    STRUCTURE_CLAIM,
+    Appended,
+    Claim,
+    IndexJoin,
+    StructureChanges,
+)
 from archive.inserts import MAX_CAPTURES
 
 from .options import IndexOptions
@@ -28,28 +38,6 @@ TELL_TIMEOUT = 60.0
 APPENDABLE = frozenset(("alive", "read-only"))
 
 
-@dataclass(frozen=True)
-class Appended:
-    """The copies of a structure file that took an insert's records: those appended to as its
-    active copy (one, unless changes of several inserts were gathered) and the other copies.
-    Both empty when they are not known (an insert whose appends failed)."""
-
-    active: frozenset[str] = frozenset()
-    others: frozenset[str] = frozenset()
-
-    def __or__(self, other: "Appended") -> "Appended":
-        return Appended(self.active | other.active, self.others | other.others)
-
-    def to_json(self) -> dict[str, list[str]]:
-        return {"active": sorted(self.active), "others": sorted(self.others)}
-
-
-def _changed_params(names: list[str], changes: Mapping[str, Appended]) -> dict[str, Any]:
-    """The params of `structure.changed`: the names, and the copies each was appended to."""
-    copies = {name: changes[name].to_json() for name in names if changes[name].active}
-    return {"names": names, "copies": copies}
-
-
 class MasterLink:
     """The part of the index node that talks to the master: it keeps the node list, asks which
     node holds each structure file's active copy, and has the master record the files changed."""
@@ -67,7 +55,7 @@ class MasterLink:
             hip_url(options.master),
             options.config.secret,
             self.id,
-            {"nodes.changed": self._nodes_changed},
+            {NODES_CHANGED.name: NODES_CHANGED.handler(self._nodes_changed)},
             role="index",
             on_connect=self._on_connect,
         )
@@ -82,14 +70,14 @@ class MasterLink:
         return peer is not None and not peer.closed
 
     async def _on_connect(self, peer: Peer) -> None:
-        await peer.call("index.join", {"address": self.address})
+        await INDEX_JOIN.call(peer, IndexJoin(self.address))
         await self._load_nodes(peer)
         await self._send_unsent(peer)
         log.info("index node %s joined master %s; clients at %s", self.id, peer.name, self.address)
 
     async def _load_nodes(self, peer: Peer) -> None:
-        answer = await peer.call("cluster.nodes", {})
-        self.nodes = [node_info(item) for item in answer.get("nodes", [])]
+        answer = await CLUSTER_NODES.call(peer, Nothing())
+        self.nodes = [node_info(item) for item in answer.nodes]
         appendable = frozenset(node.address for node in self.nodes if node.state in APPENDABLE)
         if self._appendable - appendable:
             # A node left or stopped taking writes: the master moves its active copies, so
@@ -98,8 +86,9 @@ class MasterLink:
             self.replicas.clear()
         self._appendable = appendable
 
-    async def _nodes_changed(self, peer: Peer, params: Any) -> None:
+    async def _nodes_changed(self, peer: Peer, params: Nothing) -> Nothing:
         await self._reload_nodes()
+        return Nothing()
 
     async def _refresh_nodes(self) -> None:
         while True:
@@ -123,20 +112,11 @@ class MasterLink:
         for start in range(0, len(names), MAX_CAPTURES):
             part = names[start : start + MAX_CAPTURES]
             try:
-                answer = await self.upstream.call("structure.claim", {"names": part}, timeout=60)
+                answer = await STRUCTURE_CLAIM.call(self.upstream, Claim(part), timeout=60)
             except HipError as exc:
                 raise RemoteError("unavailable", f"the master cannot be reached: {exc}") from None
-            nodes = answer.get("nodes") if isinstance(answer, dict) else None
-            if not isinstance(nodes, dict):
-                raise RemoteError("error", "the master answered structure.claim without nodes")
-            found.update((str(k), str(v)) for k, v in nodes.items())
-            replicas = answer.get("replicas")
-            if isinstance(replicas, dict):
-                self.replicas.update(
-                    (str(name), tuple(str(a) for a in addresses))
-                    for name, addresses in replicas.items()
-                    if isinstance(addresses, list)
-                )
+            found.update(answer.nodes)
+            self.replicas.update(answer.replicas)
         missing = [name for name in names if name not in found]
         if missing:
             raise RemoteError("error", f"the master placed no node for structure {missing[0]}")
@@ -164,8 +144,8 @@ class MasterLink:
         for start in range(0, len(names), MAX_CAPTURES):
             part = names[start : start + MAX_CAPTURES]
             try:
-                await self.upstream.call(
-                    "structure.changed", _changed_params(part, pending), timeout=TELL_TIMEOUT
+                await STRUCTURE_CHANGED.call(
+                    self.upstream, StructureChanges.of(part, pending), timeout=TELL_TIMEOUT
                 )
             except (HipError, RemoteError) as exc:
                 self._keep_unsent({name: pending[name] for name in names[start:]})
@@ -204,8 +184,8 @@ class MasterLink:
         for start in range(0, len(names), MAX_CAPTURES):
             part = names[start : start + MAX_CAPTURES]
             try:
-                await peer.call(
-                    "structure.changed", _changed_params(part, pending), timeout=TELL_TIMEOUT
+                await STRUCTURE_CHANGED.call(
+                    peer, StructureChanges.of(part, pending), timeout=TELL_TIMEOUT
                 )
             except (HipError, RemoteError):
                 self._keep_unsent({name: pending[name] for name in names[start:]})
