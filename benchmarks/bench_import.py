@@ -5,7 +5,7 @@ each followed by its request; most payloads are 2-50 KB of HTML-like text, about
 100-300 KB binaries, and about 20% repeat an earlier payload under another URL. Then, in the same
 run and on the same file:
 
-1. pywb (in its own virtual environment, see tests/pywb_peer.py): `wb-manager add`, which copies
+1. pywb (in its own virtual environment, see deploy/testing/pywb.py): `wb-manager add`, which copies
    the WARC into a fresh collection and indexes it; then the time a flush of the disk takes
    right after, printed but not counted (pywb exits before its files are durable, dlweb once
    they are);
@@ -72,7 +72,7 @@ from archive.config import load_config  # noqa: E402
 from archive.store import sync_filesystem  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
-from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
+from deploy.testing.pywb import PYWB_VERSION, pywb_bin  # noqa: E402
 
 DUPLICATES = 0.2
 BINARIES = 0.1

@@ -5,9 +5,9 @@ asyncpg side by side, with SQLite (the embedded engine) as the reference.
     python benchmarks/bench_pg_drivers.py            # about 40 s on 2 cores
     python benchmarks/bench_pg_drivers.py --quick
 
-It starts its own PostgreSQL server as the tests do (tests/postgres.py: initdb in a temporary
-folder, a loopback port, fsync off, so that the figures are the drivers' and not the disk's) and
-times, on a table of (kind, name as 64 hex digits, size) keyed by name:
+It starts its own PostgreSQL server as the tests do (deploy/testing/postgres.py: initdb in a
+temporary folder, a loopback port, fsync off, so that the figures are the drivers' and not the
+disk's) and times, on a table of (kind, name as 64 hex digits, size) keyed by name:
 
 - a batch of 1,000 inserts with ON CONFLICT DO NOTHING, in one transaction (executemany), and
   for the two PostgreSQL drivers that differ most the same batch as one INSERT of unnested arrays;
@@ -39,7 +39,7 @@ except ImportError:
     sys.exit("bench_pg_drivers: asyncpg, the driver psycopg is measured against, is not installed")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.postgres import PostgresServer  # noqa: E402
+from deploy.testing.postgres import PostgresServer  # noqa: E402
 
 BATCH = 1_000
 IN_KEYS = 500

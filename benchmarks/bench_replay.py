@@ -81,7 +81,7 @@ from archive.reading import STREAMED_OVER  # noqa: E402
 from archive.timestamps import parse_time  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
-from tests.pywb_peer import PYWB_VERSION, pywb_bin  # noqa: E402
+from deploy.testing.pywb import PYWB_VERSION, pywb_bin  # noqa: E402
 
 NAN = float("nan")
 HOST = "bench.example"

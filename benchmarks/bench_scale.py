@@ -2,9 +2,9 @@
 added cost, and how many bytes each file takes, at sizes from 100,000 files up.
 
 For each engine (SQLite, and PostgreSQL on a server this script starts as the tests do:
-tests/postgres.py, fsync off as SQLite's synchronous=NORMAL does not sync each commit either) and
-each size N, two local clusters of 3 storage nodes at replica 2 are made (`dlweb up`, their
-masters on that engine). Into the master's metadata of one, stopped, N records are written
+deploy/testing/postgres.py, fsync off as SQLite's synchronous=NORMAL does not sync each commit
+either) and each size N, two local clusters of 3 storage nodes at replica 2 are made (`dlweb up`,
+their masters on that engine). Into the master's metadata of one, stopped, N records are written
 straight (MasterDB, the same calls a node's inventory makes; an import of N files would take
 hours): N contents of random sizes, each on 2 of its 3 nodes, in inventory batches of 5,000 as
 nodes send them. The other stays empty. Then, the clusters of every engine running at once:
@@ -304,7 +304,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {engine: {} for engine in engines}
     server = None
     if "postgresql" in engines:
-        from tests.postgres import PostgresServer
+        from deploy.testing.postgres import PostgresServer
 
         server = PostgresServer().start()
     try:

@@ -85,7 +85,7 @@ from archive.config import load_config  # noqa: E402
 from archive.streams.archived import stream_logs  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
-from tests.stream_sources import Icecast  # noqa: E402
+from deploy.testing.icecast import Icecast  # noqa: E402
 
 FARM = Path(__file__).resolve().parent / "stream_farm.py"
 LOOP_SECONDS = 30.0  # of audio in the farm's MP3 loop
@@ -674,7 +674,7 @@ ICECAST_METAINT = 16000
 
 @contextmanager
 def running_icecast(work: Path, loop_path: Path, count: int) -> Iterator[tuple[Icecast, list[str]]]:
-    """Debian's icecast2 on loopback (tests/stream_sources.py), one mount per feeder relaying
+    """Debian's icecast2 on loopback (deploy/testing/icecast.py), one mount per feeder relaying
     the farm's MP3 loop as it is, as a live encoder sends; and the mounts."""
     mounts = [f"/bench{n}.mp3" for n in range(1, count + 1)]
     icecast = Icecast(

@@ -1,7 +1,7 @@
 """Scrapy as a peer crawler: its own virtual environment, built once and cached, and a spider.
 
 Scrapy is not a dlweb dependency, so it lives in a virtual environment of its own beside pywb's
-(see tests/pywb_peer.py), built on first use from the latest release on PyPI. The spider crawls
+(see deploy/testing/peers.py), built on first use from the latest release on PyPI. The spider crawls
 each start URL's site, following the links of a page to its own host only, and writes every page
 to a file of its own, as a Scrapy user would in the callback. Host names come from a JSON file
 ({name: address}) through a resolver of the spider's module, so the URLs are the sites' own.
@@ -12,7 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.pywb_peer import peer_venv
+from deploy.testing.peers import peer_venv
 
 REQUIREMENTS = ("scrapy",)
 # The environment's name says what it holds, so one built from other requirements is not reused.

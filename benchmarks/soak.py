@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_tools import compile_dlweb, interrupt  # noqa: E402
 
-from tests.nemesis import RATE, soak  # noqa: E402
+from deploy.testing.nemesis import RATE, soak  # noqa: E402
 
 
 def main() -> int:

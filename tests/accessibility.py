@@ -10,8 +10,6 @@ once. axe-core is the copy the `axe-core-python` package ships (`axe.min.js`, MP
 import asyncio
 import importlib.resources
 import json
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -199,12 +197,3 @@ async def problems(proxy: str, url: str) -> list[str]:
             if wider > 0:
                 found.append(f"{size}: the page is {wider} px wider than the window")
     return found
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 30) -> None:
-    """Ask `check` again until it holds; fail naming what did not happen."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)

@@ -1,125 +1,19 @@
-"""Fixtures that start real dlweb processes on loopback and wait until they answer."""
+"""Fixtures that start real dlweb processes on loopback and wait until they answer (the starters
+themselves are in deploy/testing, which the benchmarks use as well)."""
 
-import os
-import random
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from archive.config import ClusterConfig, load_config
+from archive.config import ClusterConfig
+from deploy.testing.cluster import NodeProcess, write_cluster_config
+from deploy.testing.ports import free_port
 
 if TYPE_CHECKING:
-    from tests.postgres import PostgresServer
+    from deploy.testing.postgres import PostgresServer
     from tests.stream_recording import Recorded
-
-READY_TIMEOUT = 20.0
-
-
-def answers(url: str) -> bool:
-    """Whether an HTTP server answers 200 at `url` now."""
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    """Poll a condition with a deadline; fail naming what did not happen."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def write_cluster_config(path: Path, join: str = "all", wait_ms: int = 100) -> ClusterConfig:
-    """A cluster configuration on its own multicast groups and port, so parallel runs never mix."""
-    base = f"230.{random.randint(1, 254)}.{random.randint(0, 255)}.0"
-    path.write_text(
-        "cluster:\n"
-        "  name: test\n"
-        f"  secret: {os.urandom(24).hex()}\n"
-        "multicast:\n"
-        f"  group_base: {base}\n"
-        f"  port: {free_port(socket.SOCK_DGRAM)}\n"
-        f"  join: {join}\n"
-        f"  wait_ms: {wait_ms}\n"
-    )
-    return load_config(path)
-
-
-@dataclass
-class NodeProcess:
-    """A storage node running as a subprocess."""
-
-    root: Path
-    config_path: Path
-    port: int
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-    extra_args: list[str] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> "NodeProcess":
-        command = [
-            sys.executable,
-            "-m",
-            "storage_node",
-            "--root",
-            str(self.root),
-            "--listen",
-            f"127.0.0.1:{self.port}",
-            "-c",
-            str(self.config_path),
-            *self.extra_args,
-        ]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        self.wait_ready()
-        return self
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"storage node exited early:\n{self.log()}")
-            if answers(f"{self.url}/status"):
-                return
-            time.sleep(0.02)
-        raise RuntimeError(f"storage node not ready after {READY_TIMEOUT}s:\n{self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        # A node syncs its state before it exits; a shared disk can take long to.
-        code = self.process.wait(timeout=60)
-        self.process = None
-        return code
 
 
 @pytest.fixture
@@ -200,9 +94,9 @@ def stream_recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator["Reco
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator["PostgresServer"]:
-    """This worker's PostgreSQL server (tests/postgres.py), started at its first use and removed
-    at the end of the session."""
-    from tests.postgres import PostgresServer
+    """This worker's PostgreSQL server (deploy/testing/postgres.py), started at its first use and
+    removed at the end of the session."""
+    from deploy.testing.postgres import PostgresServer
 
     server = PostgresServer()
     try:

@@ -38,7 +38,7 @@ from string import Template
 
 from aiohttp import web
 
-from tests.threaded_site import ThreadedSite
+from deploy.testing.web_server import WebServer, answering
 
 IMAGE_SIZE = (160, 120)
 READY_TITLE = "ready"
@@ -451,12 +451,12 @@ def answer(request: web.Request, body: bytes) -> web.Response:
     return web.Response(status=404, text="not found\n")
 
 
-class ScriptedSite(ThreadedSite):
+class ScriptedSite(WebServer):
     """The site, served from a thread of its own on 127.0.0.1 and a free port; it answers any
     method and records every request, holding each `delay` seconds before its answer."""
 
     def __init__(self, delay: float = 0.0) -> None:
-        super().__init__(self._serve)
+        super().__init__(answering(self._serve))
         self.received: list[Received] = []
         self.handled: list[Handled] = []  # in the order the requests were done with
         self._delay = delay

@@ -20,8 +20,9 @@ from archive.cluster import ClusterClient
 from archive.streams import ChunkLog, stream_logs
 from archive.structure import Capture
 from archive.urlkey import structure_name
-from tests.master.conftest import Cluster, clusters_in
-from tests.stream_sources import HlsLive, Icecast, Tap, strip_icy
+from deploy.testing.cluster import Cluster, clusters_in
+from deploy.testing.icecast import Icecast
+from tests.stream_sources import HlsLive, Tap, strip_icy
 
 SECONDS = 60
 CHUNK_SECONDS = 20

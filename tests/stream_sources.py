@@ -1,8 +1,7 @@
-"""Real live-stream sources on loopback for the streaming agent's tests, and an independent
-capture to compare its recordings with.
+"""Live-stream sources on loopback for the streaming agent's tests, and an independent capture to
+compare its recordings with (Icecast, which the benchmarks use as well, is in
+deploy/testing/icecast.py).
 
-- `Icecast`: Debian's icecast2 with ffmpeg encoders feeding its mounts in real time (MP3, AAC or
-  Ogg Vorbis), titles set through its admin API, listeners listed and dropped server-side.
 - `Tap`: a TCP relay in front of any HTTP server that records, per connection, every byte handed
   on to the client, and can cut every connection abruptly; `strip_icy` splits what it recorded
   into audio and ICY metadata blocks.
@@ -11,484 +10,37 @@ capture to compare its recordings with.
 - `BadStreams`: one HTTP server whose paths misbehave as real streams do.
 
 Every class is a context manager that starts on entry and stops everything it started on exit.
-Each process started here is also known to a small watcher process that kills whatever is left
-once the test process is gone, however it ended, so a killed test run leaves no encoder behind.
+Its processes are started by `deploy.testing.spawn`, so a killed test run leaves no encoder
+behind.
+
+HlsLive and BadStreams answer from `http.server`, not from the tests' aiohttp server
+(deploy/testing/web_server.py): they need the wire as it is, a status line without an HTTP
+version (`ICY 200 OK`), HTTP/1.0 or 1.1 by server, a handler's thread held by a stalled or paced
+stream.
 """
 
-import abc
-import base64
 import contextlib
-import grp
 import http.server
-import json
-import os
-import pwd
 import re
-import secrets
 import selectors
 import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
-import xml.etree.ElementTree as ElementTree
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Self
 
-from tests.conftest import free_port, wait_until
+from deploy.testing.icecast import SAMPLE_RATE, signal_source
+from deploy.testing.spawn import Started, end, spawn, tail
+from deploy.testing.waits import answers, wait_until
 
 READY_TIMEOUT = 20.0
-SAMPLE_RATE = 44100
-
-Codec = Literal["mp3", "aac", "ogg"]
-
-# codec: (ffmpeg muxer, ffmpeg encoder and its options, Content-Type sent to Icecast)
-CODECS: dict[str, tuple[str, list[str], str]] = {
-    "mp3": (
-        "mp3",
-        ["libmp3lame", "-compression_level", "9", "-id3v2_version", "0", "-write_xing", "0"],
-        "audio/mpeg",
-    ),
-    "aac": ("adts", ["aac"], "audio/aac"),
-    "ogg": ("ogg", ["libvorbis"], "audio/ogg"),
-}
-
-
-def signal_source(seed: int = 0) -> str:
-    """An ffmpeg lavfi source of a 44.1 kHz stereo signal that never repeats: a tone whose pitch
-    wanders with two slow modulations of incommensurate periods, plus a little noise seeded by
-    `seed`, so that two sources of different seeds never carry the same bytes. It costs little:
-    about 2% of a core in real time."""
-    base = 220 + (seed * 37) % 300
-    # The phase of a tone of frequency base + 150 sin(0.8168 t) + 40 sin(0.10744 t), integrated.
-    tone = (
-        f"sin(2*PI*({base}*t-{150 / 0.8168:.4f}*cos(0.8168*t)-{40 / 0.10744:.4f}*cos(0.10744*t)))"
-    )
-    noise = f"0.05*(2*random(0)-1)+0*if(eq(n,0),st(0,{seed + 1}),0)"
-    return f"aevalsrc=exprs='0.3*{tone}+{noise}':s={SAMPLE_RATE},aformat=channel_layouts=stereo"
-
-
-# -- processes ---------------------------------------------------------------------------------
-
-# Runs in its own process: reads "+ PID START" and "- PID" lines, and once its input ends (the
-# test process exited or died) kills every process still listed, if it is still the same one.
-_WATCHER = """
-import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-live = {}
-for line in sys.stdin:
-    verb, pid, *start = line.split()
-    if verb == "+":
-        live[pid] = start[0]
-    else:
-        live.pop(pid, None)
-for pid, start in live.items():
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            if stat.read().rsplit(")", 1)[1].split()[19] == start:
-                os.kill(int(pid), signal.SIGKILL)
-    except (OSError, IndexError):
-        pass
-"""
-
-_watcher: subprocess.Popen[bytes] | None = None
-_watcher_lock = threading.Lock()
-
-
-def _tell_watcher(line: str) -> None:
-    global _watcher
-    with _watcher_lock:
-        if _watcher is None or _watcher.poll() is not None:
-            _watcher = subprocess.Popen(
-                [sys.executable, "-c", _WATCHER], stdin=subprocess.PIPE, start_new_session=True
-            )
-        assert _watcher.stdin is not None
-        _watcher.stdin.write(line.encode() + b"\n")
-        _watcher.stdin.flush()
-
-
-def spawn(command: list[str], log: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
-    """Start `command` with its output in `log`, in a session of its own (a Ctrl-C in the
-    terminal reaches the tests, which stop it), known to the watcher."""
-    with open(log, "ab") as output:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    with contextlib.suppress(OSError, IndexError):
-        start = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-        _tell_watcher(f"+ {process.pid} {start}")
-    return process
-
-
-def end(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 5.0) -> None:
-    """Stop a process started by `spawn` with `sig` (SIGKILL after `timeout`) and reap it."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(sig)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    _tell_watcher(f"- {process.pid}")
-
-
-def _tail(path: Path, size: int = 4000) -> str:
-    try:
-        return path.read_text(errors="replace")[-size:]
-    except OSError:
-        return ""
-
-
-# -- Icecast ---------------------------------------------------------------------------------
-
-
-class _Started(abc.ABC):
-    """A source used as a context manager: started on entry, closed on exit."""
-
-    @abc.abstractmethod
-    def start(self) -> None:
-        """Start the source; return once it answers."""
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Stop everything the source started."""
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-@dataclass
-class Listener:
-    """A listener of an Icecast mount, as its admin API lists it."""
-
-    id: str
-    ip: str
-    user_agent: str
-    connected_seconds: int
-
-
-@dataclass
-class Feed:
-    """An ffmpeg encoder sending a generated signal to an Icecast mount in real time."""
-
-    mount: str
-    codec: str
-    content_type: str
-    bitrate_k: int
-    readrate: float
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def stop(self) -> None:
-        """Stop the encoder: Icecast ends the mount and drops its listeners."""
-        end(self.process)
-
-
-class Icecast(_Started):
-    """Debian's icecast2 on 127.0.0.1 and a free port, configured in `directory`.
-
-    A new listener first gets a burst of up to `burst_size` bytes the source sent before it
-    connected (about 4 s at 128 kbit/s by default), then the stream in real time. The burst
-    starts at any byte, most often inside a frame (at the stream's first byte only while the
-    stream is younger than the burst).
-
-    MP3 and AAC listeners that send `Icy-MetaData: 1` get an ICY metadata block after every
-    `metaint` bytes of audio: the first one carries the current title (`StreamTitle='';` if
-    none), later ones are empty (a zero length byte) until the title changes. Titles are
-    carried in Latin-1, a character outside it as an HTML numeric entity (`&#9835;`), and each
-    block carries the title current when Icecast received the audio before it from the source,
-    so the blocks in a new listener's burst may carry an older title. Ogg listeners get no ICY
-    metadata: the title is in the stream's own comment header (see `set_title`).
-    """
-
-    def __init__(
-        self,
-        directory: Path,
-        *,
-        burst_size: int = 65536,
-        metaint: int = 16000,
-        queue_size: int = 8 * 1024 * 1024,
-        max_sources: int = 300,
-        max_clients: int = 1000,
-    ) -> None:
-        self.directory = directory
-        self.burst_size = burst_size
-        self.metaint = metaint
-        self.queue_size = queue_size
-        self.max_sources = max_sources
-        self.max_clients = max_clients
-        self.source_password = secrets.token_hex(8)
-        self.admin_user = "admin"
-        self.admin_password = secrets.token_hex(8)
-        self.port = 0
-        self.config_path = directory / "icecast.xml"
-        # Icecast opens its logs once it runs as `nobody` (below), perhaps in a directory whose
-        # parents `nobody` cannot enter: it finds them relative to its working directory.
-        self.log_dir = directory / "icecast-logs"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._feeds: list[Feed] = []
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, mount: str) -> str:
-        return self.base + _mount(mount)
-
-    # lifecycle
-
-    def start(self) -> None:
-        """Start Icecast and return once it answers; a port taken meanwhile is tried again."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(exist_ok=True)
-        security = "<chroot>0</chroot>"
-        if os.geteuid() == 0:
-            # Icecast refuses to run as root unless told whom to become once its port is bound.
-            user = pwd.getpwnam("nobody")
-            try:
-                group = grp.getgrnam("nogroup").gr_name
-            except KeyError:
-                group = grp.getgrgid(user.pw_gid).gr_name
-            os.chown(self.log_dir, user.pw_uid, grp.getgrnam(group).gr_gid)
-            security += f"<changeowner><user>nobody</user><group>{group}</group></changeowner>"
-        for _ in range(3):
-            self.port = free_port()
-            self.config_path.write_text(self._config(security))
-            self.config_path.chmod(0o600)
-            log = self.directory / "icecast.out"
-            self._process = spawn(["icecast2", "-c", str(self.config_path)], log, cwd=self.log_dir)
-            deadline = time.monotonic() + READY_TIMEOUT
-            while time.monotonic() < deadline and self._process.poll() is None:
-                # Right after its start Icecast's status page is not yet valid JSON.
-                with contextlib.suppress(OSError, ValueError):
-                    self.status()
-                    return
-                time.sleep(0.05)
-            end(self._process)
-        raise RuntimeError(
-            f"icecast2 did not start:\n{_tail(log)}\n{_tail(self.log_dir / 'error.log')}"
-        )
-
-    def close(self) -> None:
-        """Stop every feed, then Icecast."""
-        for feed in self._feeds:
-            feed.stop()
-        self._feeds.clear()
-        if self._process is not None:
-            end(self._process)
-            self._process = None
-
-    def _config(self, security: str) -> str:
-        return f"""<icecast>
-  <hostname>127.0.0.1</hostname>
-  <limits>
-    <clients>{self.max_clients}</clients>
-    <sources>{self.max_sources}</sources>
-    <queue-size>{self.queue_size}</queue-size>
-    <client-timeout>30</client-timeout>
-    <header-timeout>15</header-timeout>
-    <source-timeout>10</source-timeout>
-    <burst-on-connect>1</burst-on-connect>
-    <burst-size>{self.burst_size}</burst-size>
-  </limits>
-  <authentication>
-    <source-password>{self.source_password}</source-password>
-    <relay-password>{self.source_password}</relay-password>
-    <admin-user>{self.admin_user}</admin-user>
-    <admin-password>{self.admin_password}</admin-password>
-  </authentication>
-  <listen-socket>
-    <port>{self.port}</port>
-    <bind-address>127.0.0.1</bind-address>
-  </listen-socket>
-  <mount type="default">
-    <mp3-metadata-interval>{self.metaint}</mp3-metadata-interval>
-  </mount>
-  <fileserve>1</fileserve>
-  <paths>
-    <basedir>/usr/share/icecast2</basedir>
-    <logdir>.</logdir>
-    <webroot>/usr/share/icecast2/web</webroot>
-    <adminroot>/usr/share/icecast2/admin</adminroot>
-  </paths>
-  <logging>
-    <accesslog>access.log</accesslog>
-    <errorlog>error.log</errorlog>
-    <loglevel>3</loglevel>
-  </logging>
-  <security>{security}</security>
-</icecast>
-"""
-
-    # sources
-
-    def feed(
-        self,
-        mount: str,
-        *,
-        codec: Codec = "mp3",
-        bitrate_k: int = 128,
-        readrate: float = 1.0,
-        title: str | None = None,
-        seed: int | None = None,
-        content_type: str | None = None,
-    ) -> Feed:
-        """Start an encoder sending a generated signal to `mount` at `readrate` times real time
-        (1.01 for an encoder 1% fast), and return once the mount is live. `title` is set through
-        the admin API for MP3 and AAC, and written into the stream's own comments for Ogg.
-        `content_type` overrides the codec's (`application/ogg` instead of `audio/ogg`, say)."""
-        mount = _mount(mount)
-        muxer, encoder, default_type = CODECS[codec]
-        content_type = content_type or default_type
-        seed = len(self._feeds) if seed is None else seed
-        command = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "warning"]
-        command += ["-readrate", str(readrate), "-f", "lavfi", "-i", signal_source(seed)]
-        command += ["-c:a", *encoder, "-b:a", f"{bitrate_k}k", "-map_metadata", "-1"]
-        if codec == "ogg" and title is not None:
-            command += ["-metadata", f"title={title}"]
-        command += ["-content_type", content_type, "-ice_name", f"test stream {mount}"]
-        command += ["-f", muxer, self._source_url(mount)]
-        feed = self._start_feed(command, mount, codec, content_type, bitrate_k, readrate)
-        if title is not None and codec != "ogg":
-            self.set_title(mount, title)
-        return feed
-
-    def relay(self, mount: str, path: Path, bitrate_k: int = 128) -> Feed:
-        """Start sending an MP3 file, looped, to `mount` as it is (`-c copy`, a packet at a
-        time, in real time), as a live encoder sends, and return once the mount is live."""
-        mount = _mount(mount)
-        command = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-re"]
-        command += ["-stream_loop", "-1", "-i", str(path), "-c", "copy", "-flush_packets", "1"]
-        command += ["-content_type", "audio/mpeg", "-f", "mp3", self._source_url(mount)]
-        return self._start_feed(command, mount, "mp3", "audio/mpeg", bitrate_k, 1.0)
-
-    def _source_url(self, mount: str) -> str:
-        return f"icecast://source:{self.source_password}@127.0.0.1:{self.port}{mount}"
-
-    def _start_feed(
-        self,
-        command: list[str],
-        mount: str,
-        codec: Codec,
-        content_type: str,
-        bitrate_k: int,
-        readrate: float,
-    ) -> Feed:
-        """Start the encoder `command` for `mount`; return once the mount is live."""
-        log = self.directory / f"feed{mount.replace('/', '-')}.log"
-        process = spawn(command, log)
-        feed = Feed(mount, codec, content_type, bitrate_k, readrate, process, log)
-        self._feeds.append(feed)
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not self.is_live(mount):
-            if process.poll() is not None or time.monotonic() > deadline:
-                feed.stop()
-                raise RuntimeError(f"the feed of {mount} did not go live:\n{_tail(log)}")
-            time.sleep(0.05)
-        return feed
-
-    def status(self) -> list[dict[str, object]]:
-        """The live sources as /status-json.xsl lists them (one source is not a list there)."""
-        with urllib.request.urlopen(self.base + "/status-json.xsl", timeout=5) as answer:
-            stats = json.loads(answer.read())["icestats"]
-        sources = stats.get("source", [])
-        return [sources] if isinstance(sources, dict) else list(sources)
-
-    def is_live(self, mount: str) -> bool:
-        url = self.url(mount)
-        return any(source.get("listenurl") == url for source in self.status())
-
-    def title(self, mount: str) -> str | None:
-        """The mount's current title as Icecast reports it. Icecast reads an Ogg stream's own
-        title only once the mount has had a listener: None until then."""
-        for source in self.status():
-            if source.get("listenurl") == self.url(mount):
-                title = source.get("title")
-                return None if title is None else str(title)
-        return None
-
-    def set_title(self, mount: str, title: str) -> None:
-        """Set the title through the admin API (`updinfo`). MP3 and AAC listeners get it in
-        their next ICY metadata block; on an Ogg Vorbis mount Icecast ends the logical stream
-        and starts a new one whose comment header carries `title=` (a chained Ogg stream).
-        Either way it takes effect with the next audio the source sends, not at once."""
-        answer = self._admin(
-            "metadata", mount=_mount(mount), mode="updinfo", song=title, charset="UTF-8"
-        )
-        if b"<return>1</return>" not in answer:
-            raise RuntimeError(f"Icecast refused the title of {mount}: {answer!r}")
-
-    def listeners(self, mount: str) -> list[Listener]:
-        """The mount's listeners, from the admin API (`listclients`)."""
-        tree = ElementTree.fromstring(self._admin("listclients", mount=_mount(mount)))
-        return [
-            Listener(
-                id=node.findtext("ID", ""),
-                ip=node.findtext("IP", ""),
-                user_agent=node.findtext("UserAgent", ""),
-                connected_seconds=int(node.findtext("Connected", "0")),
-            )
-            for node in tree.iter("listener")
-        ]
-
-    def kill_listener(self, mount: str, listener_id: str) -> None:
-        self._admin("killclient", mount=_mount(mount), id=listener_id)
-
-    def kill_listeners(self, mount: str) -> int:
-        """Drop every listener of the mount server-side (`killclient`); how many there were."""
-        listeners = self.listeners(mount)
-        for listener in listeners:
-            self.kill_listener(mount, listener.id)
-        return len(listeners)
-
-    def _admin(self, command: str, **params: str) -> bytes:
-        url = f"{self.base}/admin/{command}?{urllib.parse.urlencode(params)}"
-        credentials = f"{self.admin_user}:{self.admin_password}".encode()
-        authorization = "Basic " + base64.b64encode(credentials).decode()
-        request = urllib.request.Request(url, headers={"Authorization": authorization})
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            body: bytes = answer.read()
-            return body
-
-
-def _mount(mount: str) -> str:
-    return mount if mount.startswith("/") else "/" + mount
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
 
 
 # -- ICY metadata ------------------------------------------------------------------------------
@@ -563,7 +115,7 @@ class _Link:
         return sum(len(data) for _, data in self.to_client)
 
 
-class Tap(_Started):
+class Tap(Started):
     """A TCP relay in front of a server at `target` that records what each connection through
     it carried: `received(i)` is every byte of connection i (in accept order) handed on to the
     client, response header block included, in order; `pieces(i)` has them as they came from
@@ -899,7 +451,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 # -- HLS ---------------------------------------------------------------------------------------
 
 
-class HlsLive(_Started):
+class HlsLive(Started):
     """ffmpeg writing a live HLS stream in real time (`readrate` times it) into `directory`,
     served on a free loopback port.
 
@@ -1025,12 +577,13 @@ class HlsLive(_Started):
         if timeout is None:
             timeout = READY_TIMEOUT + count * self.segment_seconds / self.readrate
 
-        def ready() -> bool:
-            if self._process is not None and self._process.poll() is not None:
-                raise RuntimeError(f"the HLS encoder exited:\n{_tail(self.log)}")
-            return all(len(self.segments(r)) >= count for r in self.renditions)
-
-        wait_until(ready, f"{count} segments of each rendition", timeout)
+        wait_until(
+            lambda: all(len(self.segments(r)) >= count for r in self.renditions),
+            f"{count} segments of each rendition",
+            timeout,
+            process=self._process,
+            details=lambda: tail(self.log),
+        )
 
     def requests(self, path: str) -> int:
         """How many times `path` (such as "/64k/seg_00003.ts") was asked for."""
@@ -1101,7 +654,7 @@ def make_ts_segments(directory: Path, count: int = 4, seed: int = 0) -> list[byt
     return [(directory / f"seg_{n}.ts").read_bytes() for n in range(count)]
 
 
-class BadStreams(_Started):
+class BadStreams(Started):
     """One HTTP server on loopback whose paths misbehave as streams do:
 
     - `/html`: 200 text/html, a page instead of audio;
@@ -1159,7 +712,7 @@ class BadStreams(_Started):
         self.mp3 = make_mp3(self.directory / "bad.mp3")
         self.segments = make_ts_segments(self.directory / "bad-ts")
         self._server.start()
-        wait_until(lambda: _answers(self.url("/html")), "the bad streams to answer")
+        wait_until(lambda: answers(self.url("/html")), "the bad streams to answer")
 
     def close(self) -> None:
         """Stop serving; stalled connections are released and closed."""

@@ -1,7 +1,7 @@
 """The PostgreSQL server of the metadata tests: one per worker, a new database per test, and a
 crash it recovers from."""
 
-from tests.postgres import PostgresServer
+from deploy.testing.postgres import PostgresServer
 
 
 def test_each_test_gets_a_new_empty_database(postgres: PostgresServer, postgres_url: str) -> None:

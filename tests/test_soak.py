@@ -1,11 +1,11 @@
-"""A minute of the fault soak (tests/nemesis.py, docs/soak.md) with a fixed seed: faults that
-replica 2 tolerates, one at a time, must cost no acknowledged capture."""
+"""A minute of the fault soak (deploy/testing/nemesis.py, docs/soak.md) with a fixed seed: faults
+that replica 2 tolerates, one at a time, must cost no acknowledged capture."""
 
 from pathlib import Path
 
 import pytest
 
-from tests.nemesis import soak
+from deploy.testing.nemesis import soak
 
 # Its minute makes every kind of fault: storage nodes killed, paused and filled, bytes flipped,
 # the index node and the master killed.

@@ -1,6 +1,6 @@
-"""The live sources the streaming agent's tests record from behave as `tests/stream_sources.py`
-says: Icecast mounts with ICY titles, the tap's capture, ICY splitting, live HLS, and the
-misbehaving streams."""
+"""The live sources the streaming agent's tests record from behave as `deploy/testing/icecast.py`
+and `tests/stream_sources.py` say: Icecast mounts with ICY titles, the tap's capture, ICY
+splitting, live HLS, and the misbehaving streams."""
 
 import http.client
 import re
@@ -14,17 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.stream_sources import (
-    BadStreams,
-    HlsLive,
-    Icecast,
-    Tap,
-    icy_block,
-    icy_title,
-    strip_icy,
-    wait_until,
-    with_icy,
-)
+from deploy.testing.icecast import Icecast
+from deploy.testing.waits import wait_until
+from tests.stream_sources import BadStreams, HlsLive, Tap, icy_block, icy_title, strip_icy, with_icy
 
 METAINT = 8000  # small, so that a title shows in a block within half a second of audio
 

@@ -5,21 +5,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from aiohttp import web
 
+from deploy.testing.web_server import WebServer
+
 Serve = Callable[[web.Application], Awaitable[str]]
 
 
 @pytest.fixture
 async def serve() -> AsyncIterator[Serve]:
-    """Serve aiohttp applications on loopback ports; their base URLs."""
-    runners: list[web.AppRunner] = []
+    """Serve aiohttp applications on loopback ports, in the test's event loop; their base URLs."""
+    servers: list[WebServer] = []
 
     async def start(app: web.Application) -> str:
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{runner.addresses[0][1]}"
+        server = WebServer(app)
+        servers.append(server)
+        await server.start_here()
+        return server.base
 
     yield start
-    for runner in runners:
-        await runner.cleanup()
+    for server in servers:
+        await server.stop_here()

@@ -25,8 +25,8 @@ from archive.multicast import MulticastSettings
 from archive.structure import Capture
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from deploy.testing.ports import free_port
 from tests.archive.conftest import Serve
-from tests.conftest import free_port
 
 SECRET = b"secret of the cluster client tests"
 HEADER = b"HTTP/1.1 200 OK\r\n\r\n"

@@ -21,7 +21,8 @@ from archive.discovery import (
     proof,
 )
 from archive.errors import ConfigError
-from tests.conftest import free_port, write_cluster_config
+from deploy.testing.cluster import write_cluster_config
+from deploy.testing.ports import free_port
 
 MDNS = ("224.0.0.251", 5353)
 

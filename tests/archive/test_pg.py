@@ -20,8 +20,8 @@ from archive.pg import (
     pyformat,
 )
 from archive.sql import migrate as sqlite_migrate
-from tests.conftest import free_port
-from tests.postgres import PostgresServer
+from deploy.testing.ports import free_port
+from deploy.testing.postgres import PostgresServer
 
 CLUSTER = cluster_id("test", b"s" * 32)
 STEPS = (

@@ -3,7 +3,7 @@
 import threading
 
 from archive.sql import open_database
-from tests.conftest import wait_until
+from deploy.testing.waits import wait_until
 
 ROWS = 2_000
 ROW = b"x" * 1_000

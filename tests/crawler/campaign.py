@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import free_port, wait_until
-from tests.master.conftest import Cluster
+from deploy.testing.cluster import Cluster
+from deploy.testing.ports import free_port
+from deploy.testing.waits import wait_until
 
 
 @dataclass

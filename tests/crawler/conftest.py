@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from deploy.testing.cluster import Cluster
 from tests.crawler.sites import Sites, serve_sites
 from tests.master.conftest import (  # noqa: F401  (fixtures used here)
-    Cluster,
     cluster_factory,
     module_cluster_factory,
 )

@@ -39,6 +39,9 @@ from typing import Any
 
 from aiohttp import web
 
+from deploy.testing.waits import wait_until
+from deploy.testing.web_server import WebServer
+
 ALPHA, BETA, GAMMA = "www.alpha.test", "img.beta.test", "www.gamma.test"
 HOSTS: dict[str, str] = {ALPHA: "127.0.0.2", BETA: "127.0.0.3", GAMMA: "127.0.0.4"}
 ADDRESSES: tuple[str, ...] = tuple(dict.fromkeys(HOSTS.values()))
@@ -881,24 +884,22 @@ async def serve(port_file: Path, addresses: Sequence[str], parent: int = 0) -> N
     for server in servers:
         server.close()
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.gather(sites.cleanup(), control.cleanup()), 5)
+        await asyncio.wait_for(asyncio.gather(sites.cleanup(), control.stop_here()), 5)
 
 
 async def announce_and_wait(
     control_app: web.Application, port: int, addresses: Sequence[str], port_file: Path, parent: int
-) -> web.AppRunner:
+) -> WebServer:
     """Serve the control app on loopback, write the port file, and wait for SIGTERM, SIGINT or
-    the end of the parent process; the control runner is the caller's to clean up."""
-    control = web.AppRunner(control_app, access_log=None, shutdown_timeout=0.2)
-    await control.setup()
-    control_socket = socket.create_server(("127.0.0.1", 0))
-    await web.SockSite(control, control_socket).start()
+    the end of the parent process; the control server is the caller's to stop."""
+    control = WebServer(control_app, shutdown_timeout=0.2)
+    await control.start_here()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     watch = asyncio.create_task(watch_parent(parent, stop)) if parent else None
-    control_url = f"http://127.0.0.1:{control_socket.getsockname()[1]}"
+    control_url = control.base
     write_atomically(
         port_file, json.dumps({"port": port, "control": control_url, "addresses": list(addresses)})
     )
@@ -999,18 +1000,20 @@ class Sites:
         return self.log_path.read_text(errors="replace")
 
 
-def _wait_ready(process: subprocess.Popen[bytes], port_file: Path, output: Path) -> dict[str, Any]:
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        if port_file.exists():
-            ready: dict[str, Any] = json.loads(port_file.read_text())
-            return ready
-        if process.poll() is not None:
-            raise RuntimeError(f"the test web exited early:\n{output.read_text(errors='replace')}")
-        time.sleep(0.02)
-    raise RuntimeError(
-        f"the test web not ready after {READY_TIMEOUT}s:\n{output.read_text(errors='replace')}"
+def read_port_file(
+    process: subprocess.Popen[bytes], port_file: Path, output: Path
+) -> dict[str, Any]:
+    """What the test web wrote to its port file, once it has (it writes it once it serves)."""
+    wait_until(
+        port_file.exists,
+        "the test web to serve",
+        READY_TIMEOUT,
+        interval=0.02,
+        process=process,
+        details=lambda: output.read_text(errors="replace"),
     )
+    ready: dict[str, Any] = json.loads(port_file.read_text())
+    return ready
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -1042,7 +1045,7 @@ def serve_sites(tmp_path: Path, addresses: Sequence[str] = ADDRESSES) -> Iterato
     with open(output, "wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     try:
-        ready = _wait_ready(process, port_file, output)
+        ready = read_port_file(process, port_file, output)
         hosts = {host: address for host, address in HOSTS.items() if address in addresses}
         yield Sites(process, ready["port"], ready["control"], hosts, output)
     finally:

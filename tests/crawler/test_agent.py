@@ -15,7 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from archive.hip import HipMaster, Peer
-from tests.conftest import free_port, wait_until
+from deploy.testing.ports import free_port
+from deploy.testing.waits import wait_until
 from tests.crawler.sites import ALPHA, GAMMA
 
 

@@ -20,8 +20,8 @@ from crawler.browser import (
     Serve,
     ServeError,
 )
+from deploy.testing.web_server import WebServer, answering
 from tests.scripted_site import ITEMS, QUERY, READY_TITLE, ScriptedSite, post_body
-from tests.threaded_site import ThreadedSite
 
 # Header fields that describe the body as sent on the wire, not as the browser gets it.
 WIRE_FIELDS = {"content-encoding", "content-length", "transfer-encoding"}
@@ -68,8 +68,8 @@ def scripted() -> Iterator[ScriptedSite]:
 
 
 @pytest.fixture
-def bad_pages() -> Iterator[ThreadedSite]:
-    with ThreadedSite(_bad) as site:
+def bad_pages() -> Iterator[WebServer]:
+    with WebServer(answering(_bad)) as site:
         yield site
 
 
@@ -118,7 +118,7 @@ async def test_every_request_of_a_page_built_by_scripts_is_served_by_the_crawler
 
 
 async def test_links_come_from_the_rendered_page_and_its_own_navigations(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser() as browser:
         drawn = await browser.load(bad_pages.base + "/links", fetcher(http))
@@ -133,7 +133,7 @@ async def test_links_come_from_the_rendered_page_and_its_own_navigations(
 
 
 async def test_a_page_that_never_finishes_is_cut_at_its_budget_and_the_next_loads(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser(page_budget=3.0) as browser:
         with pytest.raises(BrowserError) as failed:
@@ -144,7 +144,7 @@ async def test_a_page_that_never_finishes_is_cut_at_its_budget_and_the_next_load
 
 
 async def test_a_script_that_never_yields_gets_its_browser_killed_and_restarted(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser(page_budget=3.0) as browser:
         with pytest.raises(BrowserError) as failed:
@@ -156,7 +156,7 @@ async def test_a_script_that_never_yields_gets_its_browser_killed_and_restarted(
 
 
 async def test_a_crashed_browser_is_started_again_for_the_next_page(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser() as browser:
         await browser.load(bad_pages.base + "/links", fetcher(http))
@@ -169,7 +169,7 @@ async def test_a_crashed_browser_is_started_again_for_the_next_page(
 
 
 async def test_a_browser_over_its_memory_cap_is_restarted_after_the_page(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser(memory_cap=1) as browser:
         loaded = await browser.load(bad_pages.base + "/links", fetcher(http))
@@ -179,7 +179,7 @@ async def test_a_browser_over_its_memory_cap_is_restarted_after_the_page(
 
 
 async def test_a_script_that_allocates_without_end_crashes_its_page_not_the_crawl(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser(page_budget=20.0) as browser:
         with pytest.raises(BrowserError) as failed:
@@ -190,7 +190,7 @@ async def test_a_script_that_allocates_without_end_crashes_its_page_not_the_craw
 
 
 async def test_a_page_that_starts_a_download_is_refused_and_the_next_loads(
-    bad_pages: ThreadedSite, http: aiohttp.ClientSession
+    bad_pages: WebServer, http: aiohttp.ClientSession
 ) -> None:
     async with Browser() as browser:
         with pytest.raises(BrowserError) as failed:

@@ -18,8 +18,9 @@ from aiohttp import web
 
 from archive.cluster import ClusterClient
 from archive.requestkey import lookup_url
+from deploy.testing.cluster import Cluster
+from deploy.testing.web_server import WebServer, answering
 from tests.browser import png_pixels, screenshot
-from tests.master.conftest import Cluster
 from tests.scripted_site import (
     FEED_PATH,
     ITEMS,
@@ -29,7 +30,6 @@ from tests.scripted_site import (
     feed_load_paths,
     post_body,
 )
-from tests.threaded_site import ThreadedSite
 
 from ..proxy.conftest import Proxy
 from .conftest import run_crawler
@@ -210,7 +210,7 @@ def test_a_page_whose_script_never_yields_is_reported_and_the_crawl_goes_on(
     cluster_factory: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     cluster = cluster_factory(nodes=1, replicas=1)
-    with ThreadedSite(_bad_site) as site:
+    with WebServer(answering(_bad_site)) as site:
         crawled = crawl(
             cluster, tmp_path, site.base + "/", "--browser", "always", "--browser-budget", "3"
         )

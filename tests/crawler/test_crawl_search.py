@@ -5,7 +5,7 @@ import time
 from typing import Any
 
 from tests.crawler.sites import ALPHA, Sites
-from tests.search.indexing import SEARCHABLE_WITHIN, Indexer, hits, wait_until
+from tests.search.indexing import SEARCHABLE_WITHIN, Indexer, hits
 
 from .test_crawl import QUICK, start
 
@@ -20,7 +20,7 @@ def test_a_crawled_site_is_searchable_by_phrase_within_10_s_of_the_crawl_ending(
     try:
         crawl(cluster, *QUICK, start(sites))
         ended = time.monotonic()
-        wait_until(lambda: bool(hits(indexer.folder, PHRASE)), "hit for the phrase", indexer)
+        indexer.wait_until(lambda: bool(hits(indexer.folder, PHRASE)), "hit for the phrase")
         assert time.monotonic() - ended < SEARCHABLE_WITHIN
         assert hits(indexer.folder, PHRASE)[0][0] == sites.url(ALPHA, "/")
     finally:

@@ -13,7 +13,7 @@ import pytest
 
 from archive.cluster import ClusterClient
 from archive.streams import ChunkLog, stream_logs
-from tests.master.conftest import Cluster
+from deploy.testing.cluster import Cluster
 from tests.stream_sources import BadStreams
 
 SECONDS = 14

@@ -22,11 +22,11 @@ from aiohttp import web
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
 from archive.streams import ChunkLog, stream_logs, timeline
-from tests.conftest import wait_until
+from deploy.testing.cluster import Cluster
+from deploy.testing.icecast import Icecast
+from deploy.testing.waits import wait_until
+from deploy.testing.web_server import WebServer, answering
 from tests.crawler.campaign import Campaign, dlweb
-from tests.master.conftest import Cluster
-from tests.stream_sources import Icecast
-from tests.threaded_site import ThreadedSite
 
 # Small chunks and frequent reports, so that a recording shows within a second or two.
 SCHEDULER_OPTIONS = ("--no-expand", "--stream-chunk-seconds", "1", "--stream-point-seconds", "0.5")
@@ -38,7 +38,7 @@ class RadioSite:
 
     def __init__(self, stream_url: str) -> None:
         self.stream_url = stream_url
-        self.server = ThreadedSite(self._answer, method="GET")
+        self.server = WebServer(answering(self._answer, method="GET"))
 
     @property
     def start_url(self) -> str:

@@ -20,8 +20,9 @@ import pytest
 
 from archive.timestamps import format_iso, parse_http_date
 from deploy.demo_warc import WARC_PATH, build
-from tests.accessibility import Browser, eventually
-from tests.conftest import free_port, wait_until
+from deploy.testing.ports import free_port
+from deploy.testing.waits import eventually, wait_until
+from tests.accessibility import Browser
 from tests.deploy.run_dlweb import dlweb, one_line_error, processes_naming, recorded_pids, running
 
 READY_TIMEOUT = 150

@@ -16,7 +16,7 @@ import yaml
 from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
 from deploy.launcher import write_config
-from tests.conftest import wait_until
+from deploy.testing.waits import wait_until
 from tests.deploy.run_dlweb import (
     dlweb,
     dlweb_json,

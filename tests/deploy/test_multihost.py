@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from archive.urlkey import structure_name
-from tests.conftest import wait_until
+from deploy.testing.cluster import checked
+from deploy.testing.waits import wait_until
 from tests.deploy.testbed_client import content_name, time_of, url
 from tests.deploy.testbed_fixtures import (
     AGENT_HOST,
@@ -35,7 +36,6 @@ from tests.deploy.testbed_fixtures import (
     node_states,
     settled,
 )
-from tests.master.conftest import checked
 
 CUT_HOST = 2
 BASE_SEED, BASE_CAPTURES, BASE_URLS = 1, 40, 10

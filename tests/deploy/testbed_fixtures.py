@@ -13,7 +13,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,8 @@ from typing import Any
 import pytest
 
 from deploy.testbed import Lan, LanUnavailable, down
-from tests.master.conftest import checked
+from deploy.testing.cluster import checked
+from deploy.testing.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 MASTER_HOST, PROXY_HOST, CLIENT_HOST, AGENT_HOST = 1, 5, 6, 7
@@ -236,15 +236,18 @@ class Bed:
         self, condition: Callable[[dict[str, Any]], bool], what: str, timeout: float = READY
     ) -> dict[str, Any]:
         """Poll the master's status until condition holds; fail naming what did not happen."""
-        deadline = time.monotonic() + timeout
         status: dict[str, Any] = {}
-        while time.monotonic() < deadline:
+
+        def holds() -> bool:
+            nonlocal status
             self.check_running()
             status = self.status()
-            if status and condition(status):
-                return status
-            time.sleep(0.2)
-        raise AssertionError(f"timed out waiting for {what}; last master status: {status}")
+            return bool(status) and condition(status)
+
+        wait_until(
+            holds, what, timeout, interval=0.2, details=lambda: f"last master status: {status}"
+        )
+        return status
 
     def proxy_answers(self) -> bool:
         answer = self.client("get", "http://api.dlweb/date", "--proxy", self.proxy)
@@ -286,13 +289,20 @@ def bed_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
         cluster.wait_for(
             lambda s: all_alive(s) and len(s["index_nodes"]) == 1, "the nodes and index to join"
         )
-        deadline = time.monotonic() + READY
-        while not cluster.proxy_answers():
+
+        def proxy_answers() -> bool:
+            if cluster.proxy_answers():
+                return True
             cluster.check_running()
-            assert time.monotonic() < deadline, (
-                f"the proxy does not answer:\n{cluster.log('proxy')}"
-            )
-            time.sleep(0.2)
+            return False
+
+        wait_until(
+            proxy_answers,
+            "the proxy to answer",
+            READY,
+            interval=0.2,
+            details=lambda: cluster.log("proxy"),
+        )
         yield cluster
     finally:
         cluster.stop()

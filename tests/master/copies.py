@@ -5,7 +5,6 @@ import asyncio
 import json
 import signal
 import sqlite3
-import time
 import urllib.request
 from contextlib import closing, suppress
 from dataclasses import replace
@@ -13,9 +12,10 @@ from typing import Any
 
 from archive.cluster import ClusterClient, ClusterError
 from archive.urlkey import structure_name
-from tests.conftest import wait_until
+from deploy.testing.cluster import Cluster
+from deploy.testing.waits import eventually, wait_until
 
-from .conftest import Cluster, Corpus, make_corpus
+from .conftest import Corpus, make_corpus
 
 
 def active_node(cluster: Cluster, name: str) -> str:
@@ -47,10 +47,11 @@ async def appended_to(cluster: Cluster, node: str, name: str, corpus: Corpus) ->
     (it is acknowledged only once the master has recorded the change, so it is not awaited
     while the master is frozen)."""
     times = {c.time for c in corpus.captures}
-    deadline = time.monotonic() + 30
-    while not times <= times_on(cluster, node, name):
-        assert time.monotonic() < deadline, f"the records did not reach {node}"
-        await asyncio.sleep(0.02)
+
+    async def reached() -> bool:
+        return times <= times_on(cluster, node, name)
+
+    await eventually(reached, f"the records to reach {node}", 30, interval=0.02)
 
 
 async def one_url_everywhere(cluster: Cluster, client: ClusterClient) -> tuple[Corpus, str]:

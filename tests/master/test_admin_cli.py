@@ -12,9 +12,11 @@ import yaml
 
 from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
-from tests.conftest import free_port, wait_until
+from deploy.testing.cluster import checked
+from deploy.testing.ports import free_port
+from deploy.testing.waits import wait_until
 from tests.deploy.run_dlweb import dlweb, dlweb_json, one_line_error, running
-from tests.master.conftest import checked, make_corpus
+from tests.master.conftest import make_corpus
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from archive.cluster import ClusterClient
+from deploy.testing.cluster import Cluster, alive, checked, settled
 from master.db import CAUSES, MasterDB, Needy, Problem
 from tests.deploy.run_dlweb import dlweb
-from tests.master.conftest import Cluster, alive, checked, make_corpus, settled
+from tests.master.conftest import make_corpus
 
 ClusterFactory = Callable[..., Cluster]
 

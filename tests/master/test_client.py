@@ -6,7 +6,7 @@ import pytest
 
 from archive.cluster import ClusterClient, ClusterError
 from archive.errors import NotFound
-from tests.disk import overwrite_content, stored_bytes
+from deploy.testing.disk import overwrite_content, stored_bytes
 
 from .conftest import make_corpus
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from archive.cluster import ClusterClient, ClusterError, NewCapture
-from tests.conftest import wait_until, write_cluster_config
-from tests.disk import content_spans, damage_content, stored_content
+from deploy.testing.cluster import Cluster, alive, settled, write_cluster_config
+from deploy.testing.disk import content_spans, damage_content, stored_content
+from deploy.testing.waits import wait_until
 
-from .conftest import Cluster, Corpus, alive, make_corpus, settled
+from .conftest import Corpus, make_corpus
 
 
 async def insert(cluster: Cluster, corpus: Corpus) -> None:

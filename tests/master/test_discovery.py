@@ -7,10 +7,11 @@ from pathlib import Path
 from archive.cluster import ClusterClient
 from archive.config import load_config
 from archive.discovery import MASTER, DiscoveryError, find
-from tests.conftest import free_port, write_cluster_config
+from deploy.testing.cluster import Cluster, alive, write_cluster_config
+from deploy.testing.ports import free_port
 from tests.deploy.run_dlweb import dlweb_json
 
-from .conftest import Cluster, alive, make_corpus
+from .conftest import make_corpus
 
 
 async def test_a_cluster_without_master_address_finds_its_master(tmp_path: Path) -> None:

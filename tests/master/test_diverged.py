@@ -9,7 +9,7 @@ import pytest
 
 from archive.cluster import ClusterClient
 from archive.urlkey import structure_name
-from tests.conftest import wait_until
+from deploy.testing.waits import wait_until
 
 from .copies import (
     active_node,

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from archive.cluster import ClusterClient
+from deploy.testing.cluster import Cluster
 from master.db import MasterDB, Problem
 from tests.deploy.run_dlweb import dlweb
-from tests.master.conftest import Cluster, make_corpus
+from tests.master.conftest import make_corpus
 
 
 def names(count: int) -> list[str]:

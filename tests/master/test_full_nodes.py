@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from archive.cluster import ClusterClient
+from deploy.testing.cluster import Cluster, alive
+from deploy.testing.disk import stored_spans
 from tests.archive.warc import sources
 from tests.deploy.run_dlweb import dlweb
-from tests.disk import stored_spans
-from tests.master.conftest import Cluster, alive, make_corpus
+from tests.master.conftest import make_corpus
 from tests.small_disk import MIB, fill, small_disk, unfill
 
 RESERVE = ("--reserve", "8M", "--stats-every", "0.2")

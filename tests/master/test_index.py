@@ -21,15 +21,16 @@ from archive.inserting import InsertQueue
 from archive.inserts import UploadOrder
 from archive.structure import RecordKind
 from archive.urlkey import structure_name
+from deploy.testing.cluster import Cluster, Service
+from deploy.testing.ports import free_port
 from master.index.captures import MAX_CAPTURES, parse_captures
 from master.index.contents import ContentIndex
 from master.index.master_link import Appended
 from master.index.options import IndexOptions
 from master.index.placement import NodeInfo, place
 from master.index.service import IndexNode
-from tests.conftest import free_port
 
-from .conftest import Cluster, Service, make_corpus
+from .conftest import make_corpus
 
 SECOND = 1_000_000
 GIB = 2**30

@@ -6,8 +6,9 @@ import signal
 from typing import Any
 
 from archive.cluster import ClusterClient
+from deploy.testing.cluster import Cluster, alive
 
-from .conftest import Cluster, Corpus, alive, make_corpus
+from .conftest import Corpus, make_corpus
 
 
 def view(cluster: Cluster, corpus: Corpus) -> dict[str, Any]:

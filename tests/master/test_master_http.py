@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from .conftest import Cluster
+from deploy.testing.cluster import Cluster
 
 
 def request(

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from archive.cluster import ClusterError
+from deploy.testing.cluster import Cluster, alive, settled, write_cluster_config
+from deploy.testing.postgres import PostgresServer
 from master.db import MasterDB
-from tests.conftest import write_cluster_config
 from tests.deploy.run_dlweb import dlweb
-from tests.postgres import PostgresServer
 from tests.small_disk import MIB, fill, small_disk, unfill
 
-from .conftest import Cluster, alive, make_corpus, settled
+from .conftest import make_corpus
 from .test_cluster import check_readable, insert
 
 

@@ -8,9 +8,10 @@ from contextlib import closing
 from typing import Any
 
 from archive.cluster import ClusterClient
+from deploy.testing.cluster import Cluster, settled
 from master.file_ids import natural_id
 
-from .conftest import Cluster, Corpus, make_corpus, settled
+from .conftest import Corpus, make_corpus
 
 
 async def insert(cluster: Cluster, corpus: Corpus) -> None:

@@ -10,7 +10,7 @@ import signal
 
 from archive.cluster import ClusterClient
 from archive.urlkey import structure_name
-from tests.conftest import wait_until
+from deploy.testing.waits import wait_until
 
 from .conftest import make_corpus
 from .copies import (

@@ -14,11 +14,12 @@ import pytest
 
 from archive.errors import DlwebError
 from archive.sql import wal_bytes
+from deploy.testing.cluster import alive, write_cluster_config
+from deploy.testing.ports import free_port
 from master.db import FileRef, MasterDB
 from master.schema import SCHEMA, STEPS
-from tests.conftest import free_port, write_cluster_config
 
-from .conftest import alive, make_corpus
+from .conftest import make_corpus
 from .test_cluster import insert, node_state
 
 

@@ -7,10 +7,10 @@ import time
 from collections import Counter
 
 from archive.cluster import INSERT_BATCH, ClusterClient
+from deploy.testing.cluster import Cluster, NodeProcess
+from deploy.testing.disk import stored_spans
 
-from ..conftest import NodeProcess
-from ..disk import stored_spans
-from .conftest import Cluster, Corpus, make_corpus
+from .conftest import Corpus, make_corpus
 
 
 async def insert(cluster: Cluster, corpus: Corpus) -> None:

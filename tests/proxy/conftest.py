@@ -18,8 +18,10 @@ import pytest
 
 from archive.cluster import ClusterClient, NewCapture
 from archive.timestamps import parse_time
-from tests.conftest import free_port, wait_until
-from tests.master.conftest import Cluster, cluster_factory  # noqa: F401  (a fixture used here)
+from deploy.testing.cluster import Cluster
+from deploy.testing.ports import free_port
+from deploy.testing.waits import wait_until
+from tests.master.conftest import cluster_factory  # noqa: F401  (a fixture used here)
 
 
 @dataclass

@@ -17,10 +17,11 @@ import pytest
 from multidict import CIMultiDictProxy
 
 from archive.timestamps import parse_time
+from deploy.testing.cluster import Cluster
+from deploy.testing.waits import eventually
 from harbors.banner import bar
 from harbors.consent import Consent
-from tests.accessibility import Browser, eventually
-from tests.master.conftest import Cluster
+from tests.accessibility import Browser
 
 from .conftest import Client, Proxy, Version, archive, header_block, post_set, put_setting
 

@@ -26,9 +26,9 @@ from archive.structure import (
     encode_file,
 )
 from archive.timestamps import parse_time
+from deploy.testing.cluster import Cluster
 from harbors.calendar import BadChoice, Choice, choose
 from tests.browser import chromium
-from tests.master.conftest import Cluster
 
 from .conftest import Proxy, Version, archive, header_block, post_set, setting_of, through
 

@@ -11,8 +11,10 @@ from urllib.parse import quote
 import lxml.html
 import pytest
 
-from tests.accessibility import Browser, Tab, eventually, problems
-from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
+from deploy.testing.cluster import Cluster
+from deploy.testing.waits import eventually
+from tests.accessibility import Browser, Tab, problems
+from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 from tests.search.conftest import dlweb
 
 from .conftest import Proxy, Version, archive, header_block, start_proxy

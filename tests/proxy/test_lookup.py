@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from archive.requestkey import lookup_url
+from deploy.testing.ports import free_port
 from tests.browser import load_error
-from tests.conftest import free_port
 
 from .conftest import Version, archive, header_block
 from .test_streaming import request

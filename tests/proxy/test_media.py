@@ -22,9 +22,9 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from deploy.testing.cluster import Cluster
 from tests.archive.warc.conftest import dlweb
 from tests.browser import browse, net_log_exchanges
-from tests.master.conftest import Cluster
 
 from .conftest import Proxy
 

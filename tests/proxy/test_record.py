@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 
 from archive.requestkey import lookup_url
+from deploy.testing.cluster import Cluster
 from tests.browser import browse, png_pixels, screenshot
-from tests.master.conftest import Cluster
 from tests.scripted_site import QUERY, READY_TITLE, STATIC_IMAGE, ScriptedSite, post_body
 from tests.source_relay import SourceRelay
 

@@ -20,10 +20,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from deploy.testing.cluster import Cluster
+from deploy.testing.pywb import recording_pywb
 from tests.archive.warc.conftest import dlweb
 from tests.browser import browse, net_log_exchanges, png_pixels, screenshot
-from tests.master.conftest import Cluster
-from tests.pywb_peer import recording_pywb
 from tests.scripted_site import (
     APP,
     CONFIG_BODY,

@@ -12,8 +12,8 @@ from urllib.parse import urlencode, urljoin
 
 import lxml.html
 
+from deploy.testing.cluster import Cluster
 from tests.browser import chromium
-from tests.master.conftest import Cluster
 from tests.search.conftest import dlweb
 
 from .conftest import Proxy, Version, archive, header_block

@@ -15,8 +15,8 @@ import pytest
 
 from archive.timestamps import format_http_date, format_iso, parse_time
 from crawler.stream.icy import IcyDemuxer
+from deploy.testing.cluster import Cluster
 from tests.browser import browse, net_log_exchanges
-from tests.master.conftest import Cluster
 from tests.proxy.conftest import Proxy, Version, archive, header_block, put_setting
 from tests.stream_recording import Recorded, icy_audio
 

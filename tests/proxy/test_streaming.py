@@ -11,8 +11,8 @@ import ssl
 from pathlib import Path
 from urllib.parse import quote
 
-from tests.conftest import wait_until
-from tests.master.conftest import Cluster, alive
+from deploy.testing.cluster import Cluster, alive
+from deploy.testing.waits import wait_until
 
 from .conftest import Proxy, Version, archive, header_block
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from deploy.testing.cluster import Cluster, clusters_in
 from search.index import open_index, search
-from tests.master.conftest import Cluster, clusters_in
 
 from . import pages
 

@@ -5,17 +5,15 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from archive.urlkeys import URLKEYS_FILE
+from deploy.testing.cluster import Cluster
+from deploy.testing.waits import wait_until
 from search.index import BUILT_FILE, open_index, search
 from search.links import backlinks, similar
-from tests.master.conftest import Cluster
 
 from . import pages
 
@@ -37,8 +35,15 @@ class Indexer:
         command += ["-c", str(self.cluster.config_path), "--index", str(self.folder)]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        wait_until(lambda: (self.folder / BUILT_FILE).exists(), "the index built", self)
+        self.wait_until(lambda: (self.folder / BUILT_FILE).exists(), "the index built")
         return self
+
+    def wait_until(
+        self, done: Callable[[], bool], what: str, timeout: float = READY_TIMEOUT
+    ) -> float:
+        """Seconds until `done()` holds, polled; fails with the indexer's log after `timeout`,
+        or as soon as the indexer exits."""
+        return wait_until(done, what, timeout, process=self.process, details=self.log)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -52,21 +57,6 @@ class Indexer:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=20)
-
-
-def wait_until(
-    done: Callable[[], bool], what: str, indexer: Indexer, timeout: float = READY_TIMEOUT
-) -> float:
-    """Seconds until `done()` holds, polled; fails with the indexer's log after `timeout`."""
-    started = time.monotonic()
-    while not done():
-        assert indexer.process is not None
-        if indexer.process.poll() is not None:
-            pytest.fail(f"the indexer exited waiting for {what}:\n{indexer.log()}")
-        if time.monotonic() - started > timeout:
-            pytest.fail(f"no {what} after {timeout} s:\n{indexer.log()}")
-        time.sleep(0.05)
-    return time.monotonic() - started
 
 
 def hits(folder: Path, query: str) -> list[tuple[str, str]]:

@@ -28,10 +28,11 @@ from warcio.warcwriter import WARCWriter
 import harbors
 from archive.cluster import ClusterClient
 from archive.structure import Capture, RecordKind
+from deploy.testing.cluster import Cluster
+from deploy.testing.pywb import get, running_pywb
 from search import cdx
 from search.errors import BadCdxQuery
-from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
-from tests.pywb_peer import _get, running_pywb
+from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 
 from .conftest import dlweb
 
@@ -121,7 +122,7 @@ class Peers:
         return answer.status, answer.content_type, answer.body.decode()
 
     def theirs(self, query: str) -> tuple[int, str, str]:
-        status, headers, body = _get(self.pywb, f"/coll/cdx?{query}&allowFuzzy=0")
+        status, headers, body = get(self.pywb, f"/coll/cdx?{query}&allowFuzzy=0")
         return status, dict(headers)["Content-Type"], body.decode()
 
     def comparable(self, output: str, body: str, pywb: bool) -> list[Any]:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.master.conftest import Cluster, clusters_in
+from deploy.testing.cluster import Cluster, clusters_in
 
 from . import pages
 from .conftest import dlweb
-from .indexing import SEARCHABLE_WITHIN, Indexer, answers, hits, wait_until
+from .indexing import SEARCHABLE_WITHIN, Indexer, answers, hits
 
 
 def import_warc(cluster: Cluster, warc: Path) -> float:
@@ -39,7 +39,7 @@ def test_an_import_is_searchable_within_10_s_and_a_killed_indexer_resumes_where_
     try:
         sentence = f'"{pages.SENTENCE}"'
         ended = import_warc(cluster, first)
-        wait_until(lambda: bool(hits(folder, sentence)), "hit for the sentence", indexer)
+        indexer.wait_until(lambda: bool(hits(folder, sentence)), "hit for the sentence")
         assert time.monotonic() - ended < SEARCHABLE_WITHIN
         # Unchanged since 2020 as far as the archive knows: one version, from 2020.
         assert hits(folder, sentence) == [(pages.MUSEUM, "2020-02-01T10:00:00Z")]
@@ -50,7 +50,7 @@ def test_an_import_is_searchable_within_10_s_and_a_killed_indexer_resumes_where_
         import_warc(cluster, second)
         indexer.start()
         moved = [(pages.MUSEUM, "2019-03-01T10:00:00Z")]
-        wait_until(lambda: hits(folder, sentence) == moved, "version moved to 2019", indexer)
+        indexer.wait_until(lambda: hits(folder, sentence) == moved, "version moved to 2019")
     finally:
         indexer.stop()
     rebuilt = tmp_path / "rebuilt"
@@ -73,7 +73,7 @@ def test_a_new_capture_replaces_nothing_but_adds_its_version(
         assert hits(folder, '"grilled sardines"') == [(pages.MENU, "2020-03-03T12:00:00Z")]
         import_warc(cluster, pages.write_warc(tmp_path / "second.warc.gz", [menu_copy]))
         both = {(pages.MENU, "2020-03-03T12:00:00Z"), (pages.MENU_COPY, "2020-03-04T12:00:00Z")}
-        wait_until(lambda: set(hits(folder, '"grilled sardines"')) == both, "the copy", indexer)
+        indexer.wait_until(lambda: set(hits(folder, '"grilled sardines"')) == both, "the copy")
     finally:
         indexer.stop()
     assert "Traceback" not in indexer.log()

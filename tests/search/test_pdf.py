@@ -8,7 +8,7 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.master.conftest import clusters_in
+from deploy.testing.cluster import clusters_in
 
 from .conftest import dlweb
 from .test_extract import pdf

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from archive.config import ClusterConfig, load_config
-from tests.conftest import NodeProcess, free_port, write_cluster_config
+from deploy.testing.cluster import NodeProcess, write_cluster_config
+from deploy.testing.ports import free_port
 
 HEAD_TIMEOUT = 0.5  # seconds; short, so that a test waits for the close, not for minutes
 IDLE_TIMEOUT = 1.0

@@ -14,8 +14,10 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
-from tests.accessibility import Browser, Tab, eventually
-from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
+from deploy.testing.cluster import Cluster
+from deploy.testing.waits import eventually
+from tests.accessibility import Browser, Tab
+from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy
 from tests.proxy.test_banner import NAVIGATION, put_setting
 

@@ -13,11 +13,12 @@ from urllib.parse import quote
 import pytest
 
 from archive.timestamps import parse_time
+from deploy.testing.cluster import Cluster
 from harbors.calendar import set_link
 from harbors.consent import Consent
 from tests.accessibility import Browser
 from tests.browser import chromium
-from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
+from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 from tests.proxy.conftest import (
     Proxy,
     Version,

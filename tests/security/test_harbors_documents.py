@@ -13,7 +13,7 @@ import brotlicffi
 import pytest
 import zstandard
 
-from tests.master.conftest import Cluster, clusters_in
+from deploy.testing.cluster import Cluster, clusters_in
 from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy, through
 from tests.security.test_servers_fuzz import rss
 

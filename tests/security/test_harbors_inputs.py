@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 from archive.link_format import escape_uri
 from archive.timestamps import parse_time
+from deploy.testing.cluster import Cluster
 from harbors.answer import Answer
 from harbors.calendar import set_link
 from harbors.consent import Consent
-from tests.master.conftest import Cluster, module_cluster_factory  # noqa: F401  (a fixture)
+from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 from tests.proxy.conftest import (
     Proxy,
     Version,

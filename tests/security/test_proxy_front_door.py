@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.conftest import wait_until
-from tests.master.conftest import Cluster, clusters_in
+from deploy.testing.cluster import Cluster, clusters_in
+from deploy.testing.waits import wait_until
 from tests.proxy.conftest import Proxy, Version, archive, header_block, put_setting, start_proxy
 from tests.security.servers import with_short_timeouts
 

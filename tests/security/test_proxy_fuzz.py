@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.master.conftest import Cluster, clusters_in
+from deploy.testing.cluster import Cluster, clusters_in
 from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy
 from tests.security.conftest import Canary
 from tests.security.heads import heads

@@ -23,12 +23,12 @@ from archive.header_block import parse_header_block
 from archive.structure import Capture
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from deploy.testing.cluster import Cluster, clusters_in
 from search.extract import extract
 from search.index import open_index, search
-from tests.master.conftest import Cluster, clusters_in
 from tests.proxy.conftest import Version, archive, header_block
 from tests.search.conftest import dlweb
-from tests.search.indexing import Indexer, hits, wait_until
+from tests.search.indexing import Indexer, hits
 
 MB = 1024 * 1024
 BOMB = 64 * MB  # what each bomb inflates to
@@ -186,7 +186,7 @@ def test_records_the_index_cannot_take_are_set_aside_and_the_pages_after_them_in
             _page(AFTER, "2019-03-03T10:00:00Z", "albatross"),
         ]
         asyncio.run(archive(cluster, later))
-        wait_until(lambda: bool(hits(folder, "albatross")), "the page after the poison", indexer)
+        indexer.wait_until(lambda: bool(hits(folder, "albatross")), "the page after the poison")
         assert [url for url, _ in hits(folder, "cormorant")] == [ROT13]
         assert hits(folder, "nightshade") == [] and hits(folder, "bomb") == []
         about = dlweb("search", "--about", "--json", "--index", str(folder))

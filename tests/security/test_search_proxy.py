@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from deploy.testing.cluster import Cluster, clusters_in
 from tests.browser import chromium
-from tests.master.conftest import Cluster, clusters_in
 from tests.proxy.conftest import Client, Proxy, Version, archive, header_block, start_proxy
 from tests.proxy.conftest import sessions as sessions  # noqa: F401  (a fixture used here)
 from tests.search.conftest import dlweb

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from deploy.testing.cluster import Cluster, clusters_in
 from tests.deploy.run_dlweb import dlweb_json
-from tests.master.conftest import Cluster, clusters_in
 from tests.security.servers import (
     BAD_AUTHORIZATIONS,
     IDLE_TIMEOUT,

@@ -16,7 +16,7 @@ import pytest
 from archive.config import parse_config
 from archive.connections import MAX_FIELD, MAX_HEADERS, MAX_URL
 from archive.errors import ConfigError
-from tests.conftest import NodeProcess
+from deploy.testing.cluster import NodeProcess
 from tests.security.servers import (
     HEAD_TIMEOUT,
     IDLE_TIMEOUT,

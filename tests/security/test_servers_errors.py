@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from archive.urlkey import structure_name
-from tests.conftest import NodeProcess, wait_until
-from tests.disk import damage
+from deploy.testing.cluster import NodeProcess
+from deploy.testing.disk import damage
+from deploy.testing.waits import wait_until
 from tests.security.servers import (
     BAD_AUTHORIZATIONS,
     Node,

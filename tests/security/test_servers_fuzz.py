@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.master.conftest import Cluster, clusters_in
+from deploy.testing.cluster import Cluster, clusters_in
 from tests.security.heads import CLUSTER_TARGETS, heads
 from tests.security.servers import HEAD_TIMEOUT, connect, with_short_timeouts
 

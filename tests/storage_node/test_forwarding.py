@@ -15,7 +15,8 @@ from aiohttp import web
 from archive import pack
 from archive.config import ClusterConfig
 from archive.inserts import FORWARD_HEADER, UploadReceipt
-from tests.disk import stored_content
+from deploy.testing.disk import stored_content
+from deploy.testing.web_server import WebServer
 
 from .test_node_http import auth, sha
 
@@ -32,20 +33,17 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
 
 @pytest.fixture
 async def serve() -> AsyncIterator[Serve]:
-    runners: list[web.AppRunner] = []
+    servers: list[WebServer] = []
 
     async def start(app: web.Application) -> str:
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        port = runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}"
+        server = WebServer(app)
+        servers.append(server)
+        await server.start_here()
+        return server.base
 
     yield start
-    for runner in runners:
-        await runner.cleanup()
+    for server in servers:
+        await server.stop_here()
 
 
 async def upload(

@@ -16,10 +16,10 @@ from archive import pack
 from archive.config import ClusterConfig
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from deploy.testing.cluster import NodeProcess
+from deploy.testing.disk import stored_spans
 from storage_node.inventory import InventoryLog
 from storage_node.volumes import Volumes
-from tests.conftest import NodeProcess
-from tests.disk import stored_spans
 from tests.small_disk import MIB, fill, free_space, small_disk, unfill
 
 HEADER = hashlib.sha256(b"HTTP/1.1 200 OK\r\n\r\n").hexdigest()

@@ -20,8 +20,10 @@ from archive.hip import HipMaster, Peer, RemoteError
 from archive.multicast import LookupClient
 from archive.network import PEER_SILENCE
 from archive.urlkey import structure_name
-from tests.conftest import free_port, write_cluster_config
-from tests.disk import damage, damage_content, stored_bytes, stored_content
+from deploy.testing.cluster import write_cluster_config
+from deploy.testing.disk import damage, damage_content, stored_bytes, stored_content
+from deploy.testing.ports import free_port
+from deploy.testing.waits import eventually
 
 
 @dataclass
@@ -347,14 +349,6 @@ async def node_status(node: Any) -> dict[str, Any]:
         return result
 
 
-async def eventually(check: Any, what: str, timeout: float = 20) -> None:
-    """Poll an async condition until it holds, failing with `what` at the deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, f"waited {timeout} s for {what}"
-        await asyncio.sleep(0.05)
-
-
 def capture(year: int, data: bytes) -> dict[str, Any]:
     return {
         "time": (year - 1970) * 365 * 86_400 * 1_000_000,
@@ -435,7 +429,7 @@ async def test_join_uses_the_configured_master_and_sends_what_it_holds(
         async def connected() -> bool:
             return bool((await node_status(node))["master"]["connected"])
 
-        await eventually(connected, "/status to say connected")
+        await eventually(connected, "/status to say connected", 20)
     finally:
         await master.stop()
 
@@ -457,7 +451,7 @@ async def test_inventory_resumes_from_since_after_the_master_restarts(
         async def disconnected() -> bool:
             return not (await node_status(node))["master"]["connected"]
 
-        await eventually(disconnected, "/status to say disconnected")
+        await eventually(disconnected, "/status to say disconnected", 20)
         for _ in range(30):  # written while the master is away
             await put(session, node, config, os.urandom(300))
         victim = hip_master.entries["a"][10]["name"]

@@ -20,9 +20,9 @@ from archive.multicast import LookupClient
 from archive.structure import RECORD_SIZE
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
+from deploy.testing.cluster import write_cluster_config
+from deploy.testing.disk import content_spans, stored_content, stored_spans
 from storage_node.stores import SMALL_STRUCTURE
-from tests.conftest import write_cluster_config
-from tests.disk import content_spans, stored_content, stored_spans
 
 HEADER = hashlib.sha256(b"HTTP/1.1 200 OK\r\n\r\n").hexdigest()
 

@@ -17,9 +17,9 @@ import pytest
 from archive.multicast import LookupClient
 from archive.structure import Capture
 from archive.urlkey import structure_name
+from deploy.testing.cluster import Cluster, NodeProcess, alive, clusters_in
+from deploy.testing.waits import wait_until
 from storage_node.node import CLEAN_FILE, FILTER_FILE, SNAPSHOT_FILE
-from tests.conftest import NodeProcess, wait_until
-from tests.master.conftest import Cluster, alive, clusters_in
 
 # No periodic save during a test: what a start finds saved is what the last clean stop saved.
 NEVER = ("--save-every", "3600")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from tests.threaded_site import ThreadedSite
+from deploy.testing.web_server import WebServer, answering
 
 # A 1x1 transparent PNG.
 PNG = bytes.fromhex(
@@ -107,10 +107,10 @@ async def _serve(request: web.Request) -> web.StreamResponse:
     return response
 
 
-class TestSite(ThreadedSite):
+class TestSite(WebServer):
     """The site, served from a thread of its own on 127.0.0.1 and a free port; GET only."""
 
     __test__ = False  # not a test class, whatever pytest thinks of its name
 
     def __init__(self) -> None:
-        super().__init__(_serve, "GET")
+        super().__init__(answering(_serve, "GET"))

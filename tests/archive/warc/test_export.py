@@ -25,8 +25,8 @@ from archive.structure import RecordFlag
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
 from archive.warc.exporter import Selection, export_warc
-from tests.disk import damage_content
-from tests.master.conftest import settled
+from deploy.testing.cluster import settled
+from deploy.testing.disk import damage_content
 
 from . import sources
 from .conftest import dlweb

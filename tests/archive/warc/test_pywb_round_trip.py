@@ -9,7 +9,7 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from archive.timestamps import format_digits, parse_time
-from tests.pywb_peer import replay, running_pywb
+from deploy.testing.pywb import replay, running_pywb
 
 from . import sources
 from .conftest import dlweb

@@ -18,8 +18,8 @@ from archive.errors import NotFound
 from archive.structure import REPLAYED_KINDS
 from archive.warc.cdxj import cdxj_lines
 from archive.warc.wacz import DATAPACKAGE, DIGEST, INDEX_PATH, PAGES_PATH
-from tests.master.conftest import Cluster, clusters_in
-from tests.pywb_peer import wacz_validate
+from deploy.testing.cluster import Cluster, clusters_in
+from deploy.testing.peers import wacz_validate
 
 from . import sources
 from .conftest import dlweb

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from archive.hip import HipSlave, hip_url
-from tests.conftest import wait_until
+from deploy.testing.cluster import Cluster
+from deploy.testing.waits import wait_until
 from tests.crawler.campaign import Campaign, dlweb
 from tests.crawler.scheduler.web import (
     BOURGOGNE,
@@ -39,7 +40,6 @@ from tests.crawler.scheduler.web import (
     site_of,
     site_url,
 )
-from tests.master.conftest import Cluster
 
 CAMPAIGN_TIMEOUT = 180
 

@@ -9,7 +9,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import answers, free_port, wait_until, write_cluster_config
+from deploy.testing.cluster import write_cluster_config
+from deploy.testing.ports import free_port
+from deploy.testing.waits import answers, wait_until
 
 
 def agents(url: str, kind: str = "agents") -> list[Any]:

@@ -14,8 +14,10 @@ from archive.errors import DlwebError
 from archive.metadata import cluster_id
 from archive.pg import DatabaseUnavailable, PgDatabase, migrate
 from crawler.scheduler.pg_store import PgStore
-from tests.conftest import answers, free_port, wait_until, write_cluster_config
-from tests.postgres import PostgresServer
+from deploy.testing.cluster import write_cluster_config
+from deploy.testing.ports import free_port
+from deploy.testing.postgres import PostgresServer
+from deploy.testing.waits import answers, wait_until
 
 CLUSTER = cluster_id("test", b"k" * 32)
 

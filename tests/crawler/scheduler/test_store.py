@@ -1,6 +1,7 @@
 """The scheduler's store: sites and their delimitations, the schedule, crawls, the graph and
 settings; what survives a reopen and a kill, and clear errors for files it cannot use. Every test
-of a store runs on both engines: an SQLite file and a PostgreSQL database (tests/postgres.py)."""
+of a store runs on both engines: an SQLite file and a PostgreSQL database
+(deploy/testing/postgres.py)."""
 
 from __future__ import annotations
 

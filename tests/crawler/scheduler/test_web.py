@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,6 +23,7 @@ import pytest
 from protego import Protego
 
 from crawler.report import chunk_signatures, words_of
+from deploy.testing.waits import wait_until
 from tests.crawler.scheduler.web import (
     ACCEPT,
     ADDRESSES,
@@ -330,10 +330,7 @@ def answers(control: str) -> bool:
 
 
 def wait_silent(control: str) -> None:
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while answers(control):
-        assert time.monotonic() < deadline, f"{control} still answers"
-        time.sleep(0.05)
+    wait_until(lambda: not answers(control), f"{control} to stop answering", STOP_TIMEOUT)
 
 
 def test_it_stops_with_its_block(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ from typing import Any, cast
 
 from aiohttp import web
 
+from deploy.testing.web_server import WebServer
 from tests.crawler.sites import (
     BASE_TIME,
     NOT_FOUND,
@@ -78,10 +79,10 @@ from tests.crawler.sites import (
     Answer,
     Resource,
     _stop,
-    _wait_ready,
     announce_and_wait,
     bind_shared_port,
     links,
+    read_port_file,
     redirect,
     robots,
     send_resource,
@@ -1082,13 +1083,11 @@ async def serve(port_file: Path, parent: int = 0) -> None:
     state = SiteWeb(port)
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", state.handle)
-    sites = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-    await sites.setup()
-    for sock in sockets:
-        await web.SockSite(sites, sock).start()
+    sites = WebServer(app, sockets=sockets, shutdown_timeout=0.2)
+    await sites.start_here()
     control = await announce_and_wait(state.control_app(), port, ADDRESSES, port_file, parent)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.gather(sites.cleanup(), control.cleanup()), 5)
+        await asyncio.wait_for(asyncio.gather(sites.stop_here(), control.stop_here()), 5)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -1207,7 +1206,7 @@ def serve_web(tmp_path: Path) -> Iterator[Web]:
     with open(output, "wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     try:
-        ready = _wait_ready(process, port_file, output)
+        ready = read_port_file(process, port_file, output)
         yield Web(process, ready["port"], ready["control"], output)
     finally:
         _stop(process)

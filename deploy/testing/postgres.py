@@ -16,11 +16,12 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
+
+from deploy.testing.ports import free_port
+from deploy.testing.waits import NotReady, wait_until
 
 READY_TIMEOUT = 30.0
 USER = "dlweb"
@@ -54,13 +55,6 @@ def server_binaries() -> Path:
     return Path(found[-1]).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class PostgresServer:
     """One cluster in its own temporary folder; `start` (again after `kill` or `stop`) serves it."""
 
@@ -90,7 +84,7 @@ class PostgresServer:
             for path in (self.root, self.socket_dir):
                 os.chown(path, owner.pw_uid, owner.pw_gid)
         self.password = secrets.token_hex(12)
-        self.port = _free_port()
+        self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self._databases = 0
         self._initdb()
@@ -150,18 +144,23 @@ class PostgresServer:
 
     def _wait_ready(self) -> None:
         """Asks pg_isready until the server accepts connections, or fails with its log."""
-        deadline = time.monotonic() + READY_TIMEOUT
+        process = self.process
+        assert process is not None
         check = [str(self.bin / "pg_isready"), "-q", "-h", str(self.socket_dir)]
         check += ["-p", str(self.port), "-U", USER, "-d", "postgres", "-t", "1"]
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                self.process = None
-                raise RuntimeError(f"postgres exited at start:\n{self.log()}")
-            if subprocess.run(check, check=False).returncode == 0:
-                return
-            time.sleep(0.02)
-        raise RuntimeError(f"postgres not ready after {READY_TIMEOUT}s:\n{self.log()}")
+        try:
+            wait_until(
+                lambda: subprocess.run(check, check=False).returncode == 0,
+                "postgres to accept connections",
+                READY_TIMEOUT,
+                interval=0.02,
+                process=process,
+                details=self.log,
+            )
+        except NotReady:
+            if process.poll() is not None:
+                self.process = None  # exited at start: `start` starts it again
+            raise
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -1,30 +1,26 @@
 """pywb as a real peer: its own virtual environment, a running `wayback` server, raw replay.
 
 pywb pins exact, old releases of its dependencies (werkzeug 2.2.3, where mitmproxy, a dlweb
-dependency, needs werkzeug 3), so it lives in a virtual environment of its own, built once and
-cached. py-wacz's validator, the reference check of WACZ packages, gets one of its own, built
-the same way.
+dependency, needs werkzeug 3), so it lives in a virtual environment of its own
+(`deploy.testing.peers`), built once and cached.
 """
 
-import fcntl
 import hashlib
 import http.client
-import os
-import shutil
-import socket
 import subprocess
-import sys
-import tempfile
-import time
 import urllib.parse
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
+
+from deploy.testing.peers import peer_venv, run
+from deploy.testing.ports import free_port
+from deploy.testing.waits import wait_until
 
 PYWB_VERSION = "2.8.3"
 # gevent 22.10 (pinned by pywb) loads its plugins through pkg_resources, which cannot find the
@@ -40,9 +36,6 @@ REQUIREMENTS = (
 )
 # The environment's name says what it holds, so one built from other requirements is not reused.
 VENV_NAME = f"pywb-{PYWB_VERSION}-{hashlib.sha256(' '.join(REQUIREMENTS).encode()).hexdigest()[:8]}"
-WACZ_REQUIREMENTS = ("wacz==0.6.0",)
-WACZ_VENV_NAME = f"wacz-{hashlib.sha256(' '.join(WACZ_REQUIREMENTS).encode()).hexdigest()[:8]}"
-COMPLETE = "dlweb-peer-complete"
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 # What browsers accept: pywb then sends a stored gzip, deflate or br body as it is, where for a
@@ -50,88 +43,23 @@ STOP_TIMEOUT = 10.0
 ACCEPT_ENCODING = "gzip, deflate, br"
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("DLWEB_PEER_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "dlweb-peers"
-
-
-def _run(command: list[str], cwd: Path | None = None) -> None:
-    """Run a command; on failure, raise with its output, which says what went wrong."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(command)} exited with {done.returncode}:\n{done.stderr or done.stdout}"
-        )
-
-
-def peer_venv(name: str, requirements: Sequence[str]) -> Path:
-    """The `bin` directory of a cached virtual environment holding `requirements`, built on
-    first use.
-
-    A virtual environment cannot be moved (its scripts name their interpreter by absolute path),
-    so it is built in a directory of its own and published by atomically replacing a symbolic
-    link: the name only ever points to a complete environment.
-    """
-    cache = _cache_dir()
-    venv = cache / name
-    if (venv / COMPLETE).exists():
-        return venv / "bin"
-    cache.mkdir(parents=True, exist_ok=True)
-    # One process builds at a time (pytest-xdist's workers, or two runs): the others wait for it
-    # and then find the environment complete, instead of each installing it again.
-    with (cache / f".{name}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / COMPLETE).exists():  # another process built it while this one waited
-            return venv / "bin"
-        build = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
-        try:
-            _run([sys.executable, "-m", "venv", str(build)])
-            _run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
-            (build / COMPLETE).write_text(" ".join(requirements) + "\n")
-            if (venv / COMPLETE).exists():  # another process finished first
-                shutil.rmtree(build)
-            else:
-                link = cache / f".{build.name}.link"
-                link.symlink_to(build.name)
-                os.replace(link, venv)
-        except BaseException:
-            shutil.rmtree(build, ignore_errors=True)
-            raise
-    return venv / "bin"
-
-
 def pywb_bin() -> Path:
     """The `bin` directory of a virtual environment with pywb, built on first use."""
     return peer_venv(VENV_NAME, REQUIREMENTS)
 
 
-def wacz_validate(path: Path) -> subprocess.CompletedProcess[str]:
-    """py-wacz's `wacz validate -f PATH`, the reference check of a WACZ package, run from a
-    virtual environment of its own (its frictionless pins stay out of dlweb's and pywb's)."""
-    validator = peer_venv(WACZ_VENV_NAME, WACZ_REQUIREMENTS) / "wacz"
-    return subprocess.run(
-        [str(validator), "validate", "-f", str(path)], capture_output=True, text=True, timeout=120
-    )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _answers(base: str) -> bool:
     try:
-        _get(base, "/")
+        get(base, "/")
     except (OSError, http.client.HTTPException):
         return False
     return True
 
 
-def _get(
+def get(
     base: str, path: str, headers: dict[str, str] | None = None
 ) -> tuple[int, list[tuple[str, str]], bytes]:
+    """GET `path` of the server at `base`: status, headers and body, redirects not followed."""
     parts = urllib.parse.urlsplit(base)
     connection = http.client.HTTPConnection(parts.netloc, timeout=30)
     try:
@@ -147,7 +75,7 @@ def _wayback(workdir: Path, log_name: str) -> Iterator[str]:
     """pywb's `wayback` server started in `workdir` (where it finds its collections and
     configuration) on a free loopback port, its output in `workdir / log_name`; yields its base
     URL once it answers, and stops it on leaving."""
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = workdir / log_name
     with log_path.open("wb") as log:
@@ -158,13 +86,13 @@ def _wayback(workdir: Path, log_name: str) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not _answers(base):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"wayback did not start on {base}:\n{log_path.read_text(errors='replace')}"
-                )
-            time.sleep(0.05)
+        wait_until(
+            lambda: _answers(base),
+            f"wayback to answer on {base}",
+            READY_TIMEOUT,
+            process=process,
+            details=lambda: log_path.read_text(errors="replace"),
+        )
         yield base
     finally:
         process.terminate()
@@ -179,8 +107,8 @@ def _wayback(workdir: Path, log_name: str) -> Iterator[str]:
 def running_pywb(workdir: Path, warcs: list[Path], collection: str = "coll") -> Iterator[str]:
     """A `wayback` server on a free loopback port replaying `warcs`; yields its base URL."""
     manager = str(pywb_bin() / "wb-manager")
-    _run([manager, "init", collection], cwd=workdir)
-    _run([manager, "add", collection, *map(str, warcs)], cwd=workdir)
+    run([manager, "init", collection], cwd=workdir)
+    run([manager, "add", collection, *map(str, warcs)], cwd=workdir)
     with _wayback(workdir, "wayback.log") as base:
         yield base
 
@@ -191,7 +119,7 @@ def replay(
     """The archived response as pywb serves it in identity mode (`id_`): status, headers and
     body as sent (chunked framing aside), redirects not followed and content-encoding not undone,
     so that dlweb's replay can be compared with it byte for byte."""
-    return _get(base, f"/{collection}/{timestamp}id_/{url}", {"Accept-Encoding": ACCEPT_ENCODING})
+    return get(base, f"/{collection}/{timestamp}id_/{url}", {"Accept-Encoding": ACCEPT_ENCODING})
 
 
 # pywb's recording proxy: what it fetches comes from the live web ("$live") and is written to the
@@ -240,15 +168,20 @@ class Recording:
     ) -> list[tuple[str, str, bytes]]:
         """Poll the WARC files until their records satisfy `condition`: pywb writes a request
         and its response from a queue of its own, after the response has gone to the browser."""
-        deadline = time.monotonic() + timeout
-        while True:
+        records: list[tuple[str, str, bytes]] = []
+
+        def written() -> bool:
+            nonlocal records
             records = self.records()
-            if condition(records):
-                return records
-            if time.monotonic() > deadline:
-                kinds = [(kind, uri) for kind, uri, _ in records]
-                raise AssertionError(f"pywb did not write the records awaited; it wrote {kinds}")
-            time.sleep(0.05)
+            return condition(records)
+
+        wait_until(
+            written,
+            "pywb to write the records awaited",
+            timeout,
+            details=lambda: f"it wrote {[(kind, uri) for kind, uri, _ in records]}",
+        )
+        return records
 
 
 @contextmanager
@@ -260,7 +193,7 @@ def recording_pywb(workdir: Path, collection: str = "rec") -> Iterator[Recording
     pywb writes each pair of records after the response went back, each record a gzip member
     flushed whole: wait with `Recording.wait_recorded` for the records expected before leaving,
     and the WARC is complete when pywb is stopped."""
-    _run([str(pywb_bin() / "wb-manager"), "init", collection], cwd=workdir)
+    run([str(pywb_bin() / "wb-manager"), "init", collection], cwd=workdir)
     (workdir / "config.yaml").write_text(RECORDING_CONFIG.format(collection=collection))
     with _wayback(workdir, "wayback-recording.log") as base:
         yield Recording(base, workdir / "collections" / collection / "archive")

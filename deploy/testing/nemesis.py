@@ -37,9 +37,10 @@ from archive.cluster import ClusterClient, NewCapture
 from archive.config import ClusterConfig, load_config
 from archive.errors import DlwebError
 from archive.urlkey import structure_name
-from tests.conftest import free_port
-from tests.disk import damage, stored_spans
-from tests.master.conftest import checked, write_config
+from deploy.testing.cluster import checked, write_config
+from deploy.testing.disk import damage, stored_spans
+from deploy.testing.ports import free_port
+from deploy.testing.waits import NotReady, eventually
 
 Say = Callable[[str], None]
 
@@ -112,13 +113,12 @@ class Proc:
             self.popen = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
         self.starts += 1
         self.killed = self.paused = False
-        deadline = began + READY_TIMEOUT
-        while not await answers(session, f"{self.url}/status"):
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.popen.returncode} at start")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} did not answer within {READY_TIMEOUT:g} s")
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: answers(session, f"{self.url}/status"),
+            f"the {self.name} to answer",
+            READY_TIMEOUT,
+            process=self.popen,
+        )
         return time.monotonic() - began
 
     def kill(self) -> None:
@@ -318,15 +318,22 @@ class SoakCluster:
         self, condition: Callable[[dict[str, Any]], bool], what: str, timeout: float = 60
     ) -> dict[str, Any]:
         """Poll the master's status until condition holds; fail naming what did not happen."""
-        deadline = time.monotonic() + timeout
         status: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
+
+        async def holds() -> bool:
+            nonlocal status
             status = await self.status()
-            if status is not None and condition(status):
-                return status
-            await asyncio.sleep(0.1)
-        last = "no answer" if status is None else brief(status)
-        raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}; last: {last}")
+            return status is not None and condition(status)
+
+        await eventually(
+            holds,
+            what,
+            timeout,
+            interval=0.1,
+            details=lambda: f"last: {'no answer' if status is None else brief(status)}",
+        )
+        assert status is not None
+        return status
 
     async def holders(self, kind: str, name: str) -> list[str]:
         """The nodes the master says hold a file (readable ones)."""
@@ -898,7 +905,7 @@ async def recover(cluster: SoakCluster, settle: float, started: float, say: Say)
             "every node's scrub",
             settle,
         )
-    except TimeoutError as exc:
+    except (NotReady, TimeoutError) as exc:
         say(f"not healed: {exc}")
         return False
     say(f"[{since(started):6.1f} s] healed and scrubbed; waiting for the repairs")
@@ -909,7 +916,7 @@ async def at_target(cluster: SoakCluster, settle: float, say: Say) -> bool:
     """Whether every file reaches its target within `settle` s and fsck finds nothing."""
     try:
         await cluster.wait_for(settled, "every file at its target", settle)
-    except TimeoutError as exc:
+    except NotReady as exc:
         say(f"not settled: {exc}")
         return False
     fsck = await cluster.get("/admin/fsck")
