@@ -27,11 +27,11 @@ from .banner import Banner
 from .coherence import DEFAULT_SPAN
 from .dates import DatePicker
 from .guard import Guard, client_of, refused
-from .harbor_desk import HarborDesk
+from .harbor_addon import HarborAddon
+from .large_bodies import STREAMED
 from .recorder import RECORDING, Recorder
 from .replay import LIVE, Replay
 from .stream_play import PLAYED, StreamPlayback
-from .streaming import STREAMED
 from .upstream import UpstreamGate
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class ArchiveAddon:
         self.gate = gate
         self.guard = Guard(access)
         self.banner = Banner(settings, coherence_span)
-        self.harbors = HarborDesk(settings, reader, live_allowed, ca_folder, search_index)
+        self.harbors = HarborAddon(settings, reader, live_allowed, ca_folder, search_index)
         self.dates = DatePicker(settings)
         self.recorder = Recorder(reader.client, settings, live_allowed)
         self.replay = Replay(reader, settings, streams, live_allowed, log_requests)

@@ -44,7 +44,7 @@ from .csp import refusal
 from .dates import AT
 from .guard import client_of
 from .placement import placement
-from .replay import MISSED, SERVED, Prepared
+from .replay import MISSED, SERVED, ReadyCapture
 from .responses import encoded, made
 
 MAX_DECODED = 8 * 1024 * 1024
@@ -105,18 +105,18 @@ class Banner:
         the page itself."""
         prepared, at = flow.metadata.get(SERVED), flow.metadata.get(AT)
         missed = bool(flow.metadata.get(MISSED))
-        if not (isinstance(prepared, Prepared) or missed) or not isinstance(at, int):
+        if not (isinstance(prepared, ReadyCapture) or missed) or not isinstance(at, int):
             return
         client = client_of(flow)
         if not self.settings.get(client).banner:
             return
         request = flow.request
         if not _navigation(request):
-            time = prepared.time if isinstance(prepared, Prepared) else None
+            time = prepared.time if isinstance(prepared, ReadyCapture) else None
             referer = request.headers.get("referer")
             self.coherence.resource(client, request.pretty_url, referer, at, time)
             return
-        if not isinstance(prepared, Prepared) or not _shown(prepared.status):
+        if not isinstance(prepared, ReadyCapture) or not _shown(prepared.status):
             return
         if media_type(_field(prepared.fields, b"content-type")) != "text/html":
             return

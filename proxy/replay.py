@@ -4,7 +4,7 @@ The capture is found and read by archive.reading (exact key, method and body fol
 fallback, self-redirects passed over). Its archived status and headers go back unchanged, with
 Memento headers, `Accept-Ranges` and, for a fuzzy match, `X-Dlweb-Match`. A small body is sent
 from memory (ranges cut from it); a large one is streamed from its storage node
-(proxy/streaming.py). A URL the archive lacks gets a fault content, or, for a client that turned
+(proxy/large_bodies.py). A URL the archive lacks gets a fault content, or, for a client that turned
 live mode on where the operator allows it, the live web; a capture that cannot be read, such as
 a revisit whose original is not archived yet, a fault content of status 500 that says why. The
 flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner (banner.py).
@@ -38,9 +38,9 @@ from archive.timestamps import format_http_date, format_iso
 from .dates import AT
 from .faults import fault
 from .guard import client_of
+from .large_bodies import STREAMED, LargeBody, node_answered, node_failed, send_to_node
 from .responses import encoded, made
 from .stream_play import StreamPlayback
-from .streaming import STREAMED, Streamed, node_answered, node_failed, send_to_node
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +63,13 @@ TIMEMAP = "http://captures.dlweb/?format=link&url="
 MADE_OVERHEAD = 1024  # what a kept answer weighs beside its body
 LIVE = "dlweb-live"
 MADE = "dlweb-made"  # the key of the answer a streamed replay was made from
-SERVED = "dlweb-served"  # the Prepared capture a request was answered from
+SERVED = "dlweb-served"  # the ReadyCapture capture a request was answered from
 MISSED = "dlweb-missed"  # set when a request got 404: the archive has no capture of it
 PREFLIGHT_HEADERS = ("Access-Control-Request-Method", "Origin")
 
 
 @dataclass(frozen=True)
-class Prepared:
+class ReadyCapture:
     """A capture ready to send: archived status, the headers to send (encoded once), the body
     or where to stream it from, and the capture's date."""
 
@@ -105,7 +105,7 @@ class Replay:
         ttl = cache.answers.ttl if cache is not None else None
         # Answers made, for as long as the cluster client keeps structure answers: a hot page
         # is sent without being made again.
-        self._made: Lru[tuple[str, int], Prepared] = Lru(cache_bytes if ttl else 0, ttl)
+        self._made: Lru[tuple[str, int], ReadyCapture] = Lru(cache_bytes if ttl else 0, ttl)
         self._reports = Background()
 
     async def request(self, flow: http.HTTPFlow) -> None:
@@ -159,7 +159,7 @@ class Replay:
                 format_iso(prepared.time),
             )
 
-    async def _play(self, flow: http.HTTPFlow, url: str, at: int, prepared: Prepared) -> bool:
+    async def _play(self, flow: http.HTTPFlow, url: str, at: int, prepared: ReadyCapture) -> bool:
         """Play a recorded stream from the date; False when `url` holds none."""
         try:
             return await self.streams.play(flow, url, at, prepared.fields)
@@ -182,7 +182,7 @@ class Replay:
             flow.response.headers["X-Dlweb-Live"] = "fetched from the live web, not archived"
             return
         streamed = flow.metadata.get(STREAMED)
-        if not isinstance(streamed, Streamed):
+        if not isinstance(streamed, LargeBody):
             return
         if streamed.bad:
             self._made.drop(flow.metadata[MADE])
@@ -201,7 +201,7 @@ class Replay:
             )
             flow.response = _fault(500, streamed.url, "", "the archive cannot read it now")
 
-    async def _prepared(self, asked: Asked) -> Prepared:
+    async def _prepared(self, asked: Asked) -> ReadyCapture:
         key = (asked.key, asked.at)
         prepared = self._made.get(key)
         if prepared is None:
@@ -212,7 +212,7 @@ class Replay:
             )
         return prepared
 
-    def _send(self, flow: http.HTTPFlow, prepared: Prepared) -> None:
+    def _send(self, flow: http.HTTPFlow, prepared: ReadyCapture) -> None:
         """Answer from memory, or send the request on to the node that streams the body."""
         request = flow.request
         size = prepared.body.size if isinstance(prepared.body, Held) else len(prepared.body)
@@ -223,7 +223,7 @@ class Replay:
             flow.response.headers["Content-Range"] = unsatisfied_range(size)
             return
         if isinstance(prepared.body, Held) and request.method != "HEAD":
-            streamed = Streamed(
+            streamed = LargeBody(
                 request.pretty_url, prepared.body, prepared.status, prepared.fields, span
             )
             send_to_node(flow, streamed)
@@ -239,7 +239,7 @@ class Replay:
             flow.response.headers["Content-Range"] = span.content_range(size)
 
     @staticmethod
-    def _span(request: http.Request, prepared: Prepared, size: int) -> ByteRange | None:
+    def _span(request: http.Request, prepared: ReadyCapture, size: int) -> ByteRange | None:
         """The byte range to send: only of an archived 200, and only while If-Range holds."""
         wanted = request.headers.get("range")
         if wanted is None or prepared.status != 200:
@@ -262,7 +262,7 @@ class Replay:
             log.debug("not archived: %s", exc)
 
 
-def _prepare(url: str, reading: Reading) -> Prepared:
+def _prepare(url: str, reading: Reading) -> ReadyCapture:
     header = reading.header
     headers = [(k, v) for k, v in header.headers if k.lower() not in NOT_REPLAYED]
     if not all(valid_field(k, v) for k, v in headers):
@@ -280,7 +280,7 @@ def _prepare(url: str, reading: Reading) -> Prepared:
     media = (header.get("Content-Type") or "").split(";")[0].strip().lower()
     stream = reading.capture.kind is RecordKind.STREAM_SEGMENT or media in PLAYLIST_TYPES
     previous, following = (reading.found.neighbours.get(key) for key in ("prev", "next"))
-    return Prepared(
+    return ReadyCapture(
         header.status,
         encoded(headers),
         reading.body,

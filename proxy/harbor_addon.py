@@ -15,7 +15,7 @@ from .responses import encoded, made
 
 
 @dataclass
-class HarborDesk:
+class HarborAddon:
     """What the harbors may use of the proxy (harbors.HarborContext), and the addon that hands
     them their requests."""
 

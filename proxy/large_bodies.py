@@ -22,7 +22,7 @@ STREAMED = "dlweb-streamed"
 
 
 @dataclass
-class Streamed:
+class LargeBody:
     """What a streamed replay sends once the node answers: the archived status and headers,
     and the range asked for (None for the whole body, which is then checked)."""
 
@@ -46,7 +46,7 @@ class Streamed:
             return b""
 
 
-def send_to_node(flow: http.HTTPFlow, streamed: Streamed) -> None:
+def send_to_node(flow: http.HTTPFlow, streamed: LargeBody) -> None:
     """Turn the request into a GET of the held content from its node; the browser's own
     headers (cookies...) are not passed on."""
     node = urlsplit(streamed.held.address)
@@ -69,7 +69,7 @@ def node_answered(flow: http.HTTPFlow) -> None:
     `node_failed` to replace once read."""
     streamed = flow.metadata.get(STREAMED)
     response = flow.response
-    if not isinstance(streamed, Streamed) or response is None:
+    if not isinstance(streamed, LargeBody) or response is None:
         return
     expected = 200 if streamed.span is None else 206
     if response.status_code != expected:
@@ -93,5 +93,5 @@ def node_failed(flow: http.HTTPFlow) -> bool:
     """True when the node did not send what was asked (its answer was read, not streamed)."""
     streamed = flow.metadata.get(STREAMED)
     return (
-        isinstance(streamed, Streamed) and flow.response is not None and not (flow.response.stream)
+        isinstance(streamed, LargeBody) and flow.response is not None and not (flow.response.stream)
     )
