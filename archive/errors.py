@@ -4,6 +4,57 @@ Every error that reaches a user carries a message naming what was wrong and wher
 command line and the HTTP servers can print it instead of a traceback. An error a server may
 answer a request with derives from `ClientFault` (4xx) or `ServerFault` (5xx), whose `status`
 the servers answer with (archive/serving.py `status_of`); any other error is a 500.
+
+The tree, with the module of each error (tests/archive/test_error_tree.py keeps it complete):
+
+    DlwebError
+    +-- ClientFault (4xx): a request its sender must change
+    |   +-- BadName, HashMismatch, NotFound                archive/errors.py
+    |   |   +-- PageNotIndexed (of NotFound)               search/errors.py
+    |   +-- BadMessage                                     archive/inserts.py
+    |   +-- BadPack                                        archive/pack.py
+    |   +-- BadRecord                                      archive/structure.py
+    |   +-- BadTime                                        archive/timestamps.py
+    |   +-- BadUrl                                         archive/urlkey.py
+    |   +-- RangeNotSatisfiable                            archive/ranges.py
+    |   +-- DamagedCopy, UrlMismatch                       storage_node/structures.py
+    |   +-- Late                                           storage_node/http.py
+    |   +-- ScrubRunning                                   storage_node/scrub.py
+    |   +-- BadSpan                                        proxy/coherence.py
+    |   +-- BadChoice                                      harbors/calendar.py
+    |   +-- BadParameter, and TooLarge of it               harbors/request.py
+    |   +-- NotADocument                                   harbors/document.py
+    |   +-- BadCdxQuery, BadLinkQuery, BadQuery            search/errors.py
+    |   +-- BadOrder (a ValueError too), BadExpression     crawler/delimitation.py
+    +-- ServerFault (5xx): a request that failed on the serving side
+    |   +-- ConfigError, CorruptFile, InsufficientStorage  archive/errors.py
+    |   |   +-- BadLog (of CorruptFile)                    archive/streams/log.py
+    |   +-- ArchiveFault, and PendingRevisit of it         archive/reading.py
+    |   +-- DatabaseError, and DatabaseUnavailable of it   archive/pg.py
+    |   +-- NoUrlIndex                                     archive/urlkeys.py
+    |   +-- OverBudget                                     search/errors.py
+    +-- ClusterError, and NoIndexNode of it                archive/cluster/
+    +-- HipError, RemoteError                              archive/hip/
+    |   +-- BadFrame (of HipError)                         archive/hip/_frames.py
+    |   +-- HandshakeFailed, and AuthRefused of it         archive/hip/_handshake.py
+    +-- DiscoveryError                                     archive/discovery.py
+    +-- BadCoding                                          archive/content_coding.py
+    +-- DamagedMember                                      archive/warc/gunzip.py
+    +-- TooLong                                            archive/warc/bounded.py
+    +-- BadDescription                                     archive/warc/pending.py
+    +-- BadPackage                                         archive/warc/zip_layout.py
+    +-- AdminError                                         master/admin.py
+    +-- AppendFailed                                       master/index/appends.py
+    +-- MigrationError                                     master/migration.py
+    +-- NoIndex, NotIndexed                                search/errors.py
+    +-- StoreError, and DuplicateSite of it                crawler/scheduler/
+    +-- BadAssignment                                      crawler/stream/assignment.py
+    +-- BadMetadata                                        crawler/stream/icy.py
+    +-- BrowserError                                       crawler/browser/_cdp.py
+    +-- FetchError                                         crawler/fetch.py
+    +-- DemoError                                          deploy/demo.py
+    +-- LaunchError                                        deploy/launcher.py
+    +-- LanError, and LanUnavailable of it                 deploy/testbed.py
 """
 
 from os import PathLike
