@@ -21,6 +21,7 @@ import aiohttp
 
 from archive.hip import HipError, RemoteError
 from archive.network import NETWORK_ERRORS
+from archive.node_calls import DELETE, FETCH, DeleteOrder, FetchOrder, NodeFile
 
 from .db import FileRef, MasterDB, Needy, Problem, Replicas, TargetFn
 from .file_ids import FIRST_ID
@@ -137,22 +138,17 @@ class Copier:
         peer = self.members.links.get(dst)
         if peer is None:
             return 0, len(files)
-        params = {
-            "files": [
-                {"kind": ref.kind, "name": ref.name, "source": self.members.address(src)}
-                for ref, src in files
-            ]
-        }
+        order = FetchOrder(
+            tuple(NodeFile(ref.kind, ref.name, self.members.address(src)) for ref, src in files)
+        )
         try:
-            result = await peer.call("fetch", params, timeout=CALL_TIMEOUT)
+            result = await FETCH.call(peer, order, timeout=CALL_TIMEOUT)
         except (HipError, RemoteError) as exc:
             log.warning("node %s could not fetch %d files: %s", dst, len(files), exc)
             return 0, len(files)
-        fetched = set(result.get("fetched", []))
-        for failure in result.get("failed", [])[:5]:
-            log.warning(
-                "node %s could not fetch %s: %s", dst, failure.get("name"), failure.get("error")
-            )
+        fetched = set(result.fetched)
+        for name, error in result.failed[:5]:
+            log.warning("node %s could not fetch %s: %s", dst, name, error)
         done = [ref for ref, _ in files if ref.name in fetched]
         self.db.add_locations(dst, done, self.targets)
         return len(done), len(files) - len(done)
@@ -182,10 +178,9 @@ class Copier:
             return []
         deleted: set[str] = set()
         if peer is not None:
-            params = {"files": [{"kind": kind, "name": name} for kind, name in files]}
+            order = DeleteOrder(tuple(NodeFile(kind, name) for kind, name in files))
             try:
-                result = await peer.call("delete", params, timeout=CALL_TIMEOUT)
-                deleted = set(result.get("deleted", []))
+                deleted = set((await DELETE.call(peer, order, timeout=CALL_TIMEOUT)).deleted)
             except (HipError, RemoteError) as exc:
                 log.warning("node %s could not delete %d files: %s", node, len(files), exc)
         self.db.remove_locations(node, [(k, n) for k, n in files if n in deleted])
