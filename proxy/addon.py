@@ -15,7 +15,8 @@ import logging
 import traceback
 from pathlib import Path
 
-from mitmproxy import http
+from mitmproxy import ctx, http
+from mitmproxy.addonmanager import Loader
 
 import harbors
 from archive.config import DEFAULT_SEARCH_INDEX
@@ -40,28 +41,60 @@ FRAMES_LOGGED = 8  # the innermost frames of a failure's traceback that its log 
 
 
 class ArchiveAddon:
+    """The chain of concerns, as one mitmproxy addon. What the operator sets (live web allowed,
+    request log, search index, banner span) are mitmproxy options the addon declares (`load`), so
+    that they are set and shown as mitmproxy's own are; the concerns are made anew whenever one
+    changes (`configure`). The CA's folder is mitmproxy's `confdir`."""
+
     def __init__(
         self,
         reader: CaptureReader,
         settings: harbors.ClientSettings,
         access: Access,
-        ca_folder: Path,
         streams: StreamPlayback,
-        live_allowed: bool = False,
-        log_requests: bool = False,
-        search_index: Path = DEFAULT_SEARCH_INDEX,
-        coherence_span: int = DEFAULT_SPAN,
         *,
         gate: UpstreamGate,
     ) -> None:
-        self.live_allowed = live_allowed
+        self.reader = reader
+        self.settings = settings
+        self.streams = streams
         self.gate = gate
         self.guard = Guard(access)
-        self.banner = Banner(settings, coherence_span)
-        self.harbors = HarborAddon(settings, reader, live_allowed, ca_folder, search_index)
         self.dates = DatePicker(settings)
-        self.recorder = Recorder(reader.client, settings, live_allowed)
-        self.replay = Replay(reader, settings, streams, live_allowed, log_requests)
+
+    def load(self, loader: Loader) -> None:
+        loader.add_option(
+            "dlweb_live_allowed", bool, False, "let clients turn live or record mode on"
+        )
+        loader.add_option("dlweb_log_requests", bool, False, "log each request the replay answers")
+        loader.add_option(
+            "dlweb_search_index",
+            str,
+            str(DEFAULT_SEARCH_INDEX),
+            "the search index folder, with the URL-key index of the CDX API",
+        )
+        loader.add_option(
+            "dlweb_coherence_span",
+            int,
+            DEFAULT_SPAN,
+            "seconds around a page's date within which its resources count as coherent",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        options = ctx.options
+        self.live_allowed: bool = options.dlweb_live_allowed
+        self.banner = Banner(self.settings, options.dlweb_coherence_span)
+        self.harbors = HarborAddon(
+            self.settings,
+            self.reader,
+            self.live_allowed,
+            Path(options.confdir).expanduser(),
+            Path(options.dlweb_search_index),
+        )
+        self.recorder = Recorder(self.reader.client, self.settings, self.live_allowed)
+        self.replay = Replay(
+            self.reader, self.settings, self.streams, self.live_allowed, options.dlweb_log_requests
+        )
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         try:

@@ -127,20 +127,15 @@ async def serve(opts: ProxyOptions) -> None:
             [(opts.host, listener.port)],
         )
         master.addons.add(  # type: ignore[no-untyped-call]
-            ArchiveAddon(
-                CaptureReader(client),
-                settings,
-                Access(opts.allowed),
-                opts.data / CA_FOLDER,
-                streams,
-                opts.live_allowed,
-                opts.log_requests,
-                opts.search_index,
-                opts.coherence_span,
-                gate=gate,
-            ),
+            ArchiveAddon(CaptureReader(client), settings, Access(opts.allowed), streams, gate=gate),
             gate,
             _Ready(listener, master),
+        )
+        master.options.update(  # type: ignore[no-untyped-call]
+            dlweb_live_allowed=opts.live_allowed,
+            dlweb_log_requests=opts.log_requests,
+            dlweb_search_index=str(opts.search_index),
+            dlweb_coherence_span=opts.coherence_span,
         )
         try:
             await master.run()
