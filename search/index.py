@@ -15,6 +15,7 @@ from typing import Any
 
 import tantivy
 
+from archive.atomic import atomic_write
 from archive.timestamps import MAX_TIME, BadTime, format_iso, from_micros, parse_time, to_micros
 from archive.urlkey import structure_name
 
@@ -197,7 +198,8 @@ def new_writer(index: tantivy.Index) -> tantivy.IndexWriter:
 def mark_built(folder: Path, summary: dict[str, Any]) -> None:
     """Write what built the index beside its files, for `open_index` to check."""
     built = {"schema": SCHEMA_VERSION, "built": format_iso(_now_micros()), **summary}
-    (folder / BUILT_FILE).write_text(json.dumps(built, indent=1, sort_keys=True) + "\n")
+    text = json.dumps(built, indent=1, sort_keys=True) + "\n"
+    atomic_write(folder / BUILT_FILE, text.encode(), shared=True)
 
 
 def _now_micros() -> int:

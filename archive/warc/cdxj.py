@@ -9,7 +9,6 @@ records.
 
 import json
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import surt
 from warcio.exceptions import ArchiveLoadFailed
 
+from ..atomic import atomic_file
 from ..errors import DlwebError
 from ..header_block import MAX_HEADER_BLOCK
 from ..timestamps import BadTime, format_digits, parse_time
@@ -102,13 +102,6 @@ def _kind_fields(record: object) -> dict[str, str]:
 def write_cdxj(paths: list[Path], out: Path) -> int:
     """Index the files into `out`, sorted, written under a temporary name then renamed."""
     lines = sorted(line for path in paths for line in cdxj_lines(path))
-    temp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
-    try:
-        with open(temp, "w", encoding="utf-8") as fh:
-            fh.writelines(line + "\n" for line in lines)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, out)
-    finally:
-        temp.unlink(missing_ok=True)
+    with atomic_file(out, shared=True) as fh:
+        fh.writelines((line + "\n").encode("utf-8") for line in lines)
     return len(lines)

@@ -16,9 +16,7 @@ name and renamed when complete.
 import asyncio
 import functools
 import hashlib
-import os
 import time
-import uuid
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ..atomic import atomic_file
 from ..cluster import ClusterClient, Held
 from ..errors import DlwebError
 from ..header_block import declares_chunked, parse_header_block
 from ..reading import STREAMED_OVER
 from ..requestkey import original_url
-from ..store import fsync_dir
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import format_iso
 from ..urlkeys import NoUrlIndex, UrlKeys
@@ -132,27 +130,19 @@ async def export_warc(
     summary = ExportSummary()
     entries = await _select(client, selection, summary)
     entries.sort(key=lambda e: e.order)
-    temp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
-    try:
-        with open(temp, "wb") as fh:
-            info = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
-            warcinfo = make_record(
-                "warcinfo",
-                None,
-                time.time_ns() // 1000,
-                [info],
-                [("WARC-Filename", out.name), ("Content-Type", "application/warc-fields")],
-            )
-            fh.write(compress(warcinfo))
-            summary.records["warcinfo"] += 1
-            await _write_entries(client, fh, entries, summary, on_record)
-            fh.flush()
-            os.fsync(fh.fileno())
-            summary.bytes = fh.tell()
-        os.replace(temp, out)
-        fsync_dir(out.parent)
-    finally:
-        temp.unlink(missing_ok=True)
+    with atomic_file(out, shared=True) as fh:
+        info = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
+        warcinfo = make_record(
+            "warcinfo",
+            None,
+            time.time_ns() // 1000,
+            [info],
+            [("WARC-Filename", out.name), ("Content-Type", "application/warc-fields")],
+        )
+        fh.write(compress(warcinfo))
+        summary.records["warcinfo"] += 1
+        await _write_entries(client, fh, entries, summary, on_record)
+        summary.bytes = fh.tell()
     return summary
 
 
@@ -255,6 +245,51 @@ async def _write_entries(
     summary: ExportSummary,
     on_record: Callable[[int, int], None] | None,
 ) -> None:
+    plans = _plans(entries)
+    firsts: dict[str, _First] = {}
+    responses: dict[tuple[str, int], str] = {}
+    output = _Output(out, len(plans), on_record)
+    chunks = [plans[start : start + FETCH_CHUNK] for start in range(0, len(plans), FETCH_CHUNK)]
+
+    def fetch(chunk: list[_Plan]) -> asyncio.Task[dict[str, bytes]]:
+        return asyncio.ensure_future(
+            client.get_small_contents([name for plan in chunk for name in plan.names])
+        )
+
+    fetching = fetch(chunks[0]) if chunks else None
+    try:
+        for index, chunk in enumerate(chunks):
+            assert fetching is not None
+            contents = await fetching
+            # The next chunk's contents come while this one is written.
+            fetching = fetch(chunks[index + 1]) if index + 1 < len(chunks) else None
+            for plan in chunk:
+                header, found = await _fetched(client, plan, contents)
+                if isinstance(found, Held):
+                    # Written as it is read, after the records before it.
+                    await output.flush()
+                    layout = _layout(plan, header, found.size)
+                    when = plan.entry.capture.time
+                    record_id, payload_digest = await _write_streamed(
+                        client, out, output.compressing, layout, when, found
+                    )
+                    _remember(plan, layout.url, record_id, payload_digest, firsts, responses)
+                    summary.records[layout.rec_type] += 1
+                    output.wrote()
+                    continue
+                rec_type, record = _record_of(plan, header, found, firsts, responses)
+                summary.records[rec_type] += 1
+                await output.add(record)
+        await output.flush()
+    finally:
+        if fetching is not None:
+            fetching.cancel()
+        await output.close()
+
+
+def _plans(entries: list[_Entry]) -> list[_Plan]:
+    """What each capture becomes, in export order: the first capture of a content carries it,
+    the later ones are revisits of it."""
     seen: set[str] = set()
     plans = []
     for entry in entries:
@@ -265,70 +300,68 @@ async def _write_entries(
             and entry.capture.kind is not RecordKind.NOT_MODIFIED
         ):
             seen.add(content)
-    firsts: dict[str, _First] = {}
-    responses: dict[tuple[str, int], str] = {}
-    loop = asyncio.get_running_loop()
-    # Records are made in order here and compressed on COMPRESSORS threads (compressing lets go
-    # of the GIL) while the next contents are fetched; each is written once compressed, in order.
-    compressing = ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="dlweb-gzip")
-    compressed: deque[asyncio.Future[bytes]] = deque()
-    chunks = [plans[start : start + FETCH_CHUNK] for start in range(0, len(plans), FETCH_CHUNK)]
-    done = 0
+    return plans
 
-    def fetch(chunk: list[_Plan]) -> asyncio.Task[dict[str, bytes]]:
-        return asyncio.ensure_future(
-            client.get_small_contents([name for plan in chunk for name in plan.names])
+
+async def _fetched(
+    client: ClusterClient, plan: _Plan, contents: dict[str, bytes]
+) -> tuple[bytes, bytes | Held | None]:
+    """The header block of a capture and its content: the bytes, their holder when they are too
+    large to hold whole, or None for a revisit; from the contents fetched for its chunk, else
+    fetched alone."""
+    header = contents.get(plan.header)
+    if header is None:
+        header = await client.get_header_block(plan.header)
+    found: bytes | Held | None = None
+    if plan.content is not None:
+        found = contents.get(plan.content)
+        if found is None:
+            found = await client.content_or_holder(plan.content, plan.whole_up_to)
+    return header, found
+
+
+class _Output:
+    """The export file as records are added in order. Records are made in order here and
+    compressed on COMPRESSORS threads (compressing lets go of the GIL) while the next contents
+    are fetched; each is written once compressed, in order."""
+
+    def __init__(
+        self, out: BinaryIO, total: int, on_record: Callable[[int, int], None] | None
+    ) -> None:
+        self.out = out
+        self.compressing = ThreadPoolExecutor(
+            max_workers=COMPRESSORS, thread_name_prefix="dlweb-gzip"
         )
+        self._compressed: deque[asyncio.Future[bytes]] = deque()
+        self._loop = asyncio.get_running_loop()
+        self._total = total
+        self._on_record = on_record
+        self._done = 0
 
-    def wrote() -> None:
-        nonlocal done
-        done += 1
-        if on_record is not None:
-            on_record(done, len(plans))
+    async def add(self, record: Record) -> None:
+        """Have a record compressed on a thread, and write those before it until no more than
+        COMPRESSING_AHEAD are left being compressed."""
+        self._compressed.append(self._loop.run_in_executor(self.compressing, compress, record))
+        await self._write_compressed(COMPRESSING_AHEAD)
 
-    async def write_compressed(left: int) -> None:
-        while len(compressed) > left:
-            out.write(await compressed.popleft())
-            wrote()
+    async def flush(self) -> None:
+        """Write every record added, once compressed."""
+        await self._write_compressed(0)
 
-    fetching = fetch(chunks[0]) if chunks else None
-    try:
-        for index, chunk in enumerate(chunks):
-            assert fetching is not None
-            contents = await fetching
-            # The next chunk's contents come while this one is written.
-            fetching = fetch(chunks[index + 1]) if index + 1 < len(chunks) else None
-            for plan in chunk:
-                header = contents.get(plan.header)
-                if header is None:
-                    header = await client.get_header_block(plan.header)
-                found: bytes | Held | None = None
-                if plan.content is not None:
-                    found = contents.get(plan.content)
-                    if found is None:
-                        found = await client.content_or_holder(plan.content, plan.whole_up_to)
-                if isinstance(found, Held):
-                    # Written as it is read, after the records before it.
-                    await write_compressed(0)
-                    layout = _layout(plan, header, found.size)
-                    when = plan.entry.capture.time
-                    record_id, payload_digest = await _write_streamed(
-                        client, out, compressing, layout, when, found
-                    )
-                    _remember(plan, layout.url, record_id, payload_digest, firsts, responses)
-                    summary.records[layout.rec_type] += 1
-                    wrote()
-                    continue
-                rec_type, record = _record_of(plan, header, found, firsts, responses)
-                summary.records[rec_type] += 1
-                compressed.append(loop.run_in_executor(compressing, compress, record))
-                await write_compressed(COMPRESSING_AHEAD)
-        await write_compressed(0)
-    finally:
-        if fetching is not None:
-            fetching.cancel()
+    def wrote(self) -> None:
+        """Count a record written, for `on_record(done, total)`."""
+        self._done += 1
+        if self._on_record is not None:
+            self._on_record(self._done, self._total)
+
+    async def close(self) -> None:
         # What is being compressed is finished (the file is removed anyway), not the rest.
-        await asyncio.to_thread(compressing.shutdown, True, cancel_futures=True)
+        await asyncio.to_thread(self.compressing.shutdown, True, cancel_futures=True)
+
+    async def _write_compressed(self, left: int) -> None:
+        while len(self._compressed) > left:
+            self.out.write(await self._compressed.popleft())
+            self.wrote()
 
 
 def _record_of(

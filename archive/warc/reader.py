@@ -2,12 +2,13 @@
 
 FastWARC parses the record headers of a sound WARC file, in about a third of warcio's time; from
 the first record it cannot vouch for (and in an ARC file) warcio does, since it tells what is
-wrong with a record. This module reads each record's block itself,
-so that the HTTP header block is kept byte for byte, chunked encoding is removed and nothing else
-(a gzip body stays gzip), a record's bytes are checked against its block digest (else its payload
-digest) and every body is hashed with SHA-256 while it streams to a spool. A damaged record
-becomes a Problem naming the file, the byte offset of the record and the reason; reading goes on
-at the next gzip member or the next `WARC/1.` line, so the good records after it are read too.
+wrong with a record. This module reads each record's block itself, through the readers of
+warc/block_readers.py, so that the HTTP header block is kept byte for byte, chunked encoding is
+removed and nothing else (a gzip body stays gzip), a record's bytes are checked against its block
+digest (else its payload digest) and every body is hashed with SHA-256 while it streams to a
+spool. A damaged record becomes a Problem naming the file, the byte offset of the record and the
+reason; reading goes on at the next gzip member or the next `WARC/1.` line, so the good records
+after it are read too.
 
 Files are hostile: reading stays linear in the size of the file whatever its bytes. Both readers
 read gzip members inflated by warc/gunzip.py, which lets a member inflate only as far as its
@@ -34,8 +35,17 @@ from ..errors import DlwebError
 from ..header_block import MAX_HEADER_BLOCK, declares_chunked, status_of
 from ..timestamps import BadTime, check_capture_time, parse_time
 from ..urlkey import canonical_url
+from .block_readers import (
+    EMPTY,
+    CountingReader,
+    DechunkingReader,
+    DigestingReader,
+    PrefixedReader,
+    Readable,
+    digesting,
+    drain,
+)
 from .bounded import BoundedIterator, ManyBlankLines, TooLong
-from .dechunk import Dechunker
 from .digests import Digest, parse_digest
 from .gunzip import GZIP_MAGIC, MEMBER_PROBE, DamagedMember, GzipMembers, starts_member
 from .spool import Spool
@@ -509,6 +519,22 @@ def _uri_as_warcio_reads_it(record: _Raw, uri: str) -> tuple[str, _Raw]:
     return uri, dataclasses.replace(record, fields=fields)
 
 
+@dataclass(slots=True)
+class _Declared:
+    """What a record's WARC fields declare, once checked, for reading its block (not frozen: a
+    frozen dataclass is several times slower to make, and one is made for every record)."""
+
+    path: Path
+    offset: int
+    type: str
+    uri: str
+    key: str
+    time: int
+    length: int
+    block_digest: Digest | None
+    payload_digest: Digest | None
+
+
 def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
     rec_type = record.type.lower()
     fields = _first_values(record.fields)
@@ -555,161 +581,144 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
         payload_digest = parse_digest(fields.get("warc-payload-digest"))
     except ValueError as exc:
         return Problem(path, offset, str(exc))
+    declared = _Declared(
+        path, offset, rec_type, uri, key, time, length, block_digest, payload_digest
+    )
     spool = Spool(spool_dir)
     try:
-        item = _read_block(
-            record, path, offset, rec_type, uri, time, length, spool, block_digest, payload_digest
-        )
+        item = _read_block(record, declared, spool)
     except BaseException:
         spool.discard()
         raise
-    if isinstance(item, SourceRecord):
-        item.key = key
+    if not isinstance(item, SourceRecord):
+        spool.discard()
     return item
 
 
-def _read_block(
-    record: _Raw,
-    path: Path,
-    offset: int,
-    rec_type: str,
-    uri: str,
-    time: int,
-    length: int,
-    spool: Spool,
-    block_digest: Digest | None,
-    payload_digest: Digest | None,
-) -> Item:
-    stream = record.stream
+def _read_block(record: _Raw, declared: _Declared, spool: Spool) -> Item:
+    """The record with its block read into `spool` through readers that count it, hash it for
+    its digests and remove its chunked encoding; a Problem when it does not hold what its fields
+    declare."""
+    counted = CountingReader(record.stream)
     # wget writes the digest of an empty block on its revisits, which hold headers: as warcio
     # does, a revisit's block is not checked (its payload is the original's anyway).
-    if rec_type == "revisit":
-        block_digest = None
-    block_hash = block_digest.hasher() if block_digest else None
-    read = 0
-
-    def next_piece() -> bytes:
-        nonlocal read
-        data: bytes = stream.read(READ_SIZE)
-        read += len(data)
-        if block_hash is not None:
-            block_hash.update(data)
-        return data
-
-    head: bytes | None = None
-    data = next_piece()
-    status = 0
-    if rec_type in HTTP_TYPES and data:
-        head, data = _split_head(data, next_piece)
-        if head is None:
-            spool.discard()
-            _drain(next_piece)
-            return Problem(
-                path,
-                offset,
-                f"malformed HTTP header block: no blank line ends it in its first"
-                f" {MAX_HTTP_HEADER // 1024} KiB",
-            )
-        if rec_type != "request":
-            try:
-                status = status_of(head, "HTTP header block")
-            except DlwebError as exc:
-                spool.discard()
-                _drain(next_piece)
-                return Problem(path, offset, f"malformed {exc}")
-    if rec_type == "response" and head is None:
-        spool.discard()
-        return Problem(path, offset, "malformed response record: it holds no HTTP header block")
-    # What a payload digest covers: the block after the HTTP headers, as written in the file. A
-    # block digest checked covers those bytes already, so the payload digest is then taken as the
-    # writer gave it (revisits find their original by it), not computed a second time.
-    raw_hash = (
-        payload_digest.hasher()
-        if payload_digest and block_hash is None and rec_type != "revisit"
-        else None
-    )
-    dechunker = (
-        Dechunker()
-        if rec_type == "response" and head is not None and declares_chunked(head)
-        else None
-    )
-    decoded_hash = (
-        payload_digest.hasher() if payload_digest and raw_hash is not None and dechunker else None
-    )
-    if rec_type in SIDE_TYPES:
+    block_digest = None if declared.type == "revisit" else declared.block_digest
+    block, block_check = digesting(counted, block_digest)
+    split = _read_head(declared, block)
+    if isinstance(split, Problem):
+        return split
+    head, status, rest = split
+    payload, dechunked, payload_checks = _payload_readers(declared, head, rest, block_check)
+    if declared.type in SIDE_TYPES:
         spool.write(kept_fields(record.fields))
         if head is not None:
             spool.write(head)
-    while data:
-        if raw_hash is not None:
-            raw_hash.update(data)
-        body = dechunker.feed(data) if dechunker is not None else data
-        if decoded_hash is not None:
-            decoded_hash.update(body)
-        spool.write(body)
-        data = next_piece()
-    truncated = False
-    if dechunker is not None:
-        rest = dechunker.finish()
-        spool.write(rest)
-        if decoded_hash is not None:
-            decoded_hash.update(rest)
-        truncated = dechunker.broken
+    while data := payload.read(READ_SIZE):
+        spool.write(data)
+    read, length = counted.count, declared.length
     if read < length:
-        spool.discard()
         raise _BadRecord(f"truncated record: the file ends after {read} of its {length} bytes")
-    if block_hash is not None and block_digest and block_hash.digest() != block_digest.value:
-        spool.discard()
+    path, offset = declared.path, declared.offset
+    if block_check is not None and not block_check.matches():
         return Problem(path, offset, f"WARC-Block-Digest {block_digest} does not match the block")
-    if payload_digest and raw_hash is not None:
-        matches = raw_hash.digest() == payload_digest.value or (
-            decoded_hash is not None and decoded_hash.digest() == payload_digest.value
+    if payload_checks and not any(check.matches() for check in payload_checks):
+        return Problem(
+            path,
+            offset,
+            f"WARC-Payload-Digest {declared.payload_digest} does not match the payload",
         )
-        if not matches:
-            spool.discard()
-            return Problem(
-                path, offset, f"WARC-Payload-Digest {payload_digest} does not match the payload"
-            )
     return SourceRecord(
         path,
         offset,
-        rec_type,
-        uri,
-        time,
+        declared.type,
+        declared.uri,
+        declared.time,
         record.fields,
         head,
         status,
         spool,
         read,
-        payload_digest,
-        truncated,
+        declared.payload_digest,
+        dechunked is not None and dechunked.broken,
+        key=declared.key,
     )
 
 
-def _split_head(data: bytes, more: Any) -> tuple[bytes | None, bytes]:
+def _payload_readers(
+    declared: _Declared, head: bytes | None, rest: Readable, block_check: DigestingReader | None
+) -> tuple[Readable, DechunkingReader | None, tuple[DigestingReader, ...]]:
+    """The reader of a payload as it is stored: dechunked when its HTTP headers say it was sent
+    chunked (the DechunkingReader, else None), and the readers that hash it for its payload
+    digest, as written in the file and as stored: the digest may match either."""
+    # What a payload digest covers: the block after the HTTP headers, as written in the file. A
+    # block digest checked covers those bytes already, so the payload digest is then taken as the
+    # writer gave it (revisits find their original by it), not computed a second time.
+    computed = (
+        None if block_check is not None or declared.type == "revisit" else declared.payload_digest
+    )
+    raw, raw_check = digesting(rest, computed)
+    if declared.type != "response" or head is None or not declares_chunked(head):
+        return raw, None, () if raw_check is None else (raw_check,)
+    dechunked = DechunkingReader(raw)
+    decoded, decoded_check = digesting(dechunked, computed)
+    checks = () if raw_check is None or decoded_check is None else (raw_check, decoded_check)
+    return decoded, dechunked, checks
+
+
+def _read_head(
+    declared: _Declared, block: Readable
+) -> tuple[bytes | None, int, Readable] | Problem:
+    """The HTTP header block that starts the block of an HTTP record, its status (0 for a
+    request) and a reader of the rest of the block; a Problem, the block read to its end, when
+    the header block is malformed or a response has none."""
+    rec_type, path, offset = declared.type, declared.path, declared.offset
+    if rec_type not in HTTP_TYPES:
+        return None, 0, block
+    data = block.read(READ_SIZE)
+    if not data:
+        if rec_type == "response":
+            return Problem(path, offset, "malformed response record: it holds no HTTP header block")
+        return None, 0, EMPTY
+    head, rest = _split_head(data, block)
+    if head is None:
+        drain(block, READ_SIZE)
+        return Problem(
+            path,
+            offset,
+            f"malformed HTTP header block: no blank line ends it in its first"
+            f" {MAX_HTTP_HEADER // 1024} KiB",
+        )
+    status = 0
+    if rec_type != "request":
+        try:
+            status = status_of(head, "HTTP header block")
+        except DlwebError as exc:
+            drain(block, READ_SIZE)
+            return Problem(path, offset, f"malformed {exc}")
+    # When nothing follows the header block in the piece it ended in, the block is taken to
+    # end there: nothing more is read.
+    return head, status, PrefixedReader(rest, block) if rest else EMPTY
+
+
+def _split_head(data: bytes, block: Readable) -> tuple[bytes | None, bytes]:
     """The HTTP header block at the start of a block (through its blank line, see _HEAD_END),
     and the rest; None when it takes more than MAX_HTTP_HEADER bytes. Each piece is searched
     once: from the last line break of the pieces before it, where an end may begin."""
-    block = bytearray(data)
+    buffer = bytearray(data)
     searched = 0
     while True:
-        end = _HEAD_END.search(block, searched)
+        end = _HEAD_END.search(buffer, searched)
         if end is not None:
             if end.end() > MAX_HTTP_HEADER:
                 return None, b""
-            return bytes(block[: end.end()]), bytes(block[end.end() :])
-        if len(block) > MAX_HTTP_HEADER:
+            return bytes(buffer[: end.end()]), bytes(buffer[end.end() :])
+        if len(buffer) > MAX_HTTP_HEADER:
             return None, b""
-        searched = max(block.rfind(b"\n"), 0)
-        piece = more()
+        searched = max(buffer.rfind(b"\n"), 0)
+        piece = block.read(READ_SIZE)
         if not piece:
             # A block of headers only (a revisit, a bodiless response or request), or of a
             # status line only, may end without the blank line: as for warcio, the block ends
             # the headers.
-            return bytes(block), b""
-        block += piece
-
-
-def _drain(more: Any) -> None:
-    while more():
-        pass
+            return bytes(buffer), b""
+        buffer += piece

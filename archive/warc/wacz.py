@@ -17,7 +17,6 @@ import codecs
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -28,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from ..atomic import atomic_file
 from ..errors import DlwebError
 from ..header_block import charset_of
 from .digests import parse_digest
@@ -85,7 +85,6 @@ async def export_wacz(
 
 def _package(work: Path, out: Path) -> int:
     """Index the WARC in `work`, list its pages and zip it all into `out`; the page count."""
-    from ..store import fsync_dir
     from .cdxj import cdxj_lines
     from .exporter import SOFTWARE
 
@@ -95,9 +94,8 @@ def _package(work: Path, out: Path) -> int:
         lines = sorted(cdxj_lines(warc, pages.visit))
     with open(work / "index.cdxj", "w", encoding="utf-8") as fh:
         fh.writelines(line + "\n" for line in lines)
-    temp = work / "package.wacz"
     resources = []
-    with zipfile.ZipFile(temp, "w") as package:
+    with atomic_file(out, shared=True) as written, zipfile.ZipFile(written, "w") as package:
         for path, source, compression in (
             (f"archive/{WARC_NAME}", warc, zipfile.ZIP_STORED),
             (INDEX_PATH, work / "index.cdxj", zipfile.ZIP_DEFLATED),
@@ -118,10 +116,6 @@ def _package(work: Path, out: Path) -> int:
         package.writestr(_member(DATAPACKAGE, zipfile.ZIP_DEFLATED), data)
         seal = {"path": DATAPACKAGE, "hash": f"sha256:{hashlib.sha256(data).hexdigest()}"}
         package.writestr(_member(DIGEST, zipfile.ZIP_DEFLATED), json.dumps(seal, indent=2))
-    with open(temp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(temp, out)
-    fsync_dir(out.parent)
     return pages.count
 
 
