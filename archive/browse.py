@@ -25,13 +25,13 @@ def _time(text: str) -> int:
 
 async def _get(args: argparse.Namespace) -> int:
     from .cluster import ClusterClient  # here: every other command would load aiohttp for it
-    from .reading import Asked, CaptureReader
+    from .reading import CaptureQuery, CaptureReader
 
     at = args.at if args.at is not None else time.time_ns() // 1000
     async with ClusterClient(load_config(args.config)) as client:
         reader = CaptureReader(client)
         if args.mode == "closest":
-            reading = await reader.read(Asked(args.url, at))
+            reading = await reader.read(CaptureQuery(args.url, at))
         else:
             reading = await reader.read_at(args.url, at, args.mode)
         print(

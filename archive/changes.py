@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .hashing import is_valid_name
-from .inserts import BadMessage
+from .insert_calls import BadMessage
 
 __all__ = ["CHANGES_METHOD", "CHANGED_NOTE", "MAX_CHANGES", "Change", "ChangesAsked", "Changes"]
 

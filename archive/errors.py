@@ -11,7 +11,7 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     +-- ClientFault (4xx): a request its sender must change
     |   +-- BadName, HashMismatch, NotFound                archive/errors.py
     |   |   +-- PageNotIndexed (of NotFound)               search/errors.py
-    |   +-- BadMessage                                     archive/inserts.py
+    |   +-- BadMessage                                     archive/insert_calls.py
     |   +-- BadPack                                        archive/pack.py
     |   +-- BadRecord                                      archive/structure.py
     |   +-- BadTime                                        archive/timestamps.py
@@ -31,7 +31,7 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     |   |   +-- BadLog (of CorruptFile)                    archive/streams/log.py
     |   +-- ArchiveFault, and PendingRevisit of it         archive/reading.py
     |   +-- DatabaseError, and DatabaseUnavailable of it   archive/pg.py
-    |   +-- NoUrlIndex                                     archive/urlkeys.py
+    |   +-- NoUrlIndex                                     archive/url_index.py
     |   +-- OverBudget                                     search/errors.py
     +-- ClusterError, and NoIndexNode of it                archive/cluster/
     +-- HipError, RemoteError                              archive/hip/
@@ -43,7 +43,7 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     +-- TooLong                                            archive/warc/bounded.py
     +-- BadDescription                                     archive/warc/pending.py
     +-- BadPackage                                         archive/warc/zip_layout.py
-    +-- AdminError                                         master/admin.py
+    +-- AdminError                                         master/admin_cli.py
     +-- AppendFailed                                       master/index/appends.py
     +-- MigrationError                                     master/migration.py
     +-- NoIndex, NotIndexed                                search/errors.py

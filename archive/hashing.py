@@ -42,7 +42,7 @@ async def sha256_of_async_chunks(chunks: AsyncIterable[bytes]) -> str:
     return h.hexdigest()
 
 
-class HeldBackCheck:
+class VerifyingRelay:
     """Checks a content's bytes against its name as they pass, one piece behind: each piece is
     given on when the next arrives, and the last only once the whole hashes to the name, so a
     reader of a damaged copy never receives all of it."""

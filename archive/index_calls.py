@@ -20,7 +20,7 @@ from typing import Any, Self
 from .changes import CHANGED_NOTE, CHANGES_METHOD, Changes, ChangesAsked
 from .hashing import is_valid_name
 from .hip import Method, Nothing, RemoteError, as_object, bad_params, field, name_list
-from .inserts import BadMessage
+from .insert_calls import BadMessage
 
 __all__ = [
     "CLUSTER_NODES",

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from urllib.parse import urljoin
 
 from .cache import Lru
-from .cluster import ClusterClient, Found, Held
+from .cluster import ClusterClient, FoundCapture, LargeContent
 from .errors import DlwebError, NotFound, ServerFault
 from .fuzzy import FuzzyMatch, FuzzyRules
 from .header_block import HeaderBlock, parse_header_block
@@ -52,7 +52,7 @@ class PendingRevisit(ArchiveFault):
 
 
 @dataclass(frozen=True)
-class Asked:
+class CaptureQuery:
     """What a reader asks for: a URL at a date, and for other methods than GET its body."""
 
     url: str
@@ -80,10 +80,10 @@ class Reading:
     status and headers, and its body (whole, or held to be streamed)."""
 
     key: str
-    found: Found
+    found: FoundCapture
     header: HeaderBlock
     block: bytes  # the header block as stored, which `header` parses
-    body: bytes | Held
+    body: bytes | LargeContent
     fuzzy: FuzzyMatch | None = None
 
     @property
@@ -92,7 +92,7 @@ class Reading:
 
     @property
     def size(self) -> int:
-        return self.body.size if isinstance(self.body, Held) else len(self.body)
+        return self.body.size if isinstance(self.body, LargeContent) else len(self.body)
 
 
 class CaptureReader:
@@ -108,7 +108,7 @@ class CaptureReader:
         self.rules = rules
         self._urls: Lru[str, str] = Lru(KNOWN_URLS)
 
-    async def read(self, asked: Asked) -> Reading:
+    async def read(self, asked: CaptureQuery) -> Reading:
         """The capture a request gets; NotFound when none, ArchiveFault when its files cannot
         be read."""
         key, found, head, fuzzy = await self.find(asked)
@@ -120,7 +120,7 @@ class CaptureReader:
         return await self._reading(url, found, await self._head(found), None)
 
     async def _reading(
-        self, key: str, found: Found, head: "_Head", fuzzy: FuzzyMatch | None
+        self, key: str, found: FoundCapture, head: "_Head", fuzzy: FuzzyMatch | None
     ) -> Reading:
         try:
             body = await self.client.content_or_holder(found.capture.content, STREAMED_OVER)
@@ -146,7 +146,9 @@ class CaptureReader:
         except DlwebError as exc:
             raise ArchiveFault(str(exc)) from None
 
-    async def find(self, asked: Asked) -> tuple[str, Found, "_Head", FuzzyMatch | None]:
+    async def find(
+        self, asked: CaptureQuery
+    ) -> tuple[str, FoundCapture, "_Head", FuzzyMatch | None]:
         """The key a request's capture is under, the capture, its header block, and the fuzzy
         match that chose it (None for an exact one)."""
         key, fuzzy = asked.key, None
@@ -164,7 +166,7 @@ class CaptureReader:
             found, head = await self._not_to_itself(key, asked, found)
         return key, found, head, fuzzy
 
-    async def _head(self, found: Found) -> "_Head":
+    async def _head(self, found: FoundCapture) -> "_Head":
         name = found.capture.header
         try:
             block = await self.client.get_header_block(name)
@@ -172,13 +174,13 @@ class CaptureReader:
         except DlwebError as exc:
             raise ArchiveFault(str(exc)) from None
 
-    async def _fuzzy(self, key: str, at: int) -> tuple[FuzzyMatch, Found] | None:
+    async def _fuzzy(self, key: str, at: int) -> tuple[FuzzyMatch, FoundCapture] | None:
         """The capture of the URL of `key`'s path that the rules match, nearest to `at`."""
         names = await self.client.variants(key, at)
         if not names:
             return None
         gate = asyncio.Semaphore(CANDIDATES_AT_ONCE)
-        looked_up: dict[str, Found] = {}  # the captures read to learn their URLs
+        looked_up: dict[str, FoundCapture] = {}  # the captures read to learn their URLs
 
         async def url_of(name: str) -> str | None:
             if (known := self._urls.get(name)) is not None:
@@ -201,19 +203,21 @@ class CaptureReader:
             found = await self.client.closest_in(structure_name(match.url), match.url, at)
         return match, found
 
-    async def _not_to_itself(self, key: str, asked: Asked, found: Found) -> tuple[Found, "_Head"]:
+    async def _not_to_itself(
+        self, key: str, asked: CaptureQuery, found: FoundCapture
+    ) -> tuple[FoundCapture, "_Head"]:
         """The capture nearest to the date that does not redirect to the request's URL."""
         others = [c for c in await self.client.captures(key) if c != found.capture]
         others.sort(key=lambda capture: abs(capture.time - asked.at))
         for capture in others:
-            other = Found(capture, found.node, {}, found.url)
+            other = FoundCapture(capture, found.node, {}, found.url)
             head = await self._head(other)
             if not _redirects_to(head.header, found.url or key, asked.url):
                 return other, head
         raise NotFound(f"every capture of {asked.url} redirects to itself")
 
 
-def _replayable(found: Found, url: str) -> Found:
+def _replayable(found: FoundCapture, url: str) -> FoundCapture:
     """The capture found, unless it is a pending revisit (PendingRevisit)."""
     capture = found.capture
     if capture.kind is RecordKind.PENDING:

@@ -75,7 +75,7 @@ from bench_tools import (  # noqa: E402
     run_benchmark,
 )
 
-from archive.cluster import ClusterClient, Held, NewCapture  # noqa: E402
+from archive.cluster import ClusterClient, LargeContent, NewCapture  # noqa: E402
 from archive.config import load_config  # noqa: E402
 from archive.reading import STREAMED_OVER  # noqa: E402
 from archive.timestamps import parse_time  # noqa: E402
@@ -523,7 +523,7 @@ def via_proxy(proxy: str, url: str) -> Source:
     return Source((where.hostname or "127.0.0.1", where.port or 80), url, urlsplit(url).netloc)
 
 
-def from_node(held: Held) -> Source:
+def from_node(held: LargeContent) -> Source:
     where = urlsplit(held.address)
     address = (where.hostname or "127.0.0.1", where.port or 80)
     return Source(address, f"/content/{held.name}", where.netloc)
@@ -662,7 +662,7 @@ def write_film(path: Path, rng: random.Random) -> str:
     return digest.hexdigest()
 
 
-async def insert_media(config: Path, film: Path, film_name: str, still: bytes) -> Held:
+async def insert_media(config: Path, film: Path, film_name: str, still: bytes) -> LargeContent:
     """Insert both captures, the large content uploaded from its file by the client; the node
     that holds it, as the proxy finds it."""
     still_name = hashlib.sha256(still).hexdigest()
@@ -680,7 +680,7 @@ async def insert_media(config: Path, film: Path, film_name: str, still: bytes) -
     async with ClusterClient(load_config(config)) as client:
         await client.insert(captures, bodies.__getitem__)
         held = await client.content_or_holder(film_name, STREAMED_OVER)
-    if not isinstance(held, Held):
+    if not isinstance(held, LargeContent):
         raise BenchError(f"the {FILM_SIZE:,} bytes of {FILM_URL} were read whole, not held")
     return held
 

@@ -8,7 +8,7 @@ paragraphs and links drawn from it, and queries drawn from it too. In one run:
    paragraphs with links in them, a footer; about 4.5 KB each) with their header blocks. dlweb
    end to end is what `dlweb search rebuild` and the indexer do with fetched pages
    (search/updating.py): chunks of 128 parsed header blocks and payloads extracted on worker
-   processes, one a core (`search.extracting.Extractors`: lxml, language, simhash), then on a
+   processes, one a core (`search.extract_workers.Extractors`: lxml, language, simhash), then on a
    thread, while the next chunk is extracted, each `Page` made and its tantivy document (SURT
    keys of the URL and the outlinks, simhash bands) added to the writer (tantivy indexes on a
    thread of its own), then commit. Extraction alone is timed on one thread, and SQLite FTS5's
@@ -66,7 +66,7 @@ from archive.header_block import parse_header_block  # noqa: E402
 from archive.structure import Capture as StructureCapture  # noqa: E402
 from archive.urlkey import structure_name  # noqa: E402
 from search.extract import Extracted, extract, extract_many  # noqa: E402
-from search.extracting import Extractors, default_workers  # noqa: E402
+from search.extract_workers import Extractors, default_workers  # noqa: E402
 from search.index import Page, create, mark_built, new_writer, open_index, search  # noqa: E402
 from search.keys import link_key  # noqa: E402
 from search.language import guess_language  # noqa: E402
@@ -74,7 +74,7 @@ from search.shards import search_shards  # noqa: E402
 from search.simhash import simhash  # noqa: E402
 from search.updating import CHUNK, Fetched, index_fetched  # noqa: E402
 from search.updating import page_of as document_page  # noqa: E402
-from search.walk import Version  # noqa: E402
+from search.versions import Version  # noqa: E402
 
 VOCABULARY = 50_000
 STOP_WORDS = 20  # the commonest ranks, left out of queries and titles

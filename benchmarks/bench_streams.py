@@ -366,7 +366,7 @@ PROFILE_PARTS = (
             "archive/cluster/",
             "archive/hip/",
             "archive/pack.py",
-            "archive/inserts.py",
+            "archive/insert_calls.py",
             "archive/jsonwire.py",
             "aiohttp/",
             "yarl/",

@@ -9,7 +9,7 @@ from typing import Any
 
 import xxhash
 
-from .language import guess_language, words_of
+from .language_guess import guess_language, words_of
 
 __all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from archive.cluster import ClusterClient, InsertSummary, NewCapture
-from archive.inserting import InsertQueue
+from archive.insert_queue import InsertQueue
 
 from .fetch import Body
 

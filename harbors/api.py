@@ -18,7 +18,7 @@
   of the search index folder (`dlweb search rebuild`);
 - `GET /backlinks?url=URL`: the archived pages that link to a URL, each with its latest linking
   version's date and title and its anchor texts; `GET /similar?url=URL[&limit=N]`: the pages
-  nearest the URL's latest indexed version by simhash (search/links.py). Both read the search
+  nearest the URL's latest indexed version by simhash (search/backlinks.py). Both read the search
   index: 503 where none was built, and /similar 404 for a URL it does not hold;
 - `GET /search?q=QUERY[&offset=N&limit=N&from=DATE&to=DATE]`: the hits of a full-text query
   (search/index.py), `{query, total, offset, hits, facets}`, the facets (domain, year,
@@ -27,7 +27,7 @@
   limit that cannot be read: 400.
 
 `GET /coherence?url=PAGE[&at=&span=]`, the dates of the resources a page loaded for the date
-banner, is answered by the proxy itself (proxy/banner.py) before the harbors see the request.
+banner, is answered by the proxy itself (proxy/banner_addon.py) before the harbors see the request.
 """
 
 import asyncio
@@ -36,7 +36,7 @@ from typing import Any
 
 from archive import jsonwire
 from archive.errors import DlwebError
-from archive.reading import Asked
+from archive.reading import CaptureQuery
 from archive.serving import status_of
 from archive.timestamps import MAX_TIME, BadTime, format_iso, parse_time
 
@@ -109,7 +109,7 @@ async def _document(context: HarborContext, request: HarborRequest) -> Answer:
         else:
             chosen = context.settings.get(request.client).at
             at = chosen if chosen is not None else MAX_TIME
-        reading = await context.reader.read(Asked(url, at))
+        reading = await context.reader.read(CaptureQuery(url, at))
         if request.path == "/capture":
             return _json(200, {"url": url, **document.metadata(reading.found, reading.header)})
         body = await document.body(context.reader, reading)
@@ -134,10 +134,10 @@ async def _cdx(context: HarborContext, request: HarborRequest) -> Answer:
 
 async def _links(context: HarborContext, request: HarborRequest) -> Answer:
     """Backlinks or similar pages, from the search index (read on a thread: it blocks)."""
+    from search.backlinks import backlinks, similar
     from search.errors import NoIndex
     from search.index import open_index
     from search.keys import asked_key
-    from search.links import backlinks, similar
 
     try:
         url = request.url("url")

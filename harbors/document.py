@@ -6,7 +6,7 @@ from typing import Any
 import lxml.html
 from lxml.etree import ParserError
 
-from archive.cluster import Found
+from archive.cluster import FoundCapture
 from archive.content_coding import BadCoding, TooLarge, inflate
 from archive.errors import ClientFault
 from archive.header_block import HeaderBlock
@@ -25,7 +25,7 @@ class NotADocument(ClientFault):
     status = 422
 
 
-def metadata(found: Found, header: HeaderBlock) -> dict[str, Any]:
+def metadata(found: FoundCapture, header: HeaderBlock) -> dict[str, Any]:
     capture = found.capture
     return {
         **capture.to_json(),

@@ -32,9 +32,9 @@ from .request import HarborRequest
 if TYPE_CHECKING:
     import tantivy
 
+    from search.backlinks import Backlink, Neighbours
     from search.history import History
-    from search.index import Answer as Found
-    from search.links import Backlink, Neighbours
+    from search.index import Answer as SearchAnswer
 
 T = TypeVar("T")
 
@@ -115,7 +115,9 @@ async def _results(context: HarborContext, request: HarborRequest) -> Answer:
     return _page(request, query, _hits_html(request, query, found, limit, opens))
 
 
-def _hits_html(request: HarborRequest, query: str, found: "Found", limit: int, opens: Opens) -> str:
+def _hits_html(
+    request: HarborRequest, query: str, found: "SearchAnswer", limit: int, opens: Opens
+) -> str:
     """The facets, the hits and the links to the pages before and after."""
     if not found.hits:
         said = "No page matches" if not found.total else "No more pages match"
@@ -153,7 +155,7 @@ def _hits_html(request: HarborRequest, query: str, found: "Found", limit: int, o
     return "\n".join(parts)
 
 
-def _facets_html(request: HarborRequest, query: str, found: "Found") -> str:
+def _facets_html(request: HarborRequest, query: str, found: "SearchAnswer") -> str:
     """Each facet's values with their counts, each a link to the query narrowed to it."""
     parts = ['<div class="facets">']
     for facet, name in FACET_NAMES.items():
@@ -216,13 +218,13 @@ async def _history(context: HarborContext, request: HarborRequest) -> Answer:
 
 
 async def _backlinks(context: HarborContext, request: HarborRequest) -> Answer:
-    from search.links import backlinks
+    from search.backlinks import backlinks
 
     return await _about_url(context, request, backlinks, "Pages linking to", _backlinks_html)
 
 
 async def _similar(context: HarborContext, request: HarborRequest) -> Answer:
-    from search.links import similar
+    from search.backlinks import similar
 
     return await _about_url(context, request, similar, "Pages similar to", _similar_html)
 

@@ -24,7 +24,7 @@ from archive.errors import clipped
 from archive.reading import CaptureReader
 
 from .access import Access
-from .banner import Banner
+from .banner_addon import Banner
 from .coherence import DEFAULT_SPAN
 from .dates import DatePicker
 from .guard import Guard, client_of, refused

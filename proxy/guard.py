@@ -14,7 +14,7 @@ from mitmproxy import http
 from mitmproxy.net.http.url import default_port, parse_authority
 
 from archive.errors import clipped
-from archive.inserts import MAX_URL
+from archive.insert_calls import MAX_URL
 
 from .access import Access
 

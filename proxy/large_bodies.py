@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
-from archive.cluster import Held
+from archive.cluster import LargeContent
 from archive.errors import HashMismatch
-from archive.hashing import HeldBackCheck
+from archive.hashing import VerifyingRelay
 from archive.ranges import ByteRange
 
 STREAMED = "dlweb-streamed"
@@ -27,11 +27,11 @@ class LargeBody:
     and the range asked for (None for the whole body, which is then checked)."""
 
     url: str  # the URL the browser asked for
-    held: Held
+    held: LargeContent
     status: int
     fields: list[tuple[bytes, bytes]]
     span: ByteRange | None
-    check: HeldBackCheck | None = None  # made once the node answers a whole read
+    check: VerifyingRelay | None = None  # made once the node answers a whole read
     bad: bool = False
 
     def __call__(self, piece: bytes) -> bytes:
@@ -83,7 +83,7 @@ def node_answered(flow: http.HTTPFlow) -> None:
         response.status_code = 206
     else:
         response.status_code = streamed.status
-        streamed.check = HeldBackCheck(streamed.held.name)
+        streamed.check = VerifyingRelay(streamed.held.name)
     response.reason = ""
     response.headers = headers
     response.stream = streamed if streamed.check is not None else True

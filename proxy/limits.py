@@ -7,7 +7,7 @@ servers (archive/connections.py) but for the head, which a browser fills with co
 from dataclasses import dataclass
 
 from archive.config import HttpTimeouts
-from archive.inserts import MAX_URL
+from archive.insert_calls import MAX_URL
 
 
 @dataclass(frozen=True)

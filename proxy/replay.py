@@ -7,7 +7,7 @@ from memory (ranges cut from it); a large one is streamed from its storage node
 (proxy/large_bodies.py). A URL the archive lacks gets a fault content, or, for a client that turned
 live mode on where the operator allows it, the live web; a capture that cannot be read, such as
 a revisit whose original is not archived yet, a fault content of status 500 that says why. The
-flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner (banner.py).
+flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner (banner_addon.py).
 """
 
 import logging
@@ -18,7 +18,7 @@ from mitmproxy import http
 
 import harbors
 from archive.cache import Lru
-from archive.cluster import Found, Held
+from archive.cluster import FoundCapture, LargeContent
 from archive.errors import DlwebError, NotFound, clipped
 from archive.header_block import valid_field
 from archive.link_format import escape_uri
@@ -29,7 +29,7 @@ from archive.ranges import (
     requested_range,
     unsatisfied_range,
 )
-from archive.reading import Asked, CaptureReader, PendingRevisit, Reading
+from archive.reading import CaptureQuery, CaptureReader, PendingRevisit, Reading
 from archive.streams import PLAYLIST_TYPES
 from archive.structure import RecordKind
 from archive.tasks import Background
@@ -75,7 +75,7 @@ class ReadyCapture:
 
     status: int
     fields: list[tuple[bytes, bytes]]
-    body: bytes | Held
+    body: bytes | LargeContent
     time: int
     etag: str | None
     last_modified: str | None
@@ -113,7 +113,7 @@ class Replay:
         if flow.response is not None or not isinstance(at, int):
             return
         request = flow.request
-        asked = Asked(
+        asked = CaptureQuery(
             request.pretty_url,
             at,
             request.method,
@@ -201,7 +201,7 @@ class Replay:
             )
             flow.response = _fault(500, streamed.url, "", "the archive cannot read it now")
 
-    async def _prepared(self, asked: Asked) -> ReadyCapture:
+    async def _prepared(self, asked: CaptureQuery) -> ReadyCapture:
         key = (asked.key, asked.at)
         prepared = self._made.get(key)
         if prepared is None:
@@ -215,14 +215,14 @@ class Replay:
     def _send(self, flow: http.HTTPFlow, prepared: ReadyCapture) -> None:
         """Answer from memory, or send the request on to the node that streams the body."""
         request = flow.request
-        size = prepared.body.size if isinstance(prepared.body, Held) else len(prepared.body)
+        size = prepared.body.size if isinstance(prepared.body, LargeContent) else len(prepared.body)
         try:
             span = self._span(request, prepared, size)
         except RangeNotSatisfiable:
             flow.response = made(416, prepared.fields, b"", 0)
             flow.response.headers["Content-Range"] = unsatisfied_range(size)
             return
-        if isinstance(prepared.body, Held) and request.method != "HEAD":
+        if isinstance(prepared.body, LargeContent) and request.method != "HEAD":
             streamed = LargeBody(
                 request.pretty_url, prepared.body, prepared.status, prepared.fields, span
             )
@@ -293,7 +293,7 @@ def _prepare(url: str, reading: Reading) -> ReadyCapture:
     )
 
 
-def memento_headers(url: str, found: Found) -> list[tuple[str, str]]:
+def memento_headers(url: str, found: FoundCapture) -> list[tuple[str, str]]:
     """RFC 7089 headers of a memento served in proxy mode, where the original URL is also its
     own time gate (the date comes with Accept-Datetime or the client's date harbor). The URL
     is escaped for `<...>`: a `>` or a quote in it would end its entry and start another."""

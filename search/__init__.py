@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from archive.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .backlinks import Backlink, Neighbours, Similar, backlinks, similar
     from .cdx import CdxQuery, parse_query
     from .domains import host_of, registered_domain
     from .errors import (
@@ -28,11 +29,10 @@ if TYPE_CHECKING:
     from .index import FIELDS, Answer, Hit, Page, open_index, search
     from .keys import link_key
     from .language import guess_language
-    from .links import Backlink, Neighbours, Similar, backlinks, similar
     from .rebuild import RebuildSummary, rebuild
     from .shards import search_shards
     from .simhash import distance, simhash
-    from .walk import Version
+    from .versions import Version
 
 _EXPORTS = {
     "Answer": "index",

@@ -1,5 +1,5 @@
 """What a search index holds, in a SQLite file beside tantivy's: the versions indexed for each
-structure file, the URL-key index of the CDX API (urlkeys.py reads it), and how far in the
+structure file, the URL-key index of the CDX API (archive/url_index.py reads it), and how far in the
 master's change feed the index is.
 
 An update first lists here, as pending, every version of its files that tantivy may hold once
@@ -20,7 +20,7 @@ from typing import Any
 
 from archive.sql import in_chunks, transaction
 from archive.timestamps import MAX_TIME, MIN_TIME, format_iso
-from archive.urlkeys import URLKEYS_FILE, surt_key
+from archive.url_index import URLKEYS_FILE, surt_key
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (

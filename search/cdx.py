@@ -5,7 +5,7 @@ link list (docs/search.md).
 `parse_query` reads the parameters; `lines_of`, `clamp`, `apply_filters`, `order` and `render`
 are pure functions over capture rows, in the order pywb applies them (filter, from/to, then
 closest, reverse or limit); `answer` reads the captures from the cluster and the URLs of a range
-from the URL-key index (urlkeys.py).
+from the URL-key index (archive/url_index.py).
 
 The fields of a line are pywb's: `urlkey` (the SURT key), `timestamp` (14 digits, UTC),
 `url`, `mime` (the archived Content-Type without its parameters; `warc/revisit` for a revisit,
@@ -32,8 +32,8 @@ from archive.header_block import parse_header_block
 from archive.link_format import escape_uri
 from archive.structure import REPLAYED_KINDS, Capture, RecordKind
 from archive.timestamps import format_digits, format_http_date
+from archive.url_index import URLKEYS_FILE, UrlKeys, surt_key
 from archive.urlkey import canonical_url, structure_name
-from archive.urlkeys import URLKEYS_FILE, UrlKeys, surt_key
 from archive.warc.digests import sha256_digest
 from archive.warc.pending import REGISTRY_URL
 

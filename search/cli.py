@@ -5,7 +5,7 @@ A query is one or more words (put together, as the shell splits them): `dlweb se
 brown fox"` searches those words, `dlweb search '"quick brown fox"'` the phrase. The one word
 `rebuild` makes the index again instead (search for that word as `text:rebuild`).
 `dlweb search --backlinks URL` lists the pages linking to a URL, `dlweb search --similar URL`
-the pages nearest it by simhash (links.py), `dlweb search --history URL` its versions and what
+the pages nearest it by simhash (backlinks.py), `dlweb search --history URL` its versions and what
 changed in each (history.py). `--offset`, `--from` and `--to` page and limit a query's hits.
 `dlweb search --about` tells what the index holds and the versions it set aside.
 """
@@ -24,9 +24,9 @@ from archive.config import DEFAULT_SEARCH_INDEX, load_config
 from archive.progress import terminal_bar
 
 if TYPE_CHECKING:
+    from .backlinks import Backlink, Neighbours
     from .history import History
     from .index import Answer
-    from .links import Backlink, Neighbours
 
 REBUILD = "rebuild"
 BOLD, PLAIN = "\033[1m", "\033[0m"
@@ -60,10 +60,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _links(args: argparse.Namespace, url: str) -> int:
     """`--backlinks URL`, `--similar URL` or `--history URL`."""
+    from .backlinks import backlinks, similar
     from .history import history
     from .index import open_index
     from .keys import asked_key
-    from .links import backlinks, similar
 
     asked_key(url)  # a bad URL is told before the index is opened
     index = open_index(args.index)

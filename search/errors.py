@@ -1,7 +1,7 @@
 """The errors of full-text search, each a one-line message for the user, never a traceback."""
 
 from archive.errors import ClientFault, DlwebError, NotFound, ServerFault
-from archive.urlkeys import NoUrlIndex
+from archive.url_index import NoUrlIndex
 
 __all__ = [
     "BadCdxQuery",

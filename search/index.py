@@ -51,7 +51,7 @@ FIELDS = (
     ("lang", "raw", "ISO 639-1 language code, or empty"),
     ("outlinks", "stored", "[[url, text]] links out with their anchor texts, stored only"),
     ("simhash", "u64", "64-bit simhash of the text's word shingles, stored and fast"),
-    ("urlkey", "key", "the SURT key of the URL (links.py), for backlinks and similar pages"),
+    ("urlkey", "key", "the SURT key of the URL (backlinks.py), for backlinks and similar pages"),
     ("links_to", "key", "the SURT keys of the outlinks, fragments dropped: backlinks"),
     ("simhash_bands", "key", "the simhash's four 16-bit bands, as `0:1a2b`: similar pages"),
     ("version", "key", "the structure file and time of the version: what an update replaces"),

@@ -16,7 +16,7 @@ from pathlib import Path
 from archive.cluster import ClusterClient
 from archive.errors import DlwebError
 from archive.structure import Capture
-from archive.walk import read_structures
+from archive.structure_walk import read_structures
 
 from .feed import Follower
 from .index import BUILT_FILE, open_index

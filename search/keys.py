@@ -1,11 +1,11 @@
 """The keys the index looks pages up by: a URL's SURT key, fragment dropped (for backlinks and
-similar pages, links.py), and the four 16-bit bands of a simhash (for similar pages)."""
+similar pages, backlinks.py), and the four 16-bit bands of a simhash (for similar pages)."""
 
 import functools
 import re
 from urllib.parse import urldefrag
 
-from archive.urlkeys import surt_key
+from archive.url_index import surt_key
 
 from .errors import BadLinkQuery
 

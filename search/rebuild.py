@@ -19,7 +19,7 @@ from archive.cluster import ClusterClient
 from archive.errors import DlwebError
 from archive.store import fsync_dir
 from archive.structure import Capture
-from archive.walk import walk_structures
+from archive.structure_walk import walk_structures
 
 from .catalog import SetAside
 from .feed import Follower

@@ -1,11 +1,11 @@
 """Bringing a search index in step with structure files: what a rebuild does for every file of
 the archive and the indexer for each file the master says changed.
 
-For each file, the versions of its URL (walk.py) are compared with those the catalog says are
+For each file, the versions of its URL (versions.py) are compared with those the catalog says are
 indexed (catalog.py): a version gone or changed (an older capture imported later starts it
 earlier, or its payload differs) is deleted by its `version` term, a new one is read from the
 cluster (its header block first, so that the payload of an image or a video is never fetched),
-extracted (extract.py) on worker processes (extracting.py) while the next ones are fetched, and
+extracted (extract.py) on worker processes (extract_workers.py) while the next ones are fetched, and
 added in place of any document of the same term. Nothing is visible before `commit`, which writes tantivy, then the
 catalog with the new position in the change feed.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import tantivy
 
-from archive.cluster import ClusterClient, Held
+from archive.cluster import ClusterClient, LargeContent
 from archive.errors import DlwebError, NotFound
 from archive.header_block import HeaderBlock, parse_header_block
 from archive.requestkey import original_url
@@ -43,9 +43,9 @@ from .extract import (
     Failed,
     indexed_type,
 )
-from .extracting import Extractors, Outcome
+from .extract_workers import Extractors, Outcome
 from .index import Page, new_writer, version_key
-from .walk import Version, versions
+from .versions import Version, versions
 
 log = logging.getLogger(__name__)
 
@@ -293,14 +293,14 @@ async def _fetch(
     fetched = []
     for structure, version, header in readable:
         name = version.capture.content
-        payload: bytes | Held | None = payloads.get(name)
+        payload: bytes | LargeContent | None = payloads.get(name)
         if payload is None:
             try:
                 payload = await client.content_or_holder(name, MAX_BYTES)
             except NotFound:
                 skipped["payload missing from the cluster"] += 1
                 continue
-        if isinstance(payload, Held):
+        if isinstance(payload, LargeContent):
             skipped[TOO_LARGE] += 1
             continue
         fetched.append(Fetched(version, header, payload, structure))

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 
 from archive.errors import DlwebError
-from archive.inserts import UploadReceipt, chain_header
+from archive.insert_calls import UploadReceipt, chain_header
 from archive.network import NETWORK_ERRORS, PEER_SILENCE, UPLOAD_TIMEOUT, failure, peer_timeout
 
 __all__ = ["Forwarder", "Passed"]

@@ -11,7 +11,7 @@ from aiohttp import web
 from archive import jsonwire, pack
 from archive.errors import BadName, ClientFault, DlwebError, HashMismatch, NotFound
 from archive.hashing import check_name
-from archive.inserts import FORWARD_HEADER, UploadReceipt, forward_chain
+from archive.insert_calls import FORWARD_HEADER, UploadReceipt, forward_chain
 from archive.serving import json_error, status_of, token_guard
 from archive.structure import INT64_MAX, INT64_MIN, BadRecord, Capture, Mode
 from archive.timestamps import MAX_TIME, MIN_TIME, BadTime, parse_time
@@ -154,7 +154,7 @@ def _frame(node: StorageNode, name: str) -> bytes:
 
 
 def _chain(request: web.Request) -> list[str]:
-    """The nodes an upload is to be passed on to (archive/inserts.py)."""
+    """The nodes an upload is to be passed on to (archive/insert_calls.py)."""
     return forward_chain(request.headers.get(FORWARD_HEADER))
 
 

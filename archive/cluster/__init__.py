@@ -19,12 +19,12 @@ A client loads aiohttp's client, never its server (aiohttp.web): a command that 
 inserts does not pay for it.
 """
 
-from ..inserts import NewCapture
+from ..insert_calls import NewCapture
 from ._client import ClusterClient
 from ._errors import ClusterError, NoIndexNode
 from ._insert import INSERT_BATCH, UPLOADS_IN_FLIGHT
 from ._locate import KINDS
-from ._types import BodySource, Found, Held, InsertSummary
+from ._types import BodySource, FoundCapture, InsertSummary, LargeContent
 
 __all__ = [
     "INSERT_BATCH",
@@ -33,8 +33,8 @@ __all__ = [
     "BodySource",
     "ClusterClient",
     "ClusterError",
-    "Found",
-    "Held",
+    "FoundCapture",
+    "LargeContent",
     "InsertSummary",
     "NewCapture",
     "NoIndexNode",

@@ -8,7 +8,7 @@ import aiohttp
 
 from ..cache import ReadCache
 from ..config import ClusterConfig
-from ..inserts import NewCapture
+from ..insert_calls import NewCapture
 from ..network import PEER_SILENCE
 from ..structure import Capture, DayCount
 from ._contents import Contents
@@ -16,7 +16,7 @@ from ._insert import Inserter
 from ._locate import Locator
 from ._session import Session
 from ._structures import MAX_VARIANTS, Structures
-from ._types import BodySource, Found, Held, InsertSummary
+from ._types import BodySource, FoundCapture, InsertSummary, LargeContent
 
 
 class ClusterClient:
@@ -108,12 +108,12 @@ class ClusterClient:
 
     get_header_block = get_content
 
-    async def content_or_holder(self, name: str, whole_up_to: int | None) -> bytes | Held:
+    async def content_or_holder(self, name: str, whole_up_to: int | None) -> bytes | LargeContent:
         """A content's verified bytes up to `whole_up_to` bytes, else a holder to stream it from."""
         return await self._contents.content_or_holder(name, whole_up_to)
 
     def stream_content(
-        self, held: Held, first: int = 0, last: int | None = None
+        self, held: LargeContent, first: int = 0, last: int | None = None
     ) -> AsyncIterator[bytes]:
         """The bytes of a held content from `first` to `last` (inclusive), as they arrive."""
         return self._contents.stream_content(held, first, last)
@@ -126,11 +126,11 @@ class ClusterClient:
         """The verified bytes of those of `names` that the storage nodes send in packs."""
         return await self._contents.get_small_contents(names)
 
-    async def closest(self, url: str, at: int, mode: str = "closest") -> Found:
+    async def closest(self, url: str, at: int, mode: str = "closest") -> FoundCapture:
         """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""
         return await self._structures.closest(url, at, mode)
 
-    async def closest_in(self, name: str, url: str, at: int, mode: str = "closest") -> Found:
+    async def closest_in(self, name: str, url: str, at: int, mode: str = "closest") -> FoundCapture:
         """As `closest`, in the structure file `name` (`url` names it in messages)."""
         return await self._structures.closest_in(name, url, at, mode)
 

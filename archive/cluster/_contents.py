@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Sequence
 from .. import pack
 from ..cache import SMALL_CONTENT
 from ..errors import DlwebError, HashMismatch, NotFound
-from ..hashing import HeldBackCheck, check_name
+from ..hashing import VerifyingRelay, check_name
 from ..network import NETWORK_ERRORS, failure
 from ._errors import ClusterError
 from ._locate import Locator
 from ._session import Session
-from ._types import Held
+from ._types import LargeContent
 
 log = logging.getLogger("archive.cluster")
 
@@ -31,7 +31,7 @@ class Contents:
         assert isinstance(found, bytes)
         return found
 
-    async def content_or_holder(self, name: str, whole_up_to: int | None) -> bytes | Held:
+    async def content_or_holder(self, name: str, whole_up_to: int | None) -> bytes | LargeContent:
         """A content's verified bytes when it has at most `whole_up_to` bytes (any size with
         None), else the first holder that serves it and its size, read no further: the caller
         streams it (`stream_content`) instead of holding it whole."""
@@ -46,7 +46,7 @@ class Contents:
                         continue
                     size = r.content_length
                     if whole_up_to is not None and size is not None and size > whole_up_to:
-                        return Held(name, address, size)
+                        return LargeContent(name, address, size)
                     data = await r.read()
             except NETWORK_ERRORS as exc:
                 problems.append(f"{address}: {failure(exc, self._session.peer_silence)}")
@@ -61,7 +61,7 @@ class Contents:
         raise ClusterError(f"no holder of content {name} served it: {'; '.join(problems)}")
 
     async def stream_content(
-        self, held: Held, first: int = 0, last: int | None = None
+        self, held: LargeContent, first: int = 0, last: int | None = None
     ) -> AsyncIterator[bytes]:
         """The bytes of a held content from `first` to `last` (inclusive; the end by default),
         as they arrive. A whole read is verified on the way: when the bytes end with another
@@ -69,7 +69,7 @@ class Contents:
         so a reader never receives all of a wrong content."""
         whole = first == 0 and (last is None or last >= held.size - 1)
         headers = {} if whole else {"Range": f"bytes={first}-{'' if last is None else last}"}
-        check = HeldBackCheck(held.name) if whole else None
+        check = VerifyingRelay(held.name) if whole else None
         url = f"{held.address}/content/{held.name}"
         try:
             async with self._session.http.get(url, headers=headers) as r:

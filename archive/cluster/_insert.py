@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import DlwebError
 from ..hip import HipError, HipSlave, RemoteError, hip_url
-from ..inserts import InsertAnswer, NewCapture, Stored, StoredAnswer, UploadOrder
+from ..insert_calls import InsertAnswer, NewCapture, Stored, StoredAnswer, UploadOrder
 from ._errors import ClusterError, NoIndexNode
 from ._session import Session
 from ._types import BodySource, InsertSummary

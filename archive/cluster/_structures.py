@@ -15,7 +15,7 @@ from ..variants import path_of
 from ._errors import ClusterError
 from ._locate import Locator
 from ._session import Session
-from ._types import Found
+from ._types import FoundCapture
 
 MAX_LISTED = 100_000
 MAX_VARIANTS = 100
@@ -29,11 +29,11 @@ class Structures:
         self._session = session
         self._locator = locator
 
-    async def closest(self, url: str, at: int, mode: str = "closest") -> Found:
+    async def closest(self, url: str, at: int, mode: str = "closest") -> FoundCapture:
         """The capture of `url` nearest to `at` (UTC microseconds), or before, after, exactly at."""
         return await self.closest_in(structure_name(url), url, at, mode)
 
-    async def closest_in(self, name: str, url: str, at: int, mode: str = "closest") -> Found:
+    async def closest_in(self, name: str, url: str, at: int, mode: str = "closest") -> FoundCapture:
         """As `closest`, in the structure file `name` (`url` names it in messages)."""
         if mode not in (Mode.CLOSEST, Mode.BEFORE, Mode.AFTER, Mode.EXACT):
             raise ClusterError(f"mode must be closest, before, after or exact, not {mode!r}")
@@ -42,7 +42,7 @@ class Structures:
         if cache is not None and (kept := cache.answers.get(asked)) is not None:
             if isinstance(kept, NotFound):
                 raise kept
-            assert isinstance(kept, Found)
+            assert isinstance(kept, FoundCapture)
             return kept
         when = format_iso(at)
         try:
@@ -60,7 +60,7 @@ class Structures:
             }
             # A node of the version before may not say the URL: the one asked for stands in.
             held = str(answer.get("url", url))
-            found = Found(Capture.from_json(answer["records"][0]), address, neighbours, held)
+            found = FoundCapture(Capture.from_json(answer["records"][0]), address, neighbours, held)
         except (KeyError, IndexError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without a record: {exc}") from None
         if cache is not None:

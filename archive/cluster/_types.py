@@ -21,7 +21,7 @@ class InsertSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class Found:
+class FoundCapture:
     """A capture found in a structure file, and the node that answered."""
 
     capture: Capture
@@ -32,7 +32,7 @@ class Found:
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class LargeContent:
     """A content too large to read whole: a holder that serves it, and its size."""
 
     name: str

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import pack
 from ..errors import DlwebError
-from ..inserts import UploadOrder, UploadReceipt, chain_header
+from ..insert_calls import UploadOrder, UploadReceipt, chain_header
 from ..network import NETWORK_ERRORS, UPLOAD_TIMEOUT, failure, peer_timeout
 from ._errors import ClusterError
 from ._session import Session

@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..atomic import atomic_file
-from ..cluster import ClusterClient, Held
+from ..cluster import ClusterClient, LargeContent
 from ..errors import DlwebError
 from ..header_block import declares_chunked, parse_header_block
 from ..reading import STREAMED_OVER
 from ..requestkey import original_url
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
+from ..structure_walk import read_structures, walk_structures
 from ..timestamps import format_iso
-from ..urlkeys import NoUrlIndex, UrlKeys
-from ..walk import read_structures, walk_structures
+from ..url_index import NoUrlIndex, UrlKeys
 from .bundles import bundled_body
 from .pending import REGISTRY_URL, Revisit
 from .reader import RECOMPUTED_FIELDS, split_kept
@@ -265,7 +265,7 @@ async def _write_entries(
             fetching = fetch(chunks[index + 1]) if index + 1 < len(chunks) else None
             for plan in chunk:
                 header, found = await _fetched(client, plan, contents)
-                if isinstance(found, Held):
+                if isinstance(found, LargeContent):
                     # Written as it is read, after the records before it.
                     await output.flush()
                     layout = _layout(plan, header, found.size)
@@ -305,14 +305,14 @@ def _plans(entries: list[_Entry]) -> list[_Plan]:
 
 async def _fetched(
     client: ClusterClient, plan: _Plan, contents: dict[str, bytes]
-) -> tuple[bytes, bytes | Held | None]:
+) -> tuple[bytes, bytes | LargeContent | None]:
     """The header block of a capture and its content: the bytes, their holder when they are too
     large to hold whole, or None for a revisit; from the contents fetched for its chunk, else
     fetched alone."""
     header = contents.get(plan.header)
     if header is None:
         header = await client.get_header_block(plan.header)
-    found: bytes | Held | None = None
+    found: bytes | LargeContent | None = None
     if plan.content is not None:
         found = contents.get(plan.content)
         if found is None:
@@ -462,7 +462,7 @@ async def _write_streamed(
     compressing: ThreadPoolExecutor,
     layout: _Layout,
     when: int,
-    held: Held,
+    held: LargeContent,
 ) -> tuple[str, str]:
     """Write the record of a content too large to hold, as it is read, compressed by pieces of
     about STREAMED_PIECE bytes (one on a thread while the next is read); its record id and
@@ -492,7 +492,9 @@ async def _write_streamed(
     return record_id, payload_digest
 
 
-async def _streamed_digests(client: ClusterClient, layout: _Layout, held: Held) -> tuple[str, str]:
+async def _streamed_digests(
+    client: ClusterClient, layout: _Layout, held: LargeContent
+) -> tuple[str, str]:
     """The block and payload digests of a record whose content is streamed: its header comes
     before its block, so they are known first. A content's name is its SHA-256, so a block or
     payload that is the content alone takes no reading; one with more (the header block, chunk

@@ -26,7 +26,7 @@ from typing import Protocol
 from ..cluster import ClusterClient, NewCapture
 from ..errors import DlwebError, NotFound
 from ..header_block import declares_chunked, encode_header_block
-from ..inserting import InsertQueue
+from ..insert_queue import InsertQueue
 from ..requestkey import lookup_url
 from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from ..timestamps import BadTime, parse_time

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from archive.errors import CorruptFile, DlwebError
 
-from ..language import guess_language
+from ..language_guess import guess_language
 
 __all__ = [
     "Filters",

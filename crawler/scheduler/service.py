@@ -93,7 +93,7 @@ class Scheduler:
             on_connect=self._joined,
             on_disconnect=self._left,
         )
-        self.seconds: dict[str, int] = {}  # agents sent on a site another agent crawls
+        self.second_agents: dict[str, int] = {}  # agents sent on a site another agent crawls
         self._wake = asyncio.Event()
         self.expansion = Expansion(store, options.expand, self.register)
         self.feeds = FeedWatch(store, options.resolve, options.feed_interval, self.wake)
@@ -187,7 +187,7 @@ class Scheduler:
         now = time.monotonic()
         for agent in list(self.agents.values()):
             if agent.peer is None and now - agent.gone_since >= self.options.agent_grace:
-                self.seconds.pop(agent.name, None)
+                self.second_agents.pop(agent.name, None)
                 for site_id in self.store.release_agent(agent.name):
                     log.info("site %d handed back: agent %s is gone", site_id, agent.name)
                 del self.agents[agent.name]
@@ -266,7 +266,7 @@ class Scheduler:
         agent = self.agents.get(peer.name)
         if agent is not None:
             agent.site = None
-        second = self.seconds.pop(peer.name, None)
+        second = self.second_agents.pop(peer.name, None)
         if second is not None:
             self._finish_second(peer.name, second, report)
             self._wake.set()
@@ -310,13 +310,13 @@ class Scheduler:
             raise DlwebError("no free agent")
         agent = free[0]
         agent.site = site.id
-        self.seconds[agent.name] = site.id
+        self.second_agents[agent.name] = site.id
         assert agent.peer is not None
         try:
             await CRAWL.call(agent.peer, self._order(site), timeout=30)
         except (HipError, RemoteError) as exc:
             agent.site = None
-            self.seconds.pop(agent.name, None)
+            self.second_agents.pop(agent.name, None)
             raise DlwebError(f"agent {agent.name} refused: {exc}") from None
         log.info("%s: second agent %s sent", site.start_url, agent.name)
         return agent.name

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from archive.errors import DlwebError
 from archive.hip import RemoteError
-from archive.inserts import MAX_CAPTURES, NewCapture
+from archive.insert_calls import MAX_CAPTURES, NewCapture
 from archive.structure import Capture
 from archive.urlkey import structure_name
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from archive.errors import DlwebError
 from archive.hip import Peer, RemoteError
 from archive.index_calls import CONTENT_REFS, Appended, ContentRefs
-from archive.inserts import MAX_CAPTURES, InsertAnswer, Stored, StoredAnswer
+from archive.insert_calls import MAX_CAPTURES, InsertAnswer, Stored, StoredAnswer
 from archive.metadata import cluster_id
 from archive.tasks import Background
 from archive.urlkey import structure_name

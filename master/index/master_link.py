@@ -19,7 +19,7 @@ from archive.index_calls import (
     IndexJoin,
     StructureChanges,
 )
-from archive.inserts import MAX_CAPTURES
+from archive.insert_calls import MAX_CAPTURES
 
 from .options import IndexOptions
 from .placement import NodeInfo, node_info

@@ -9,7 +9,7 @@ from typing import Any
 import xxhash
 
 from archive.hip import RemoteError
-from archive.inserts import UploadOrder
+from archive.insert_calls import UploadOrder
 
 # Space a node keeps free at least: 64 MiB, or 1% of a smaller disk.
 HEADROOM = 64 * 1024 * 1024

@@ -4,7 +4,7 @@ import random
 
 import surt
 
-from archive.urlkeys import surt_key
+from archive.url_index import surt_key
 
 EDGES = [
     "http://example.org",

@@ -177,7 +177,7 @@ async def test_fsck_finds_lost_contents_and_a_stopped_master(tmp_path: Path) -> 
 
 
 def test_counts_below_target_say_what_the_repair_pass_has_yet_to_look_at() -> None:
-    from master.admin import _below_target
+    from master.admin_cli import _below_target
 
     causes = {"repairing": 0, "cannot_place": 0, "no_readable_copy": 0}
     looking = {"to_check": 3, "nodes_to_check": 1, "full_scan_at": ["content", "ab"]}

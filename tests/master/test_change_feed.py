@@ -11,7 +11,7 @@ import pytest
 from archive.changes import Change, Changes, ChangesAsked
 from archive.config import ClusterConfig, Replication
 from archive.hip import RemoteError
-from archive.inserts import BadMessage
+from archive.insert_calls import BadMessage
 from master.db import MasterDB
 from master.service import Master, MasterOptions
 

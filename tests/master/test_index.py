@@ -17,8 +17,8 @@ from archive.cluster import ClusterClient, ClusterError
 from archive.config import ClusterConfig, Replication
 from archive.errors import NotFound
 from archive.hip import HipError, RemoteError
-from archive.inserting import InsertQueue
-from archive.inserts import UploadOrder
+from archive.insert_calls import UploadOrder
+from archive.insert_queue import InsertQueue
 from archive.structure import RecordKind
 from archive.urlkey import structure_name
 from deploy.testing.cluster import Cluster, Service

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from archive.urlkeys import URLKEYS_FILE
+from archive.url_index import URLKEYS_FILE
 from deploy.testing.cluster import Cluster
 from deploy.testing.waits import wait_until
+from search.backlinks import backlinks, similar
 from search.index import BUILT_FILE, open_index, search
-from search.links import backlinks, similar
 
 from . import pages
 

@@ -12,7 +12,7 @@ GONE_WITHIN = 10.0  # seconds: a worker looks at its parent every second
 # process ids once they have started and loaded their model, then waits to be killed.
 HOLDER = """
 import asyncio, multiprocessing, signal
-from search.extracting import Extractors
+from search.extract_workers import Extractors
 
 async def main():
     extractors = Extractors(2)

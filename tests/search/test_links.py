@@ -11,10 +11,10 @@ import pytest
 
 import harbors
 from search import cli as search_cli
+from search.backlinks import backlinks, similar
 from search.errors import BadLinkQuery, PageNotIndexed
 from search.index import open_index
 from search.keys import bands, link_key
-from search.links import backlinks, similar
 
 from . import pages
 from .conftest import Archive, dlweb

@@ -12,8 +12,8 @@ import tantivy
 
 from archive.cluster import ClusterClient
 from archive.structure import Capture
+from archive.structure_walk import walk_structures
 from archive.timestamps import to_micros
-from archive.walk import walk_structures
 from search.catalog import Catalog
 from search.index import create, mark_built, open_index
 from search.updating import FileState, Updater, page_versions

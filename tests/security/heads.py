@@ -3,7 +3,7 @@ handlers behind it: the fuzz tests of the cluster's servers and of the proxy sen
 
 from hypothesis import strategies as st
 
-from archive.inserts import FORWARD_HEADER
+from archive.insert_calls import FORWARD_HEADER
 
 NAME = b"0" * 64
 

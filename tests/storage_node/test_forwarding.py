@@ -14,7 +14,7 @@ from aiohttp import web
 
 from archive import pack
 from archive.config import ClusterConfig
-from archive.inserts import FORWARD_HEADER, UploadReceipt
+from archive.insert_calls import FORWARD_HEADER, UploadReceipt
 from deploy.testing.disk import stored_content
 from deploy.testing.web_server import WebServer
 

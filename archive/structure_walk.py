@@ -16,7 +16,7 @@ READS_IN_FLIGHT = 16
 # Called with a file's name, and its URL and records, or None and [] for a file that is gone.
 Visit = Callable[[str, str | None, list[Capture]], None]
 # Called with a file's name, URL and records.
-Found = Callable[[str, str, list[Capture]], None]
+StructureVisit = Callable[[str, str, list[Capture]], None]
 
 
 class StructureReads:
@@ -60,7 +60,7 @@ async def read_structures(client: ClusterClient, names: list[str], visit: Visit)
     await reads.finish()
 
 
-async def walk_structures(client: ClusterClient, visit: Found) -> int:
+async def walk_structures(client: ClusterClient, visit: StructureVisit) -> int:
     """Call `visit(name, url, captures)` for each structure file the master lists, in no set
     order (a file gone since it was listed is passed over); the number of files read."""
     read_files = 0
