@@ -35,16 +35,31 @@ closes the connection (1009); outgoing frames over it are refused locally. WebSo
 heartbeats detect a dead peer; the slave reconnects with capped, jittered exponential backoff.
 """
 
+from typing import TYPE_CHECKING
+
 from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
 from archive.hip._methods import Method, Nothing, Wire, as_object, bad_params, field
 from archive.hip._params import name_list
-from archive.hip._peer import Handler, Peer, PeerHook
-from archive.hip._slave import HipSlave
 from archive.lazy import lazy_exports
 
-# The master's end is a route of an aiohttp server: clients, which only connect, do not load it.
-__getattr__ = lazy_exports(__name__, {"HipMaster": "_master"})
+if TYPE_CHECKING:
+    from archive.hip._master import HipMaster
+    from archive.hip._peer import Handler, Peer, PeerHook
+    from archive.hip._slave import HipSlave
+
+# The ends of a connection load aiohttp, and the master's is a route of an aiohttp server: the
+# typed messages (archive/*_calls.py), which a command's arguments may use, load neither.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "HipMaster": "_master",
+        "HipSlave": "_slave",
+        "Handler": "_peer",
+        "Peer": "_peer",
+        "PeerHook": "_peer",
+    },
+)
 
 __all__ = [
     "Handler",

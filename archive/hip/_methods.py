@@ -8,10 +8,12 @@ receives the decoded params and returns the answer's message (or None for a noti
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
 
 from archive.hip._errors import RemoteError
-from archive.hip._peer import Handler, Peer
+
+if TYPE_CHECKING:
+    from archive.hip._peer import Handler, Peer
 
 
 class Wire(Protocol):
@@ -65,11 +67,11 @@ class Method(Generic[P, A]):
     async def notify(self, peer: Caller, params: P) -> None:
         await peer.notify(self.name, params.to_json())
 
-    def handler(self, answer: Callable[[Peer, P], Awaitable[A]]) -> Handler:
+    def handler(self, answer: "Callable[[Peer, P], Awaitable[A]]") -> "Handler":
         """The handler of a table of handlers that decodes the params, runs `answer` and encodes
         what it returns."""
 
-        async def run(peer: Peer, params: Any) -> Any:
+        async def run(peer: "Peer", params: Any) -> Any:
             return (await answer(peer, self.params.from_json(params, self.name))).to_json()
 
         return run
