@@ -6,7 +6,8 @@ deploy/testing/postgres.py, fsync off as SQLite's synchronous=NORMAL does not sy
 either) and each size N, two local clusters of 3 storage nodes at replica 2 are made (`dlweb up`,
 their masters on that engine). Into the master's metadata of one, stopped, N records are written
 straight (MasterDB, the same calls a node's inventory makes; an import of N files would take
-hours): N contents of random sizes, each on 2 of its 3 nodes, in inventory batches of 5,000 as
+hours): N contents of random sizes, each on 2 of its 3 nodes (none small enough for the policy
+to want a third copy: made-up contents cannot be copied), in inventory batches of 5,000 as
 nodes send them. The other stays empty. Then, the clusters of every engine running at once:
 
 - the seconds each full cluster's master takes to settle (its full scan at start done, nothing
@@ -59,10 +60,11 @@ from bench_tools import (  # noqa: E402
     settle_disk,
 )
 
-from archive.config import load_config  # noqa: E402
+from archive.config import Replication, load_config  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from master.db import REPAIRING, MasterDB, NodeRow, Problem  # noqa: E402
 from master.file_ids import name_of  # noqa: E402
+from master.policy import target_function  # noqa: E402
 from master.repair import EXAMINE  # noqa: E402
 
 BATCH = 5_000
@@ -75,8 +77,8 @@ NODES = ("node1", "node2", "node3")
 READY_TIMEOUT = 120.0
 
 
-def target(kind: str, size: int, refs: int) -> int:
-    return 2
+POLICY = Replication(default=2)
+target = target_function(POLICY)
 
 
 def fill(where: Path | str, files: int, rng: random.Random) -> dict[str, float]:
@@ -100,7 +102,7 @@ def fill(where: Path | str, files: int, rng: random.Random) -> dict[str, float]:
                 "op": "add",
                 "kind": "content",
                 "name": rng.randbytes(32).hex(),
-                "size": rng.randrange(1, 1 << 20),
+                "size": rng.randrange(POLICY.small_bytes + 1, 1 << 20),
             }
             for _ in range(count)
         ]
