@@ -695,9 +695,7 @@ def _read_head(
         except DlwebError as exc:
             drain(block, READ_SIZE)
             return Problem(path, offset, f"malformed {exc}")
-    # When nothing follows the header block in the piece it ended in, the block is taken to
-    # end there: nothing more is read.
-    return head, status, PrefixedReader(rest, block) if rest else EMPTY
+    return head, status, PrefixedReader(rest, block)
 
 
 def _split_head(data: bytes, block: Readable) -> tuple[bytes | None, bytes]:

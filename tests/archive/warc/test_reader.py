@@ -213,3 +213,21 @@ def test_a_block_digest_checked_stands_for_the_payload_digest(tmp_path):
     (problem,) = read_all(path, tmp_path)
     assert isinstance(problem, Problem)
     assert "WARC-Block-Digest" in problem.reason and "does not match" in problem.reason
+
+
+def test_a_header_block_that_ends_where_a_read_ends_is_followed_by_its_body(tmp_path):
+    path = tmp_path / "long-head.warc"
+    start = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Long: "
+    end = b"\r\n\r\n"
+    head = start + b"a" * (reader.READ_SIZE - len(start) - len(end)) + end
+    block = head + b"the body after a header block of exactly one read"
+    path.write_bytes(
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://long.example/\r\n"
+        b"WARC-Date: 2024-01-01T00:00:00Z\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n"
+        % (len(block), block)
+    )
+    (record,) = list(read_archive(path, 1 << 20, tmp_path))
+    assert isinstance(record, SourceRecord), record
+    assert len(record.http_header or b"") == reader.READ_SIZE
+    assert record.body.body() == b"the body after a header block of exactly one read"
+    record.body.discard()
