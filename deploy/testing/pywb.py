@@ -7,7 +7,6 @@ dependency, needs werkzeug 3), so it lives in a virtual environment of its own
 
 import hashlib
 import http.client
-import subprocess
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from deploy.testing.peers import peer_venv, run
 from deploy.testing.ports import free_port
+from deploy.testing.spawn import end, spawn
 from deploy.testing.waits import wait_until
 
 PYWB_VERSION = "2.8.3"
@@ -78,13 +78,11 @@ def _wayback(workdir: Path, log_name: str) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = workdir / log_name
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(pywb_bin() / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
-            cwd=workdir,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    process = spawn(
+        [str(pywb_bin() / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
+        log_path,
+        cwd=workdir,
+    )
     try:
         wait_until(
             lambda: _answers(base),
@@ -95,12 +93,7 @@ def _wayback(workdir: Path, log_name: str) -> Iterator[str]:
         )
         yield base
     finally:
-        process.terminate()
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end(process, timeout=STOP_TIMEOUT)
 
 
 @contextmanager
