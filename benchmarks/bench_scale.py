@@ -5,8 +5,8 @@ For each engine (SQLite, and PostgreSQL on a server this script starts as the te
 deploy/testing/postgres.py, fsync off as SQLite's synchronous=NORMAL does not sync each commit
 either) and each size N, two local clusters of 3 storage nodes at replica 2 are made (`dlweb up`,
 their masters on that engine). Into the master's metadata of one, stopped, N records are written
-straight (MasterDB, the same calls a node's inventory makes; an import of N files would take
-hours): N contents of random sizes, each on 2 of its 3 nodes (none small enough for the policy
+straight, one process an engine side by side (MasterDB, the same calls a node's inventory
+makes; an import of N files would take hours): N contents of random sizes, each on 2 of its 3 nodes (none small enough for the policy
 to want a third copy: made-up contents cannot be copied), in inventory batches of 5,000 as
 nodes send them. The other stays empty. Then, the clusters of every engine running at once:
 
@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -262,13 +263,19 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     """The figures of each engine at N files: the writing's, then, every cluster running, the
     full masters' `status` and fsck summary and the imports into every cluster in turns."""
-    figures: dict[str, dict[str, Any]] = {}
-    for engine in engines:
-        print(f"{engine}: {size:,} files ...", flush=True)
-        db_urls = None
-        if engine == "postgresql":
-            db_urls = (server.create_database(), server.create_database())
-        figures[engine] = fill_cluster(folder / engine, db_urls, size)
+    db_urls = {
+        engine: (server.create_database(), server.create_database())
+        if engine == "postgresql"
+        else None
+        for engine in engines
+    }
+    print(f"{', '.join(engines)}: {size:,} files ...", flush=True)
+    with ProcessPoolExecutor(len(engines)) as pool:
+        writing = {
+            engine: pool.submit(fill_cluster, folder / engine, db_urls[engine], size)
+            for engine in engines
+        }
+        figures = {engine: done.result() for engine, done in writing.items()}
     clusters = {
         (engine, which): folder / engine / which
         for engine in engines
