@@ -20,6 +20,7 @@ from .cluster import KINDS
 from .config import RELIABILITIES
 from .hashing import is_valid_name
 from .hip import Method, Nothing, RemoteError, as_object, bad_params, field, name_list
+from .pack import NOT_HELD
 
 __all__ = [
     "DELETE",
@@ -327,10 +328,16 @@ class FetchOrder:
 
 @dataclass(frozen=True, slots=True)
 class FetchAnswer:
-    """The names of the files copied, and why each other one was not (name, error)."""
+    """The names of the files copied, why each other one was not (name, error), and of those
+    the ones their source said it does not hold (NOT_HELD): the master's record of that copy
+    is wrong, and a copy from there can never be made."""
 
     fetched: list[str]
     failed: list[tuple[str, str]]
+
+    @property
+    def missing(self) -> set[str]:
+        return {name for name, error in self.failed if error == NOT_HELD}
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -26,7 +26,9 @@ TOO_LARGE = 2**64 - 2
 _HEAD = struct.Struct(">32sQ")
 FLUSH_AT = 256 * 1024
 MAX_UPLOAD = 64 * 1024 * 1024
-_UNSENT = {MISSING: "not held by the source", TOO_LARGE: "too large to pack"}
+# Why a content was not sent; a fetch failing for want of a copy at its source says this.
+NOT_HELD = "not held by the source"
+_UNSENT = {MISSING: NOT_HELD, TOO_LARGE: "too large to pack"}
 
 
 class BadPack(ClientFault):

@@ -71,7 +71,11 @@ class AdminAnswers:
             "placing": self._placing(),
             "structures_dirty": self.db.count_dirty(),
             "structures_diverged": self.db.count_diverged(),
-            "repairs": {**self.repairer.stats.to_json(), **self._to_check()},
+            "repairs": {
+                **self.repairer.stats.to_json(),
+                **self._to_check(),
+                "retry_waiting": len(self.repairer.copier.retry_at),
+            },
             "rebalance": rebalance,
             "replication": self.config.replication.to_json(),
             "metadata": self.db.storage(),

@@ -46,6 +46,13 @@ UNPLACED_MAX = 100_000
 # it: the inventory entries of the copies made at insertion (on other nodes, each sending a batch
 # every half second) may still be on their way, and a copy made meanwhile would be trimmed again.
 NEW_FILE_SETTLE = 2.0
+# A file whose copy failed is not tried again before RETRY_FIRST seconds, twice as long after
+# each failure in a row up to RETRY_MOST: a copy that cannot be made (its source's copy bad, its
+# destination refusing it) is not asked for again and again, logging each time. The files kept
+# waiting are bounded by FAILED_KEPT; beyond it, the oldest are tried again at once.
+RETRY_FIRST = 1.0
+RETRY_MOST = 60.0
+FAILED_KEPT = 100_000
 
 
 @dataclass
@@ -94,15 +101,40 @@ class Copier:
         self.targets = targets
         self.token = token
         self.busy: set[tuple[str, str]] = set()
+        # Files whose last copy failed: when to try again, and the failures in a row.
+        self.retry_at: dict[tuple[str, str], float] = {}
+        self.failures: dict[tuple[str, str], int] = {}
         # The nodes each structure file is being copied to: a refresh meanwhile refreshes
         # their copies too (the one on its way may be older; a node keeps the records of both).
         self.arriving: dict[str, set[str]] = {}
 
     def release(self, files: Iterable[tuple[str, str]]) -> None:
-        """End work on files: no longer busy, and looked at again by the next repair pass."""
+        """End work on files: no longer busy, and looked at again by the next repair pass (those
+        whose copy failed once their wait is over)."""
         keys = list(files)
         self.busy.difference_update(keys)
-        self.db.mark(keys)
+        self.db.mark(key for key in keys if key not in self.retry_at)
+
+    def due(self, now: float) -> list[tuple[str, str]]:
+        """The files whose wait after a failed copy is over, no longer waiting."""
+        keys = [key for key, when in self.retry_at.items() if when <= now]
+        for key in keys:
+            del self.retry_at[key]
+        return keys
+
+    def _failed(self, keys: Iterable[tuple[str, str]]) -> None:
+        now = time.monotonic()
+        for key in keys:
+            count = self.failures.pop(key, 0) + 1
+            self.failures[key] = count
+            self.retry_at.pop(key, None)
+            self.retry_at[key] = now + min(RETRY_FIRST * 2 ** (count - 1), RETRY_MOST)
+        while len(self.failures) > FAILED_KEPT:
+            oldest = next(iter(self.failures))
+            del self.failures[oldest]
+            self.retry_at.pop(oldest, None)
+        while len(self.retry_at) > FAILED_KEPT:
+            del self.retry_at[next(iter(self.retry_at))]
 
     def source_for(
         self, kind: str, name: str, holders: tuple[str, ...], readable: set[str]
@@ -135,8 +167,11 @@ class Copier:
                     self.arriving.pop(name, None)
 
     async def _fetch(self, dst: str, files: list[tuple[FileRef, str]]) -> tuple[int, int]:
+        """Order the copies; record those made, forget the source copies that are not there
+        (the file is looked at again with the holders it has), and keep the rest waiting."""
         peer = self.members.links.get(dst)
         if peer is None:
+            self._failed((ref.kind, ref.name) for ref, _ in files)
             return 0, len(files)
         order = FetchOrder(
             tuple(NodeFile(ref.kind, ref.name, self.members.address(src)) for ref, src in files)
@@ -145,13 +180,32 @@ class Copier:
             result = await FETCH.call(peer, order, timeout=CALL_TIMEOUT)
         except (HipError, RemoteError) as exc:
             log.warning("node %s could not fetch %d files: %s", dst, len(files), exc)
+            self._failed((ref.kind, ref.name) for ref, _ in files)
             return 0, len(files)
-        fetched = set(result.fetched)
-        for name, error in result.failed[:5]:
+        fetched, missing = set(result.fetched), result.missing
+        for name, error in [item for item in result.failed if item[0] not in missing][:5]:
             log.warning("node %s could not fetch %s: %s", dst, name, error)
         done = [ref for ref, _ in files if ref.name in fetched]
         self.db.add_locations(dst, done, self.targets)
+        for ref in done:
+            self.failures.pop((ref.kind, ref.name), None)
+        self._forget_sources([(ref, src) for ref, src in files if ref.name in missing])
+        self._failed((ref.kind, ref.name) for ref, _ in files if ref.name not in fetched | missing)
         return len(done), len(files) - len(done)
+
+    def _forget_sources(self, gone: list[tuple[FileRef, str]]) -> None:
+        """Forget copies their node says it does not hold (the master's record was wrong)."""
+        by_source: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for ref, src in gone:
+            by_source[src].append((ref.kind, ref.name))
+        for src, keys in by_source.items():
+            log.warning(
+                "node %s does not hold %d files recorded on it (%s %s, ...): copies forgotten",
+                src,
+                len(keys),
+                *keys[0],
+            )
+            self.db.remove_locations(src, keys)
 
     async def merge(self, pairs: list[tuple[str, str, str]]) -> tuple[list[tuple[str, str]], int]:
         """For each (structure name, node, active node), append to the active copy the records
@@ -282,6 +336,8 @@ class Repairer:
             self.db.mark(due)
             for key in due:
                 del self.deferred[key]
+        if waited := self.copier.due(now):
+            self.db.mark(waited)
 
     async def scan_step(self) -> None:
         """A step of the full scan under way, if one is: its reading runs in a thread."""
@@ -370,8 +426,8 @@ class Repairer:
         planned: dict[str, int] = Counter()
         for item in needy:
             key = (item.kind, item.name)
-            if key in self.copier.busy:
-                continue  # marked again when that work ends
+            if key in self.copier.busy or key in self.copier.retry_at:
+                continue  # marked again when that work ends, or its wait after a failure
             source = self.copier.source_for(item.kind, item.name, item.holders, readable)
             if source is None:
                 # A down holder marks its files when it returns; one within grace does not.

@@ -305,7 +305,7 @@ class MasterLink:
                     return
                 async for name, data, why in pack.read_frames(r.content, names):
                     if data is None:
-                        errors[name] = why if why == "not held by the source" else RETRY
+                        errors[name] = why if why == pack.NOT_HELD else RETRY
                     else:
                         # Taken before the task, so at most FETCHES_IN_FLIGHT bodies wait in memory.
                         await self._fetching.acquire()
@@ -333,6 +333,8 @@ class MasterLink:
         async with self._fetching:
             try:
                 async with self._session.get(url, allow_redirects=False) as response:
+                    if response.status == 404:
+                        return pack.NOT_HELD
                     if response.status != 200:
                         return f"{url} answered {response.status}"
                     body = _chunks(response)

@@ -9,6 +9,7 @@ from typing import Any
 
 from archive.cluster import ClusterClient
 from deploy.testing.cluster import Cluster, settled
+from deploy.testing.disk import damage_content
 from master.file_ids import natural_id
 
 from .conftest import Corpus, make_corpus
@@ -35,6 +36,16 @@ def lose_location(cluster: Cluster, name: str, node: str) -> None:
         )
         db.execute("DELETE FROM to_check")
         db.execute("DELETE FROM nodes_to_check")
+
+
+def record_location(cluster: Cluster, name: str, node: str) -> None:
+    """Record in the master's database a copy the node does not hold, marking nothing."""
+    with closing(sqlite3.connect(cluster.root / "master" / "master.db")) as db, db:
+        (number,) = db.execute("SELECT num FROM node_numbers WHERE id = ?", (node,)).fetchone()
+        db.execute("INSERT INTO held (node, id) VALUES (?, ?)", (number, natural_id(name)))
+        db.execute(
+            "UPDATE files SET holders = holders || ? WHERE id = ?", (f"{number},", natural_id(name))
+        )
 
 
 def quiet(cluster: Cluster, contents: int) -> dict[str, Any]:
@@ -106,3 +117,58 @@ async def test_a_full_scan_finds_a_file_whose_marker_was_lost(cluster_factory) -
     )
     assert len(holders(cluster, victim)) == 2
     assert status["repairs"]["copied"] >= 1
+
+
+async def test_a_copy_that_keeps_failing_is_tried_again_less_and_less_often(
+    cluster_factory,
+) -> None:
+    cluster = cluster_factory(nodes=3, replicas=2)
+    corpus = make_corpus(30, urls=5)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    victim = corpus.captures[4].content
+    source, other = holders(cluster, victim)
+    damage_content(cluster.root / source, victim)
+
+    # The other holder lost, the only source has bad bytes: every copy fails its hash check.
+    cluster.kill_node(other)
+    status = cluster.wait_for(lambda s: s["repairs"]["failed"] >= 2, "a failed copy retried")
+    assert status["repairs"]["retry_waiting"] == 1
+    # Tried again 1 s after the first failure, then 2 s, then 4 s after the last: at most one
+    # more attempt in the next 3 s where a pass every few milliseconds would make hundreds.
+    time.sleep(3)
+    later = cluster.status()["repairs"]
+    assert later["failed"] - status["repairs"]["failed"] <= 1, later
+    assert later["retry_waiting"] == 1
+
+
+async def test_a_copy_its_source_does_not_hold_is_forgotten_not_asked_for_again(
+    cluster_factory,
+) -> None:
+    cluster = cluster_factory(nodes=4, replicas=2)
+    corpus = make_corpus(30, urls=5)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    assert cluster.master is not None
+    victim = corpus.captures[4].content
+    real = holders(cluster, victim)
+    wrong, receiver = sorted(set(cluster.nodes) - set(real))
+    for node in real:
+        cluster.post(f"/admin/nodes/{node}/state", {"state": "read-only"})
+
+    # The master's record says the file is on a node that never had it, and only there: the
+    # copy to the one node taking files is asked of a node that answers it does not hold it.
+    cluster.master.stop(signal.SIGKILL)
+    for node in real:
+        lose_location(cluster, victim, node)
+    record_location(cluster, victim, wrong)
+    cluster.start_master()
+    status = cluster.wait_for(
+        lambda s: s["lost"] == 1 and s["repairs"]["full_scans"] >= 1 and s["repairs"]["failed"],
+        "the wrong record forgotten",
+    )
+    assert status["repairs"]["failed"] == 1
+    assert status["repairs"]["retry_waiting"] == 0
+    assert holders(cluster, victim) == []
+    assert f"node {wrong} does not hold 1 files recorded on it" in cluster.master.log()
+    assert receiver not in holders(cluster, victim)
