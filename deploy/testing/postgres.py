@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from deploy.testing.ports import free_port
@@ -56,9 +57,11 @@ def server_binaries() -> Path:
 
 
 class PostgresServer:
-    """One cluster in its own temporary folder; `start` (again after `kill` or `stop`) serves it."""
+    """One cluster in its own temporary folder; `start` (again after `kill` or `stop`) serves it,
+    with SETTINGS and then `settings` (name=value, the later winning)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Sequence[str] = ()) -> None:
+        self.settings = (*SETTINGS, *settings)
         self.bin = server_binaries()
         self._as: list[str] = []
         owner = None
@@ -133,7 +136,7 @@ class PostgresServer:
             return self
         command = [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port)]
         command += ["-k", str(self.socket_dir)]
-        for setting in SETTINGS:
+        for setting in self.settings:
             command += ["-c", setting]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
