@@ -4,6 +4,7 @@ here, so the log, the filter and the counts stay in step with the stores."""
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -274,18 +275,8 @@ class Holdings:
     # -- files taken away -----------------------------------------------------------------------
 
     async def delete(self, kind: str, name: str) -> bool:
-        store = self.store_for(kind)
         async with self.names.hold((name,)):
-            try:
-                size = store.size(name)
-            except FileNotFoundError:
-                return False
-            async with self._changing():
-                entry = self.inventory.append("remove", kind, name, size)
-                await self.run_io(store.delete, name)
-                self._apply_removed(kind, name, size)
-            await self.inventory.durable(entry)
-        return True
+            return await self._take_out(kind, name, self.store_for(kind).delete)
 
     async def quarantine(self, kind: str, name: str) -> bool:
         """Move a damaged file out of the store into quarantine/, logged as removed."""
@@ -305,8 +296,18 @@ class Holdings:
 
     async def _quarantine(self, kind: str, name: str) -> bool:
         """Rename the file to <root>/quarantine/<kind>/<name> and count it as removed."""
-        store = self.store_for(kind)
         target = self.root / QUARANTINE / kind / name
+        move = functools.partial(self.store_for(kind).move_out, target=target)
+        if not await self._take_out(kind, name, move):
+            return False
+        log.warning("quarantined %s %s in %s", kind, name, target.parent)
+        return True
+
+    async def _take_out(self, kind: str, name: str, remove: Callable[[str], object]) -> bool:
+        """Remove a held file from its store (`remove(name)` deletes it or moves it away),
+        logged and counted as removed; False when it is not held. Its name is held by the
+        caller. When `remove` fails the file is logged as there again."""
+        store = self.store_for(kind)
         try:
             size = store.size(name)
         except FileNotFoundError:
@@ -314,13 +315,12 @@ class Holdings:
         async with self._changing():
             entry = self.inventory.append("remove", kind, name, size)
             try:
-                await self.run_io(store.move_out, name, target)
+                await self.run_io(remove, name)
             except OSError:
                 self.inventory.durable_later(self.inventory.append("add", kind, name, size))
                 raise
             self._apply_removed(kind, name, size)
         await self.inventory.durable(entry)
-        log.warning("quarantined %s %s in %s", kind, name, target.parent)
         return True
 
 
