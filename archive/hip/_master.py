@@ -10,7 +10,7 @@ from aiohttp import WSCloseCode, web
 from archive.hip._errors import HipError
 from archive.hip._frames import is_ws_url
 from archive.hip._handshake import HandshakeFailed, accept
-from archive.hip._peer import Handler, Peer, PeerHook, run_hook
+from archive.hip._peer import Handler, Peer, PeerHook, run_hook, serve
 from archive.hip._socket import close_reason
 
 log = logging.getLogger("archive.hip")
@@ -129,13 +129,9 @@ class HipMaster:
         self._slaves[peer.name] = peer
         if replaced is not None:
             await replaced.close(CLOSE_REPLACED, "replaced by a new connection with the same name")
-        reader = asyncio.create_task(peer.run())
         try:
-            await run_hook(self._on_connect, peer)
-            await asyncio.wait([reader])
+            await serve(peer, self._on_connect)
         finally:
-            reader.cancel()
-            await asyncio.wait([reader])
             if self._slaves.get(peer.name) is peer:
                 del self._slaves[peer.name]
             log.info("slave %s disconnected", peer.name)

@@ -230,6 +230,18 @@ Handler: TypeAlias = Callable[[Peer, Any], Awaitable[Any]]
 PeerHook: TypeAlias = Callable[[Peer], Awaitable[None]]
 
 
+async def serve(peer: Peer, on_connect: PeerHook | None) -> None:
+    """Read the peer's messages until its connection ends, running `on_connect` meanwhile (the
+    hook's calls wait on answers the reader takes)."""
+    reader = asyncio.create_task(peer.run())
+    try:
+        await run_hook(on_connect, peer)
+        await asyncio.wait([reader])
+    finally:
+        reader.cancel()
+        await asyncio.wait([reader])
+
+
 async def run_hook(hook: PeerHook | None, peer: Peer) -> None:
     """Run an on_connect or on_disconnect hook; its failure is logged, not fatal."""
     if hook is None:

@@ -13,7 +13,7 @@ import aiohttp
 from archive.hip._errors import HipError
 from archive.hip._frames import CODECS
 from archive.hip._handshake import TIMEOUT, AuthRefused, Redirected, connect
-from archive.hip._peer import Handler, Peer, PeerHook, run_hook
+from archive.hip._peer import Handler, Peer, PeerHook, run_hook, serve
 from archive.network import NETWORK_ERRORS
 
 log = logging.getLogger("archive.hip")
@@ -198,13 +198,9 @@ class HipSlave:
         log.info("slave %s connected to %s at %s (%s)", self.name, peer.name, self.url, peer.format)
         self.peer = peer
         self._notify_change()
-        reader = asyncio.create_task(peer.run())
         try:
-            await run_hook(self._on_connect, peer)
-            await asyncio.wait([reader])
+            await serve(peer, self._on_connect)
         finally:
-            reader.cancel()
-            await asyncio.wait([reader])
             self.peer = None
             self._notify_change()
             log.info("slave %s disconnected from %s", self.name, peer.name)
