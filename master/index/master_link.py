@@ -72,7 +72,8 @@ class MasterLink:
     async def _on_connect(self, peer: Peer) -> None:
         await INDEX_JOIN.call(peer, IndexJoin(self.address))
         await self._load_nodes(peer)
-        await self._send_unsent(peer)
+        if told := await self._send_unsent(peer):
+            log.info("told the master of %d structure changes made while away", told)
         log.info("index node %s joined master %s; clients at %s", self.id, peer.name, self.address)
 
     async def _load_nodes(self, peer: Peer) -> None:
@@ -139,25 +140,17 @@ class MasterLink:
         just created on other nodes. RemoteError when the master does not answer; the changes
         are then kept and told on the next connection, or with the next change told."""
         self._keep_unsent(changes)
-        names, pending = list(self._unsent), self._unsent
-        self._unsent = {}
-        for start in range(0, len(names), MAX_CAPTURES):
-            part = names[start : start + MAX_CAPTURES]
-            try:
-                await STRUCTURE_CHANGED.call(
-                    self.upstream, StructureChanges.of(part, pending), timeout=TELL_TIMEOUT
-                )
-            except (HipError, RemoteError) as exc:
-                self._keep_unsent({name: pending[name] for name in names[start:]})
-                log.warning(
-                    "could not tell the master of %d changed structure files: %s",
-                    len(names) - start,
-                    exc,
-                )
-                raise RemoteError(
-                    "unavailable",
-                    f"the master did not record the changed structure files: {exc}",
-                ) from None
+        try:
+            await self._send_unsent(self.upstream)
+        except (HipError, RemoteError) as exc:
+            log.warning(
+                "could not tell the master of %d changed structure files: %s",
+                len(self._unsent),
+                exc,
+            )
+            raise RemoteError(
+                "unavailable", f"the master did not record the changed structure files: {exc}"
+            ) from None
 
     async def _tell_master(self, method: str, params: dict[str, Any]) -> None:
         """Notify the master without waiting for a connection (what is lost is sent again with
@@ -177,18 +170,18 @@ class MasterLink:
         for name, appended in changes.items():
             self._unsent[name] = appended | self._unsent.get(name, Appended())
 
-    async def _send_unsent(self, peer: Peer) -> None:
-        """Tell a master just connected to the changes it may not have recorded."""
+    async def _send_unsent(self, to: "Peer | HipSlave") -> int:
+        """Tell the master the changes it may not have recorded, MAX_CAPTURES a call; those not
+        told stay kept when a call fails. How many were told."""
         names, pending = list(self._unsent), self._unsent
         self._unsent = {}
         for start in range(0, len(names), MAX_CAPTURES):
             part = names[start : start + MAX_CAPTURES]
             try:
                 await STRUCTURE_CHANGED.call(
-                    peer, StructureChanges.of(part, pending), timeout=TELL_TIMEOUT
+                    to, StructureChanges.of(part, pending), timeout=TELL_TIMEOUT
                 )
             except (HipError, RemoteError):
                 self._keep_unsent({name: pending[name] for name in names[start:]})
                 raise
-        if names:
-            log.info("told the master of %d structure changes made while away", len(names))
+        return len(names)
