@@ -1,4 +1,4 @@
-"""The scheduler's store on a PostgreSQL database: SqlStore's SQL through archive.pg, for a
+"""The scheduler's store on a PostgreSQL database: Store's SQL through archive.pg, for a
 campaign whose state should live on a database server (docs/operations.md "Metadata on
 PostgreSQL").
 
@@ -16,7 +16,7 @@ from typing import Any
 from archive.pg import DatabaseUnavailable, PgDatabase, migrate, postgresql_schema
 
 from .sql_engine import IN_USE, StoreError
-from .store import _SCHEMA, Site, SqlStore
+from .store import _SCHEMA, Site, Store
 from .stream_registry import _STREAM_SCHEMA
 
 __all__ = ["COMPONENT", "PgStore"]
@@ -26,7 +26,7 @@ STEPS = (postgresql_schema(_SCHEMA), postgresql_schema(_STREAM_SCHEMA))  # SCHEM
 LOCK = 0x646C7765627363  # the advisory lock a scheduler holds on its database
 
 
-class PgStore(SqlStore):
+class PgStore(Store):
     """The store on the PostgreSQL database of `url`, marked with the cluster's id (`cluster`)."""
 
     _LEAST = "LEAST"

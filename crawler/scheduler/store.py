@@ -2,7 +2,7 @@
 the campaign's settings, so that a scheduler killed at any moment resumes where it stopped; and
 the streams its sites' crawls report, whose register (stream_registry.py) shares the database.
 
-`Store` is the interface the scheduler uses; `SqlStore` implements it in SQL written once for both
+`Store` is the interface the scheduler uses; `Store` implements it in SQL written once for both
 engines (sql_engine.py), `SqliteStore` on one SQLite file (the default) and `PgStore` (pg_store.py)
 on a PostgreSQL database. Every write is one transaction, committed and synced before the method
 returns.
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from archive.errors import NotFound
 from archive.sql import in_chunks
@@ -41,7 +41,7 @@ from .due_queue import SCHEDULED, DueQueue
 from .host_index import HostIndex
 from .reports import report_count, report_number
 from .sql_engine import IN_USE, StoreError
-from .stream_registry import _STREAM_SCHEMA, SqlStreamRegistry, StreamRegistry
+from .stream_registry import _STREAM_SCHEMA, StreamRegistry
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -50,7 +50,6 @@ __all__ = [
     "Crawl",
     "DuplicateSite",
     "Site",
-    "SqlStore",
     "SqliteStore",
     "Store",
     "StoreError",
@@ -164,100 +163,10 @@ class Crawl:
     report: dict[str, Any]  # without its external links, which only their count replaces
 
 
-class Store(StreamRegistry, Protocol):
-    """What the scheduler keeps: its sites here, its streams as StreamRegistry says; every write
-    is committed before the method returns."""
-
-    def close(self) -> None: ...
-
-    def add_site(
-        self,
-        start_url: str,
-        accept: str,
-        reject: str = "",
-        max_depth: int = 150,
-        priority: float = 0.0,
-        source: str = "operator",
-        seed: bool = False,
-        *,
-        next_crawl: float = 0.0,
-        interval: float = DEFAULT_INTERVAL,
-    ) -> Site:
-        """A new queued site; DuplicateSite when its start URL belongs to a registered one, and
-        BadOrder when the delimitation is wrong (an empty accept is derived from the start URL)."""
-
-    def site(self, site_id: int) -> Site | None: ...
-
-    def sites(self, state: str | None = None, limit: int = 1000, offset: int = 0) -> list[Site]:
-        """Sites in the order they were registered, all or those in `state`."""
-
-    def find_site_for(self, url: str) -> Site | None:
-        """The site a canonical URL belongs to (accepted, not rejected), removed ones aside."""
-
-    def set_state(self, site_id: int, state: str, **changes: float | str) -> None:
-        """Moves a site to `state`, also setting any of next_crawl, interval, priority,
-        relevance, change_rate, max_depth, agent. Only crawling has an agent, and needs one
-        (claim is the usual way there); the other states clear it."""
-
-    def set_priority(self, site_id: int, priority: float) -> None: ...
-
-    def set_priorities(self, priorities: Mapping[int, float]) -> None:
-        """set_priority for many sites in one transaction."""
-
-    def next_sites(self, now: float, limit: int) -> list[Site]:
-        """Queued and idle sites due at `now`, highest priority first, then longest due."""
-
-    def claim(self, site_id: int, agent: str, now: float) -> bool:
-        """Gives a queued or idle site to `agent`; False when it is in no such state."""
-
-    def agent_site(self, agent: str) -> Site | None:
-        """The site `agent` is crawling."""
-
-    def release_agent(self, agent: str) -> list[int]:
-        """Puts back in the queue, due at once, the sites `agent` was crawling."""
-
-    def finish(
-        self,
-        site_id: int,
-        report: Mapping[str, Any],
-        signature_file: str,
-        chunk_file: str,
-        now: float,
-        *,
-        new_chunk_share: float | None = None,
-        second: str = "",
-    ) -> None:
-        """Records a crawl, keeps its signature and chunk files on the site and makes a crawling,
-        queued or idle site idle, due again after its interval. The crawl of a `second` agent
-        sent while the first still crawls is recorded and leaves the site as it is."""
-
-    def crawls(self, site_id: int, limit: int = 10) -> list[Crawl]:
-        """A site's last crawls, newest first."""
-
-    def add_edges(self, src: int, dst_counts: Mapping[int, int], now: float) -> None:
-        """Links from site `src` to other sites, and how many its last crawl found (self-links
-        are left out); a later call for the same pair replaces its count."""
-
-    def edges(self) -> Iterator[tuple[int, int, int]]:
-        """Every (src, dst, count) of the graph, read a batch at a time."""
-
-    def set_ranks(self, hubs: Mapping[int, float], authorities: Mapping[int, float]) -> None:
-        """Replaces every site's hub and authority ranks (absent sites get 0)."""
-
-    def referrers(self, site_id: int) -> list[tuple[Site, int]]:
-        """Sites linking to a site, with their link counts, most links first."""
-
-    def get_setting(self, key: str, default: str = "") -> str: ...
-
-    def set_setting(self, key: str, value: str) -> None: ...
-
-    def counts(self) -> dict[str, int]:
-        """Sites in all and by state, edges, crawls."""
-
-
-class SqlStore(SqlStreamRegistry, Store):
-    """The store's SQL, written once for both engines (the streams' half is SqlStreamRegistry's),
-    and what it keeps in memory, rebuilt at open (`_load`) and kept up to date by every write: the
+class Store(StreamRegistry):
+    """What the scheduler keeps, every write committed before the method returns: its sites, and
+    its streams as StreamRegistry keeps them. The SQL is written once for both engines, and
+    what it keeps in memory, rebuilt at open (`_load`) and kept up to date by every write: the
     host index of the delimitations (host_index.py) and the due queue (due_queue.py). Its engines
     implement reading, streaming and writing."""
 
@@ -287,6 +196,8 @@ class SqlStore(SqlStreamRegistry, Store):
         next_crawl: float = 0.0,
         interval: float = DEFAULT_INTERVAL,
     ) -> Site:
+        """A new queued site; DuplicateSite when its start URL belongs to a registered one, and
+        BadOrder when the delimitation is wrong (an empty accept is derived from the start URL)."""
         delimitation = Delimitation(start_url, accept, reject, max_depth)
         start = canonical_url(start_url)
         _check_number("priority", priority)
@@ -325,6 +236,7 @@ class SqlStore(SqlStreamRegistry, Store):
         return _site(rows[0]) if rows else None
 
     def sites(self, state: str | None = None, limit: int = 1000, offset: int = 0) -> list[Site]:
+        """Sites in the order they were registered, all or those in `state`."""
         if state is None:
             rows = self._read(
                 f"SELECT {_SITE_COLUMNS} FROM sites ORDER BY id LIMIT ? OFFSET ?", (limit, offset)
@@ -338,6 +250,7 @@ class SqlStore(SqlStreamRegistry, Store):
         return [_site(row) for row in rows]
 
     def find_site_for(self, url: str) -> Site | None:
+        """The site a canonical URL belongs to (accepted, not rejected), removed ones aside."""
         for site_id in self._hosts.candidates(url):
             accepts, rejects = self._hosts.matcher(site_id)
             if accepts(url) and not rejects(url):
@@ -345,6 +258,9 @@ class SqlStore(SqlStreamRegistry, Store):
         return None
 
     def set_state(self, site_id: int, state: str, **changes: float | str) -> None:
+        """Moves a site to `state`, also setting any of next_crawl, interval, priority,
+        relevance, change_rate, max_depth, agent. Only crawling has an agent, and needs one
+        (claim is the usual way there); the other states clear it."""
         _check_state(state)
         columns: dict[str, float | str] = {"state": state, "agent": ""}
         for name, value in changes.items():
@@ -385,6 +301,7 @@ class SqlStore(SqlStreamRegistry, Store):
         self.set_priorities({site_id: priority})
 
     def set_priorities(self, priorities: Mapping[int, float]) -> None:
+        """set_priority for many sites in one transaction."""
         for priority in priorities.values():
             _check_number("priority", priority)
         with self._writing() as db:
@@ -397,6 +314,7 @@ class SqlStore(SqlStreamRegistry, Store):
     # -- the schedule -----------------------------------------------------------------------------
 
     def next_sites(self, now: float, limit: int) -> list[Site]:
+        """Queued and idle sites due at `now`, highest priority first, then longest due."""
         due = self._due
         if now < due.until:
             due.rewind(now)
@@ -412,6 +330,7 @@ class SqlStore(SqlStreamRegistry, Store):
         return self._sites_by_id(due.first(limit))
 
     def claim(self, site_id: int, agent: str, now: float) -> bool:
+        """Gives a queued or idle site to `agent`; False when it is in no such state."""
         if not agent:
             raise StoreError("a site is claimed by a named agent")
         with self._writing() as db:
@@ -425,6 +344,7 @@ class SqlStore(SqlStreamRegistry, Store):
         return claimed == 1
 
     def agent_site(self, agent: str) -> Site | None:
+        """The site `agent` is crawling."""
         rows = self._read(
             f"SELECT {_SITE_COLUMNS} FROM sites WHERE state = 'crawling' AND agent = ?"
             " ORDER BY claimed LIMIT 1",
@@ -433,6 +353,7 @@ class SqlStore(SqlStreamRegistry, Store):
         return _site(rows[0]) if rows else None
 
     def release_agent(self, agent: str) -> list[int]:
+        """Puts back in the queue, due at once, the sites `agent` was crawling."""
         with self._writing() as db:
             released = [
                 row[0]
@@ -461,6 +382,9 @@ class SqlStore(SqlStreamRegistry, Store):
         new_chunk_share: float | None = None,
         second: str = "",
     ) -> None:
+        """Records a crawl, keeps its signature and chunk files on the site and makes a crawling,
+        queued or idle site idle, due again after its interval. The crawl of a `second` agent
+        sent while the first still crawls is recorded and leaves the site as it is."""
         site = self._existing(site_id)
         started = (
             site.claimed if site.state == "crawling" else report_number(report, "started") or now
@@ -504,6 +428,7 @@ class SqlStore(SqlStreamRegistry, Store):
         self._track([site_id])
 
     def crawls(self, site_id: int, limit: int = 10) -> list[Crawl]:
+        """A site's last crawls, newest first."""
         rows = self._read(
             f"SELECT {', '.join(_CRAWL_FIELDS)} FROM crawls WHERE site = ? ORDER BY id DESC LIMIT ?",
             (site_id, limit),
@@ -513,6 +438,8 @@ class SqlStore(SqlStreamRegistry, Store):
     # -- the graph --------------------------------------------------------------------------------
 
     def add_edges(self, src: int, dst_counts: Mapping[int, int], now: float) -> None:
+        """Links from site `src` to other sites, and how many its last crawl found (self-links
+        are left out); a later call for the same pair replaces its count."""
         rows = [
             (src, dst, count, now) for dst, count in dst_counts.items() if dst != src and count > 0
         ]
@@ -527,9 +454,11 @@ class SqlStore(SqlStreamRegistry, Store):
             )
 
     def edges(self) -> Iterator[tuple[int, int, int]]:
+        """Every (src, dst, count) of the graph, read a batch at a time."""
         return self._stream("SELECT src, dst, count FROM edges")
 
     def set_ranks(self, hubs: Mapping[int, float], authorities: Mapping[int, float]) -> None:
+        """Replaces every site's hub and authority ranks (absent sites get 0)."""
         with self._writing() as db:
             db.execute("UPDATE sites SET hub = 0, authority = 0 WHERE hub != 0 OR authority != 0")
             db.executemany(
@@ -541,6 +470,7 @@ class SqlStore(SqlStreamRegistry, Store):
             )
 
     def referrers(self, site_id: int) -> list[tuple[Site, int]]:
+        """Sites linking to a site, with their link counts, most links first."""
         columns = ", ".join(f"s.{name}" for name in _SITE_FIELDS)
         rows = self._read(
             f"SELECT {columns}, e.count FROM edges e JOIN sites s ON s.id = e.src"
@@ -564,6 +494,7 @@ class SqlStore(SqlStreamRegistry, Store):
             )
 
     def counts(self) -> dict[str, int]:
+        """Sites in all and by state, edges, crawls."""
         counts = dict.fromkeys(STATES, 0)
         for state, count in self._read("SELECT state, count(*) FROM sites GROUP BY state"):
             counts[state] = count
@@ -604,7 +535,7 @@ class SqlStore(SqlStreamRegistry, Store):
                 self._due.note(*row)
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(Store):
     """The store in one SQLite file, used by one process: WAL journal with synchronous=FULL (a
     commit is on disk when it returns) and an exclusive lock, so a second scheduler on the same
     file is refused instead of racing this one."""

@@ -22,7 +22,7 @@ from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Protocol
+from typing import Any
 
 from archive.urlkey import BadUrl, canonical_url
 
@@ -31,7 +31,7 @@ from .sql_engine import Connection, SqlEngine, StoreError
 
 __all__ = [
     "STREAM_STATES",
-    "SqlStreamRegistry",
+    "StreamRegistry",
     "Stream",
     "StreamEvent",
     "StreamRecording",
@@ -138,67 +138,10 @@ class StreamEvent:
     detail: str
 
 
-class StreamRegistry(Protocol):
-    """The streams the scheduler keeps; every write is committed before the method returns."""
-
-    def found_streams(
-        self, site_id: int, urls: Iterable[str], record: bool, now: float
-    ) -> list[Stream]:
-        """Registers the stream URLs a crawl of a site reported that are not known yet (bad
-        URLs are left out), waiting to be recorded if `record`, else found; the new ones."""
-
-    def record_stream(self, url: str, site_id: int | None, now: float) -> Stream:
-        """The operator's choice to record a stream: registered if new, waiting unless it is
-        being recorded; BadUrl for a URL no agent can record, NotFound for an unknown site."""
-
-    def move_stream(
-        self,
-        stream_id: int,
-        state: str,
-        event: str,
-        now: float,
-        *,
-        agent: str = "",
-        was: Sequence[str] = STREAM_STATES,
-        was_agent: str | None = None,
-        detail: str = "",
-    ) -> bool:
-        """Moves a stream in one of the states `was` (held by `was_agent`, when given) to
-        `state`, recording `event`; only recording has an agent, and needs one. False when the
-        stream was in none of them."""
-
-    def stream(self, stream_id: int) -> Stream | None: ...
-
-    def find_stream(self, url: str) -> Stream | None:
-        """The stream of a URL, by its canonical form; BadUrl for a bad URL."""
-
-    def streams(self, state: str | None = None, limit: int = 1000, offset: int = 0) -> list[Stream]:
-        """Streams in the order they were registered, all or those in `state`."""
-
-    def agent_streams(self, agent: str) -> list[Stream]:
-        """The streams `agent` is recording."""
-
-    def stream_load(self) -> dict[str, int]:
-        """Streams being recorded, by agent."""
-
-    def stream_progress(self, agent: str, report: Mapping[str, Any], now: float) -> Stream | None:
-        """Keeps what an agent reported of one recording (its `stream`, `recording`, figures,
-        whether it `ended`) and the stream's first and last recorded times and gaps; None when
-        the report names no known stream."""
-
-    def stream_recordings(self, stream_id: int) -> list[StreamRecording]:
-        """A stream's recordings, oldest first."""
-
-    def stream_events(self, stream_id: int, limit: int = 100) -> list[StreamEvent]:
-        """A stream's last events, oldest first."""
-
-    def stream_counts(self) -> dict[str, int]:
-        """Streams in all and by state."""
-
-
-class SqlStreamRegistry(SqlEngine, StreamRegistry):
-    """The stream register's SQL, written once for both engines; SqlStore (store.py) keeps it with
-    the sites, whose existence it is asked about."""
+class StreamRegistry(SqlEngine):
+    """The streams the scheduler keeps, every write committed before the method returns; the SQL
+    written once for both engines. Store (store.py) keeps it with the sites, whose existence it
+    is asked about."""
 
     @abstractmethod
     def _existing(self, site_id: int) -> object:
@@ -207,6 +150,8 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
     def found_streams(
         self, site_id: int, urls: Iterable[str], record: bool, now: float
     ) -> list[Stream]:
+        """Registers the stream URLs a crawl of a site reported that are not known yet (bad
+        URLs are left out), waiting to be recorded if `record`, else found; the new ones."""
         keys: dict[str, str] = {}
         for url in urls:
             with suppress(BadUrl):
@@ -223,6 +168,8 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return [stream for stream_id in added if (stream := self.stream(stream_id)) is not None]
 
     def record_stream(self, url: str, site_id: int | None, now: float) -> Stream:
+        """The operator's choice to record a stream: registered if new, waiting unless it is
+        being recorded; BadUrl for a URL no agent can record, NotFound for an unknown site."""
         key = canonical_url(url)
         if site_id is not None:
             self._existing(site_id)
@@ -254,6 +201,9 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         was_agent: str | None = None,
         detail: str = "",
     ) -> bool:
+        """Moves a stream in one of the states `was` (held by `was_agent`, when given) to
+        `state`, recording `event`; only recording has an agent, and needs one. False when the
+        stream was in none of them."""
         _check_stream_state(state)
         if (state == "recording") != bool(agent):
             raise StoreError("a stream has an agent when it is recording, and only then")
@@ -279,12 +229,14 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return _stream(rows[0]) if rows else None
 
     def find_stream(self, url: str) -> Stream | None:
+        """The stream of a URL, by its canonical form; BadUrl for a bad URL."""
         rows = self._read(
             f"SELECT {_STREAM_COLUMNS} FROM streams WHERE key = ?", (canonical_url(url),)
         )
         return _stream(rows[0]) if rows else None
 
     def streams(self, state: str | None = None, limit: int = 1000, offset: int = 0) -> list[Stream]:
+        """Streams in the order they were registered, all or those in `state`."""
         if state is None:
             rows = self._read(
                 f"SELECT {_STREAM_COLUMNS} FROM streams ORDER BY id LIMIT ? OFFSET ?",
@@ -300,6 +252,7 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return [_stream(row) for row in rows]
 
     def agent_streams(self, agent: str) -> list[Stream]:
+        """The streams `agent` is recording."""
         rows = self._read(
             f"SELECT {_STREAM_COLUMNS} FROM streams WHERE state = 'recording' AND agent = ?"
             " ORDER BY id",
@@ -308,16 +261,19 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return [_stream(row) for row in rows]
 
     def stream_load(self) -> dict[str, int]:
+        """Streams being recorded, by agent."""
         rows = self._read(
             "SELECT agent, count(*) FROM streams WHERE state = 'recording' GROUP BY agent"
         )
         return {agent: count for agent, count in rows}
 
     def stream_progress(self, agent: str, report: Mapping[str, Any], now: float) -> Stream | None:
+        """Keeps what an agent reported of one recording (its `stream`, `recording`, figures,
+        whether it `ended`) and the stream's first and last recorded times and gaps; None when
+        the report names no known stream."""
         stream_id, recording = report.get("stream"), report.get("recording")
         if type(stream_id) is not int or not isinstance(recording, str) or not recording:
             return None
-        errors = report.get("errors")
         with self._writing() as db:
             if not db.execute("SELECT 1 FROM streams WHERE id = ?", (stream_id,)).fetchone():
                 return None
@@ -334,21 +290,7 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
                 " ELSE stream_recordings.reason END"
                 " WHERE stream_recordings.stream = excluded.stream"
                 " AND stream_recordings.agent = excluded.agent",
-                (
-                    recording,
-                    stream_id,
-                    agent,
-                    report_number(report, "started") or now,
-                    report_number(report, "last"),
-                    report_count(report, "bytes"),
-                    report_count(report, "chunks"),
-                    report_count(report, "titles"),
-                    report_count(report, "gaps"),
-                    json.dumps(errors if isinstance(errors, dict) else {}, default=str),
-                    str(report.get("drift_text", "")),
-                    now if report.get("ended") is True else 0.0,
-                    str(report.get("reason", "")),
-                ),
+                (recording, stream_id, agent, *_recording_figures(report, now)),
             )
             count, gaps, total, first, last = db.execute(
                 "SELECT count(*), sum(gaps), sum(bytes),"
@@ -373,6 +315,7 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return self.stream(stream_id)
 
     def stream_recordings(self, stream_id: int) -> list[StreamRecording]:
+        """A stream's recordings, oldest first."""
         rows = self._read(
             f"SELECT {', '.join(_RECORDING_FIELDS)} FROM stream_recordings WHERE stream = ?"
             " ORDER BY started",
@@ -381,6 +324,7 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return [_recording(row) for row in rows]
 
     def stream_events(self, stream_id: int, limit: int = 100) -> list[StreamEvent]:
+        """A stream's last events, oldest first."""
         rows = self._read(
             f"SELECT {', '.join(_EVENT_FIELDS)} FROM stream_events WHERE stream = ?"
             " ORDER BY id DESC LIMIT ?",
@@ -389,6 +333,7 @@ class SqlStreamRegistry(SqlEngine, StreamRegistry):
         return [StreamEvent(*row) for row in reversed(rows)]
 
     def stream_counts(self) -> dict[str, int]:
+        """Streams in all and by state."""
         counts = dict.fromkeys(STREAM_STATES, 0)
         for state, count in self._read("SELECT state, count(*) FROM streams GROUP BY state"):
             counts[state] = count
@@ -441,3 +386,20 @@ def _stream_event(
 def _check_stream_state(state: str) -> None:
     if state not in STREAM_STATES:
         raise StoreError(f"stream state {state!r} is not one of {', '.join(STREAM_STATES)}")
+
+
+def _recording_figures(report: Mapping[str, Any], now: float) -> tuple[Any, ...]:
+    """The columns of stream_recordings from `started` on, as an agent's report gives them."""
+    errors = report.get("errors")
+    return (
+        report_number(report, "started") or now,
+        report_number(report, "last"),
+        report_count(report, "bytes"),
+        report_count(report, "chunks"),
+        report_count(report, "titles"),
+        report_count(report, "gaps"),
+        json.dumps(errors if isinstance(errors, dict) else {}, default=str),
+        str(report.get("drift_text", "")),
+        now if report.get("ended") is True else 0.0,
+        str(report.get("reason", "")),
+    )

@@ -25,7 +25,7 @@ from crawler.scheduler.store import (
     DEFAULT_INTERVAL,
     DuplicateSite,
     SqliteStore,
-    SqlStore,
+    Store,
     StoreError,
 )
 
@@ -54,7 +54,7 @@ class Database:
     engine: str
     location: str  # the SQLite file's path, or the PostgreSQL database's URL
 
-    def open(self) -> SqlStore:
+    def open(self) -> Store:
         if self.engine == "sqlite":
             return SqliteStore(Path(self.location))
         return PgStore(self.location, CLUSTER)
@@ -68,7 +68,7 @@ def database(request: pytest.FixtureRequest, path: Path) -> Database:
 
 
 @pytest.fixture
-def store(database: Database) -> Iterator[SqlStore]:
+def store(database: Database) -> Iterator[Store]:
     with database.open() as opened:
         yield opened
 
@@ -76,7 +76,7 @@ def store(database: Database) -> Iterator[SqlStore]:
 # -- sites --------------------------------------------------------------------------------------
 
 
-def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: SqlStore) -> None:
+def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: Store) -> None:
     site = store.add_site(
         "HTTP://WWW.Example.org", "", "//shop.example.org", max_depth=7, priority=2.5, seed=True
     )
@@ -100,7 +100,7 @@ def test_a_new_site_is_queued_due_at_once_with_its_delimitation(store: SqlStore)
     assert site.to_json()["start_url"] == "http://www.example.org/"
 
 
-def test_a_bad_delimitation_is_refused(store: SqlStore) -> None:
+def test_a_bad_delimitation_is_refused(store: Store) -> None:
     with pytest.raises(BadOrder, match="term 1"):
         store.add_site("http://a.example/", "//a.example:80")
     with pytest.raises(BadOrder, match="outside its own delimitation"):
@@ -108,7 +108,7 @@ def test_a_bad_delimitation_is_refused(store: SqlStore) -> None:
     assert store.counts()["sites"] == 0
 
 
-def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: SqlStore) -> None:
+def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: Store) -> None:
     first = store.add_site("http://www.example.org/", "", "//shop.example.org")
     with pytest.raises(DuplicateSite, match=f"belongs to site {first.id}"):
         store.add_site("http://news.example.org/today", "//news.example.org")
@@ -119,7 +119,7 @@ def test_a_start_url_inside_a_registered_site_is_a_duplicate(store: SqlStore) ->
     assert store.find_site_for("http://shop.example.org/cart") == shop
 
 
-def test_find_site_for_follows_disjoint_delimitations(store: SqlStore) -> None:
+def test_find_site_for_follows_disjoint_delimitations(store: Store) -> None:
     domain = store.add_site("http://www.uni.edu/", "//uni.edu OR .uni.edu", "re:^https?://[^/]+/~")
     ann = store.add_site("http://www.uni.edu/~ann/", "//www.uni.edu/~ann/")
     bob = store.add_site("http://www.uni.edu/~bob/", "//www.uni.edu/~bob/")
@@ -144,7 +144,7 @@ def test_find_site_for_follows_disjoint_delimitations(store: SqlStore) -> None:
     assert owner("http://unknown.example/") is None
 
 
-def test_find_site_for_among_many_sites_of_one_host(store: SqlStore) -> None:
+def test_find_site_for_among_many_sites_of_one_host(store: Store) -> None:
     users = [
         store.add_site(f"http://perso.host.fr/u{n}/", f"//perso.host.fr/u{n}/") for n in range(300)
     ]
@@ -155,7 +155,7 @@ def test_find_site_for_among_many_sites_of_one_host(store: SqlStore) -> None:
     assert store.find_site_for("http://perso.host.fr/u1") is None  # the prefix needs its slash
 
 
-def test_a_removed_site_matches_nothing_and_may_come_back(store: SqlStore) -> None:
+def test_a_removed_site_matches_nothing_and_may_come_back(store: Store) -> None:
     site = store.add_site("http://a.example/", "")
     other = store.add_site("http://b.example/", "")
     store.add_edges(other.id, {site.id: 3}, 1.0)
@@ -173,7 +173,7 @@ def test_a_removed_site_matches_nothing_and_may_come_back(store: SqlStore) -> No
     assert store.find_site_for("http://a.example/") == store.site(again.id)
 
 
-def test_set_state_checks_its_fields(store: SqlStore) -> None:
+def test_set_state_checks_its_fields(store: Store) -> None:
     site = store.add_site("http://a.example/", "")
     store.set_state(
         site.id,
@@ -210,7 +210,7 @@ def test_set_state_checks_its_fields(store: SqlStore) -> None:
     assert store.agent_site("a9") == store.site(site.id)
 
 
-def test_sites_lists_by_state_in_registration_order(store: SqlStore) -> None:
+def test_sites_lists_by_state_in_registration_order(store: Store) -> None:
     ids = [store.add_site(f"http://s{n}.example/", "").id for n in range(5)]
     store.set_state(ids[1], "blacklisted")
     store.set_state(ids[3], "blacklisted")
@@ -225,7 +225,7 @@ def test_sites_lists_by_state_in_registration_order(store: SqlStore) -> None:
 # -- the schedule -------------------------------------------------------------------------------
 
 
-def test_next_sites_highest_priority_first_then_longest_due(store: SqlStore) -> None:
+def test_next_sites_highest_priority_first_then_longest_due(store: Store) -> None:
     low = store.add_site("http://low.example/", "", priority=1.0)
     high = store.add_site("http://high.example/", "", priority=5.0)
     late = store.add_site("http://late.example/", "", priority=5.0, next_crawl=30.0)
@@ -255,7 +255,7 @@ def test_next_sites_highest_priority_first_then_longest_due(store: SqlStore) -> 
         store.set_priority(paused.id + 100, 1.0)
 
 
-def test_the_order_holds_through_many_changes(store: SqlStore) -> None:
+def test_the_order_holds_through_many_changes(store: Store) -> None:
     rng = random.Random(5)
     ids = [store.add_site(f"http://s{n}.example/", "").id for n in range(40)]
     priorities = dict.fromkeys(ids, 0.0)
@@ -270,7 +270,7 @@ def test_the_order_holds_through_many_changes(store: SqlStore) -> None:
     assert [s.id for s in store.next_sites(10.0, 40)] == expected
 
 
-def test_claim_gives_a_site_to_one_agent_only(store: SqlStore) -> None:
+def test_claim_gives_a_site_to_one_agent_only(store: Store) -> None:
     site = store.add_site("http://a.example/", "")
     other = store.add_site("http://b.example/", "")
     store.set_state(other.id, "blacklisted")
@@ -288,7 +288,7 @@ def test_claim_gives_a_site_to_one_agent_only(store: SqlStore) -> None:
         store.claim(site.id, "", 12.0)
 
 
-def test_release_agent_puts_its_sites_back_in_the_queue(store: SqlStore) -> None:
+def test_release_agent_puts_its_sites_back_in_the_queue(store: Store) -> None:
     a = store.add_site("http://a.example/", "", priority=1.0)
     b = store.add_site("http://b.example/", "", priority=2.0, next_crawl=50.0)
     c = store.add_site("http://c.example/", "")
@@ -304,7 +304,7 @@ def test_release_agent_puts_its_sites_back_in_the_queue(store: SqlStore) -> None
     assert store.agent_site("agent-2") == store.site(c.id)
 
 
-def test_finish_records_the_crawl_and_schedules_the_next(store: SqlStore) -> None:
+def test_finish_records_the_crawl_and_schedules_the_next(store: Store) -> None:
     site = store.add_site("http://a.example/", "")
     assert store.claim(site.id, "agent-1", 100.0)
     store.finish(site.id, REPORT, "/w/a.signatures", "/w/a.chunks", 160.0, new_chunk_share=0.2)
@@ -348,7 +348,7 @@ def test_finish_records_the_crawl_and_schedules_the_next(store: SqlStore) -> Non
 # -- the graph ----------------------------------------------------------------------------------
 
 
-def test_edges_referrers_and_ranks(store: SqlStore) -> None:
+def test_edges_referrers_and_ranks(store: Store) -> None:
     a, b, c = (store.add_site(f"http://{n}.example/", "") for n in "abc")
     store.add_edges(a.id, {b.id: 2, c.id: 1, a.id: 9}, 10.0)  # the self-link is left out
     store.add_edges(b.id, {c.id: 4}, 10.0)
@@ -369,7 +369,7 @@ def test_edges_referrers_and_ranks(store: SqlStore) -> None:
 # -- the campaign -------------------------------------------------------------------------------
 
 
-def test_settings_and_counts(store: SqlStore) -> None:
+def test_settings_and_counts(store: Store) -> None:
     assert store.get_setting("campaign") == ""
     assert store.get_setting("campaign", "running") == "running"
     store.set_setting("campaign", "paused")
@@ -400,7 +400,7 @@ def test_settings_and_counts(store: SqlStore) -> None:
 RADIO = "http://radio.example:8000/live.mp3"
 
 
-def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: SqlStore) -> None:
+def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: Store) -> None:
     site = store.add_site("http://a.example/", "")
     found = store.found_streams(site.id, [RADIO, "ftp://radio.example/x", RADIO], False, 5.0)
     assert [(s.url, s.site, s.state, s.source) for s in found] == [
@@ -418,7 +418,7 @@ def test_streams_a_crawl_reports_are_registered_once_with_their_site(store: SqlS
     }
 
 
-def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: SqlStore) -> None:
+def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: Store) -> None:
     site = store.add_site("http://a.example/", "")
     (found,) = store.found_streams(site.id, [RADIO], False, 5.0)
     assert store.record_stream(RADIO, None, 6.0).state == "waiting"
@@ -438,7 +438,7 @@ def test_the_operator_records_a_found_or_stopped_stream_or_a_new_one(store: SqlS
     ]
 
 
-def test_move_stream_moves_only_from_the_states_and_agent_given(store: SqlStore) -> None:
+def test_move_stream_moves_only_from_the_states_and_agent_given(store: Store) -> None:
     stream = store.record_stream(RADIO, None, 1.0)
     with pytest.raises(StoreError, match="has an agent when it is recording"):
         store.move_stream(stream.id, "recording", "assigned", 2.0)
@@ -457,7 +457,7 @@ def test_move_stream_moves_only_from_the_states_and_agent_given(store: SqlStore)
 
 
 def test_recordings_keep_the_first_and_last_recorded_times_and_count_the_gaps(
-    store: SqlStore,
+    store: Store,
 ) -> None:
     stream = store.record_stream(RADIO, None, 1.0)
     first = {"stream": stream.id, "recording": "aaaa", "started": 10.0, "last": 0.0, "chunks": 0}
@@ -611,9 +611,7 @@ def test_a_damaged_database_is_refused(path: Path) -> None:
         SqliteStore(path)
 
 
-def test_a_second_store_on_the_same_database_is_refused(
-    store: SqlStore, database: Database
-) -> None:
+def test_a_second_store_on_the_same_database_is_refused(store: Store, database: Database) -> None:
     store.add_site("http://a.example/", "")
     with pytest.raises(StoreError, match="in use by another process"):
         database.open()
