@@ -925,6 +925,19 @@ async def at_target(cluster: SoakCluster, settle: float, say: Say) -> bool:
     return bool(fsck["ok"])
 
 
+def crashed(cluster: SoakCluster, say: Say) -> dict[str, list[str]]:
+    """The processes that crashed (started again more often than the faults planned, or not
+    running at the end), each said with its crashes."""
+    found = {
+        p.name: p.crashes or ["not running at the end"]
+        for p in cluster.procs
+        if p.starts > p.planned or not p.alive()
+    }
+    for name, crashes in found.items():
+        say(f"{name} crashed: {'; '.join(crashes)}")
+    return found
+
+
 async def soak(
     seconds: float,
     seed: int,
@@ -967,20 +980,13 @@ async def soak(
         finally:
             supervisor.cancel()
             await asyncio.gather(supervisor, return_exceptions=True)
-        crashed = {
-            p.name: p.crashes or ["not running at the end"]
-            for p in cluster.procs
-            if p.starts > p.planned or not p.alive()
-        }
-        for name, crashes in crashed.items():
-            say(f"{name} crashed: {'; '.join(crashes)}")
         report = SoakReport(
             len(workload.acked),
             nemesis.faults,
             [v for v in bad if v.lost],
             [v for v in bad if not v.lost],
             on_target,
-            crashed,
+            crashed(cluster, say),
         )
     finally:
         await cluster.close()
