@@ -82,6 +82,8 @@ from archive.timestamps import parse_time  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
 from deploy.testing.pywb import PYWB_VERSION, pywb_bin  # noqa: E402
+from deploy.testing.spawn import end, spawn, tail  # noqa: E402
+from deploy.testing.waits import NotReady, wait_until  # noqa: E402
 
 NAN = float("nan")
 HOST = "bench.example"
@@ -301,23 +303,22 @@ def answers(proxy: str, url: str) -> bool:
 @contextmanager
 def running(command: list[str], log: Path, proxy: str, probe: str, cwd: Path) -> Iterator[None]:
     """A proxy process, ready once it serves `probe`; stopped (SIGTERM, then wait) on exit."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    process = spawn(command, log, cwd)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not answers(proxy, probe):
-            if process.poll() is not None or time.monotonic() > deadline:
-                output = log.read_text(errors="replace")[-4000:]
-                raise BenchError(f"{command[0]} did not serve {probe} via {proxy}:\n{output}")
-            time.sleep(0.2)
+        try:
+            wait_until(
+                lambda: answers(proxy, probe),
+                f"{command[0]} to serve {probe} via {proxy}",
+                READY_TIMEOUT,
+                interval=0.2,
+                process=process,
+                details=lambda: tail(log),
+            )
+        except NotReady as exc:
+            raise BenchError(str(exc)) from None
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end(process, timeout=STOP_TIMEOUT)
 
 
 @contextmanager
