@@ -41,8 +41,8 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     +-- BadCoding                                          archive/content_coding.py
     +-- DamagedMember                                      archive/warc/gunzip.py
     +-- TooLong                                            archive/warc/bounded.py
-    +-- BadDescription                                     archive/warc/pending.py
-    +-- BadPackage                                         archive/warc/zip_layout.py
+    +-- BadDescription                                     exchange/pending.py
+    +-- BadPackage                                         exchange/zip_layout.py
     +-- AdminError                                         master/admin_cli.py
     +-- AppendFailed                                       master/index/appends.py
     +-- MigrationError                                     master/migration.py

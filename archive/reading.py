@@ -47,7 +47,7 @@ class ArchiveFault(ServerFault):
 
 
 class PendingRevisit(ArchiveFault):
-    """The capture is a revisit whose original is not archived yet (archive/warc/pending.py):
+    """The capture is a revisit whose original is not archived yet (exchange/pending.py):
     it cannot be replayed until an import brings the original."""
 
 

@@ -55,7 +55,7 @@ class RecordKind(enum.IntEnum):
     # structure file is named by the record's content field, first captured at the record's
     # time. Fuzzy lookup finds a URL's variants by these; never replayed.
     VARIANT = 7
-    # A WARC revisit whose original is not archived yet (archive/warc/pending.py): its content
+    # A WARC revisit whose original is not archived yet (exchange/pending.py): its content
     # describes the revisit. Lookups find it, so that a reader can say why it cannot be replayed,
     # unless a capture at the same time replaces it (the revisit, written once its original came).
     PENDING = 8
@@ -71,6 +71,9 @@ REPLAYED_KINDS = frozenset(
 )
 _REPLAYED_CODES = frozenset(int(kind) for kind in REPLAYED_KINDS)
 _PENDING_CODE = int(RecordKind.PENDING)
+# The URL whose structure file is the registry of pending revisits (exchange/pending.py): one of
+# the harbors' domain, which no crawl or WARC file archives and which the proxy answers itself.
+PENDING_REGISTRY_URL = "http://pending-revisits.dlweb/"
 
 
 class RecordFlag(enum.IntFlag):

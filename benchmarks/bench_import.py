@@ -67,7 +67,7 @@ from bench_tools import (  # noqa: E402
     settle_disk,
 )
 
-from archive.cli import positive_int  # noqa: E402
+from archive.command_line import positive_int  # noqa: E402
 from archive.config import load_config  # noqa: E402
 from archive.store import sync_filesystem  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402

@@ -6,7 +6,7 @@ process of the benchmark's own (benchmarks/stream_farm.py: one MP3 loop encoded 
 each listener in pieces every --piece-seconds (0.1), a title change every 20 s), are recorded for
 --seconds (60) in the same run by:
 
-1. dlweb: `python -m archive stream URL... --duration D --chunk-seconds S --json`, pinned to one
+1. dlweb: `python -m dlweb stream URL... --duration D --chunk-seconds S --json`, pinned to one
    core, storing into a local cluster started with `dlweb up` (1 storage node, replica 1);
 2. ffmpeg (the peer), the obvious alternative: one `ffmpeg -i URL -c copy -f mp3 FILE` per
    stream (with `-id3v2_version 0 -write_xing 0`, so that the file holds the stream's frames and

@@ -42,7 +42,7 @@ def checked(command: list[str], what: str, cwd: Path | None = None) -> str:
 
 def dlweb(*args: str) -> list[str]:
     """The command line of `dlweb ARGS`, with this interpreter."""
-    return [sys.executable, "-m", "archive", *args]
+    return [sys.executable, "-m", "dlweb", *args]
 
 
 def cluster_up(data: Path, nodes: int, replicas: int, *more: str) -> None:

@@ -14,8 +14,8 @@ import signal
 import subprocess
 import sys
 
-from archive.cli import standalone
 from archive.cluster import ClusterClient
+from archive.command_line import standalone
 from archive.config import load_config
 from archive.crawl_calls import (
     CLONE,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from archive.atomic import atomic_write
-from archive.cli import (
+from archive.command_line import (
     add_config_option,
     checked_directory,
     non_negative,

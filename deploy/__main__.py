@@ -4,7 +4,7 @@
 import argparse
 import sys
 
-from archive.cli import run
+from archive.command_line import run
 
 from .cli import register
 

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import TypeAlias
 
-from archive.cli import checked_directory, positive_seconds
+from archive.command_line import checked_directory, positive_seconds
 from archive.metadata import parse_metadata_url
 
 from .launcher import (

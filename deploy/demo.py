@@ -21,8 +21,8 @@ from archive.cluster import ClusterClient
 from archive.config import ClusterConfig, load_config
 from archive.errors import DlwebError, NotFound
 from archive.timestamps import format_digits, format_http_date, format_iso, parse_time
-from archive.warc.batches import BatchReader
-from archive.warc.importer import Importer
+from exchange.batches import BatchReader
+from exchange.importer import Importer
 
 from .demo_warc import FIRST, SECOND, SITE, WARC_PATH
 from .demo_web import HOST_NAME, DemoWeb

@@ -288,7 +288,7 @@ def _search_spec(root: Path, config: list[str]) -> dict[str, Any]:
     return {
         "port": None,
         "command": _python(
-            "archive", "search-indexer", "--index", str(root / SEARCH_FOLDER), *config
+            "dlweb", "search-indexer", "--index", str(root / SEARCH_FOLDER), *config
         ),
     }
 

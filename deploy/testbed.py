@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archive.cli import run
+from archive.command_line import run
 from archive.errors import DlwebError
 
 DEFAULT_PREFIX = "dlwebtb"

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 from urllib.parse import quote
 
 from archive import discovery
-from archive.cli import add_config_option, positive_seconds
+from archive.command_line import add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
 from archive.progress import terminal_bar

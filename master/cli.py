@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from archive.cli import (
+from archive.command_line import (
     add_config_option,
     checked_directory,
     parse_listen,

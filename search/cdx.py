@@ -30,12 +30,11 @@ from archive.cluster import ClusterClient
 from archive.errors import DlwebError, NotFound
 from archive.header_block import parse_header_block
 from archive.link_format import escape_uri
-from archive.structure import REPLAYED_KINDS, Capture, RecordKind
+from archive.structure import PENDING_REGISTRY_URL, REPLAYED_KINDS, Capture, RecordKind
 from archive.timestamps import format_digits, format_http_date
 from archive.url_index import URLKEYS_FILE, UrlKeys, surt_key
 from archive.urlkey import canonical_url, structure_name
 from archive.warc.digests import sha256_digest
-from archive.warc.pending import REGISTRY_URL
 
 from .budget import Deadline
 from .errors import BadCdxQuery
@@ -529,7 +528,7 @@ def _targets(query: CdxQuery, index: Path, deadline: Deadline) -> list[list[str]
     last = None
     with UrlKeys(index) as keys:
         for key, url in deadline.watch(keys.between(query.key, query.end_key)):
-            if url == REGISTRY_URL:
+            if url == PENDING_REGISTRY_URL:
                 continue
             if key != last:
                 groups.append([])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive import collector
-from archive.cli import add_config_option, positive_int, standalone
+from archive.command_line import add_config_option, positive_int, standalone
 from archive.config import DEFAULT_SEARCH_INDEX, load_config
 from archive.progress import terminal_bar
 

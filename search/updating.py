@@ -28,8 +28,7 @@ from archive.cluster import ClusterClient, LargeContent
 from archive.errors import DlwebError, NotFound
 from archive.header_block import HeaderBlock, parse_header_block
 from archive.requestkey import original_url
-from archive.structure import REPLAYED_KINDS, Capture
-from archive.warc.pending import REGISTRY_URL
+from archive.structure import PENDING_REGISTRY_URL, REPLAYED_KINDS, Capture
 
 from .catalog import Catalog, FileEntry, SetAside
 from .domains import host_of, registered_domain
@@ -114,7 +113,11 @@ class Fetched:
 def page_versions(state: FileState) -> list[Version]:
     """The versions of a file's URL that are pages: none for a response to another method than
     GET (archived under a lookup URL) or the registry of pending revisits."""
-    if state.url is None or state.url == REGISTRY_URL or original_url(state.url) != state.url:
+    if (
+        state.url is None
+        or state.url == PENDING_REGISTRY_URL
+        or original_url(state.url) != state.url
+    ):
         return []
     return versions(state.url, state.captures)
 
@@ -167,7 +170,7 @@ class Updater:
                 for version in new:
                     self._delete(state.name, version.capture.time)
             added += [(state.name, version) for version in new]
-            listed = state.url is not None and state.url != REGISTRY_URL
+            listed = state.url is not None and state.url != PENDING_REGISTRY_URL
             self._entries.append(
                 FileEntry(
                     state.name,

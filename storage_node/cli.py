@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archive.cli import add_config_option, checked_directory, parse_listen, standalone
+from archive.command_line import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import RELIABILITIES, load_config
 
 if TYPE_CHECKING:

@@ -124,7 +124,7 @@ def _record(cluster: Cluster, folder: Path) -> Recorded:
             "hls": hls.master_url,
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "archive", "stream", *urls.values(),
+            [sys.executable, "-m", "dlweb", "stream", *urls.values(),
              "--duration", str(SECONDS), "--chunk-seconds", str(CHUNK_SECONDS),
              "--point-seconds", str(POINT_SECONDS), "--rendition", "lowest", "--json",
              "-c", str(cluster.config_path)],

@@ -1,18 +1,6 @@
-"""WARC and ARC files: importing them into the archive, exporting the archive as WARC."""
+"""WARC and ARC files as a format: reading their records (and getting past damaged ones), and
+writing WARC records. Importing them into the archive and exporting it is exchange/'s work."""
 
-from ..lazy import lazy_exports
-from .commands import register
 from .reader import Ignored, Problem, SourceRecord, read_archive
 
-# The importer needs the cluster client, whose network modules every `dlweb` command would load.
-__getattr__ = lazy_exports(__name__, {"Importer": "importer", "ImportSummary": "importer"})
-
-__all__ = [
-    "Ignored",
-    "ImportSummary",
-    "Importer",
-    "Problem",
-    "SourceRecord",
-    "read_archive",
-    "register",
-]
+__all__ = ["Ignored", "Problem", "SourceRecord", "read_archive"]

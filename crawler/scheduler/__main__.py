@@ -1,6 +1,6 @@
 import sys
 
-from archive.cli import standalone
+from archive.command_line import standalone
 
 from .cli import add_scheduler_arguments
 

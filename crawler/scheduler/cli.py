@@ -8,7 +8,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from archive.cli import (
+from archive.command_line import (
     add_config_option,
     checked_directory,
     non_negative,

@@ -23,8 +23,8 @@ from typing import Any
 
 import uvloop
 
-from archive.cli import standalone
 from archive.cluster import ClusterClient
+from archive.command_line import standalone
 from archive.config import load_config
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
 from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError, hip_url

@@ -2,7 +2,7 @@
 
 import argparse
 
-from archive.cli import add_config_option, positive_int, positive_seconds
+from archive.command_line import add_config_option, positive_int, positive_seconds
 
 from ..cli import add_resolve_option, add_scheduler_options
 from .assignment import parse_rendition

@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from archive.cli import add_config_option, checked_directory, parse_listen, standalone
+from archive.command_line import add_config_option, checked_directory, parse_listen, standalone
 from archive.config import ClusterConfig, load_config
 from archive.discovery import MASTER, MASTER_HOW, address
 from archive.errors import ConfigError

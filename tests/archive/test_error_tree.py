@@ -6,7 +6,18 @@ import pkgutil
 import archive.errors
 from archive.errors import DlwebError
 
-PACKAGES = ("archive", "storage_node", "master", "proxy", "harbors", "crawler", "search", "deploy")
+PACKAGES = (
+    "archive",
+    "storage_node",
+    "master",
+    "exchange",
+    "proxy",
+    "harbors",
+    "crawler",
+    "search",
+    "deploy",
+    "dlweb",
+)
 
 
 def _subclasses(cls: type) -> set[type]:

@@ -108,7 +108,7 @@ def dlweb(campaign: Campaign, *args: str) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-m",
-            "archive",
+            "dlweb",
             *args,
             "--scheduler",
             campaign.url,

@@ -173,7 +173,7 @@ async def test_dlweb_record_archives_one_page_scrolled_to_its_end(
             [
                 sys.executable,
                 "-m",
-                "archive",
+                "dlweb",
                 "record",
                 "-c",
                 str(cluster.config_path),

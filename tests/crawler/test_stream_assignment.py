@@ -78,7 +78,7 @@ def test_a_bad_assignment_is_refused_naming_the_field(data: Any, message: str) -
 
 def dlweb(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "archive", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "dlweb", *args], capture_output=True, text=True, timeout=60
     )
 
 

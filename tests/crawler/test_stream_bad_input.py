@@ -61,7 +61,7 @@ def run(
     with BadStreams(tmp_path_factory.mktemp("bad-streams")) as bad:
         urls = {path: bad.url(path) for path in PATHS}
         done = subprocess.run(
-            [sys.executable, "-m", "archive", "stream", *urls.values(), "--duration", str(SECONDS),
+            [sys.executable, "-m", "dlweb", "stream", *urls.values(), "--duration", str(SECONDS),
              "--timeout", "3", "--chunk-seconds", "5", "--point-seconds", "1", "--json",
              "-c", str(cluster.config_path)],
             capture_output=True, text=True, timeout=SECONDS + 120,
@@ -86,7 +86,7 @@ def test_a_page_instead_of_audio_is_logged_and_nothing_stored(run: Run) -> None:
 
 def test_the_command_says_which_stream_was_not_recorded_and_why(run: Run) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "archive", "stream", run.bad.url("/html"), "--duration", "2",
+        [sys.executable, "-m", "dlweb", "stream", run.bad.url("/html"), "--duration", "2",
          "-c", str(run.cluster.config_path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -12,7 +12,7 @@ COMMAND_TIMEOUT = 120
 def dlweb(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """`dlweb ARGS` in a subprocess (the same entry point as the installed script)."""
     result = subprocess.run(
-        [sys.executable, "-m", "archive", *args],
+        [sys.executable, "-m", "dlweb", *args],
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT,

@@ -42,7 +42,7 @@ class Demo:
             [
                 sys.executable,
                 "-m",
-                "archive",
+                "dlweb",
                 "demo",
                 "--data",
                 str(data),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from archive.cli import build_parser
 from archive.config import load_config
+from dlweb.cli import build_parser
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 

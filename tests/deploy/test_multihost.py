@@ -296,11 +296,11 @@ def test_a_crawler_agent_on_its_own_host_finds_the_scheduler_and_archives_a_site
         ),
         "the scheduler and the website",
     )
-    bed.start("agent", AGENT_HOST, "archive", "crawler-agent", "--name", "agent7",
+    bed.start("agent", AGENT_HOST, "dlweb", "crawler-agent", "--name", "agent7",
               "--work", str(bed.root / "agent"), "-c", str(bed.config))  # fmt: skip
     added = bed.lan.run(
         CLIENT_HOST,
-        [sys.executable, "-m", "archive", "sites", "add", web, "--seed",
+        [sys.executable, "-m", "dlweb", "sites", "add", web, "--seed",
          "--scheduler", scheduler, "-c", str(bed.config)],
         60,
         cwd=ROOT,

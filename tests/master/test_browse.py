@@ -10,7 +10,7 @@ from .conftest import HEADER, make_corpus
 
 
 def dlweb(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "archive", *args], capture_output=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "dlweb", *args], capture_output=True, timeout=60)
 
 
 async def test_get_and_captures_of_a_url(cluster_factory) -> None:

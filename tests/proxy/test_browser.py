@@ -9,8 +9,8 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.archive.warc.conftest import dlweb
 from tests.browser import chromium
+from tests.exchange.conftest import dlweb
 
 from .conftest import put_setting
 

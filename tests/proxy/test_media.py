@@ -23,8 +23,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from deploy.testing.cluster import Cluster
-from tests.archive.warc.conftest import dlweb
 from tests.browser import browse, net_log_exchanges
+from tests.exchange.conftest import dlweb
 
 from .conftest import Proxy
 

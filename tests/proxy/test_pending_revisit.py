@@ -4,7 +4,7 @@ import aiohttp
 
 from archive.timestamps import format_http_date, parse_time
 from tests.archive.warc import sources
-from tests.archive.warc.conftest import dlweb
+from tests.exchange.conftest import dlweb
 
 from .conftest import Proxy
 

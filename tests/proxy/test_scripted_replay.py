@@ -22,8 +22,8 @@ import pytest
 
 from deploy.testing.cluster import Cluster
 from deploy.testing.pywb import recording_pywb
-from tests.archive.warc.conftest import dlweb
 from tests.browser import browse, net_log_exchanges, png_pixels, screenshot
+from tests.exchange.conftest import dlweb
 from tests.scripted_site import (
     APP,
     CONFIG_BODY,

@@ -19,7 +19,7 @@ from . import pages
 COMMAND_TIMEOUT = 60
 
 
-def dlweb(*args: str, module: str = "archive") -> subprocess.CompletedProcess[str]:
+def dlweb(*args: str, module: str = "dlweb") -> subprocess.CompletedProcess[str]:
     """Run the dlweb command (or `python -m search`) as a user does."""
     return subprocess.run(
         [sys.executable, "-m", module, *args],

@@ -31,7 +31,7 @@ class Indexer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> "Indexer":
-        command = [sys.executable, "-m", "archive", "search-indexer"]
+        command = [sys.executable, "-m", "dlweb", "search-indexer"]
         command += ["-c", str(self.cluster.config_path), "--index", str(self.folder)]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

@@ -144,7 +144,7 @@ def test_the_command_line_refuses_a_query_nested_9000_deep_in_one_line(tmp_path:
     mark_built(folder, {})
     deep = "(" * 9000 + "a" + ")" * 9000
     done = subprocess.run(
-        [sys.executable, "-m", "archive", "search", "--index", str(folder), deep],
+        [sys.executable, "-m", "dlweb", "search", "--index", str(folder), deep],
         capture_output=True,
         text=True,
         timeout=60,

@@ -15,7 +15,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 from archive.errors import CorruptFile, DlwebError
 from archive.header_block import parse_header_block, status_of
 from archive.warc.reader import Ignored, Problem, SourceRecord, read_archive
-from archive.warc.wacz import archive_inputs, check_wacz
+from exchange.wacz import archive_inputs, check_wacz
 from tests.security.wacz_packages import DEFLATED, ENCRYPTED, Entry, package_bytes, sound_entries
 from tests.security.warc_inputs import inflating_to, member, record
 

@@ -12,7 +12,7 @@ import pytest
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
 from deploy.testing.cluster import Cluster
-from tests.archive.warc.conftest import dlweb
+from tests.exchange.conftest import dlweb
 from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 from tests.security.wacz_packages import (
     DATAPACKAGE,

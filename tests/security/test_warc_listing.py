@@ -20,7 +20,7 @@ from archive.cluster import ClusterClient
 from archive.timestamps import MIN_TIME
 from archive.urlkey import structure_name
 from deploy.testing.cluster import Cluster
-from tests.archive.warc.conftest import dlweb
+from tests.exchange.conftest import dlweb
 from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 from tests.proxy.conftest import Proxy, Version, archive, header_block, start_proxy
 

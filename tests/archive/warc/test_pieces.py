@@ -1,12 +1,10 @@
-"""The small parts of WARC reading: chunked decoding, digest fields, kept fields, sizes."""
+"""The small parts of WARC reading: chunked decoding, digest fields, kept fields."""
 
-import argparse
 import base64
 import hashlib
 
 import pytest
 
-from archive.warc.commands import byte_size
 from archive.warc.dechunk import Dechunker
 from archive.warc.digests import Digest, parse_digest
 from archive.warc.reader import kept_fields, split_kept
@@ -77,11 +75,3 @@ def test_kept_fields_drop_what_an_export_recomputes():
     assert kept == [("WARC-Type", "request"), ("WARC-IP-Address", "192.0.2.1")]
     assert block == b"GET / HTTP/1.1\r\n\r\n"
     assert split_kept(kept_fields([]) + b"block") == ([], b"block")
-
-
-def test_sizes_on_the_command_line():
-    assert byte_size("5000") == 5000 and byte_size("64K") == 65536
-    assert byte_size("100M") == 100 * 2**20 and byte_size("2gib") == 2 * 2**30
-    for bad in ("0", "lots", "-5", "1.5G"):
-        with pytest.raises(argparse.ArgumentTypeError):
-            byte_size(bad)

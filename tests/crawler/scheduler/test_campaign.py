@@ -258,7 +258,7 @@ def test_operator_commands(campaign):
     black = dlweb(campaign, "sites", "blacklist", str(site_id))
     assert json.loads(black.stdout)["state"] == "blacklisted"
     wrong = subprocess.run(
-        [sys.executable, "-m", "archive", "sites", "list", "--scheduler", "http://127.0.0.1:9"],
+        [sys.executable, "-m", "dlweb", "sites", "list", "--scheduler", "http://127.0.0.1:9"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -110,7 +110,7 @@ def test_the_scheduler_keeps_its_campaign_in_the_database_db_names(
     try:
         wait_until(lambda: answers(f"{url}/api/status"), "the scheduler to answer")
         added = subprocess.run(
-            [sys.executable, "-m", "archive", "sites", "add", "http://a.example/"]
+            [sys.executable, "-m", "dlweb", "sites", "add", "http://a.example/"]
             + ["--scheduler", url, "-c", str(config)],
             capture_output=True,
             text=True,

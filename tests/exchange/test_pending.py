@@ -8,12 +8,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archive.cluster import ClusterClient
 from archive.reading import CaptureReader, PendingRevisit
-from archive.structure import RecordFlag, RecordKind
+from archive.structure import PENDING_REGISTRY_URL, RecordFlag, RecordKind
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
-from archive.warc.pending import REGISTRY_URL
+from tests.archive.warc import sources
 
-from . import sources
 from .conftest import dlweb
 from .test_import import import_ok
 
@@ -33,7 +32,7 @@ def exported_revisits(cluster_config: Path, out: Path) -> list[tuple[str, ...]]:
     with open(out, "rb") as fh:
         for record in ArchiveIterator(fh, no_record_parse=True):
             fields = record.rec_headers
-            assert not (fields.get_header("WARC-Target-URI") or "").startswith(REGISTRY_URL)
+            assert not (fields.get_header("WARC-Target-URI") or "").startswith(PENDING_REGISTRY_URL)
             if record.rec_type == "revisit":
                 revisits.append(
                     (
@@ -62,7 +61,7 @@ async def test_a_revisit_waits_for_the_import_that_brings_its_original(cluster_f
             with pytest.raises(PendingRevisit, match="revisit whose original is not archived yet"):
                 await reader.read_at(entry.url, at, "exact")
             assert await client.captures(entry.url) == []
-        _, registry = await client.read_structure(structure_name(REGISTRY_URL))
+        _, registry = await client.read_structure(structure_name(PENDING_REGISTRY_URL))
         assert [(r.kind, r.flags) for r in registry] == [(RecordKind.PENDING, 2)] * 2
     # An export writes them again as the revisits they were, and nothing of the registry.
     written = sorted(
@@ -85,7 +84,7 @@ async def test_a_revisit_waits_for_the_import_that_brings_its_original(cluster_f
             reading = await reader.read_at(entry.url, at, "exact")
             assert reading.capture == capture and reading.block == entry.header_block
             assert await reader.whole_body(reading) == entry.payload
-        _, registry = await client.read_structure(structure_name(REGISTRY_URL))
+        _, registry = await client.read_structure(structure_name(PENDING_REGISTRY_URL))
         assert sorted(r.flags & RecordFlag.RESOLVED for r in registry) == [0, 0, 16, 16]
     # Exported once each, as revisits of the originals now archived.
     exported = exported_revisits(cluster.config_path, tmp_path / "resolved.warc.gz")

@@ -6,8 +6,8 @@ response record with its header block and payload; a later capture of the same c
 a revisit record pointing at that first one (WARC-Refers-To-Target-URI and -Date), so the export
 is deduplicated as the archive is. Request and metadata records kept by an import are written
 again, linked to the response they came with, and so is a revisit kept pending since its original
-is not archived (warc/pending.py), as it was read. A response archived under the lookup URL of a
-request other than GET (archive/requestkey.py) is written under the URL it was made from, as the
+is not archived (exchange/pending.py), as it was read. A response archived under the lookup URL of
+a request other than GET (archive/requestkey.py) is written under the URL it was made from, as the
 WARC file it came from had it. A content too large to hold whole is read twice instead, once for
 the digests its record's header gives, once to write it. The file is written under a temporary
 name and renamed when complete.
@@ -24,20 +24,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..atomic import atomic_file
-from ..cluster import ClusterClient, LargeContent
-from ..errors import DlwebError
-from ..header_block import declares_chunked, parse_header_block
-from ..reading import STREAMED_OVER
-from ..requestkey import original_url
-from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
-from ..structure_walk import read_structures, walk_structures
-from ..timestamps import format_iso
-from ..url_index import NoUrlIndex, UrlKeys
-from .bundles import bundled_body
-from .pending import REGISTRY_URL, Revisit
-from .reader import RECOMPUTED_FIELDS, split_kept
-from .writer import (
+from archive.atomic import atomic_file
+from archive.cluster import ClusterClient, LargeContent
+from archive.errors import DlwebError
+from archive.header_block import declares_chunked, parse_header_block
+from archive.reading import STREAMED_OVER
+from archive.requestkey import original_url
+from archive.structure import (
+    PENDING_REGISTRY_URL,
+    REPLAYED_KINDS,
+    Capture,
+    RecordFlag,
+    RecordKind,
+)
+from archive.structure_walk import read_structures, walk_structures
+from archive.timestamps import format_iso
+from archive.url_index import NoUrlIndex, UrlKeys
+from archive.warc.reader import RECOMPUTED_FIELDS, split_kept
+from archive.warc.writer import (
     HTTP_RESPONSE,
     PROFILE_IDENTICAL,
     PROFILE_NOT_MODIFIED,
@@ -48,6 +52,9 @@ from .writer import (
     record_header,
     spelled_digest,
 )
+
+from .bundles import bundled_body
+from .pending import Revisit
 
 # Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
 # the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory,
@@ -152,7 +159,7 @@ async def _select(
     entries: list[_Entry] = []
 
     def visit(_name: str, url: str, captures: list[Capture]) -> None:
-        if url == REGISTRY_URL or (
+        if url == PENDING_REGISTRY_URL or (
             selection.url_prefix is not None and not url.startswith(selection.url_prefix)
         ):
             return

@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 from warcio.warcwriter import WARCWriter
 
-from archive.warc import batches
-from archive.warc.batches import BatchReader
 from archive.warc.reader import SourceRecord
 from archive.warc.spool import SPOOL_IN_MEMORY
-
-from . import sources
+from exchange import batches
+from exchange.batches import BatchReader
+from tests.archive.warc import sources
 
 
 async def test_batches_hold_every_record_in_order_and_mark_each_file_end(tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
-"""The `dlweb` command: kernel subcommands here, the others found through entry points.
+"""What the command lines of every package share: argparse types, the configuration option, and
+running a parsed command (`run`, for `dlweb` and `python -m <package>` alike).
 
-Each package of the project registers its own subcommand in the ``dlweb.commands`` entry-point
-group with a function ``register(subparsers)``, so the kernel never imports them.
+The `dlweb` command itself, into which each package registers its subcommands, is dlweb/cli.py.
 """
 
 import argparse
@@ -13,8 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import browse, collector, warc
-from .config import load_config, write_new_config
+from . import collector
 from .errors import ConfigError, DlwebError
 
 Runner = Callable[[argparse.Namespace], int]
@@ -76,71 +75,9 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _config_init(args: argparse.Namespace) -> int:
-    write_new_config(args.config, args.name, args.multicast_port)
-    print(f"wrote {args.config} with a new cluster secret")
-    return 0
-
-
-def _config_check(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    print(f"{args.config}: cluster {config.name!r}, lookup {config.lookup}, ok")
-    return 0
-
-
-def _register_config(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    config = subparsers.add_parser("config", help="create or check a cluster configuration")
-    actions = config.add_subparsers(dest="action", required=True)
-    init = actions.add_parser("init", help="write a new configuration with a generated secret")
-    add_config_option(init)
-    init.add_argument("--name", default="dlweb", help="cluster name")
-    init.add_argument("--multicast-port", type=int, default=None, help="UDP port for lookups")
-    init.set_defaults(run=_config_init)
-    check = actions.add_parser("check", help="validate a configuration file")
-    add_config_option(check)
-    check.set_defaults(run=_config_check)
-
-
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every subcommand, or, when `argv` asks for one of the kernel's, of the
-    kernel's only: the other packages' are then not loaded (a command starts sooner)."""
-    parser = argparse.ArgumentParser(prog="dlweb", description="dlweb web archive")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    parser.add_argument(
-        "-c",
-        "--config",
-        dest="config_first",
-        type=Path,
-        metavar="CONFIG",
-        help="cluster configuration file, for a command that takes one (also after it)",
-    )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _register_config(subparsers)
-    browse.register(subparsers, add_config_option)
-    warc.register(subparsers, add_config_option)
-    command = _command_word(argv or [])
-    if command not in subparsers.choices:
-        from importlib.metadata import entry_points
-
-        for entry in sorted(entry_points(group="dlweb.commands"), key=lambda e: e.name):
-            entry.load()(subparsers)
-    return parser
-
-
-def _command_word(argv: Sequence[str]) -> str | None:
-    """The subcommand `argv` names: its first word that is neither an option nor the file
-    given to a `-c` before it."""
-    words = iter(argv)
-    for word in words:
-        if word in ("-c", "--config"):
-            next(words, None)
-        elif not word.startswith("-"):
-            return word
-    return None
-
-
 def _config_first(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Apply a `-c` given before the subcommand, as git and kubectl take their options."""
+    """Apply a `-c` given before the subcommand (the `dlweb` parser's, dlweb/cli.py), as git and
+    kubectl take their options."""
     first = getattr(args, "config_first", None)
     if first is None:
         return
@@ -222,8 +159,3 @@ def standalone(
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     add_arguments(parser)
     return run(parser)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    return run(build_parser(argv), argv)

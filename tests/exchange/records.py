@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from archive.warc.bundles import Bundle, Bundler
 from archive.warc.reader import SourceRecord, read_archive
+from exchange.bundles import Bundle, Bundler
 
 
 def records_of(path: Path, spool: Path) -> list[SourceRecord]:

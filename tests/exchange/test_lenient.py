@@ -14,11 +14,11 @@ from archive.reading import CaptureReader
 from archive.structure import RecordKind
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
-from archive.warc.bundles import bundled_body
 from archive.warc.reader import Problem, SourceRecord, split_kept
+from exchange.bundles import bundled_body
+from tests.archive.warc.test_reader import described, read_all, read_by_warcio
 
 from .conftest import dlweb
-from .test_reader import described, read_all, read_by_warcio
 
 HOST = "http://lenient.example"
 

@@ -22,7 +22,7 @@ def dlweb_script() -> str:
 
 
 def run(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "archive"] if module else [dlweb_script()]
+    command = [sys.executable, "-m", "dlweb"] if module else [dlweb_script()]
     return subprocess.run(
         [*command, *args], capture_output=True, text=True, timeout=60, check=False
     )
@@ -104,26 +104,52 @@ def _loaded_after(code: str, modules: list[str]) -> list[str]:
 
 def test_the_command_line_loads_no_network_module_before_a_command_needs_one() -> None:
     # aiohttp takes a tenth of a second to load: `dlweb import` reads while it loads.
-    assert _loaded_after("import archive.cli; archive.cli.build_parser()", ["aiohttp"]) == []
+    assert _loaded_after("import dlweb.cli; dlweb.cli.build_parser()", ["aiohttp"]) == []
 
 
-OTHER_PACKAGES = ["storage_node", "master", "proxy", "crawler", "deploy", "harbors"]
+OTHER_PACKAGES = ["storage_node", "master", "exchange", "proxy", "crawler", "deploy", "harbors"]
 
 
-def test_a_kernel_command_loads_no_other_package() -> None:
-    code = "import archive.cli; archive.cli.build_parser(['-v', 'captures', 'http://a.test/'])"
+def test_a_command_of_the_root_loads_no_other_package() -> None:
+    code = "import dlweb.cli; dlweb.cli.build_parser(['-v', 'captures', 'http://a.test/'])"
     assert _loaded_after(code, OTHER_PACKAGES + ["importlib.metadata"]) == []
 
 
-def test_any_other_command_line_loads_every_subcommand() -> None:
+def test_help_or_an_unknown_command_loads_every_subcommand() -> None:
     code = (
-        "import archive.cli\n"
-        "for argv in ([], ['--help'], ['storage-node', '--help'], ['no-such-command']):\n"
-        "    parser = archive.cli.build_parser(argv)\n"
+        "import dlweb.cli\n"
+        "for argv in ([], ['--help'], ['no-such-command']):\n"
+        "    parser = dlweb.cli.build_parser(argv)\n"
         "    commands = parser._subparsers._group_actions[0].choices\n"
         "    assert {'import', 'storage-node', 'crawl', 'proxy'} <= set(commands), argv"
     )
     assert set(_loaded_after(code, OTHER_PACKAGES)) >= {"storage_node", "crawler", "proxy"}
+
+
+def test_a_command_loads_only_the_package_that_registers_it() -> None:
+    for argv, package in (
+        (["import", "a.warc.gz"], "exchange"),
+        (["-c", "a.yaml", "storage-node", "--help"], "storage_node"),
+        (["up", "--data", "d"], "deploy"),
+    ):
+        code = f"import dlweb.cli; dlweb.cli.build_parser({argv!r})"
+        assert _loaded_after(code, OTHER_PACKAGES) == [package], argv
+
+
+def test_every_command_entry_is_named_after_a_command_it_registers() -> None:
+    code = (
+        "import dlweb.cli\n"
+        "from importlib.metadata import entry_points\n"
+        "for entry in entry_points(group='dlweb.commands'):\n"
+        "    parser = dlweb.cli.build_parser([entry.name])\n"
+        "    assert entry.name in parser._subparsers._group_actions[0].choices, entry.name\n"
+        "print(len(entry_points(group='dlweb.commands')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) >= 20
 
 
 def test_a_client_of_the_cluster_loads_no_server_module() -> None:
@@ -136,12 +162,12 @@ def _collector_schedule(argv: list[str]) -> tuple[int, ...]:
     """The garbage collector's thresholds while a real command line's command runs, in a fresh
     interpreter (the command's own work replaced by printing them)."""
     code = (
-        "import gc, archive.cli\n"
+        "import gc, archive.command_line, dlweb.cli\n"
         f"argv = {argv!r}\n"
-        "parser = archive.cli.build_parser(argv)\n"
+        "parser = dlweb.cli.build_parser(argv)\n"
         "command = parser._subparsers._group_actions[0].choices[argv[0]]\n"
         "command.set_defaults(run=lambda args: print(*gc.get_threshold()) or 0)\n"
-        "archive.cli.run(parser, argv)"
+        "archive.command_line.run(parser, argv)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -185,8 +211,8 @@ def test_the_configuration_may_come_before_the_command(tmp_path: Path) -> None:
     assert_usage_error(run("-c", str(path), "up", "--data", str(tmp_path)), "dlweb up takes no")
 
 
-def test_a_kernel_command_after_a_configuration_loads_no_other_package() -> None:
-    code = "import archive.cli; archive.cli.build_parser(['-c', 'a.yaml', 'captures', 'http://a/'])"
+def test_a_command_of_the_root_after_a_configuration_loads_no_other_package() -> None:
+    code = "import dlweb.cli; dlweb.cli.build_parser(['-c', 'a.yaml', 'captures', 'http://a/'])"
     assert _loaded_after(code, OTHER_PACKAGES + ["importlib.metadata"]) == []
 
 

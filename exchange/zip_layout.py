@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from ..errors import DlwebError
+from archive.errors import DlwebError
 
 MAX_ENTRIES = 10_000
 MAX_DIRECTORY = 16 * 1024 * 1024

@@ -16,14 +16,14 @@ from warcio.warcwriter import WARCWriter
 from archive.cluster import ClusterClient
 from archive.errors import NotFound
 from archive.structure import REPLAYED_KINDS
-from archive.warc.cdxj import cdxj_lines
-from archive.warc.wacz import DATAPACKAGE, DIGEST, INDEX_PATH, PAGES_PATH
 from deploy.testing.cluster import Cluster, clusters_in
 from deploy.testing.peers import wacz_validate
+from exchange.cdxj import cdxj_lines
+from exchange.wacz import DATAPACKAGE, DIGEST, INDEX_PATH, PAGES_PATH
+from tests.archive.warc import sources
+from tests.archive.warc.site import PAGES, TestSite
 
-from . import sources
 from .conftest import dlweb
-from .site import PAGES, TestSite
 
 WARC_MEMBER = "archive/data.warc.gz"
 SMUGGLED = "http://smuggled.example/"

@@ -8,7 +8,7 @@ WARC as `dlweb export` does, into a folder beside the package, reads it once for
 the pages, then zips it all under a temporary name renamed when complete. The import checks every
 hash before reading any record, so a damaged package is refused whole, then reads each WARC
 straight from the ZIP. A package is hostile until checked: its ZIP layout first
-(warc/zip_layout.py), then its JSON files, read only up to MAX_JSON bytes and MAX_JSON_DEPTH
+(exchange/zip_layout.py), then its JSON files, read only up to MAX_JSON bytes and MAX_JSON_DEPTH
 levels of nesting, with no key given twice.
 """
 
@@ -27,10 +27,11 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from ..atomic import atomic_file
-from ..errors import DlwebError
-from ..header_block import charset_of
-from .digests import parse_digest
+from archive.atomic import atomic_file
+from archive.errors import DlwebError
+from archive.header_block import charset_of
+from archive.warc.digests import parse_digest
+
 from .zip_layout import (
     MAX_DIRECTORY,
     MAX_ENTRIES,
@@ -43,7 +44,8 @@ from .zip_layout import (
 )
 
 if TYPE_CHECKING:
-    from ..cluster import ClusterClient
+    from archive.cluster import ClusterClient
+
     from .exporter import ExportSummary, Selection
 
 WACZ_VERSION = "1.1.1"
@@ -198,7 +200,7 @@ def _title_and_text(record: Any, charset: str | None) -> tuple[str, str]:
     be read (an unknown content encoding, a body that is no HTML)."""
     from lxml import etree  # here: only an export to WACZ reads pages
 
-    from ..visible_text import title_of, visible_text
+    from archive.visible_text import title_of, visible_text
 
     try:
         data = record.content_stream().read(PAGE_READ)

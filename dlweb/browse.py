@@ -6,12 +6,12 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from .atomic import atomic_file
-from .config import load_config
-from .timestamps import BadTime, format_iso, parse_time
+from archive.atomic import atomic_file
+from archive.command_line import add_config_option
+from archive.config import load_config
+from archive.timestamps import BadTime, format_iso, parse_time
 
 MODES = ("closest", "before", "after", "exact")
 
@@ -24,8 +24,8 @@ def _time(text: str) -> int:
 
 
 async def _get(args: argparse.Namespace) -> int:
-    from .cluster import ClusterClient  # here: every other command would load aiohttp for it
-    from .reading import CaptureQuery, CaptureReader
+    from archive.cluster import ClusterClient  # here: every other command would load aiohttp for it
+    from archive.reading import CaptureQuery, CaptureReader
 
     at = args.at if args.at is not None else time.time_ns() // 1000
     async with ClusterClient(load_config(args.config)) as client:
@@ -54,7 +54,7 @@ async def _get(args: argparse.Namespace) -> int:
 
 
 async def _captures(args: argparse.Namespace) -> int:
-    from .cluster import ClusterClient  # here: every other command would load aiohttp for it
+    from archive.cluster import ClusterClient  # here: every other command would load aiohttp for it
 
     async with ClusterClient(load_config(args.config)) as client:
         found = await client.captures(args.url)
@@ -70,11 +70,8 @@ async def _captures(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(
-    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
-    add_config_option: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """Add `get` and `captures` (the kernel registers them: they only need the cluster client)."""
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add `get` and `captures` (the command root registers them: they only need the kernel)."""
     get = subparsers.add_parser("get", help="print the archived copy of a URL at a date")
     get.add_argument("url", help="the URL as it was archived")
     get.add_argument("--at", type=_time, default=None, help="date (YYYYMMDD..., ISO); default now")

@@ -25,15 +25,15 @@ from archive.requestkey import lookup_url
 from archive.structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
-from archive.warc.batches import BATCH_RECORDS
-from archive.warc.bundles import bundled_body
 from archive.warc.reader import split_kept
 from archive.warc.spool import SPOOL_IN_MEMORY
+from exchange.batches import BATCH_RECORDS
+from exchange.bundles import bundled_body
+from tests.archive.warc import sources
+from tests.archive.warc.site import PAGES, TestSite
 
-from . import sources
 from .conftest import COMMAND_TIMEOUT, dlweb
 from .records import bundle_all, requests_in
-from .site import PAGES, TestSite
 
 
 def sha(data: bytes) -> str:
@@ -280,7 +280,7 @@ def _import_on_a_terminal(config: Path, source: Path) -> tuple[int, str]:
     # A terminal of 30 rows and 120 columns (a new pseudo-terminal has none, so no room for a bar).
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
     process = subprocess.Popen(
-        [sys.executable, "-m", "archive", "import", "-c", str(config), str(source)],
+        [sys.executable, "-m", "dlweb", "import", "-c", str(config), str(source)],
         stdout=subprocess.DEVNULL,
         stderr=terminal,
     )

@@ -18,9 +18,9 @@ files joined into one) make the same bundles except around the joins.
 import hashlib
 from dataclasses import dataclass
 
-from ..errors import CorruptFile
-from ..structure import Capture, RecordFlag
-from .reader import SIDE_TYPES, SourceRecord
+from archive.errors import CorruptFile
+from archive.structure import Capture, RecordFlag
+from archive.warc.reader import SIDE_TYPES, SourceRecord
 
 BUNDLED_MAX_RECORD = 64 * 1024
 BUNDLE_RECORDS = 256

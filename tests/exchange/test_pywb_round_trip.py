@@ -10,10 +10,10 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archive.timestamps import format_digits, parse_time
 from deploy.testing.pywb import replay, running_pywb
+from tests.archive.warc import sources
+from tests.archive.warc.site import PAGES, TestSite
 
-from . import sources
 from .conftest import dlweb
-from .site import PAGES, TestSite
 
 # Headers a replay tool sets itself: framing, connection handling and the time of the replay.
 NOT_REPLAYED = frozenset(

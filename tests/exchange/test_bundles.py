@@ -9,7 +9,8 @@ from warcio.warcwriter import WARCWriter
 
 from archive.errors import CorruptFile
 from archive.structure import Capture, RecordFlag, RecordKind
-from archive.warc.bundles import (
+from archive.warc.reader import SourceRecord
+from exchange.bundles import (
     BOUNDARY,
     BUNDLE_BYTES,
     BUNDLE_RECORDS,
@@ -18,9 +19,8 @@ from archive.warc.bundles import (
     bundled_body,
     slice_field,
 )
-from archive.warc.reader import SourceRecord
+from tests.archive.warc import sources
 
-from . import sources
 from .records import bundle_all, records_of, requests_in
 
 

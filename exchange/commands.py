@@ -7,15 +7,16 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import collector
-from ..cache import ReadCache
-from ..config import DEFAULT_SEARCH_INDEX, load_config
-from ..errors import DlwebError
-from ..timestamps import BadTime, parse_time
+from archive import collector
+from archive.cache import ReadCache
+from archive.command_line import add_config_option
+from archive.config import DEFAULT_SEARCH_INDEX, load_config
+from archive.errors import DlwebError
+from archive.timestamps import BadTime, parse_time
+
 from .batches import DEFAULT_MAX_RECORD, BatchReader
 from .wacz import check_wacz, export_wacz, is_wacz
 
@@ -59,8 +60,8 @@ def _checked_inputs(paths: list[Path]) -> list[Path]:
 
 
 def _terminal_bar(**options: Any) -> "tqdm[Any] | None":
-    """A progress bar when stderr is a terminal, else None: tqdm, which loads importlib.metadata,
-    is then not loaded at all (an import's client would load it while it reads its first batch)."""
+    """A progress bar when stderr is a terminal, else None: tqdm is then not loaded at all (an
+    import's client would load it while it reads its first batch)."""
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm
@@ -101,7 +102,8 @@ async def _import(args: argparse.Namespace) -> int:
             total=total, unit="B", unit_scale=True, unit_divisor=1000, desc="importing"
         )
         progress = _Progress(bar) if bar is not None else None
-        from ..cluster import ClusterClient
+        from archive.cluster import ClusterClient
+
         from .importer import Importer
 
         async with ClusterClient(config) as client:
@@ -168,7 +170,8 @@ async def _export(args: argparse.Namespace) -> int:
         raise DlwebError("--from is later than --to")
     config = load_config(args.config)
     bar = _terminal_bar(unit=" records", desc="exporting")
-    from ..cluster import ClusterClient  # here: every other command would load aiohttp for it
+    from archive.cluster import ClusterClient  # here: every other command would load aiohttp for it
+
     from .exporter import Selection, export_warc
 
     progress = functools.partial(_show_export, bar) if bar is not None else None
@@ -198,13 +201,8 @@ def _cdxj(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(
-    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
-    add_config_option: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """Add `import`, `export` and `cdxj` (the kernel registers them: they only need the
-    cluster client)."""
-
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add `import`, `export` and `cdxj`."""
     importing = subparsers.add_parser(
         "import", help="import WARC and ARC files (gzipped or not) and WACZ packages"
     )

@@ -2,9 +2,9 @@
 
 Each line is the URL's SURT key, the 14-digit capture time and a JSON object with the URL, MIME
 type, status, payload digest, and the record's length, offset and file name, so a replay tool can
-seek straight to the record. Files are read as an import reads them (warc/bounded.py,
-warc/gunzip.py): lines and headers of bounded size, gzip members inflated no further than their
-records.
+seek straight to the record. Files are read as an import reads them (archive/warc/bounded.py,
+archive/warc/gunzip.py): lines and headers of bounded size, gzip members inflated no further than
+their records.
 """
 
 import json
@@ -16,12 +16,12 @@ from typing import Any
 import surt
 from warcio.exceptions import ArchiveLoadFailed
 
-from ..atomic import atomic_file
-from ..errors import DlwebError
-from ..header_block import MAX_HEADER_BLOCK
-from ..timestamps import BadTime, format_digits, parse_time
-from .bounded import MAX_HEADER_LINES, MAX_WARC_HEADER, BoundedIterator
-from .gunzip import GZIP_MAGIC, GzipMembers
+from archive.atomic import atomic_file
+from archive.errors import DlwebError
+from archive.header_block import MAX_HEADER_BLOCK
+from archive.timestamps import BadTime, format_digits, parse_time
+from archive.warc.bounded import MAX_HEADER_LINES, MAX_WARC_HEADER, BoundedIterator
+from archive.warc.gunzip import GZIP_MAGIC, GzipMembers
 
 INDEXED_TYPES = ("response", "revisit", "resource")
 # warcio parses the HTTP header block too, within the record header's bounds.

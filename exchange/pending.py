@@ -2,12 +2,12 @@
 
 A revisit record repeats the payload of an earlier record, its original, which it names by its
 payload digest and often by URL and date (WARC-Refers-To-Target-URI and -Date). WARC files are
-often imported in another order than they were written, so an original may come in a later file
-or a later import. Until then the revisit cannot be replayed, but it is not dropped: it is kept
-as a pending capture (RecordKind.PENDING) at its own URL and time, whose content is a
-description of the revisit (its URL, date, status, WARC fields and HTTP header block: enough to
-write its capture later, or to export it again), and entered in one registry, the structure file
-of REGISTRY_URL, by a pending record naming the same description.
+often imported in another order than they were written, so an original may come in a later file or
+a later import. Until then the revisit cannot be replayed, but it is not dropped: it is kept as a
+pending capture (RecordKind.PENDING) at its own URL and time, whose content is a description of the
+revisit (its URL, date, status, WARC fields and HTTP header block: enough to write its capture
+later, or to export it again), and entered in one registry, the structure file of
+PENDING_REGISTRY_URL (archive/structure.py), by a pending record naming the same description.
 
 Each import reads the registry once, at its end, and resolves the entries whose original it may
 have brought: the revisit capture is written at the same URL and time, where lookups then answer
@@ -22,16 +22,13 @@ import json
 import zlib
 from dataclasses import dataclass, replace
 
-from ..cluster import NewCapture
-from ..errors import DlwebError
-from ..structure import Capture, RecordFlag, RecordKind
-from ..urlkey import BadUrl, canonical_url
-from .digests import Digest, parse_digest
-from .reader import SourceRecord
+from archive.cluster import NewCapture
+from archive.errors import DlwebError
+from archive.structure import PENDING_REGISTRY_URL, Capture, RecordFlag, RecordKind
+from archive.urlkey import BadUrl, canonical_url
+from archive.warc.digests import Digest, parse_digest
+from archive.warc.reader import SourceRecord
 
-# A URL of the harbors' domain, which no crawl or WARC file archives and which the proxy answers
-# itself: its structure file is the registry of pending revisits.
-REGISTRY_URL = "http://pending-revisits.dlweb/"
 _MARK_BITS = 0x7FFFFFFF
 # The URLs an import captured, as bits of their marks: 8 Mi bits (1 MiB), so that even an import
 # of millions of records gives few false candidates (which cost a description read each).
@@ -165,13 +162,13 @@ def pending_capture(revisit: Revisit, name: str, size: int) -> NewCapture:
 
 def registry_entry(pending: NewCapture) -> NewCapture:
     """The registry's entry for a pending capture."""
-    return replace(pending, url=REGISTRY_URL)
+    return replace(pending, url=PENDING_REGISTRY_URL)
 
 
 def resolved_entry(entry: Capture, size: int) -> NewCapture:
     """The copy of a registry entry that marks it resolved."""
     return NewCapture(
-        url=REGISTRY_URL,
+        url=PENDING_REGISTRY_URL,
         time=entry.time,
         content=entry.content,
         header=entry.header,

@@ -24,13 +24,13 @@ from archive.cluster import ClusterClient
 from archive.structure import RecordFlag
 from archive.timestamps import parse_time
 from archive.urlkey import structure_name
-from archive.warc.exporter import Selection, export_warc
 from deploy.testing.cluster import settled
 from deploy.testing.disk import damage_content
+from exchange.exporter import Selection, export_warc
+from tests.archive.warc import sources
+from tests.archive.warc.site import PAGES, TestSite
 
-from . import sources
 from .conftest import dlweb
-from .site import PAGES, TestSite
 
 
 @dataclass

@@ -1,15 +1,15 @@
 """`dlweb import`: WARC and ARC records into the cluster, each content stored once.
 
-A thread reads the files (warc/batches.py, warc/reader.py: parsing, hashing, checking) and hands
-over batches; the event loop turns each batch into captures and inserts it with the cluster
-client, which uploads only the contents the index node does not know yet. Revisit records are
-resolved to the content of the record they repeat: from the records already read, by their
+A thread reads the files (exchange/batches.py, archive/warc/reader.py: parsing, hashing, checking)
+and hands over batches; the event loop turns each batch into captures and inserts it with the
+cluster client, which uploads only the contents the index node does not know yet. Revisit records
+are resolved to the content of the record they repeat: from the records already read, by their
 payload digest, or else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's
 earlier captures); one whose original is in neither is kept pending until an import brings it
-(warc/pending.py). A record is inserted only once it was read whole and checked, so a damaged
-one leaves nothing. The response to a request other than GET or HEAD (a POST of a form or of
-JSON) is inserted under the lookup URL its request makes (archive/requestkey.py), as pywb
-indexes it, so that the proxy finds it by the method and body a browser sends again.
+(exchange/pending.py). A record is inserted only once it was read whole and checked, so a damaged
+one leaves nothing. The response to a request other than GET or HEAD (a POST of a form or of JSON)
+is inserted under the lookup URL its request makes (archive/requestkey.py), as pywb indexes it, so
+that the proxy finds it by the method and body a browser sends again.
 """
 
 import asyncio
@@ -23,20 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..cluster import ClusterClient, NewCapture
-from ..errors import DlwebError, NotFound
-from ..header_block import declares_chunked, encode_header_block
-from ..insert_queue import InsertQueue
-from ..requestkey import lookup_url
-from ..structure import REPLAYED_KINDS, Capture, RecordFlag, RecordKind
-from ..timestamps import BadTime, parse_time
-from ..urlkey import BadUrl, canonical_url, structure_name
+from archive.cluster import ClusterClient, NewCapture
+from archive.errors import DlwebError, NotFound
+from archive.header_block import declares_chunked, encode_header_block
+from archive.insert_queue import InsertQueue
+from archive.requestkey import lookup_url
+from archive.structure import (
+    PENDING_REGISTRY_URL,
+    REPLAYED_KINDS,
+    Capture,
+    RecordFlag,
+    RecordKind,
+)
+from archive.timestamps import BadTime, parse_time
+from archive.urlkey import BadUrl, canonical_url, structure_name
+from archive.warc.dechunk import Dechunker
+from archive.warc.digests import Digest, sha256_digest
+from archive.warc.reader import Ignored, Item, Problem, SourceRecord, kept_fields
+
 from .batches import BatchReader, discard_all
 from .bundles import Bundle, Bundler, slice_field
-from .dechunk import Dechunker
-from .digests import Digest, sha256_digest
 from .pending import (
-    REGISTRY_URL,
     Revisit,
     SeenUrls,
     described,
@@ -45,7 +52,6 @@ from .pending import (
     resolved_entry,
     unresolved,
 )
-from .reader import Ignored, Item, Problem, SourceRecord, kept_fields
 
 INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second
@@ -357,7 +363,7 @@ class Importer:
 
     async def _resolve_pending(self, pending: list[_Pending], inserts: InsertQueue) -> None:
         """Revisits whose original came later in the file or is already in the archive; the
-        others are kept pending (warc/pending.py)."""
+        others are kept pending (exchange/pending.py)."""
         gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
 
         async def original_of(item: _Pending) -> Original | None:
@@ -393,7 +399,7 @@ class Importer:
     async def _registry_exists(self) -> bool:
         """Whether the registry of pending revisits holds an entry."""
         try:
-            await self.client.closest(REGISTRY_URL, 0)
+            await self.client.closest(PENDING_REGISTRY_URL, 0)
         except NotFound:
             return False
         return True
@@ -403,7 +409,7 @@ class Importer:
         read once every capture of the import is stored."""
         try:
             _, records = await self.client.read_structure(
-                structure_name(REGISTRY_URL), REGISTRY_URL
+                structure_name(PENDING_REGISTRY_URL), PENDING_REGISTRY_URL
             )
         except NotFound:
             return

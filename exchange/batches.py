@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .reader import Item, SourceRecord, read_archive
+from archive.warc.reader import Item, SourceRecord, read_archive
+
 from .wacz import archive_inputs
 
 BATCH_RECORDS = 1_000
