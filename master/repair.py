@@ -52,10 +52,11 @@ UNPLACED_MAX = 100_000
 NEW_FILE_SETTLE = 2.0
 # A file whose copy failed is not tried again before RETRY_FIRST seconds, twice as long after
 # each failure in a row up to RETRY_MOST: a copy that cannot be made (its source's copy bad, its
-# destination refusing it) is not asked for again and again, logging each time. The files kept
+# destination refusing it) is not asked for again and again, logging each time; RETRY_MOST is
+# short, as the cause may be gone the next moment (a scrub set a bad copy aside, a disk freed). The files kept
 # waiting are bounded by FAILED_KEPT; beyond it, the oldest are tried again at once.
 RETRY_FIRST = 1.0
-RETRY_MOST = 60.0
+RETRY_MOST = 8.0
 FAILED_KEPT = 100_000
 
 
