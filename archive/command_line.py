@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import collector
 from .errors import ConfigError, DlwebError
+from .timestamps import BadTime, parse_time
 
 Runner = Callable[[argparse.Namespace], int]
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
@@ -56,6 +57,14 @@ def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return int(text)
+
+
+def timestamp(text: str) -> int:
+    """An argparse type for a date (YYYYMMDD..., ISO 8601), in microseconds."""
+    try:
+        return parse_time(text)
+    except BadTime as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def checked_directory(path: Path, option: str) -> Path:

@@ -9,18 +9,11 @@ import time
 from pathlib import Path
 
 from archive.atomic import atomic_file
-from archive.command_line import add_config_option
+from archive.command_line import add_config_option, timestamp
 from archive.config import load_config
-from archive.timestamps import BadTime, format_iso, parse_time
+from archive.timestamps import format_iso
 
 MODES = ("closest", "before", "after", "exact")
-
-
-def _time(text: str) -> int:
-    try:
-        return parse_time(text)
-    except BadTime as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def _get(args: argparse.Namespace) -> int:
@@ -74,7 +67,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     """Add `get` and `captures` (the command root registers them: they only need the kernel)."""
     get = subparsers.add_parser("get", help="print the archived copy of a URL at a date")
     get.add_argument("url", help="the URL as it was archived")
-    get.add_argument("--at", type=_time, default=None, help="date (YYYYMMDD..., ISO); default now")
+    get.add_argument(
+        "--at", type=timestamp, default=None, help="date (YYYYMMDD..., ISO); default now"
+    )
     get.add_argument("--mode", choices=MODES, default="closest", help="which capture (closest)")
     get.add_argument("--headers", action="store_true", help="print the archived headers first")
     get.add_argument("-o", "--out", type=Path, default=None, help="write to FILE, not stdout")

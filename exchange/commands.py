@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from archive import collector
 from archive.cache import ReadCache
-from archive.command_line import add_config_option
+from archive.command_line import add_config_option, timestamp
 from archive.config import DEFAULT_SEARCH_INDEX, load_config
 from archive.errors import DlwebError
-from archive.timestamps import BadTime, parse_time
 
 from .batches import DEFAULT_MAX_RECORD, BatchReader
 from .wacz import check_wacz, export_wacz, is_wacz
@@ -136,13 +135,6 @@ async def _import(args: argparse.Namespace) -> int:
     return 1 if summary.problems else 0
 
 
-def _time(text: str) -> int:
-    try:
-        return parse_time(text)
-    except BadTime as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _output(path: Path) -> Path:
     if path.is_dir() or not path.parent.is_dir():
         raise DlwebError(f"--out {path}: not a file in an existing folder")
@@ -238,8 +230,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="a search index whose URL keys find the URLs of --url-prefix without reading every"
         f" structure file, when it holds them (default {DEFAULT_SEARCH_INDEX})",
     )
-    exporting.add_argument("--from", dest="start", type=_time, default=None, help="earliest date")
-    exporting.add_argument("--to", dest="end", type=_time, default=None, help="latest date")
+    exporting.add_argument(
+        "--from", dest="start", type=timestamp, default=None, help="earliest date"
+    )
+    exporting.add_argument("--to", dest="end", type=timestamp, default=None, help="latest date")
     exporting.set_defaults(run=lambda args: asyncio.run(_export(args)))
     for parser in (importing, exporting):
         add_config_option(parser)
