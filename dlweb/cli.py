@@ -44,8 +44,9 @@ def _register_config(subparsers: "argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every subcommand, or, when `argv` asks for one of the root's own, of the
-    root's only: the other packages' are then not loaded (a command starts sooner)."""
+    """The parser of the root's own commands and of the package whose entry `argv`'s command
+    names; of every package's only when no entry is named after it (`--help`, a mistyped
+    command). The other packages are then not loaded: a command starts sooner."""
     parser = argparse.ArgumentParser(prog="dlweb", description="dlweb web archive")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument(
