@@ -10,6 +10,7 @@ target at start-up, now and then as a safety net, and when more nodes may hold r
 """
 
 import asyncio
+import itertools
 import logging
 import time
 from collections import Counter, defaultdict
@@ -52,9 +53,9 @@ UNPLACED_MAX = 100_000
 NEW_FILE_SETTLE = 2.0
 # A file whose copy failed is not tried again before RETRY_FIRST seconds, twice as long after
 # each failure in a row up to RETRY_MOST: a copy that cannot be made (its source's copy bad, its
-# destination refusing it) is not asked for again and again, logging each time; RETRY_MOST is
-# short, as the cause may be gone the next moment (a scrub set a bad copy aside, a disk freed). The files kept
-# waiting are bounded by FAILED_KEPT; beyond it, the oldest are tried again at once.
+# destination refusing it) is not asked for again and again, logging each time. RETRY_MOST is
+# short: the cause may be gone the next moment (a scrub set a bad copy aside, a disk freed).
+# At most FAILED_KEPT files are kept waiting; beyond that, the oldest are marked at once.
 RETRY_FIRST = 1.0
 RETRY_MOST = 8.0
 FAILED_KEPT = 100_000
@@ -128,18 +129,20 @@ class Copier:
         return keys
 
     def _failed(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Keep files whose copy failed waiting, longer after each failure in a row."""
         now = time.monotonic()
         for key in keys:
             count = self.failures.pop(key, 0) + 1
-            self.failures[key] = count
+            self.failures[key] = count  # last in the dict: the oldest come first
             self.retry_at.pop(key, None)
             self.retry_at[key] = now + min(RETRY_FIRST * 2 ** (count - 1), RETRY_MOST)
         while len(self.failures) > FAILED_KEPT:
-            oldest = next(iter(self.failures))
-            del self.failures[oldest]
-            self.retry_at.pop(oldest, None)
-        while len(self.retry_at) > FAILED_KEPT:
-            del self.retry_at[next(iter(self.retry_at))]
+            del self.failures[next(iter(self.failures))]
+        overflow = list(itertools.islice(self.retry_at, max(len(self.retry_at) - FAILED_KEPT, 0)))
+        for key in overflow:
+            del self.retry_at[key]
+        if overflow:
+            self.db.mark(overflow)
 
     def source_for(
         self, kind: str, name: str, holders: tuple[str, ...], readable: set[str]
