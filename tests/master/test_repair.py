@@ -38,6 +38,14 @@ def lose_location(cluster: Cluster, name: str, node: str) -> None:
         db.execute("DELETE FROM nodes_to_check")
 
 
+async def settled_with_corpus(cluster: Cluster) -> tuple[Cluster, Corpus]:
+    """The cluster with a small corpus inserted and every file at its target."""
+    corpus = make_corpus(30, urls=5)
+    await insert(cluster, corpus)
+    cluster.wait_settled(len(corpus.bodies))
+    return cluster, corpus
+
+
 def record_location(cluster: Cluster, name: str, node: str) -> None:
     """Record in the master's database a copy the node does not hold, marking nothing."""
     with closing(sqlite3.connect(cluster.root / "master" / "master.db")) as db, db:
@@ -88,10 +96,7 @@ async def test_a_pass_after_an_inflow_looks_only_at_the_changed_files(cluster_fa
 
 
 async def test_a_full_scan_finds_a_file_whose_marker_was_lost(cluster_factory) -> None:
-    cluster = cluster_factory(nodes=3, replicas=2)
-    corpus = make_corpus(30, urls=5)
-    await insert(cluster, corpus)
-    cluster.wait_settled(len(corpus.bodies))
+    cluster, corpus = await settled_with_corpus(cluster_factory(3))
     assert cluster.master is not None
 
     # Lost while the master was stopped: the scan at start-up finds it.
@@ -122,10 +127,7 @@ async def test_a_full_scan_finds_a_file_whose_marker_was_lost(cluster_factory) -
 async def test_a_copy_that_keeps_failing_is_tried_again_less_and_less_often(
     cluster_factory,
 ) -> None:
-    cluster = cluster_factory(nodes=3, replicas=2)
-    corpus = make_corpus(30, urls=5)
-    await insert(cluster, corpus)
-    cluster.wait_settled(len(corpus.bodies))
+    cluster, corpus = await settled_with_corpus(cluster_factory(3))
     victim = corpus.captures[4].content
     source, other = holders(cluster, victim)
     damage_content(cluster.root / source, victim)
@@ -145,10 +147,7 @@ async def test_a_copy_that_keeps_failing_is_tried_again_less_and_less_often(
 async def test_a_copy_its_source_does_not_hold_is_forgotten_not_asked_for_again(
     cluster_factory,
 ) -> None:
-    cluster = cluster_factory(nodes=4, replicas=2)
-    corpus = make_corpus(30, urls=5)
-    await insert(cluster, corpus)
-    cluster.wait_settled(len(corpus.bodies))
+    cluster, corpus = await settled_with_corpus(cluster_factory(4))
     assert cluster.master is not None
     victim = corpus.captures[4].content
     real = holders(cluster, victim)
