@@ -29,8 +29,10 @@ nodes send them. The other stays empty. Then, the clusters of every engine runni
   them below target, taken and recorded as the pass does (`take_marked`, `record_review`);
 - a below-target lookup: the 100 most endangered files (`most_endangered`), in ms.
 
-Goals at 10M files: `status` and the fsck summary under 50 ms on both engines; at most 100
-bytes per file on SQLite.
+Goals, judged at the largest size (10M files in the full run): `status` and the fsck summary
+under 50 ms on both engines; at most 100 bytes per file on SQLite. At 1M files (or the largest
+size below): an import at least 0.9x as fast as into the empty cluster, and PostgreSQL's at
+least 0.7x SQLite's.
 
 Usage: python benchmarks/bench_scale.py [--sizes 100000,1000000] [--engines sqlite,postgresql]
        [--quick] [--json FILE]
@@ -74,6 +76,7 @@ BATCH = 5_000
 # enough for the import to take seconds, not the command's start-up.
 IMPORT_RESPONSES = 5_000
 IMPORT_ROUNDS = 5
+IMPORT_GOAL_AT = 1_000_000  # the size the import goals are judged at
 SETTLE_TIMEOUT = 1800.0
 EDGE = 50_000  # files timed at the start and at the end of the writing (half, when fewer)
 NODES = ("node1", "node2", "node3")
@@ -362,20 +365,27 @@ def show(report: dict[str, Any]) -> None:
         largest = max(sizes)
         top = sizes[largest]
         goals = [
-            ("status under 50 ms", top["status_ms"] < 50),
-            ("fsck summary under 50 ms", top["fsck_ms"] < 50),
-            (
-                "an import at least 0.9x as fast as into the empty cluster",
-                top["import_full_over_empty"] >= 0.9,
-            ),
+            (largest, "status under 50 ms", top["status_ms"] < 50),
+            (largest, "fsck summary under 50 ms", top["fsck_ms"] < 50),
         ]
         if engine == "sqlite":
-            goals.append(("at most 100 bytes a file", top["bytes_per_file"] <= 100))
-        elif "import_over_sqlite" in top:
-            ratio = top["import_over_sqlite"]
-            goals.append((f"an import at least 0.7x SQLite's rate ({ratio:.2f}x)", ratio >= 0.7))
-        for goal, held in goals:
-            print(f"{engine} at {largest:,} files: {goal}: {'PASS' if held else 'MISS'}")
+            goals.append((largest, "at most 100 bytes a file", top["bytes_per_file"] <= 100))
+        at = max((size for size in sizes if size <= IMPORT_GOAL_AT), default=largest)
+        ratio = sizes[at]["import_full_over_empty"]
+        goals.append(
+            (
+                at,
+                f"an import at least 0.9x as fast as into the empty cluster ({ratio:.2f}x)",
+                ratio >= 0.9,
+            )
+        )
+        if "import_over_sqlite" in sizes[at]:
+            ratio = sizes[at]["import_over_sqlite"]
+            goals.append(
+                (at, f"an import at least 0.7x SQLite's rate ({ratio:.2f}x)", ratio >= 0.7)
+            )
+        for size, goal, held in goals:
+            print(f"{engine} at {size:,} files: {goal}: {'PASS' if held else 'MISS'}")
 
 
 def main() -> int:
