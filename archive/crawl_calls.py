@@ -8,12 +8,20 @@ answered Ok. The crawler's own Order (crawler/order.py) is made from a CrawlOrde
 are only those of the wire: the delimitation's expressions are compiled by the crawler.
 """
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeGuard
+from typing import Any, Self
 
-from archive.hip import Method, Nothing, RemoteError, as_object, bad_params
+from archive.hip import (
+    Fields,
+    Message,
+    Method,
+    Nothing,
+    RemoteError,
+    as_object,
+    is_number,
+    left_out,
+)
 from archive.hip import field as field_of
 
 __all__ = [
@@ -31,6 +39,7 @@ __all__ = [
     "Ok",
     "SiteDone",
     "Stopping",
+    "delimitation_fields",
 ]
 
 # Whether pages are loaded in the agent's browser: never, always, or when their parse suggests
@@ -48,6 +57,15 @@ POLITENESS_KEYS: dict[str, type[float] | type[int]] = {
     "read_timeout": float,
     "max_time": float,
     "max_size": int,
+}
+# The fields of an order that delimit its site (crawler/delimitation.py Delimitation), and their
+# types.
+DELIMITATION_KEYS: dict[str, type[str] | type[int]] = {
+    "start_url": str,
+    "accept": str,
+    "reject": str,
+    "max_depth": int,
+    "max_dynamic_depth": int,
 }
 
 
@@ -68,62 +86,38 @@ def _order_field(data: Mapping[str, Any], key: str, kind: type) -> Any:
     return value
 
 
-def _is_number(value: object) -> TypeGuard[float]:
-    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-
-
-def _number(data: dict[str, Any], key: str, method: str) -> float:
-    """The value of a field that must be a number."""
-    value = data.get(key)
-    if not _is_number(value):
-        raise bad_params(method, f"{key!r} must be a number")
-    return float(value)
+def delimitation_fields(data: Mapping[str, object]) -> dict[str, Any]:
+    """The fields of DELIMITATION_KEYS an order gives (not null), each checked to be of its type,
+    with a start URL."""
+    given = {key: _order_field(data, key, kind) for key, kind in DELIMITATION_KEYS.items()}
+    if not given["start_url"]:
+        raise _refused("order has no start_url")
+    return {key: value for key, value in given.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)
-class CrawlOrder:
-    """A site to crawl and how: its delimitation, keywords, the previous crawl's signature file,
-    politeness, host addresses and browser use. None: the crawler's default."""
+class CrawlOrder(Fields):
+    """A site to crawl and how: its delimitation, keywords, politeness, host addresses, browser
+    use and the previous crawl's signature file. None: the crawler's default."""
 
     start_url: str
     accept: str = ""
     reject: str = ""
-    max_depth: int | None = None
-    max_dynamic_depth: int | None = None
     keywords: tuple[str, ...] = ()
-    previous: str | None = None  # the signature file of the site's previous crawl
     politeness: dict[str, float] = field(default_factory=dict)
     resolve: dict[str, list[str]] = field(default_factory=dict)
     browser: str = "never"
-    browser_budget: float | None = None  # seconds a page may take in the browser
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "start_url": self.start_url,
-            "accept": self.accept,
-            "reject": self.reject,
-            "keywords": list(self.keywords),
-            "politeness": dict(self.politeness),
-            "resolve": {host: list(addresses) for host, addresses in self.resolve.items()},
-            "browser": self.browser,
-        }
-        for key in ("max_depth", "max_dynamic_depth", "previous", "browser_budget"):
-            if (value := getattr(self, key)) is not None:
-                data[key] = value
-        return data
+    max_depth: int | None = left_out(None)
+    max_dynamic_depth: int | None = left_out(None)
+    previous: str | None = left_out(None)  # the signature file of the site's previous crawl
+    browser_budget: float | None = left_out(None)  # seconds a page may take in the browser
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
         """An order from the network or a file, every field checked (other keys are ignored)."""
         if not isinstance(data, Mapping):
             raise _refused("a crawl order must be a JSON object")
-        start_url = _order_field(data, "start_url", str)
-        if not start_url:
-            raise _refused("order has no start_url")
-        accept = _order_field(data, "accept", str) or ""
-        reject = _order_field(data, "reject", str) or ""
-        max_depth = _order_field(data, "max_depth", int)
-        max_dynamic_depth = _order_field(data, "max_dynamic_depth", int)
+        delimitation = delimitation_fields(data)
         keywords = data.get("keywords", [])
         if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
             raise _refused("order field keywords must be a list of strings")
@@ -151,14 +145,10 @@ class CrawlOrder:
         if browser not in BROWSER_MODES:
             raise _refused(f"order field browser must be one of {', '.join(BROWSER_MODES)}")
         budget = data.get("browser_budget")
-        if budget is not None and (not _is_number(budget) or budget <= 0):
+        if budget is not None and (not is_number(budget) or budget <= 0):
             raise _refused("order field browser_budget must be a number of seconds > 0")
         return cls(
-            start_url=start_url,
-            accept=accept,
-            reject=reject,
-            max_depth=max_depth,
-            max_dynamic_depth=max_dynamic_depth,
+            **delimitation,
             keywords=tuple(keywords),
             previous=previous,
             politeness=politeness,
@@ -169,21 +159,14 @@ class CrawlOrder:
 
 
 @dataclass(frozen=True, slots=True)
-class CrawlAccepted:
+class CrawlAccepted(Message):
     """A crawl order taken: the start URL of the site being crawled."""
 
     accepted: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"accepted": self.accepted}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(field_of(as_object(data, method), "accepted", str, method))
-
 
 @dataclass(frozen=True, slots=True)
-class AgentStatus:
+class AgentStatus(Message):
     """A site crawler agent's monitoring figures, as its monitoring page shows them."""
 
     name: str
@@ -194,71 +177,29 @@ class AgentStatus:
     rss_mb: float
     browser: dict[str, Any]  # the browser's memory and figures
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "state": self.state,
-            "pid": self.pid,
-            "crawl": self.crawl,
-            "errors": self.errors,
-            "rss_mb": self.rss_mb,
-            "browser": self.browser,
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        data = as_object(data, method)
-        return cls(
-            field_of(data, "name", str, method),
-            field_of(data, "state", str, method),
-            field_of(data, "pid", int, method),
-            field_of(data, "crawl", dict, method),
-            field_of(data, "errors", dict, method),
-            _number(data, "rss_mb", method),
-            field_of(data, "browser", dict, method),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Cloned:
+class Cloned(Message):
     """One more agent started: its process and the name it joins under."""
 
     pid: int
     name: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"pid": self.pid, "name": self.name}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        data = as_object(data, method)
-        return cls(field_of(data, "pid", int, method), field_of(data, "name", str, method))
-
 
 @dataclass(frozen=True, slots=True)
-class Stopping:
+class Stopping(Message):
     """The agent that is stopping."""
 
     stopping: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"stopping": self.stopping}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(field_of(as_object(data, method), "stopping", str, method))
-
 
 @dataclass(frozen=True, slots=True)
-class SiteDone:
+class SiteDone(Fields):
     """A site crawl's end: the agent's name and the crawl's report (crawler/report.py
     SiteReport), or a report of `start_url` and why it `failed`."""
 
     agent: str
     report: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"agent": self.agent, "report": self.report}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:

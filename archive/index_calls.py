@@ -13,13 +13,24 @@ A search indexer (role `search`) reads the change feed (archive/changes.py) with
 call of the same name as the index node's, in the other direction and with other params.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from .changes import CHANGED_NOTE, CHANGES_METHOD, Changes, ChangesAsked
 from .hashing import is_valid_name
-from .hip import Method, Nothing, RemoteError, as_object, bad_params, field, name_list
+from .hip import (
+    Fields,
+    Message,
+    Method,
+    Names,
+    Nothing,
+    RemoteError,
+    as_object,
+    bad_params,
+    field,
+    name_list,
+)
 from .insert_calls import BadMessage
 
 __all__ = [
@@ -65,32 +76,23 @@ class Done:
 
 
 @dataclass(frozen=True, slots=True)
-class IndexJoin:
+class IndexJoin(Message):
     """An index node joining: the HIP address it serves inserting clients at."""
 
     address: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"address": self.address}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        address = field(as_object(data, method), "address", str, method)
-        if not address.startswith(("ws://", "wss://")):
+    def check(self, method: str) -> None:
+        if not self.address.startswith(("ws://", "wss://")):
             raise bad_params(method, "address must be a ws:// or wss:// URL")
-        return cls(address)
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterNodes:
+class ClusterNodes(Fields):
     """The storage nodes, each a JSON object (id, address, state, room, groups, domain, ...),
     and the replication settings."""
 
     nodes: list[dict[str, Any]]
     replication: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "replication": self.replication}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -105,18 +107,11 @@ class ClusterNodes:
         return cls(nodes, replication if isinstance(replication, dict) else {})
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(Names):
     """Structure files whose active copy an index node asks for (a new one is placed)."""
 
-    names: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"names": self.names}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(name_list(data, method, MAX_NAMES))
+    __slots__ = ()
+    most = MAX_NAMES
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,14 +209,11 @@ class StructureChanges:
 
 
 @dataclass(frozen=True, slots=True)
-class ContentRefs:
+class ContentRefs(Fields):
     """The reference counts of popular contents; a count of no content or no count is left
     out, and a sloppy notice counts nothing."""
 
     refs: dict[str, int]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"refs": self.refs}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -239,6 +231,17 @@ class ContentRefs:
 
 # -- the change feed -------------------------------------------------------------------------------
 
+_Feed = TypeVar("_Feed")
+
+
+def _feed_message(decode: Callable[[object], _Feed], data: object) -> _Feed:
+    """A message of the change feed decoded; a BadMessage, which names the call already, as a
+    bad_params RemoteError."""
+    try:
+        return decode(data)
+    except BadMessage as exc:
+        raise RemoteError("bad_params", str(exc)) from None
+
 
 class FeedAsked(ChangesAsked):
     """A follower's request of the change feed (archive/changes.py), as a HIP message."""
@@ -247,11 +250,7 @@ class FeedAsked(ChangesAsked):
 
     @classmethod
     def from_json(cls, data: object, method: str = CHANGES_METHOD) -> Self:
-        try:
-            asked = ChangesAsked.from_json(data)
-        except BadMessage as exc:
-            # The message names the call already.
-            raise RemoteError("bad_params", str(exc)) from None
+        asked = _feed_message(ChangesAsked.from_json, data)
         return cls(asked.after, asked.limit)
 
 
@@ -262,22 +261,16 @@ class FeedChanges(Changes):
 
     @classmethod
     def from_json(cls, data: object, method: str = CHANGES_METHOD) -> Self:
-        try:
-            changes = Changes.from_json(data)
-        except BadMessage as exc:
-            raise RemoteError("bad_params", str(exc)) from None
+        changes = _feed_message(Changes.from_json, data)
         return cls(changes.changes, changes.last, changes.feed)
 
 
 @dataclass(frozen=True, slots=True)
-class FeedNote:
+class FeedNote(Fields):
     """The master's note to the followers that there are changes up to number `last` (None
     when a sloppy note does not say)."""
 
     last: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"last": self.last}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import ClientFault, DlwebError
 from .hashing import check_name, is_valid_name
+from .hip import Fields
 from .structure import INT64_MAX, Capture
 from .timestamps import check_capture_time
 
@@ -123,15 +124,12 @@ class NewCapture:
 
 
 @dataclass(frozen=True, slots=True)
-class UploadOrder:
+class UploadOrder(Fields):
     """A content to upload: its size, and the nodes to hold it, best first."""
 
     name: str
     size: int
     nodes: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "size": self.size, "nodes": list(self.nodes)}
 
     @classmethod
     def from_json(cls, data: object) -> "UploadOrder":
@@ -180,14 +178,11 @@ class InsertAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class Stored:
+class Stored(Fields):
     """The client's confirmation that the contents of an insert are uploaded."""
 
     names: list[str]
     insert: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"names": self.names, "insert": self.insert}
 
     @classmethod
     def from_json(cls, data: object) -> "Stored":
@@ -206,13 +201,10 @@ class Stored:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredAnswer:
+class StoredAnswer(Fields):
     """The records an insert added to structure files."""
 
     added: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"added": self.added}
 
     @classmethod
     def from_json(cls, data: object) -> "StoredAnswer":
@@ -223,16 +215,13 @@ class StoredAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class UploadReceipt:
+class UploadReceipt(Fields):
     """A storage node's answer to an upload: how many of its contents were new there, and the
     nodes down the forwarding chain that hold them too (those that failed, with why)."""
 
     created: int
     forwarded: tuple[str, ...] = ()
     failed: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"created": self.created, "forwarded": list(self.forwarded), "failed": self.failed}
 
     @classmethod
     def from_json(cls, data: object) -> "UploadReceipt":

@@ -11,15 +11,26 @@ Each params' `from_json` checks every field and raises a `bad_params` RemoteErro
 and the field at fault; the notifications, never answered, take what they can of a sloppy one.
 """
 
-from dataclasses import dataclass
-from typing import Any, Self
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, ClassVar, Self
 
 from yarl import URL
 
 from .cluster import KINDS
 from .config import RELIABILITIES
 from .hashing import is_valid_name
-from .hip import Method, Nothing, RemoteError, as_object, bad_params, field, name_list
+from .hip import (
+    Fields,
+    Message,
+    Method,
+    Names,
+    Nothing,
+    RemoteError,
+    as_object,
+    bad_params,
+    field,
+    left_out,
+)
 from .pack import NOT_HELD
 
 __all__ = [
@@ -82,12 +93,11 @@ def _is_base_url(source: object) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeJoin:
+class NodeJoin(Fields):
     """A storage node joining: who and where it is, its room, and its inventory position."""
 
     id: str
     address: str
-    seq: int
     domain: str = "default"
     reliability: str = "normal"
     free: int = 0
@@ -95,20 +105,8 @@ class NodeJoin:
     reserve: int = 0
     full: bool = False
     groups: tuple[int, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "address": self.address,
-            "domain": self.domain,
-            "reliability": self.reliability,
-            "free": self.free,
-            "total": self.total,
-            "reserve": self.reserve,
-            "full": self.full,
-            "groups": list(self.groups),
-            "seq": self.seq,
-        }
+    _: KW_ONLY
+    seq: int
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -136,14 +134,11 @@ class NodeJoin:
 
 
 @dataclass(frozen=True, slots=True)
-class JoinAnswer:
+class JoinAnswer(Fields):
     """The master's answer to a join: entries after `since` are wanted; the node's state."""
 
     since: int
     state: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"since": self.since, "state": self.state}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -154,7 +149,7 @@ class JoinAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeInventory:
+class NodeInventory(Fields):
     """A batch of a node's inventory log: entries adding or removing a named file (JSON objects
     with op, kind, name, size, and seq, the master's database reads them as such), and the
     number of the last."""
@@ -162,9 +157,6 @@ class NodeInventory:
     id: str
     entries: list[dict[str, Any]]
     seq: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "entries": self.entries, "seq": self.seq}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -192,45 +184,25 @@ class NodeInventory:
 
 
 @dataclass(frozen=True, slots=True)
-class InventoryAnswer:
+class InventoryAnswer(Message):
     """The number of the last entry the master stored."""
 
     seq: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(field(as_object(data, method), "seq", int, method))
-
 
 @dataclass(frozen=True, slots=True)
-class NodeStats:
+class NodeStats(Fields):
     """A node's room and counts, sent now and then: a field that is missing or malformed is
     None (the master keeps what it knew)."""
 
     id: str
-    free: int | None = None
-    total: int | None = None
-    reserve: int | None = None
-    full: bool | None = None
-    groups: tuple[int, ...] | None = None
-    files: dict[str, int] | None = None
-    bytes: dict[str, int] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "free": self.free,
-            "total": self.total,
-            "reserve": self.reserve,
-            "full": self.full,
-            "groups": None if self.groups is None else list(self.groups),
-            "files": self.files,
-            "bytes": self.bytes,
-        }
-        return {key: value for key, value in data.items() if value is not None}
+    free: int | None = left_out(None)
+    total: int | None = left_out(None)
+    reserve: int | None = left_out(None)
+    full: bool | None = left_out(None)
+    groups: tuple[int, ...] | None = left_out(None)
+    files: dict[str, int] | None = left_out(None)
+    bytes: dict[str, int] | None = left_out(None)
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -250,16 +222,13 @@ class NodeStats:
 
 
 @dataclass(frozen=True, slots=True)
-class ScrubReport:
+class ScrubReport(Fields):
     """What a finished scrub found: the files checked, and the bad ones (each a JSON object of
     kind, name and reason); a bad file of no kind or name is left out."""
 
     id: str
     checked: int | None
     bad: list[dict[str, str]]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "checked": self.checked, "bad": self.bad}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -277,17 +246,12 @@ class ScrubReport:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeFile:
+class NodeFile(Fields):
     """A file of an order: its kind and name, and for a fetch the node to copy it from."""
 
     kind: str
     name: str
-    source: str = ""
-
-    def to_json(self) -> dict[str, str]:
-        if self.source:
-            return {"kind": self.kind, "name": self.name, "source": self.source}
-        return {"kind": self.kind, "name": self.name}
+    source: str = left_out("")
 
 
 def _files(data: Any, method: str, with_source: bool) -> tuple[NodeFile, ...]:
@@ -313,17 +277,22 @@ def _files(data: Any, method: str, with_source: bool) -> tuple[NodeFile, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class FetchOrder:
-    """Files to copy from other nodes, through the node's verified write paths."""
+class _FileOrder(Fields):
+    """An order naming files, each of them checked (with a source if `with_source`)."""
 
     files: tuple[NodeFile, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"files": [item.to_json() for item in self.files]}
+    with_source: ClassVar[bool]
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
-        return cls(_files(data, method, with_source=True))
+        return cls(_files(data, method, cls.with_source))
+
+
+class FetchOrder(_FileOrder):
+    """Files to copy from other nodes, through the node's verified write paths."""
+
+    __slots__ = ()
+    with_source = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,28 +328,18 @@ class FetchAnswer:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteOrder:
+class DeleteOrder(_FileOrder):
     """Files to delete."""
 
-    files: tuple[NodeFile, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"files": [item.to_json() for item in self.files]}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(_files(data, method, with_source=False))
+    __slots__ = ()
+    with_source = False
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteAnswer:
+class DeleteAnswer(Fields):
     """The names of the files that were there and are deleted."""
 
     deleted: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"deleted": self.deleted}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -388,40 +347,23 @@ class DeleteAnswer:
         return cls([name for name in deleted if isinstance(name, str)])
 
 
-@dataclass(frozen=True, slots=True)
-class StaleCopies:
+class StaleCopies(Names):
     """Structure files whose copy on the node lacks records of the active copy."""
 
-    names: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"names": self.names}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(name_list(data, method, MAX_FILES))
+    __slots__ = ()
+    most = MAX_FILES
 
 
 @dataclass(frozen=True, slots=True)
-class StaleAnswer:
+class StaleAnswer(Message):
     """How many of the names the node holds a copy of, now marked stale."""
 
     marked: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"marked": self.marked}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        return cls(field(as_object(data, method), "marked", int, method))
-
 
 @dataclass(frozen=True, slots=True)
-class ScrubOrder:
+class ScrubOrder(Fields):
     """Start a scrub: no params."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -431,16 +373,11 @@ class ScrubOrder:
 
 
 @dataclass(frozen=True, slots=True)
-class ScrubAnswer:
+class ScrubAnswer(Fields):
     """Whether a scrub started, or one was running already."""
 
     started: bool
-    running: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        if self.running:
-            return {"started": self.started, "running": True}
-        return {"started": self.started}
+    running: bool = left_out(False)
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:

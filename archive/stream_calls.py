@@ -7,13 +7,12 @@ streaming agent's own Assignment (crawler/stream/assignment.py) is made from a R
 settings the recorder's defaults where the order gives none.
 """
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 from archive.crawl_calls import Ok
-from archive.hip import Method, Nothing, RemoteError, as_object
+from archive.hip import Fields, Message, Method, Nothing, RemoteError, as_object, is_number
 from archive.hip import field as field_of
 from archive.timestamps import MAX_TIME
 from archive.urlkey import BadUrl, canonical_url
@@ -77,19 +76,14 @@ def _setting(key: str, value: object) -> float | str:
     whole = SETTINGS.get(key)
     if whole is None:
         raise _refused(f"assignment field settings.{key} is unknown")
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int if whole else int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_number(value) or (whole and not isinstance(value, int)) or value <= 0:
         kind = "a whole number" if whole else "a number"
         raise _refused(f"assignment field settings.{key} must be {kind} > 0")
     return value if whole else float(value)
 
 
 @dataclass(frozen=True, slots=True)
-class RecordOrder:
+class RecordOrder(Fields):
     """A stream to record: its id in the scheduler's database, its URL, the recording's
     settings (those given: SETTINGS and rendition), host addresses, and when its last recording
     ended (UTC microseconds; 0: none before), for a stream handed over from an agent that
@@ -100,15 +94,6 @@ class RecordOrder:
     settings: dict[str, float | str] = field(default_factory=dict)
     resolve: dict[str, list[str]] = field(default_factory=dict)
     resumes: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stream": self.stream,
-            "url": self.url,
-            "settings": dict(self.settings),
-            "resolve": {host: list(addresses) for host, addresses in self.resolve.items()},
-            "resumes": self.resumes,
-        }
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -147,31 +132,18 @@ class RecordOrder:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordAccepted:
+class RecordAccepted(Message):
     """A stream taken (or being recorded already): its id and the recording's."""
 
     accepted: int
     recording: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"accepted": self.accepted, "recording": self.recording}
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        data = as_object(data, method)
-        return cls(
-            field_of(data, "accepted", int, method), field_of(data, "recording", str, method)
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class StopStream:
+class StopStream(Fields):
     """The stream to stop recording."""
 
     stream: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"stream": self.stream}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -214,7 +186,7 @@ def _progress_list(data: dict[str, Any], method: str) -> tuple[dict[str, Any], .
 
 
 @dataclass(frozen=True, slots=True)
-class StreamerStatus:
+class StreamerStatus(Fields):
     """A streaming agent's capacity and the progress of the streams it records."""
 
     name: str
@@ -222,15 +194,6 @@ class StreamerStatus:
     capacity: int
     free: int
     streams: tuple[dict[str, Any], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "pid": self.pid,
-            "capacity": self.capacity,
-            "free": self.free,
-            "streams": list(self.streams),
-        }
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -253,16 +216,13 @@ class StreamerStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamReport:
+class StreamReport(Fields):
     """The progress of every recording of an agent, those that ended included, and whether the
     agent is stopping (it takes no more streams)."""
 
     agent: str
     streams: tuple[dict[str, Any], ...]
     stopping: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"agent": self.agent, "streams": list(self.streams), "stopping": self.stopping}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:

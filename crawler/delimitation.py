@@ -25,9 +25,10 @@ import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
+from archive.crawl_calls import delimitation_fields
 from archive.errors import ClientFault
+from archive.hip import RemoteError
 from archive.urlkey import BadUrl, canonical_url
 
 SCRIPT_EXTENSIONS = frozenset(
@@ -41,8 +42,6 @@ _WHITESPACE = re.compile(r"\s")
 _HOST = re.compile(r"[^:/?#]*://(?:[^@/?#]*@)?(\[[^\]/?#]*\]|[^:/?#]*)[^/?#]*")
 _SHOWN_LENGTH = 80
 _HTTP = "http://"
-
-_T = TypeVar("_T")
 
 
 class BadOrder(ClientFault, ValueError):
@@ -250,16 +249,11 @@ class Delimitation:
     @classmethod
     def from_order(cls, order: Mapping[str, object]) -> Delimitation:
         """The delimitation a collect order gives, its fields checked; other keys are ignored."""
-        start_url = _order_field(order, "start_url", str, "")
-        if not start_url:
-            raise BadOrder("order has no start_url")
-        return cls(
-            start_url=start_url,
-            accept=_order_field(order, "accept", str, ""),
-            reject=_order_field(order, "reject", str, ""),
-            max_depth=_order_field(order, "max_depth", int, cls.max_depth),
-            max_dynamic_depth=_order_field(order, "max_dynamic_depth", int, cls.max_dynamic_depth),
-        )
+        try:
+            given = delimitation_fields(order)
+        except RemoteError as exc:
+            raise BadOrder(exc.message) from None
+        return cls(**given)
 
     def inside(self, url: str) -> bool:
         """True when the canonical `url` belongs to the site: it matches accept and not reject."""
@@ -270,15 +264,3 @@ class Delimitation:
         if depth > self.max_depth:
             return False
         return depth <= self.max_dynamic_depth or not is_dynamic(url)
-
-
-def _order_field(order: Mapping[str, object], key: str, kind: type[_T], default: _T) -> _T:
-    """`order[key]` checked to be a `kind` (a bool is no int), or `default` when absent or null."""
-    value = order.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise BadOrder(
-            f"order field {key!r}: expected {kind.__name__}, got {type(value).__name__} {value!r}"
-        )
-    return value

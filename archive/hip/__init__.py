@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
+from archive.hip._messages import Fields, Message, Names, is_number, left_out
 from archive.hip._methods import Method, Nothing, Wire, as_object, bad_params, field
 from archive.hip._params import name_list
 from archive.lazy import lazy_exports
@@ -62,13 +63,18 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "Fields",
     "Handler",
+    "Message",
     "Method",
+    "Names",
     "Nothing",
     "Wire",
     "as_object",
     "bad_params",
     "field",
+    "is_number",
+    "left_out",
     "HipError",
     "HipMaster",
     "HipSlave",

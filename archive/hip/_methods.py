@@ -2,7 +2,8 @@
 answered with, used by the caller (`call`, `notify`) and by the handler (`handler`) alike.
 
 A message is a class with `from_json(data)`, which checks every field and raises a `bad_params`
-RemoteError naming the call and the field at fault, and `to_json()`. A handler made by `handler`
+RemoteError naming the call and the field at fault, and `to_json()` (`Fields` and `Message`
+derive them from a dataclass's fields, archive/hip/_messages.py). A handler made by `handler`
 receives the decoded params and returns the answer's message (or None for a notification).
 """
 
