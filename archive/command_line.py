@@ -1,5 +1,7 @@
-"""What the command lines of every package share: argparse types, the configuration option, and
-running a parsed command (`run`, for `dlweb` and `python -m <package>` alike).
+"""What the command lines of every package share: argparse types, the options several commands
+declare alike (--listen, --data and --db, a search index, the configuration), and running a
+parsed command (`run`, for `dlweb` and `python -m <package>` alike: `command` makes both of one
+declaration).
 
 The `dlweb` command itself, into which each package registers its subcommands, is dlweb/cli.py.
 """
@@ -12,13 +14,20 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeAlias, TypeVar
 
 from . import collector
+from .config import DEFAULT_SEARCH_INDEX
 from .errors import ConfigError, DlwebError
+from .metadata import MetadataUrl, parse_metadata_url
 from .timestamps import BadTime, parse_time
 
 Runner = Callable[[argparse.Namespace], int]
+ArgumentAdder = Callable[[argparse.ArgumentParser], None]
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
+DB_FORMS = "a path, sqlite:///path or postgresql://user:password@host:port/database"
+Parsed = TypeVar("Parsed")
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -59,12 +68,35 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-def timestamp(text: str) -> int:
-    """An argparse type for a date (YYYYMMDD..., ISO 8601), in microseconds."""
-    try:
-        return parse_time(text)
-    except BadTime as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def counting_to(highest: int) -> Callable[[str], int]:
+    """An argparse type for a whole number from 1 to `highest`."""
+
+    def count(text: str) -> int:
+        if not text.isdigit() or not 1 <= int(text) <= highest:
+            raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to {highest}")
+        return int(text)
+
+    return count
+
+
+def argument_type(
+    parse: Callable[[str], Parsed], error: type[Exception], prefix: str = ""
+) -> Callable[[str], Parsed]:
+    """An argparse type made of a parser of text: the message of its `error` (less `prefix`) is
+    what argparse tells of a bad value."""
+
+    def parse_argument(text: str) -> Parsed:
+        try:
+            return parse(text)
+        except error as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(prefix)) from None
+
+    parse_argument.__name__ = parse.__name__
+    return parse_argument
+
+
+# An argparse type for a date (YYYYMMDD..., ISO 8601), in microseconds.
+timestamp = argument_type(parse_time, BadTime)
 
 
 def checked_directory(path: Path, option: str) -> Path:
@@ -72,6 +104,55 @@ def checked_directory(path: Path, option: str) -> Path:
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {path} exists and is not a directory")
     return path
+
+
+def add_listen_option(parser: argparse.ArgumentParser, port: int, purpose: str = "") -> None:
+    """--listen HOST:PORT, on loopback unless told otherwise."""
+    parser.add_argument(
+        "--listen",
+        type=parse_listen,
+        default=("127.0.0.1", port),
+        help=" ".join(filter(None, ("HOST:PORT", purpose, f"(default 127.0.0.1:{port})"))),
+    )
+
+
+def add_data_option(
+    parser: argparse.ArgumentParser, text: str, default: Path | None = None
+) -> None:
+    """--data, the folder a command keeps its files in: required where it has no default."""
+    parser.add_argument("--data", type=Path, default=default, required=default is None, help=text)
+
+
+def add_search_index_option(
+    parser: argparse.ArgumentParser,
+    text: str,
+    option: str = "--index",
+    default: Path | None = DEFAULT_SEARCH_INDEX,
+) -> None:
+    """The folder of a search index, as `dlweb search rebuild` and the search indexer write it."""
+    parser.add_argument(option, type=Path, default=default, metavar="DIR", help=text)
+
+
+def add_state_options(
+    parser: argparse.ArgumentParser,
+    data: str,
+    db: str,
+    port: int,
+    purpose: str = "",
+    *,
+    default: Path | None = None,
+    db_after: str = "",
+) -> None:
+    """--data, --db and --listen: where a server keeps its state (a folder, its database there
+    unless --db names another) and where it listens; `data`, `db` and `purpose` tell what for."""
+    add_data_option(parser, data, default)
+    parser.add_argument("--db", metavar="URL", help=f"{db}: {DB_FORMS}{db_after}")
+    add_listen_option(parser, port, purpose)
+
+
+def checked_db(args: argparse.Namespace) -> MetadataUrl | None:
+    """The database --db names, if any: a bad URL is told before anything starts."""
+    return None if args.db is None else parse_metadata_url(args.db, "--db")
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -160,11 +241,25 @@ def _runner(run: "Runner | str") -> Runner:
     return runner
 
 
-def standalone(
-    prog: str, description: str, add_arguments: Callable[[argparse.ArgumentParser], None]
-) -> int:
+def standalone(prog: str, description: str, add_arguments: ArgumentAdder) -> int:
     """Run one command on its own, as `python -m <package>` does."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     add_arguments(parser)
     return run(parser)
+
+
+def command(
+    name: str, text: str, description: str, add_arguments: ArgumentAdder
+) -> tuple[Callable[[Subparsers], None], Callable[[], int]]:
+    """A package's own command: its `register` (its `dlweb.commands` entry point: `dlweb NAME`,
+    `text` its help) and its `main` (`python -m <package>`, the package of `add_arguments`)."""
+    package = add_arguments.__module__.rpartition(".")[0]
+
+    def register(subparsers: Subparsers) -> None:
+        add_arguments(subparsers.add_parser(name, help=text))
+
+    def main() -> int:
+        return standalone(f"python -m {package}", description, add_arguments)
+
+    return register, main

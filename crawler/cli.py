@@ -9,12 +9,13 @@ from typing import Any
 
 from archive.atomic import atomic_write
 from archive.command_line import (
+    Subparsers,
     add_config_option,
     checked_directory,
+    command,
     non_negative,
     parse_listen,
     positive_int,
-    standalone,
 )
 from archive.config import load_config
 from archive.errors import DlwebError
@@ -47,13 +48,13 @@ def parse_resolve(text: str) -> tuple[str, str]:
     return host.lower(), address
 
 
-def add_resolve_option(parser: argparse.ArgumentParser) -> None:
+def add_resolve_option(
+    parser: argparse.ArgumentParser,
+    text: str = "use this address for this host name (repeat; several for one host are used in"
+    " turn)",
+) -> None:
     parser.add_argument(
-        "--resolve",
-        type=parse_resolve,
-        action="append",
-        metavar="HOST:IP",
-        help="use this address for this host name (repeat; several for one host are used in turn)",
+        "--resolve", type=parse_resolve, action="append", metavar="HOST:IP", help=text
     )
 
 
@@ -258,6 +259,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_run, intermixed="urls", collection=None)
 
 
+register, main = command(
+    "crawl", "crawl websites into the cluster", "dlweb site crawler", add_arguments
+)
+
+
 def add_scheduler_options(parser: argparse.ArgumentParser, kind: str) -> None:
     """--scheduler and --name, for an agent of the scheduler (`kind` names it by default)."""
     parser.add_argument(
@@ -283,14 +289,10 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run="crawler.agent:run", collection=None)
 
 
-def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_agent(subparsers: Subparsers) -> None:
     add_agent_arguments(
         subparsers.add_parser("crawler-agent", help="run a site crawler agent for a scheduler")
     )
-
-
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    add_arguments(subparsers.add_parser("crawl", help="crawl websites into the cluster"))
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -349,14 +351,10 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_record, collection=None)
 
 
-def register_record(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_record(subparsers: Subparsers) -> None:
     add_record_arguments(
         subparsers.add_parser(
             "record",
             help="record pages in headless Chromium (scrolled, media played) into the cluster",
         )
     )
-
-
-def main() -> int:
-    return standalone("python -m crawler", "dlweb site crawler", add_arguments)

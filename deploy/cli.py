@@ -4,10 +4,15 @@ and for tests."""
 import argparse
 import logging
 from pathlib import Path
-from typing import TypeAlias
 
-from archive.command_line import checked_directory, positive_seconds
-from archive.metadata import parse_metadata_url
+from archive.command_line import (
+    Subparsers,
+    add_data_option,
+    checked_db,
+    checked_directory,
+    counting_to,
+    positive_seconds,
+)
 
 from .launcher import (
     CONFIG_FILE,
@@ -24,13 +29,7 @@ from .processes import LOG_DIR
 DEFAULT_DATA = Path("dlweb-data")
 DEFAULT_DEMO_DATA = Path("dlweb-demo")
 MAX_NODES = 64
-_Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-
-
-def _count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_NODES:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to {MAX_NODES}")
-    return int(text)
+_count = counting_to(MAX_NODES)
 
 
 def _port(text: str) -> int:
@@ -51,8 +50,7 @@ def _data(args: argparse.Namespace) -> Path:
 
 def _up(args: argparse.Namespace) -> int:
     data = _data(args)
-    if args.db is not None:
-        parse_metadata_url(args.db, "--db")
+    checked_db(args)
     plan = Plan(
         data,
         args.nodes,
@@ -103,19 +101,22 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _data_option(parser: argparse.ArgumentParser) -> None:
+    add_data_option(
+        parser,
+        f"cluster directory: configuration, data, logs, pid files (default: {DEFAULT_DATA})",
+        DEFAULT_DATA,
+    )
+
+
+def _nodes_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DATA,
-        help=f"cluster directory: configuration, data, logs, pid files (default: {DEFAULT_DATA})",
+        "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
     )
 
 
 def _cluster_options(start: argparse.ArgumentParser) -> None:
     """The options of `dlweb up` that shape the cluster."""
-    start.add_argument(
-        "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
-    )
+    _nodes_option(start)
     start.add_argument(
         "--replicas", type=_count, default=None, help="replicas of a content (default 2)"
     )
@@ -164,7 +165,7 @@ def _start_options(start: argparse.ArgumentParser) -> None:
     )
 
 
-def _register_up(subparsers: _Subparsers) -> None:
+def _register_up(subparsers: Subparsers) -> None:
     start = subparsers.add_parser(
         "up",
         help="start a local cluster in the background",
@@ -178,13 +179,13 @@ def _register_up(subparsers: _Subparsers) -> None:
     start.set_defaults(run=_up)
 
 
-def _register_down(subparsers: _Subparsers) -> None:
+def _register_down(subparsers: Subparsers) -> None:
     stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")
     _data_option(stop)
     stop.set_defaults(run=_down)
 
 
-def _register_demo(subparsers: _Subparsers) -> None:
+def _register_demo(subparsers: Subparsers) -> None:
     demo = subparsers.add_parser(
         "demo",
         help="start a local cluster with a small site crawled twice and an imported WARC",
@@ -193,11 +194,8 @@ def _register_demo(subparsers: _Subparsers) -> None:
         " how to browse them with a browser or curl. Ctrl-C stops everything it started; the"
         " archive stays in --data.",
     )
-    demo.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DEMO_DATA,
-        help=f"the demo's cluster directory (default: {DEFAULT_DEMO_DATA})",
+    add_data_option(
+        demo, f"the demo's cluster directory (default: {DEFAULT_DEMO_DATA})", DEFAULT_DEMO_DATA
     )
     demo.add_argument(
         "--proxy-port",
@@ -205,13 +203,11 @@ def _register_demo(subparsers: _Subparsers) -> None:
         default=DEFAULT_PROXY_PORT,
         help=f"port of the browsing proxy (default {DEFAULT_PROXY_PORT})",
     )
-    demo.add_argument(
-        "--nodes", type=_count, default=None, help=f"storage nodes (default {DEFAULT_NODES})"
-    )
+    _nodes_option(demo)
     demo.set_defaults(run=_demo, log_level=logging.WARNING)
 
 
-def register(subparsers: _Subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     _register_up(subparsers)
     _register_down(subparsers)
     _register_demo(subparsers)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archive.command_line import run
+from archive.command_line import argument_type, counting_to, run
 from archive.errors import DlwebError
 
 DEFAULT_PREFIX = "dlwebtb"
@@ -312,19 +312,6 @@ def _host_number(text: str) -> int:
     return int(number)
 
 
-def _host_count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_HOSTS:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to {MAX_HOSTS}")
-    return int(text)
-
-
-def _prefix(text: str) -> str:
-    try:
-        return check_prefix(text)
-    except LanError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _up(args: argparse.Namespace) -> int:
     lan = Lan(args.prefix, args.hosts, args.subnet)
     lan.up()
@@ -366,14 +353,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--prefix",
-        type=_prefix,
+        type=argument_type(check_prefix, LanError),
         default=DEFAULT_PREFIX,
         help=f"names of the namespaces: PREFIX-lan, PREFIX-h1, ... (default {DEFAULT_PREFIX})",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     start = actions.add_parser("up", help="build the LAN and its hosts")
     start.add_argument(
-        "--hosts", type=_host_count, default=DEFAULT_HOSTS, help=f"hosts (default {DEFAULT_HOSTS})"
+        "--hosts",
+        type=counting_to(MAX_HOSTS),
+        default=DEFAULT_HOSTS,
+        help=f"hosts (default {DEFAULT_HOSTS})",
     )
     start.add_argument(
         "--subnet", default=DEFAULT_SUBNET, help=f"the hosts' network (default {DEFAULT_SUBNET})"

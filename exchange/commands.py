@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from archive import collector
 from archive.cache import ReadCache
-from archive.command_line import add_config_option, timestamp
+from archive.command_line import Subparsers, add_config_option, add_search_index_option, timestamp
 from archive.config import DEFAULT_SEARCH_INDEX, load_config
 from archive.errors import DlwebError
 
@@ -193,7 +193,7 @@ def _cdxj(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(subparsers: Subparsers) -> None:
     """Add `import`, `export` and `cdxj`."""
     importing = subparsers.add_parser(
         "import", help="import WARC and ARC files (gzipped or not) and WACZ packages"
@@ -222,13 +222,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="warc, or wacz (the WARC with its index and page list); default: by --out's name",
     )
     exporting.add_argument("--url-prefix", default=None, help="only URLs starting with this")
-    exporting.add_argument(
-        "--search-index",
-        type=Path,
-        default=DEFAULT_SEARCH_INDEX,
-        metavar="DIR",
-        help="a search index whose URL keys find the URLs of --url-prefix without reading every"
+    add_search_index_option(
+        exporting,
+        "a search index whose URL keys find the URLs of --url-prefix without reading every"
         f" structure file, when it holds them (default {DEFAULT_SEARCH_INDEX})",
+        "--search-index",
     )
     exporting.add_argument(
         "--from", dest="start", type=timestamp, default=None, help="earliest date"

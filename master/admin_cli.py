@@ -9,11 +9,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 from urllib.parse import quote
 
 from archive import discovery
-from archive.command_line import add_config_option, positive_seconds
+from archive.command_line import Runner, Subparsers, add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
 from archive.progress import terminal_bar
@@ -25,8 +25,6 @@ CAUSE_TEXT = {
     "cannot_place": "cannot be placed",
     "no_readable_copy": "no readable copy",
 }
-Runner = Callable[[argparse.Namespace], int]
-Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class AdminError(DlwebError):

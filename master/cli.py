@@ -1,17 +1,16 @@
 """`dlweb master`: run the master of a cluster."""
 
 import argparse
-from pathlib import Path
 
 from archive.command_line import (
     add_config_option,
+    add_state_options,
+    checked_db,
     checked_directory,
-    parse_listen,
+    command,
     positive_seconds,
-    standalone,
 )
 from archive.config import load_config
-from archive.metadata import parse_metadata_url
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -24,8 +23,7 @@ def _run(args: argparse.Namespace) -> int:
     checked_directory(args.data, "--data")
     host, port = args.listen
     config = load_config(args.config)
-    if args.db is not None:
-        parse_metadata_url(args.db, "--db")
+    checked_db(args)
     options = MasterOptions(
         data=args.data,
         host=host,
@@ -43,20 +41,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data", type=Path, required=True, help="directory for the master's database"
-    )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="the master's metadata, if not the configuration's `metadata` or the SQLite file in"
-        " --data: a path, sqlite:///path or postgresql://user:password@host:port/database",
-    )
-    parser.add_argument(
-        "--listen",
-        type=parse_listen,
-        default=("127.0.0.1", 8100),
-        help="HOST:PORT for HTTP and HIP (default 127.0.0.1:8100)",
+    add_state_options(
+        parser,
+        "directory for the master's database",
+        "the master's metadata, if not the configuration's `metadata` or the SQLite file in --data",
+        8100,
+        "for HTTP and HIP",
     )
     parser.add_argument(
         "--grace",
@@ -93,9 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_run)
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    add_arguments(subparsers.add_parser("master", help="run the master of a cluster"))
-
-
-def main() -> int:
-    return standalone("python -m master", "run a cluster master", add_arguments)
+register, main = command(
+    "master", "run the master of a cluster", "run a cluster master", add_arguments
+)

@@ -5,9 +5,12 @@ from pathlib import Path
 
 from archive.command_line import (
     add_config_option,
+    add_data_option,
+    add_listen_option,
+    add_search_index_option,
+    argument_type,
     checked_directory,
-    parse_listen,
-    standalone,
+    command,
 )
 from archive.config import SEARCH_FOLDER, load_config
 from archive.errors import ConfigError
@@ -17,6 +20,7 @@ from .coherence import DEFAULT_SPAN, BadSpan, parse_span, span_text
 from .limits import Limits
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
+_span = argument_type(parse_span, BadSpan, "span=")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -51,17 +55,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _add_access_arguments(parser: argparse.ArgumentParser) -> None:
     """Where the proxy listens, its data folder, and who may use it and the live web."""
-    parser.add_argument(
-        "--listen",
-        type=parse_listen,
-        default=("127.0.0.1", 8080),
-        help="HOST:PORT to listen on (default 127.0.0.1:8080)",
-    )
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DATA,
-        help=f"folder for the CA and the clients' settings (default {DEFAULT_DATA})",
+    add_listen_option(parser, 8080, "to listen on")
+    add_data_option(
+        parser,
+        f"folder for the CA and the clients' settings (default {DEFAULT_DATA})",
+        DEFAULT_DATA,
     )
     parser.add_argument(
         "--allow",
@@ -94,14 +92,13 @@ def _add_access_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The search index, the banner's coherence span, the request log and the configuration."""
-    parser.add_argument(
-        "--search-index",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="the search index folder, whose URL-key index answers http://api.dlweb/cdx prefix,"
+    add_search_index_option(
+        parser,
+        "the search index folder, whose URL-key index answers http://api.dlweb/cdx prefix,"
         f" host and domain queries (default: {SEARCH_FOLDER} beside --data, so"
         f" {DEFAULT_DATA.parent / SEARCH_FOLDER}, where `dlweb search rebuild` writes it)",
+        "--search-index",
+        None,
     )
     parser.add_argument(
         "--coherence-span",
@@ -125,16 +122,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_run)
 
 
-def _span(text: str) -> int:
-    try:
-        return parse_span(text)
-    except BadSpan as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("span=")) from None
-
-
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    add_arguments(subparsers.add_parser("proxy", help="run the consultation proxy"))
-
-
-def main() -> int:
-    return standalone("python -m proxy", "dlweb consultation proxy", add_arguments)
+register, main = command(
+    "proxy", "run the consultation proxy", "dlweb consultation proxy", add_arguments
+)

@@ -15,11 +15,16 @@ import asyncio
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive import collector
-from archive.command_line import add_config_option, positive_int, standalone
+from archive.command_line import (
+    Subparsers,
+    add_config_option,
+    add_search_index_option,
+    positive_int,
+    standalone,
+)
 from archive.config import DEFAULT_SEARCH_INDEX, load_config
 from archive.progress import terminal_bar
 
@@ -260,13 +265,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='words, "a phrase", title:word, AND/OR/NOT, year:2019; or `rebuild` to make the'
         " index again from the archive",
     )
-    parser.add_argument(
-        "--index",
-        type=Path,
-        default=DEFAULT_SEARCH_INDEX,
-        metavar="DIR",
-        help=f"the index folder (default {DEFAULT_SEARCH_INDEX})",
-    )
+    add_search_index_option(parser, f"the index folder (default {DEFAULT_SEARCH_INDEX})")
     asked = parser.add_mutually_exclusive_group()
     asked.add_argument(
         "--backlinks", metavar="URL", help="the archived pages that link to URL, with anchor texts"
@@ -367,30 +366,22 @@ def add_cdx_arguments(parser: argparse.ArgumentParser) -> None:
         " ! inverts; repeat to combine",
     )
     parser.add_argument("--fields", metavar="F1,F2", help="the fields shown, e.g. url,timestamp")
-    parser.add_argument(
-        "--index",
-        type=Path,
-        default=DEFAULT_SEARCH_INDEX,
-        metavar="DIR",
-        help=f"the search index folder, with the URL-key index (default {DEFAULT_SEARCH_INDEX})",
+    add_search_index_option(
+        parser, f"the search index folder, with the URL-key index (default {DEFAULT_SEARCH_INDEX})"
     )
     add_config_option(parser)
     parser.set_defaults(run=_cdx, log_level=logging.WARNING, collection=collector.BATCH)
 
 
 def add_indexer_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--index",
-        type=Path,
-        default=DEFAULT_SEARCH_INDEX,
-        metavar="DIR",
-        help=f"the index folder, built first when empty (default {DEFAULT_SEARCH_INDEX})",
+    add_search_index_option(
+        parser, f"the index folder, built first when empty (default {DEFAULT_SEARCH_INDEX})"
     )
     add_config_option(parser)
     parser.set_defaults(run=_indexer)
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(subparsers: Subparsers) -> None:
     add_arguments(
         subparsers.add_parser(
             "search",

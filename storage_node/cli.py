@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archive.command_line import add_config_option, checked_directory, parse_listen, standalone
+from archive.command_line import add_config_option, add_listen_option, checked_directory, command
 from archive.config import RELIABILITIES, load_config
 
 if TYPE_CHECKING:
@@ -75,12 +75,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, required=True, help="directory holding the files")
-    parser.add_argument(
-        "--listen",
-        type=parse_listen,
-        default=("127.0.0.1", 8101),
-        help="HOST:PORT for HTTP (default 127.0.0.1:8101)",
-    )
+    add_listen_option(parser, 8101, "for HTTP")
     parser.add_argument("--id", default=None, help="node id (default: generated once, kept)")
     parser.add_argument(
         "--advertise",
@@ -130,9 +125,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_run)
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    add_arguments(subparsers.add_parser("storage-node", help="run a storage node"))
-
-
-def main() -> int:
-    return standalone("python -m storage_node", "run a storage node", add_arguments)
+register, main = command("storage-node", "run a storage node", "run a storage node", add_arguments)

@@ -5,24 +5,28 @@ import argparse
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from archive.command_line import (
+    Runner,
+    Subparsers,
     add_config_option,
+    add_state_options,
+    checked_db,
     checked_directory,
     non_negative,
-    parse_listen,
     positive_int,
     positive_seconds,
 )
 from archive.config import load_config
 from archive.errors import DlwebError
-from archive.metadata import parse_metadata_url
 from archive.timestamps import format_iso
 from archive.urlkey import canonical_url
 
-from ..cli import parse_resolve
+from ..cli import add_resolve_option, resolve_map
+from ..stream.cli import add_chunk_options
 from ..stream.recording import StreamSettings
 
 __all__ = ["register_campaign", "register_scheduler", "register_sites", "register_streams"]
@@ -40,9 +44,6 @@ def _run_scheduler(args: argparse.Namespace) -> int:
 
     from .server import ServerOptions, serve
 
-    resolve: dict[str, list[str]] = {}
-    for host, address in args.resolve or []:
-        resolve.setdefault(host, []).append(address)
     options = ServerOptions(
         config=load_config(args.config),
         data=checked_directory(args.data, "--data"),
@@ -54,7 +55,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         delay=args.delay,
         burst=args.burst,
         browser=args.browser,
-        resolve=resolve,
+        resolve=resolve_map(args),
         first_interval=args.first_interval,
         shortest=args.shortest,
         longest=args.longest,
@@ -65,7 +66,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         stream_settings=StreamSettings(
             chunk_seconds=args.stream_chunk_seconds, point_seconds=args.stream_point_seconds
         ),
-        database=None if args.db is None else parse_metadata_url(args.db, "--db"),
+        database=checked_db(args),
     )
     asyncio.run(serve(options))
     return 0
@@ -82,23 +83,12 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_place_arguments(parser: argparse.ArgumentParser) -> None:
     """Where the campaign's state lives and where the scheduler listens."""
-    parser.add_argument(
-        "--data",
-        type=Path,
+    add_state_options(
+        parser,
+        f"the campaign's database and files (default {DEFAULT_DATA})",
+        "the campaign's database, if not the SQLite file in --data",
+        8300,
         default=DEFAULT_DATA,
-        help=f"the campaign's database and files (default {DEFAULT_DATA})",
-    )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="the campaign's database, if not the SQLite file in --data: a path, sqlite:///path"
-        " or postgresql://user:password@host:port/database",
-    )
-    parser.add_argument(
-        "--listen",
-        type=parse_listen,
-        default=("127.0.0.1", 8300),
-        help="HOST:PORT (default 127.0.0.1:8300)",
     )
 
 
@@ -136,12 +126,8 @@ def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds of owed delay the agents pay as one pause (default 10)",
     )
-    parser.add_argument(
-        "--resolve",
-        type=parse_resolve,
-        action="append",
-        metavar="HOST:IP",
-        help="pin a host to an address for the agents and the feed poller (repeat)",
+    add_resolve_option(
+        parser, "pin a host to an address for the agents and the feed poller (repeat)"
     )
 
 
@@ -189,23 +175,10 @@ def _add_stream_arguments(parser: argparse.ArgumentParser) -> None:
         help="record every live stream the crawls report (default: only those `dlweb streams"
         " add` names)",
     )
-    parser.add_argument(
-        "--stream-chunk-seconds",
-        type=positive_seconds,
-        default=StreamSettings.chunk_seconds,
-        metavar="SECONDS",
-        help="collection seconds a stored stream chunk spans at most (default %(default)g)",
-    )
-    parser.add_argument(
-        "--stream-point-seconds",
-        type=positive_seconds,
-        default=StreamSettings.point_seconds,
-        metavar="SECONDS",
-        help="collection seconds between two points of a stream chunk (default %(default)g)",
-    )
+    add_chunk_options(parser, "stream-")
 
 
-def register_scheduler(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_scheduler(subparsers: Subparsers) -> None:
     add_scheduler_arguments(subparsers.add_parser("scheduler", help="run the crawl scheduler"))
 
 
@@ -245,8 +218,26 @@ def _print_sites(sites: list[dict[str, Any]]) -> None:
         )
 
 
+def _answered(answer: Any) -> int:
+    """Print the scheduler's JSON answer, the output of every action but a table's."""
+    print(json.dumps(answer, indent=1))
+    return 0
+
+
+def _listed(args: argparse.Namespace, kind: str, table: Callable[[Any], None]) -> int:
+    """`KIND list`: the sites or streams as a table, or the scheduler's answer with --json."""
+    query = f"?state={args.state}" if args.state else ""
+    answer = _call(args, "GET", f"/api/{kind}{query}")
+    if args.json:
+        return _answered(answer)
+    table(answer[kind])
+    return 0
+
+
 def _sites(args: argparse.Namespace) -> int:
     action = args.action
+    if action == "list":
+        return _listed(args, "sites", _print_sites)
     if action == "add":
         body: dict[str, Any] = {"start_url": args.url, "seed": args.seed, "priority": args.priority}
         for key, value in (
@@ -257,12 +248,6 @@ def _sites(args: argparse.Namespace) -> int:
             if value is not None:
                 body[key] = value
         answer = _call(args, "POST", "/api/sites", body)
-    elif action == "list":
-        query = f"?state={args.state}" if args.state else ""
-        answer = _call(args, "GET", f"/api/sites{query}")
-        if not args.json:
-            _print_sites(answer["sites"])
-            return 0
     elif action == "show":
         answer = _call(args, "GET", f"/api/sites/{args.id}")
     elif action == "inject":
@@ -273,8 +258,7 @@ def _sites(args: argparse.Namespace) -> int:
         answer = _call(args, "POST", f"/api/sites/{args.id}/blacklist", {})
     else:
         answer = _call(args, "DELETE", f"/api/sites/{args.id}")
-    print(json.dumps(answer, indent=1))
-    return 0
+    return _answered(answer)
 
 
 def _scheduler_option(parser: argparse.ArgumentParser) -> None:
@@ -284,11 +268,30 @@ def _scheduler_option(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
 
 
-def register_sites(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    parser = subparsers.add_parser(
-        "sites", help="the scheduler's sites: add, list, show, blacklist, inject, remove"
+def _add_actions(subparsers: Subparsers, name: str, text: str, run: Runner) -> Subparsers:
+    """A command whose actions (add, list, show...) are its subcommands."""
+    parser = subparsers.add_parser(name, help=text)
+    parser.set_defaults(run=run)
+    return parser.add_subparsers(dest="action", required=True)
+
+
+def _add_listing(
+    actions: Subparsers, text: str, states: tuple[str, ...]
+) -> argparse.ArgumentParser:
+    """The `list` action: the table, or the JSON answer; only those in a state with --state."""
+    listing = actions.add_parser("list", help=text)
+    listing.add_argument("--state", choices=states)
+    listing.add_argument("--json", action="store_true")
+    return listing
+
+
+def register_sites(subparsers: Subparsers) -> None:
+    actions = _add_actions(
+        subparsers,
+        "sites",
+        "the scheduler's sites: add, list, show, blacklist, inject, remove",
+        _sites,
     )
-    actions = parser.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="register a site and queue it")
     add.add_argument("url", help="start URL")
     add.add_argument("--accept")
@@ -298,11 +301,11 @@ def register_sites(subparsers: "argparse._SubParsersAction[argparse.ArgumentPars
         "--seed", action="store_true", help="a seed of the campaign: never blacklisted"
     )
     add.add_argument("--priority", type=float, default=1.0)
-    listing = actions.add_parser("list", help="the sites, highest priority first")
-    listing.add_argument(
-        "--state", choices=("queued", "crawling", "idle", "blacklisted", "removed", "paused")
+    listing = _add_listing(
+        actions,
+        "the sites, highest priority first",
+        ("queued", "crawling", "idle", "blacklisted", "removed", "paused"),
     )
-    listing.add_argument("--json", action="store_true")
     for name, text in (
         ("show", "one site, its crawls and referrers"),
         ("blacklist", "never crawl it again"),
@@ -317,7 +320,6 @@ def register_sites(subparsers: "argparse._SubParsersAction[argparse.ArgumentPars
     inject.add_argument("--priority", type=float, required=True)
     for sub in (add, listing, inject):
         _scheduler_option(sub)
-    parser.set_defaults(run=_sites)
 
 
 def _when(seconds: float) -> str:
@@ -339,12 +341,8 @@ def _print_streams(streams: list[dict[str, Any]]) -> None:
 
 def _streams(args: argparse.Namespace) -> int:
     if args.action == "list":
-        query = f"?state={args.state}" if args.state else ""
-        answer = _call(args, "GET", f"/api/streams{query}")
-        if not args.json:
-            _print_streams(answer["streams"])
-            return 0
-    elif args.action == "show":
+        return _listed(args, "streams", _print_streams)
+    if args.action == "show":
         answer = _call(args, "GET", f"/api/streams/{args.id}")
     else:
         canonical_url(args.url)  # a URL no agent could record is told here, as any argument
@@ -355,37 +353,38 @@ def _streams(args: argparse.Namespace) -> int:
             answer = _call(args, "POST", "/api/streams", body)
         else:
             answer = _call(args, "POST", "/api/streams/stop", body)
-    print(json.dumps(answer, indent=1))
-    return 0
+    return _answered(answer)
 
 
-def register_streams(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    parser = subparsers.add_parser(
-        "streams", help="the live streams of the scheduler's sites: add, list, show, stop"
+def register_streams(subparsers: Subparsers) -> None:
+    actions = _add_actions(
+        subparsers,
+        "streams",
+        "the live streams of the scheduler's sites: add, list, show, stop",
+        _streams,
     )
-    actions = parser.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="record a stream (registered if new)")
     add.add_argument("url", help="the stream's URL")
     add.add_argument("--site", type=positive_int, help="the id of the site it belongs to")
-    listing = actions.add_parser("list", help="the streams, with their state and agent")
-    listing.add_argument("--state", choices=("found", "waiting", "recording", "stopped"))
-    listing.add_argument("--json", action="store_true")
+    listing = _add_listing(
+        actions,
+        "the streams, with their state and agent",
+        ("found", "waiting", "recording", "stopped"),
+    )
     show = actions.add_parser("show", help="one stream, its recordings and the decisions about it")
     show.add_argument("id", type=positive_int)
     stop = actions.add_parser("stop", help="stop recording a stream")
     stop.add_argument("url", help="the stream's URL")
     for sub in (add, listing, show, stop):
         _scheduler_option(sub)
-    parser.set_defaults(run=_streams)
 
 
 def _campaign(args: argparse.Namespace) -> int:
     state = "paused" if args.action == "pause" else "running"
-    print(json.dumps(_call(args, "POST", "/api/campaign", {"state": state}), indent=1))
-    return 0
+    return _answered(_call(args, "POST", "/api/campaign", {"state": state}))
 
 
-def register_campaign(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_campaign(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("campaign", help="start, pause or resume the crawl campaign")
     parser.add_argument("action", choices=("start", "pause", "resume"))
     _scheduler_option(parser)

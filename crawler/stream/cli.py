@@ -2,7 +2,7 @@
 
 import argparse
 
-from archive.command_line import add_config_option, positive_int, positive_seconds
+from archive.command_line import Subparsers, add_config_option, positive_int, positive_seconds
 
 from ..cli import add_resolve_option, add_scheduler_options
 from .assignment import parse_rendition
@@ -10,6 +10,7 @@ from .recording import StreamSettings
 
 __all__ = [
     "add_agent_arguments",
+    "add_chunk_options",
     "add_stream_arguments",
     "register_agent",
     "register_stream",
@@ -19,23 +20,30 @@ DEFAULT_CAPACITY = 16
 REPORT_EVERY = 30.0
 
 
+def add_chunk_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """--chunk-seconds and --point-seconds, the shape of the recorded chunks; named with
+    `prefix` ("stream-") among options that are not all about streams."""
+    chunk = prefix.replace("-", " ") + "chunk"
+    metavar = "SECONDS" if prefix else None
+    for name, default, what in (
+        ("chunk", StreamSettings.chunk_seconds, f"a stored {chunk} spans at most"),
+        ("point", StreamSettings.point_seconds, f"between two points of a {chunk}"),
+    ):
+        parser.add_argument(
+            f"--{prefix}{name}-seconds",
+            type=positive_seconds,
+            default=default,
+            metavar=metavar,
+            help=f"collection seconds {what} (default %(default)g)",
+        )
+
+
 def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("urls", nargs="+", metavar="URL", help="stream to record")
     parser.add_argument(
         "--duration", type=positive_seconds, required=True, help="seconds to record for"
     )
-    parser.add_argument(
-        "--chunk-seconds",
-        type=positive_seconds,
-        default=StreamSettings.chunk_seconds,
-        help="collection seconds a stored chunk spans at most (default %(default)g)",
-    )
-    parser.add_argument(
-        "--point-seconds",
-        type=positive_seconds,
-        default=StreamSettings.point_seconds,
-        help="collection seconds between two points of a chunk (default %(default)g)",
-    )
+    add_chunk_options(parser)
     parser.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -57,7 +65,7 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     )  # a server's collector schedule, as the stream agent's
 
 
-def register_stream(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_stream(subparsers: Subparsers) -> None:
     add_stream_arguments(
         subparsers.add_parser("stream", help="record live streams (Icecast, HLS) for a while")
     )
@@ -82,7 +90,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run="crawler.stream.agent:run")
 
 
-def register_agent(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_agent(subparsers: Subparsers) -> None:
     add_agent_arguments(
         subparsers.add_parser(
             "stream-agent", help="run a streaming agent that records live streams for a scheduler"

@@ -1,13 +1,17 @@
 """`dlweb index-node`: run an index node of a cluster."""
 
 import argparse
-from pathlib import Path
 
-from archive.command_line import add_config_option, checked_directory, parse_listen, standalone
+from archive.command_line import (
+    add_config_option,
+    add_state_options,
+    checked_db,
+    checked_directory,
+    command,
+)
 from archive.config import ClusterConfig, load_config
 from archive.discovery import MASTER, MASTER_HOW, address
 from archive.errors import ConfigError
-from archive.metadata import parse_metadata_url
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -18,8 +22,7 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
         raise ConfigError(f"--advertise {args.advertise!r} must be a ws:// or wss:// URL")
-    if args.db is not None:
-        parse_metadata_url(args.db, "--db")
+    checked_db(args)
     uvloop.run(_serve(args, config))
     return 0
 
@@ -43,18 +46,13 @@ async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path, required=True, help="directory for the content index")
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="the content index, if not the SQLite file in --data: a path, sqlite:///path or"
-        " postgresql://user:password@host:port/database (one database an index node)",
-    )
-    parser.add_argument(
-        "--listen",
-        type=parse_listen,
-        default=("127.0.0.1", 8102),
-        help="HOST:PORT where inserting clients connect (default 127.0.0.1:8102)",
+    add_state_options(
+        parser,
+        "directory for the content index",
+        "the content index, if not the SQLite file in --data",
+        8102,
+        "where inserting clients connect",
+        db_after=" (one database an index node)",
     )
     parser.add_argument(
         "--master",
@@ -69,9 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(run=_run)
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    add_arguments(subparsers.add_parser("index-node", help="run an index node of a cluster"))
-
-
-def main() -> int:
-    return standalone("python -m master.index", "run an index node", add_arguments)
+register, main = command(
+    "index-node", "run an index node of a cluster", "run an index node", add_arguments
+)
