@@ -27,12 +27,13 @@ import ipaddress
 import logging
 import re
 import socket
-from types import TracebackType
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .config import ClusterConfig
 from .errors import ConfigError, DlwebError
+from .lifetime import Opened
 from .tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -142,33 +143,27 @@ def _instance_name(cluster: str, url: str) -> str:
     return f"{label} {where}"
 
 
-class Announcement:
+@dataclass(eq=False, repr=False)
+class Announcement(Opened):
     """Announces one service while inside `async with`; on exit withdraws it with goodbye
     packets. Registration (mDNS probing, about a second) runs in the background so it never
     delays the start of the process; a failure to announce is logged, not raised."""
 
-    def __init__(self, service: str, config: ClusterConfig, url: str) -> None:
-        self.service = service
-        self.config = config
-        self.url = url
-        self.announced: str | None = None
-        self._zeroconf: AsyncZeroconf | None = None
-        self._registering: asyncio.Task[None] | None = None
+    service: str
+    config: ClusterConfig
+    url: str
+    announced: str | None = field(init=False, default=None)
+    _zeroconf: "AsyncZeroconf | None" = field(init=False, default=None)
+    _registering: asyncio.Task[None] | None = field(init=False, default=None)
 
-    async def __aenter__(self) -> "Announcement":
+    async def open(self) -> None:
         if self.config.discovery:
             try:
                 await self._start()
             except DiscoveryError as exc:
                 log.warning("%s not announced on the LAN: %s", short(self.service), exc)
-        return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
         if self._registering is not None:
             await cancel_and_wait(self._registering)
         if self._zeroconf is not None:

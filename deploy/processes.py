@@ -6,8 +6,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from archive.atomic import atomic_write
 
@@ -68,6 +69,22 @@ def running_pid(data: Path, name: str) -> int | None:
     return pid if pid is not None and is_ours(pid, data) else None
 
 
+def start_in_session(
+    command: list[str], output: BinaryIO, cwd: Path | None, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `command` in a session of its own, so that a Ctrl-C in the terminal does not reach
+    it, with no input and its output and errors to `output`."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        start_new_session=True,
+        env=env,
+    )
+
+
 def spawn(data: Path, name: str, command: list[str]) -> int:
     """Start `command` in its own session, output to logs/<name>.log, pid in run/<name>.pid."""
     log_path = log_file(data, name)
@@ -76,15 +93,7 @@ def spawn(data: Path, name: str, command: list[str]) -> int:
     with open(log_path, "ab") as log:
         log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {name}\n".encode())
         log.flush()
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=data,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        process = start_in_session(command, log, data, {**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         atomic_write(pid_file(data, name), f"{process.pid}\n".encode())
     except BaseException:

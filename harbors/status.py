@@ -125,10 +125,7 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     except ClusterError as exc:
         return _unavailable(wants_json, str(exc))
     try:
-        async with context.client.session.get(f"{master}/status") as r:
-            status = await r.json(content_type=None)
-        if not isinstance(status, dict):
-            raise ValueError("its /status answer is not a JSON object")
+        _, status = await context.client.get_object(f"{master}/status")
     except (*NETWORK_ERRORS, ValueError) as exc:
         return _unavailable(wants_json, f"the master at {master} does not answer: {exc}")
     if wants_json:

@@ -2,6 +2,7 @@
 holders of files, and an admin's change of a node's state."""
 
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from archive.config import ClusterConfig
@@ -18,26 +19,17 @@ from .scrubs import Scrubs
 MAX_PROBLEMS = 100
 
 
+@dataclass(eq=False, repr=False)
 class AdminAnswers:
-    def __init__(
-        self,
-        config: ClusterConfig,
-        db: MasterDB,
-        members: Membership,
-        repairer: Repairer,
-        rebalancer: Rebalancer,
-        scrubs: Scrubs,
-        index_nodes: dict[str, str],
-    ) -> None:
-        self.config = config
-        self.db = db
-        self.members = members
-        self.repairer = repairer
-        self.rebalancer = rebalancer
-        self.scrubs = scrubs
-        # The address each connected index node serves clients at, by its name (the master's).
-        self.index_nodes = index_nodes
-        self.started = time.time()
+    config: ClusterConfig
+    db: MasterDB
+    members: Membership
+    repairer: Repairer
+    rebalancer: Rebalancer
+    scrubs: Scrubs
+    # The address each connected index node serves clients at, by its name (the master's).
+    index_nodes: dict[str, str]
+    started: float = field(init=False, default_factory=time.time)
 
     def status(self) -> dict[str, Any]:
         totals = self.db.node_totals()

@@ -15,7 +15,7 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
 import aiohttp
@@ -77,13 +77,13 @@ class RepairStats:
         return asdict(self)
 
 
+@dataclass(eq=False)
 class Throttle:
     """Spaces out work to a rate (items per second, bytes per second); 0 means no limit."""
 
-    def __init__(self, per_second: float = 0.0, bytes_per_second: float = 0.0) -> None:
-        self.per_second = per_second
-        self.bytes_per_second = bytes_per_second
-        self._next = time.monotonic()
+    per_second: float = 0.0
+    bytes_per_second: float = 0.0
+    _next: float = field(init=False, default_factory=time.monotonic)
 
     async def take(self, items: int, size: int = 0) -> None:
         cost = 0.0
@@ -98,21 +98,21 @@ class Throttle:
             await asyncio.sleep(start - now)
 
 
+@dataclass(eq=False, repr=False)
 class Copier:
     """Asks nodes to fetch and delete files, and records what they report in the database."""
 
-    def __init__(self, db: MasterDB, members: Membership, targets: TargetFn, token: str) -> None:
-        self.db = db
-        self.members = members
-        self.targets = targets
-        self.token = token
-        self.busy: set[tuple[str, str]] = set()
-        # Files whose last copy failed: when to try again, and the failures in a row.
-        self.retry_at: dict[tuple[str, str], float] = {}
-        self.failures: dict[tuple[str, str], int] = {}
-        # The nodes each structure file is being copied to: a refresh meanwhile refreshes
-        # their copies too (the one on its way may be older; a node keeps the records of both).
-        self.arriving: dict[str, set[str]] = {}
+    db: MasterDB
+    members: Membership
+    targets: TargetFn
+    token: str
+    busy: set[tuple[str, str]] = field(init=False, default_factory=set)
+    # Files whose last copy failed: when to try again, and the failures in a row.
+    retry_at: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
+    failures: dict[tuple[str, str], int] = field(init=False, default_factory=dict)
+    # The nodes each structure file is being copied to: a refresh meanwhile refreshes
+    # their copies too (the one on its way may be older; a node keeps the records of both).
+    arriving: dict[str, set[str]] = field(init=False, default_factory=dict)
 
     def release(self, files: Iterable[tuple[str, str]]) -> None:
         """End work on files: no longer busy, and looked at again by the next repair pass (those
@@ -250,42 +250,39 @@ class Copier:
         return list(deleted)
 
 
+@dataclass(eq=False, repr=False)
 class Repairer:
     """The passes that bring files back to target; run whenever the cluster changes."""
 
-    def __init__(
-        self,
-        db: MasterDB,
-        members: Membership,
-        copier: Copier,
-        unreliable_extra: int,
-        rate: float,
-        full_scan_every: float,
-    ) -> None:
-        self.db = db
-        self.members = members
-        self.copier = copier
-        self.unreliable_extra = unreliable_extra
+    db: MasterDB
+    members: Membership
+    copier: Copier
+    unreliable_extra: int
+    rate: InitVar[float]
+    full_scan_every: float
+    throttle: Throttle = field(init=False)
+    stats: RepairStats = field(init=False, default_factory=RepairStats)
+    next_full_scan: float = field(init=False, default=0.0)
+    next_scan_step: float = field(init=False, default=0.0)
+    # Where the full scan is (the key of the next file it looks at), None between scans:
+    # kept in the database, so that a restarted master goes on from there.
+    scan_at: int | None = field(init=False)
+    scan_marked: int = field(init=False, default=0)
+    # The nodes files were readable from and could be copied to when the files below target
+    # were last looked at: their causes change with these.
+    view: tuple[frozenset[str], frozenset[str]] | None = field(init=False, default=None)
+    # Files below target that found no readable source (a holder may come back within its
+    # grace period) or no node to take a copy; None when there were too many to keep.
+    unplaced: set[tuple[str, str]] | None = field(init=False, default_factory=set)
+    # When each file recently added to a node was first heard of, oldest first.
+    young: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
+    # Files left for later because they were young, and when to look at them again.
+    deferred: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
+
+    def __post_init__(self, rate: float) -> None:
         self.throttle = Throttle(rate)
-        self.stats = RepairStats()
-        self.full_scan_every = full_scan_every
-        self.next_full_scan = 0.0
-        self.next_scan_step = 0.0
-        # Where the full scan is (the key of the next file it looks at), None between scans:
-        # kept in the database, so that a restarted master goes on from there.
-        position = db.get_meta(SCAN_META)
-        self.scan_at: int | None = position if isinstance(position, int) else None
-        self.scan_marked = 0
-        # The nodes files were readable from and could be copied to when the files below target
-        # were last looked at: their causes change with these.
-        self.view: tuple[frozenset[str], frozenset[str]] | None = None
-        # Files below target that found no readable source (a holder may come back within its
-        # grace period) or no node to take a copy; None when there were too many to keep.
-        self.unplaced: set[tuple[str, str]] | None = set()
-        # When each file recently added to a node was first heard of, oldest first.
-        self.young: dict[tuple[str, str], float] = {}
-        # Files left for later because they were young, and when to look at them again.
-        self.deferred: dict[tuple[str, str], float] = {}
+        position = self.db.get_meta(SCAN_META)
+        self.scan_at = position if isinstance(position, int) else None
 
     def heard_of(self, files: Iterable[tuple[str, str]]) -> None:
         """Note files a node just reported added (NEW_FILE_SETTLE)."""

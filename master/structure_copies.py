@@ -5,6 +5,7 @@ the nodes told that their copy answers late until it is refreshed (docs/cluster.
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from archive.config import Replication
@@ -21,16 +22,14 @@ log = logging.getLogger(__name__)
 STALE_TIMEOUT = 5.0
 
 
+@dataclass(eq=False, repr=False)
 class StructureCopies:
-    def __init__(
-        self, db: MasterDB, members: Membership, targets: TargetFn, replication: Replication
-    ) -> None:
-        self.db = db
-        self.members = members
-        self.targets = targets
-        self.replication = replication
-        # Storage nodes that joined again with the inventory position this master had stored.
-        self.returning: set[str] = set()
+    db: MasterDB
+    members: Membership
+    targets: TargetFn
+    replication: Replication
+    # Storage nodes that joined again with the inventory position this master had stored.
+    returning: set[str] = field(init=False, default_factory=set)
 
     # -- active copies --------------------------------------------------------------------------
 

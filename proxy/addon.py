@@ -13,6 +13,7 @@ fault page of ours and a log line. The upstream gate (upstream.py) checks every 
 
 import logging
 import traceback
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
 
 from mitmproxy import ctx, http
@@ -40,27 +41,25 @@ log = logging.getLogger(__name__)
 FRAMES_LOGGED = 8  # the innermost frames of a failure's traceback that its log line shows
 
 
+@dataclass(eq=False, repr=False)
 class ArchiveAddon:
     """The chain of concerns, as one mitmproxy addon. What the operator sets (live web allowed,
     request log, search index, banner span) are mitmproxy options the addon declares (`load`), so
     that they are set and shown as mitmproxy's own are; the concerns are made anew whenever one
     changes (`configure`). The CA's folder is mitmproxy's `confdir`."""
 
-    def __init__(
-        self,
-        reader: CaptureReader,
-        settings: harbors.ClientSettings,
-        access: Access,
-        streams: StreamPlayback,
-        *,
-        gate: UpstreamGate,
-    ) -> None:
-        self.reader = reader
-        self.settings = settings
-        self.streams = streams
-        self.gate = gate
+    reader: CaptureReader
+    settings: harbors.ClientSettings
+    access: InitVar[Access]
+    streams: StreamPlayback
+    _: KW_ONLY
+    gate: UpstreamGate
+    guard: Guard = field(init=False)
+    dates: DatePicker = field(init=False)
+
+    def __post_init__(self, access: Access) -> None:
         self.guard = Guard(access)
-        self.dates = DatePicker(settings)
+        self.dates = DatePicker(self.settings)
 
     def load(self, loader: Loader) -> None:
         loader.add_option(

@@ -11,7 +11,7 @@ flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner
 """
 
 import logging
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from urllib.parse import quote
 
 from mitmproxy import http
@@ -84,29 +84,25 @@ class ReadyCapture:
     following: int | None = None
 
 
+@dataclass(eq=False, repr=False)
 class Replay:
     """Answers every request that no addon before it answered, from the archive."""
 
-    def __init__(
-        self,
-        reader: CaptureReader,
-        settings: harbors.ClientSettings,
-        streams: StreamPlayback,
-        live_allowed: bool = False,
-        log_requests: bool = False,
-        cache_bytes: int = 64 * 1024 * 1024,
-    ) -> None:
-        self.reader = reader
-        self.settings = settings
-        self.streams = streams
-        self.live_allowed = live_allowed
-        self.log_requests = log_requests
-        cache = reader.client.cache
+    reader: CaptureReader
+    settings: harbors.ClientSettings
+    streams: StreamPlayback
+    live_allowed: bool = False
+    log_requests: bool = False
+    cache_bytes: InitVar[int] = 64 * 1024 * 1024
+    # Answers made, for as long as the cluster client keeps structure answers: a hot page
+    # is sent without being made again.
+    _made: Lru[tuple[str, int], ReadyCapture] = field(init=False)
+    _reports: Background = field(init=False, default_factory=Background)
+
+    def __post_init__(self, cache_bytes: int) -> None:
+        cache = self.reader.client.cache
         ttl = cache.answers.ttl if cache is not None else None
-        # Answers made, for as long as the cluster client keeps structure answers: a hot page
-        # is sent without being made again.
-        self._made: Lru[tuple[str, int], ReadyCapture] = Lru(cache_bytes if ttl else 0, ttl)
-        self._reports = Background()
+        self._made = Lru(cache_bytes if ttl else 0, ttl)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         at = flow.metadata.get(AT)

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import InitVar, dataclass, field
 from typing import cast
 
 import aiohttp
@@ -62,25 +63,28 @@ CHUNK = 256 * 1024
 RETRY = "fetch it alone"
 
 
+@dataclass(eq=False, repr=False)
 class MasterLink:
-    def __init__(
-        self,
-        node: StorageNode,
-        config: ClusterConfig,
-        master: str,
-        address: str,
-        domain: str = "default",
-        reliability: str = "normal",
-        stats_every: float = 2.0,
-        retry: float = 2.0,
-    ) -> None:
-        self.node = node
-        self.master = master
-        self.address = address
-        self.domain = domain
-        self.reliability = reliability
-        self.stats_every = stats_every
-        self.retry = retry
+    node: StorageNode
+    config: InitVar[ClusterConfig]
+    master: str
+    address: str
+    domain: str = "default"
+    reliability: str = "normal"
+    stats_every: float = 2.0
+    retry: float = 2.0
+    slave: HipSlave = field(init=False)
+    _session: aiohttp.ClientSession | None = field(init=False, default=None)
+    _member: asyncio.Task[None] | None = field(init=False, default=None)
+    _scrubbing: asyncio.Task[None] | None = field(init=False, default=None)
+    _fetching: asyncio.Semaphore = field(
+        init=False, default_factory=lambda: asyncio.Semaphore(FETCHES_IN_FLIGHT)
+    )
+    _auth: dict[str, str] = field(init=False)
+    # True from the master's answer to node.join until the connection ends.
+    joined: bool = field(init=False, default=False)
+
+    def __post_init__(self, config: ClusterConfig) -> None:
         handlers: dict[str, Handler] = {
             FETCH.name: FETCH.handler(self._fetch),
             DELETE.name: DELETE.handler(self._delete),
@@ -88,21 +92,15 @@ class MasterLink:
             STALE.name: STALE.handler(self._stale),
         }
         self.slave = HipSlave(
-            hip_url(master),
+            hip_url(self.master),
             config.secret,
-            node.id,
+            self.node.id,
             handlers,
             role="storage",
             on_connect=self._on_connect,
             on_disconnect=self._on_disconnect,
         )
-        self._session: aiohttp.ClientSession | None = None
-        self._member: asyncio.Task[None] | None = None
-        self._scrubbing: asyncio.Task[None] | None = None
-        self._fetching = asyncio.Semaphore(FETCHES_IN_FLIGHT)
         self._auth = {"Authorization": f"Bearer {config.write_token}"}
-        # True from the master's answer to node.join until the connection ends.
-        self.joined = False
 
     @property
     def connected(self) -> bool:

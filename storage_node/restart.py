@@ -7,7 +7,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive.atomic import atomic_write
@@ -116,19 +116,20 @@ def write_clean_mark(root: Path, mark: Mark) -> None:
     )
 
 
+@dataclass(eq=False, repr=False)
 class StateLoader:
     """Learns at a start what a node holds, from the saved state or else from its stores; `start`
     says how, `saved_mark` where the log was when the filter and counts loaded were saved."""
 
-    def __init__(
-        self, root: Path, inventory: InventoryLog, contents: VolumeStore, structures: VolumeStore
-    ) -> None:
-        self.root = root
-        self.inventory = inventory
-        self.contents = contents
-        self.structures = structures
-        self.start = Start(log_bytes_read=inventory.mark.offset - inventory.began.offset)
-        self.saved_mark: Mark | None = None
+    root: Path
+    inventory: InventoryLog
+    contents: VolumeStore
+    structures: VolumeStore
+    start: Start = field(init=False)
+    saved_mark: Mark | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.start = Start(log_bytes_read=self.inventory.mark.offset - self.inventory.began.offset)
 
     def load(self, saved: Saved | None, clean: Mark | None) -> tuple[Counts, NameFilter]:
         """The filter and counts saved, as they are after a clean stop; after a crash, with the

@@ -6,8 +6,8 @@ Reads locate a file (by multicast, by asking the master, or both, as the configu
 fetch it from one of its holders and verify its SHA-256, falling back to the next holder when one
 fails.
 
-`ClusterClient` is a facade over one part for each concern, all sharing a `Session` (the
-settings, the HTTP session, the multicast lookup, the master's URL):
+`ClusterClient` is the `Session` its parts share (the settings, the HTTP session, the multicast
+lookup, the master's URL) and a facade over one part for each concern:
 
 - `Inserter` (_insert): the index node's connection and the batches of an insert, a few at once;
   its `Uploader` (_upload) sends the contents down chains of storage nodes, small ones in packs;

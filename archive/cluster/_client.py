@@ -2,9 +2,6 @@
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from types import TracebackType
-
-import aiohttp
 
 from ..cache import ReadCache
 from ..config import ClusterConfig
@@ -19,7 +16,7 @@ from ._structures import MAX_VARIANTS, Structures
 from ._types import BodySource, FoundCapture, InsertSummary, LargeContent
 
 
-class ClusterClient:
+class ClusterClient(Session):
     """Use as `async with ClusterClient(config) as client:`."""
 
     def __init__(
@@ -32,53 +29,16 @@ class ClusterClient:
         peer_silence: float = PEER_SILENCE,
     ) -> None:
         name = name or f"client-{uuid.uuid4().hex[:12]}"
-        self._session = Session(config, name, connect_timeout, cache, peer_silence)
-        self._inserter = Inserter(self._session)
-        self._locator = Locator(self._session)
-        self._contents = Contents(self._session, self._locator)
-        self._structures = Structures(self._session, self._locator)
+        super().__init__(config, name, connect_timeout, cache, peer_silence)
+        self._inserter = Inserter(self)
+        self._locator = Locator(self)
+        self._contents = Contents(self, self._locator)
+        self._structures = Structures(self, self._locator)
 
-    async def __aenter__(self) -> "ClusterClient":
-        await self._session.open()
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
+        """Close the connection to the index node, then the lookup and the HTTP session."""
         await self._inserter.stop()
-        await self._session.close()
-
-    @property
-    def config(self) -> ClusterConfig:
-        """The client's configuration, with the master's URL once found on the LAN."""
-        return self._session.config
-
-    @property
-    def cache(self) -> ReadCache | None:
-        return self._session.cache
-
-    @property
-    def name(self) -> str:
-        return self._session.name
-
-    @property
-    def connect_timeout(self) -> float:
-        return self._session.connect_timeout
-
-    @property
-    def peer_silence(self) -> float:
-        return self._session.peer_silence
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        return self._session.http
-
-    async def master_url(self) -> str:
-        """The master's URL: the configuration's, or else the one found on the LAN (once)."""
-        return await self._session.master_url()
+        await super().close()
 
     # -- insertion -----------------------------------------------------------------------------
 

@@ -110,13 +110,13 @@ class Locator:
             raise ClusterError(f"{master}/status answered without its members") from None
         return [master, *index_nodes, *nodes]
 
-    async def _master_status(self) -> tuple[str, Any]:
+    async def _master_status(self) -> tuple[str, dict[str, Any]]:
         """The master's URL and its status (JSON); ClusterError when it cannot be had."""
         master = await self._session.master_url()
         try:
-            async with self._session.http.get(f"{master}/status") as r:
-                return master, await r.json(content_type=None)
+            _, status = await self._session.get_object(f"{master}/status")
         except NETWORK_ERRORS as exc:
             raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
         except ValueError:
             raise ClusterError(f"{master}/status answered without a list of nodes") from None
+        return master, status

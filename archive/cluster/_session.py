@@ -2,7 +2,8 @@
 lookup, and the master's URL."""
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import aiohttp
 
@@ -10,31 +11,28 @@ from .. import discovery
 from ..cache import ReadCache
 from ..config import ClusterConfig
 from ..errors import DlwebError
+from ..lifetime import Opened
 from ..multicast import LookupClient
 from ..network import peer_timeout
 from ._errors import ClusterError
 
 
-class Session:
+@dataclass(eq=False, repr=False)
+class Session(Opened):
     """The settings and connections of one cluster client, opened and closed with it."""
 
-    def __init__(
-        self,
-        config: ClusterConfig,
-        name: str,
-        connect_timeout: float,
-        cache: ReadCache | None,
-        peer_silence: float,
-    ) -> None:
-        self.config = config
-        self.cache = cache
-        self.name = name
-        self.connect_timeout = connect_timeout
-        self.peer_silence = peer_silence
-        self.lookup: LookupClient | None = None
-        self.auth = {"Authorization": f"Bearer {config.write_token}"}
-        self._http: aiohttp.ClientSession | None = None
-        self._finding_master = asyncio.Lock()
+    config: ClusterConfig
+    name: str
+    connect_timeout: float
+    cache: ReadCache | None
+    peer_silence: float
+    lookup: LookupClient | None = field(init=False, default=None)
+    auth: dict[str, str] = field(init=False)
+    _http: aiohttp.ClientSession | None = field(init=False, default=None)
+    _finding_master: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.auth = {"Authorization": f"Bearer {self.config.write_token}"}
 
     async def open(self) -> None:
         """Start the multicast lookup (when the configuration uses it), then the HTTP session."""
@@ -61,6 +59,14 @@ class Session:
         if self._http is None:
             raise ClusterError("use the cluster client inside `async with`")
         return self._http
+
+    async def get_object(self, url: str) -> tuple[int, dict[str, Any]]:
+        """The status of a GET of `url` and the JSON object it answers (ValueError if none)."""
+        async with self.http.get(url) as r:
+            answer = await r.json(content_type=None)
+        if not isinstance(answer, dict):
+            raise ValueError("the answer is not a JSON object")
+        return r.status, answer
 
     async def master_url(self) -> str:
         """The master's URL: the configuration's, or else the one found on the LAN (once)."""

@@ -183,20 +183,19 @@ class Structures:
         async for address in self._locator.holders("structure", name, holders):
             asked += 1
             try:
-                async with self._session.http.get(f"{address}/structure/{name}?{query}") as r:
-                    answer = await r.json(content_type=None)
-                if not isinstance(answer, dict):
-                    raise ValueError("the answer is not a JSON object")
+                status, answer = await self._session.get_object(
+                    f"{address}/structure/{name}?{query}"
+                )
             except (*NETWORK_ERRORS, ValueError) as exc:
                 problems.append(f"{address}: {failure(exc, self._session.peer_silence)}")
                 continue
-            if r.status == 200:
+            if status == 200:
                 return answer, address
-            if r.status == 404 and "records" in answer:
+            if status == 404 and "records" in answer:
                 unmatched += 1
                 continue
-            missing += r.status == 404
-            problems.append(f"{address} answered {r.status}: {answer.get('error')}")
+            missing += status == 404
+            problems.append(f"{address} answered {status}: {answer.get('error')}")
         if unmatched:
             raise NotFound(none)
         if not asked:

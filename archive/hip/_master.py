@@ -3,6 +3,7 @@
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from types import MappingProxyType
 
 from aiohttp import WSCloseCode, web
@@ -18,32 +19,22 @@ log = logging.getLogger("archive.hip")
 CLOSE_REPLACED = 4003
 
 
+@dataclass(eq=False, repr=False)
 class HipMaster:
     """Accepts slaves on a WebSocket route, authenticates them and serves their requests."""
 
-    def __init__(
-        self,
-        secret: bytes,
-        name: str,
-        handlers: Mapping[str, Handler],
-        *,
-        on_connect: PeerHook | None = None,
-        on_disconnect: PeerHook | None = None,
-        redirect: Callable[[str, str], str | None] | None = None,
-        heartbeat: float = 5.0,
-        max_frame: int = 16 * 1024 * 1024,
-    ) -> None:
-        self.name = name
-        self._secret = secret
-        self._handlers = handlers
-        self._on_connect = on_connect
-        self._on_disconnect = on_disconnect
-        self._redirect = redirect
-        self._heartbeat = heartbeat
-        self._max_frame = max_frame
-        self._slaves: dict[str, Peer] = {}
-        self._sockets: set[web.WebSocketResponse] = set()
-        self._closing = False
+    secret: bytes
+    name: str
+    handlers: Mapping[str, Handler]
+    _: KW_ONLY
+    on_connect: PeerHook | None = None
+    on_disconnect: PeerHook | None = None
+    redirect: Callable[[str, str], str | None] | None = None
+    heartbeat: float = 5.0
+    max_frame: int = 16 * 1024 * 1024
+    _slaves: dict[str, Peer] = field(init=False, default_factory=dict)
+    _sockets: set[web.WebSocketResponse] = field(init=False, default_factory=set)
+    _closing: bool = field(init=False, default=False)
 
     @property
     def slaves(self) -> Mapping[str, Peer]:
@@ -76,10 +67,10 @@ class HipMaster:
 
     def _target(self, name: str, role: str) -> str | None:
         """Where the redirect callback sends this slave; a failing callback keeps it here."""
-        if self._redirect is None:
+        if self.redirect is None:
             return None
         try:
-            return self._redirect(name, role)
+            return self.redirect(name, role)
         except Exception:
             log.warning("redirect callback failed for %s (%s)", name, role, exc_info=True)
             return None
@@ -90,7 +81,7 @@ class HipMaster:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         if self._closing:
             raise web.HTTPServiceUnavailable(text="HIP master is shutting down")
-        ws = web.WebSocketResponse(heartbeat=self._heartbeat, max_msg_size=self._max_frame)
+        ws = web.WebSocketResponse(heartbeat=self.heartbeat, max_msg_size=self.max_frame)
         await ws.prepare(request)
         self._sockets.add(ws)
         try:
@@ -102,7 +93,7 @@ class HipMaster:
 
     async def _serve(self, ws: web.WebSocketResponse, remote: str) -> None:
         try:
-            accepted = await accept(ws, self._secret, self.name, self._target)
+            accepted = await accept(ws, self.secret, self.name, self._target)
         except (HandshakeFailed, TimeoutError) as exc:
             reason = str(exc) or "handshake timed out"
             code = (
@@ -119,10 +110,10 @@ class HipMaster:
         peer = Peer(
             ws,
             accepted.codec,
-            self._handlers,
+            self.handlers,
             name=accepted.name,
             role=accepted.role,
-            max_frame=self._max_frame,
+            max_frame=self.max_frame,
         )
         log.info("slave %s (%s, %s) connected from %s", peer.name, peer.role, peer.format, remote)
         replaced = self._slaves.get(peer.name)
@@ -130,9 +121,9 @@ class HipMaster:
         if replaced is not None:
             await replaced.close(CLOSE_REPLACED, "replaced by a new connection with the same name")
         try:
-            await serve(peer, self._on_connect)
+            await serve(peer, self.on_connect)
         finally:
             if self._slaves.get(peer.name) is peer:
                 del self._slaves[peer.name]
             log.info("slave %s disconnected", peer.name)
-            await run_hook(self._on_disconnect, peer)
+            await run_hook(self.on_disconnect, peer)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypeAlias
 
 from aiohttp import WSCloseCode, WSMsgType
@@ -20,6 +21,7 @@ log = logging.getLogger("archive.hip")
 MAX_BAD_FRAMES_IN_A_ROW = 20
 
 
+@dataclass(eq=False, repr=False)
 class Peer:
     """One authenticated connection; both ends may call, answer and notify at any time.
 
@@ -27,38 +29,31 @@ class Peer:
     peer a slave holds; format is the negotiated serialisation, "json" or "yaml".
     """
 
-    def __init__(
-        self,
-        socket: Socket,
-        codec: frames.Codec,
-        handlers: Mapping[str, Handler],
-        *,
-        name: str,
-        role: str,
-        max_frame: int,
-        on_redirect: Callable[[str], None] | None = None,
-    ) -> None:
-        self.name = name
-        self.role = role
-        self.format = codec.name
-        self._socket = socket
-        self._codec = codec
-        self._handlers = handlers
-        self._max_frame = max_frame
-        self._on_redirect = on_redirect
-        self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._send_lock = asyncio.Lock()
-        self._ended = False
-        self._bad_in_a_row = 0
+    socket: Socket
+    codec: frames.Codec
+    handlers: Mapping[str, Handler]
+    _: KW_ONLY
+    name: str
+    role: str
+    max_frame: int
+    on_redirect: Callable[[str], None] | None = None
+    format: str = field(init=False)
+    _ids: Iterator[int] = field(init=False, default_factory=lambda: itertools.count(1))
+    _pending: dict[int, asyncio.Future[Any]] = field(init=False, default_factory=dict)
+    _tasks: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+    _send_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    _ended: bool = field(init=False, default=False)
+    _bad_in_a_row: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.format = self.codec.name
 
     def __repr__(self) -> str:
         return f"<Peer {self.name!r} role={self.role!r} format={self.format!r}>"
 
     @property
     def closed(self) -> bool:
-        return self._ended or self._socket.closed
+        return self._ended or self.socket.closed
 
     async def call(self, method: str, params: Any = None, *, timeout: float | None = 30.0) -> Any:
         """Send a request and wait for its answer; RemoteError if the other end failed it."""
@@ -83,13 +78,13 @@ class Peer:
         await self._write(self._encode(frames.redirect(url), "redirect"))
 
     async def close(self, code: int = WSCloseCode.OK, message: str = "") -> None:
-        await self._socket.close(code=code, message=close_reason(message))
+        await self.socket.close(code=code, message=close_reason(message))
 
     async def run(self) -> None:
         """Read frames until the connection ends, then fail every pending call."""
         try:
             while True:
-                msg = await self._socket.receive()
+                msg = await self.socket.receive()
                 if msg.type == WSMsgType.TEXT:
                     await self._on_text(msg.data)
                 elif msg.type == WSMsgType.BINARY:
@@ -108,14 +103,13 @@ class Peer:
 
     def _encode(self, frame: dict[str, Any], method: str) -> str:
         try:
-            text = self._codec.encode(frame)
+            text = self.codec.encode(frame)
         except HipError as exc:
             raise HipError(f"{frame['t']} {method}: {exc}") from None
         size = len(text.encode("utf-8"))
-        if size > self._max_frame:
+        if size > self.max_frame:
             raise HipError(
-                f"{frame['t']} {method} is {size} bytes,"
-                f" over the {self._max_frame} byte frame limit"
+                f"{frame['t']} {method} is {size} bytes, over the {self.max_frame} byte frame limit"
             )
         return text
 
@@ -124,13 +118,13 @@ class Peer:
             raise HipError(f"not connected to {self.name}")
         try:
             async with self._send_lock:
-                await self._socket.send_str(text)
+                await self.socket.send_str(text)
         except ConnectionError as exc:
             raise HipError(f"connection to {self.name} lost: {exc}") from None
 
     async def _on_text(self, text: str) -> None:
         try:
-            frame = frames.parse(text, self._codec)
+            frame = frames.parse(text, self.codec)
         except frames.BadFrame as exc:
             await self._on_bad(exc)
             return
@@ -162,11 +156,11 @@ class Peer:
             future.set_exception(RemoteError(frame.code, frame.message))
 
     async def _follow(self, url: str) -> None:
-        if self._on_redirect is None:
+        if self.on_redirect is None:
             await self._on_bad(frames.BadFrame("redirect frame sent by a slave"))
             return
         log.info("master %s redirects us to %s", self.name, url)
-        self._on_redirect(url)
+        self.on_redirect(url)
         await self.close(message="redirected")
 
     async def _on_bad(self, exc: frames.BadFrame) -> None:
@@ -195,7 +189,7 @@ class Peer:
             log.info("could not answer %s from %s: %s", request.method, self.name, exc)
 
     async def _answer(self, request: frames.Request) -> dict[str, Any]:
-        handler = self._handlers.get(request.method)
+        handler = self.handlers.get(request.method)
         if handler is None:
             message = f"no method {request.method!r}"
             return frames.failure(request.id, "unknown_method", message)
@@ -214,7 +208,7 @@ class Peer:
             return frames.failure(request.id, "error", str(exc) or type(exc).__name__)
 
     async def _notice(self, note: frames.Note) -> None:
-        handler = self._handlers.get(note.method)
+        handler = self.handlers.get(note.method)
         if handler is None:
             log.warning("no handler for notification %r from %s", note.method, self.name)
             return

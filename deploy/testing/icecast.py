@@ -16,7 +16,7 @@ import subprocess
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -86,6 +86,7 @@ class Feed:
         end(self.process)
 
 
+@dataclass(eq=False, repr=False)
 class Icecast(Started):
     """Debian's icecast2 on 127.0.0.1 and a free port, configured in `directory`.
 
@@ -103,32 +104,27 @@ class Icecast(Started):
     metadata: the title is in the stream's own comment header (see `set_title`).
     """
 
-    def __init__(
-        self,
-        directory: Path,
-        *,
-        burst_size: int = 65536,
-        metaint: int = 16000,
-        queue_size: int = 8 * 1024 * 1024,
-        max_sources: int = 300,
-        max_clients: int = 1000,
-    ) -> None:
-        self.directory = directory
-        self.burst_size = burst_size
-        self.metaint = metaint
-        self.queue_size = queue_size
-        self.max_sources = max_sources
-        self.max_clients = max_clients
-        self.source_password = secrets.token_hex(8)
-        self.admin_user = "admin"
-        self.admin_password = secrets.token_hex(8)
-        self.port = 0
-        self.config_path = directory / "icecast.xml"
-        # Icecast opens its logs once it runs as `nobody` (below), perhaps in a directory whose
-        # parents `nobody` cannot enter: it finds them relative to its working directory.
-        self.log_dir = directory / "icecast-logs"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._feeds: list[Feed] = []
+    directory: Path
+    _: KW_ONLY
+    burst_size: int = 65536
+    metaint: int = 16000
+    queue_size: int = 8 * 1024 * 1024
+    max_sources: int = 300
+    max_clients: int = 1000
+    source_password: str = field(init=False, default_factory=lambda: secrets.token_hex(8))
+    admin_user: str = field(init=False, default="admin")
+    admin_password: str = field(init=False, default_factory=lambda: secrets.token_hex(8))
+    port: int = field(init=False, default=0)
+    config_path: Path = field(init=False)
+    # Icecast opens its logs once it runs as `nobody` (below), perhaps in a directory whose
+    # parents `nobody` cannot enter: it finds them relative to its working directory.
+    log_dir: Path = field(init=False)
+    _process: subprocess.Popen[bytes] | None = field(init=False, default=None)
+    _feeds: list[Feed] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.config_path = self.directory / "icecast.xml"
+        self.log_dir = self.directory / "icecast-logs"
 
     @property
     def base(self) -> str:

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from deploy.processes import start_in_session
+
 # Runs in its own process: reads "+ PID START" and "- PID" lines, and once its input ends (the
 # test process exited or died) kills every process still listed, if it is still the same one.
 _WATCHER = """
@@ -57,14 +59,7 @@ def spawn(command: list[str], log: Path, cwd: Path | None = None) -> subprocess.
     """Start `command` with its output in `log`, in a session of its own (a Ctrl-C in the
     terminal reaches the tests, which stop it), known to the watcher."""
     with open(log, "ab") as output:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            start_new_session=True,
-        )
+        process = start_in_session(command, output, cwd)
     with contextlib.suppress(OSError, IndexError):
         start = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
         _tell_watcher(f"+ {process.pid} {start}")

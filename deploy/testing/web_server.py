@@ -4,11 +4,11 @@
 given), so its address is known before it serves and a client early in line waits in the
 backlog. It serves in one of two ways:
 
-- from a thread of its own, with its own event loop (`start`/`stop`, or `with`), for tests that
+- from a thread of its own, with its own event loop (`start`/`close`, or `with`), for tests that
   drive it with blocking clients (a browser, a crawler, pywb, urllib), which cannot share their
   thread with its loop;
-- in the event loop of the caller (`await start_here()`/`await stop_here()`, or `async with`),
-  for coroutines whose handlers share that loop's objects (events, futures) with the test.
+- in the event loop of the caller (`await start_here()`/`await stop_here()`), for coroutines
+  whose handlers share that loop's objects (events, futures) with the test.
 
 `answering(handler)` is the application of a site whose every path goes to one handler.
 """
@@ -17,10 +17,11 @@ import asyncio
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from deploy.testing.spawn import Started
 
 READY_TIMEOUT = 10.0
 
@@ -35,7 +36,7 @@ def answering(handler: Handler, method: str = "*") -> web.Application:
     return app
 
 
-class WebServer:
+class WebServer(Started):
     """`app` served on loopback: on 127.0.0.1 and a free port, or on `sockets` (listening
     already, all on one port). `runner_options` go to its `web.AppRunner` (`access_log` is None
     unless given)."""
@@ -86,18 +87,6 @@ class WebServer:
         await self._cleanup_runner()
         self._close_sockets()
 
-    async def __aenter__(self) -> Self:
-        await self.start_here()
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop_here()
-
     # served from a thread of its own
 
     def start(self) -> None:
@@ -113,7 +102,7 @@ class WebServer:
             what = type(self).__name__
             raise RuntimeError(f"{what} at {self.base} did not serve") from self._failure
 
-    def stop(self) -> None:
+    def close(self) -> None:
         """Stop serving: from then on nothing listens on its port."""
         loop, thread = self._loop, self._thread
         if loop is not None and thread is not None:
@@ -124,18 +113,6 @@ class WebServer:
             loop.close()
             self._loop = self._thread = None
         self._close_sockets()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _run_thread(self) -> None:
         assert self._loop is not None
