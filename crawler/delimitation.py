@@ -21,7 +21,6 @@ file extension cannot be a `.` term, which always means a host suffix: use `re:\
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from archive.crawl_calls import delimitation_fields
 from archive.errors import ClientFault
 from archive.hip import RemoteError
+from archive.hosts import is_address
 from archive.urlkey import BadUrl, canonical_url
 
 SCRIPT_EXTENSIONS = frozenset(
@@ -209,11 +209,7 @@ def derived_accept(host: str) -> str:
     """
     if host.startswith("www.") and "." in host[4:]:
         host = host[4:]
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return f"//{host} OR .{host}"
-    return f"//{host}"
+    return f"//{host}" if is_address(host) else f"//{host} OR .{host}"
 
 
 @dataclass(frozen=True)

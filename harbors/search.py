@@ -240,63 +240,61 @@ def _page_at(opens: Opens, url: str, time: str, title: str) -> str:
 
 def _history_html(url: str, found: "History", opens: Opens) -> str:
     count = len(found.versions)
-    parts = [
-        f"<h2>Text history of {html.escape(found.url)}</h2>",
-        f"<p>{count:,} version{'s' if count != 1 else ''} in the index, oldest first: each is"
+    said = (
+        f"{count:,} version{'s' if count != 1 else ''} in the index, oldest first: each is"
         " the capture where the page changed."
         + ("" if found.complete else " Only the newest are shown.")
-        + "</p>",
-        '<ol class="versions">',
-    ]
+    )
+    items = []
     for version in found.versions:
         change = version.change
         if change is None:
-            said = "<p>the first version indexed</p>"
+            said_of = "<p>the first version indexed</p>"
         else:
             lines = [f'<li class="added">+ {html.escape(s)}</li>' for s in change.added]
             lines += [f'<li class="removed">− {html.escape(s)}</li>' for s in change.removed]
             listed = f"<ul>{''.join(lines)}</ul>" if lines else ""
-            said = f"<p>{html.escape(change.summary())}</p>{listed}"
+            said_of = f"<p>{html.escape(change.summary())}</p>{listed}"
         opened = html.escape(_open_at(opens, version.url, version.time))
-        parts.append(
+        items.append(
             f'<li class="version"><a class="open" href="{opened}">'
             f"{html.escape(version.time)}</a> <b>{html.escape(version.title or '(no title)')}</b>"
             f' <span class="url">{html.escape(version.url)}</span>'
             f' <code title="SHA-256 of the payload">{html.escape(version.digest[:16])}</code>'
-            f"{said}</li>"
+            f"{said_of}</li>"
         )
-    parts.append("</ol>")
-    return "\n".join(parts)
+    return _listing(f"Text history of {found.url}", said, items, '<ol class="versions">')
 
 
 def _backlinks_html(url: str, found: "list[Backlink]", opens: Opens) -> str:
-    parts = [
-        f"<h2>Pages linking to {html.escape(url)}</h2>",
-        f"<p>{len(found):,} archived pages link there, newest first.</p><ol>",
-    ]
+    items = []
     for link in found:
         anchors = ", ".join(f"“{html.escape(text)}”" for text in link.anchors)
-        parts.append(
+        items.append(
             f"<li>{_page_at(opens, link.url, link.time, link.title)}<br>"
             f"{anchors or '(no anchor text)'}</li>"
         )
-    parts.append("</ol>")
-    return "\n".join(parts)
+    said = f"{len(found):,} archived pages link there, newest first."
+    return _listing(f"Pages linking to {url}", said, items)
 
 
 def _similar_html(url: str, near: "Neighbours", opens: Opens) -> str:
-    parts = [
-        f"<h2>Pages similar to {html.escape(near.url)}</h2>",
-        f"<p>{len(near.pages):,} pages within {near.max_distance} bits of 64 of its version of"
-        f" {html.escape(near.time)}, nearest first.</p><ol>",
+    items = [
+        f"<li>{_page_at(opens, page.url, page.time, page.title)} {page.distance} bits apart</li>"
+        for page in near.pages
     ]
-    for near_page in near.pages:
-        parts.append(
-            f"<li>{_page_at(opens, near_page.url, near_page.time, near_page.title)}"
-            f" {near_page.distance} bits apart</li>"
-        )
-    parts.append("</ol>")
-    return "\n".join(parts)
+    said = (
+        f"{len(near.pages):,} pages within {near.max_distance} bits of 64 of its version of"
+        f" {html.escape(near.time)}, nearest first."
+    )
+    return _listing(f"Pages similar to {near.url}", said, items)
+
+
+def _listing(heading: str, said: str, items: list[str], opened: str = "<ol>") -> str:
+    """A list of pages under its heading (text) and what it lists (HTML), `items` in `opened`."""
+    return "\n".join(
+        [f"<h2>{html.escape(heading)}</h2>", f"<p>{said}</p>{opened}", *items, "</ol>"]
+    )
 
 
 def _page(request: HarborRequest, title: str, body: str, status: int = 200) -> Answer:

@@ -95,17 +95,26 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (name TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
 """
-# The SQLite triggers that keep the files and bytes of each kind as files come and go.
-_FILES_COUNTED = """CREATE TRIGGER file_added AFTER INSERT ON files BEGIN
-    INSERT INTO kind_totals (kind, files, bytes) VALUES (NEW.kind, 1, NEW.size)
-    ON CONFLICT (kind) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
+
+
+def _counted(prefix: str, table: str, totals: str, key: str) -> str:
+    """SQLite's triggers that keep `totals` (files and bytes by `key`) as rows of `table` are
+    inserted and deleted: `<prefix>_added` and `<prefix>_removed`."""
+    return f"""CREATE TRIGGER {prefix}_added AFTER INSERT ON {table} BEGIN
+    INSERT INTO {totals} ({key}, files, bytes) VALUES (NEW.{key}, 1, NEW.size)
+    ON CONFLICT ({key}) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
 END;
-CREATE TRIGGER file_removed AFTER DELETE ON files BEGIN
-    UPDATE kind_totals SET files = files - 1, bytes = bytes - OLD.size WHERE kind = OLD.kind;
+CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} BEGIN
+    UPDATE {totals} SET files = files - 1, bytes = bytes - OLD.size WHERE {key} = OLD.{key};
 END;
 """
-TOTALS = (
-    """
+
+
+# The triggers that keep the files and bytes of each kind as files come and go.
+_FILES_COUNTED = _counted("file", "files", "kind_totals", "kind")
+# The tables of the totals by kind and by node, and those of the files already there. Their
+# columns are written for SQLite: postgresql_schema gives PostgreSQL's.
+_TOTALS_TABLES = """
 CREATE TABLE kind_totals (
     kind TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
 ) WITHOUT ROWID;
@@ -113,6 +122,12 @@ CREATE TABLE node_totals (
     node TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
+_TOTALS_FILLED = """INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
+INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
+    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
+"""
+TOTALS = (
+    _TOTALS_TABLES
     + _FILES_COUNTED
     + """CREATE TRIGGER file_resized AFTER UPDATE OF size ON files WHEN NEW.size != OLD.size BEGIN
     UPDATE kind_totals SET bytes = bytes + NEW.size - OLD.size WHERE kind = NEW.kind;
@@ -129,14 +144,12 @@ CREATE TRIGGER location_removed AFTER DELETE ON locations BEGIN
         bytes = bytes - COALESCE((SELECT size FROM files WHERE kind = OLD.kind AND name = OLD.name), 0)
     WHERE node = OLD.node;
 END;
-INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
-INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
-    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
 """
+    + _TOTALS_FILLED
 )
 # Files the repair pass last found below target, with why (one of CAUSES), and how many for
 # each cause, kept by triggers: status and the fsck summary read these counts at once.
-SHORT_FILES = """
+_SHORT_TABLES = """
 CREATE TABLE short (
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -150,20 +163,18 @@ CREATE INDEX short_by_danger ON short (have, kind DESC, size);
 CREATE TABLE short_totals (
     cause TEXT PRIMARY KEY, files INTEGER NOT NULL, bytes INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TRIGGER short_added AFTER INSERT ON short BEGIN
-    INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
-    ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
-END;
-CREATE TRIGGER short_removed AFTER DELETE ON short BEGIN
-    UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
-END;
-CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short
+"""
+SHORT_FILES = (
+    _SHORT_TABLES
+    + _counted("short", "short", "short_totals", "cause")
+    + """CREATE TRIGGER short_changed AFTER UPDATE OF cause, size ON short
 WHEN NEW.cause != OLD.cause OR NEW.size != OLD.size BEGIN
     UPDATE short_totals SET files = files - 1, bytes = bytes - OLD.size WHERE cause = OLD.cause;
     INSERT INTO short_totals (cause, files, bytes) VALUES (NEW.cause, 1, NEW.size)
     ON CONFLICT (cause) DO UPDATE SET files = files + 1, bytes = bytes + excluded.bytes;
 END
 """
+)
 # The totals of the files keyed by integers (master/file_ids.py): copies are rows of `held`.
 COMPACT_TOTALS = (
     """
@@ -190,53 +201,52 @@ END;
 STEPS = (SCHEMA, TOTALS, SHORT_FILES, sqlite_step(COMPACT_TOTALS))
 
 
-def _pg_counted(prefix: str, table: str, totals: str, key: str) -> str:
-    """PostgreSQL's statement triggers that keep `totals` (files and bytes by `key`) as rows of
-    `table` are inserted and deleted: `<prefix>_added` and `<prefix>_removed`."""
+def _pg_on_statement(prefix: str, table: str, added: str, removed: str) -> str:
+    """PostgreSQL's statement triggers `<prefix>_added` and `<prefix>_removed`, which run the
+    statements `added` and `removed` over the rows a statement inserted in `table` (the
+    transition table `added`) or deleted from it (`removed`)."""
     return f"""CREATE FUNCTION {prefix}_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO {totals} AS t ({key}, files, bytes)
-    SELECT {key}, COUNT(*), SUM(size) FROM added GROUP BY {key}
-    ON CONFLICT ({key}) DO UPDATE SET files = t.files + excluded.files,
-        bytes = t.bytes + excluded.bytes;
+{added}
     RETURN NULL;
 END $$;
 CREATE TRIGGER {prefix}_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_added();
 CREATE FUNCTION {prefix}_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE {totals} t SET files = t.files - r.files, bytes = t.bytes - r.bytes
-    FROM (SELECT {key}, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY {key}) r
-    WHERE t.{key} = r.{key};
+{removed}
     RETURN NULL;
 END $$;
 CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_removed();
 """
+
+
+def _pg_counted(prefix: str, table: str, totals: str, key: str) -> str:
+    """PostgreSQL's statement triggers that keep `totals` (files and bytes by `key`) as rows of
+    `table` are inserted and deleted: `<prefix>_added` and `<prefix>_removed`."""
+    added = f"""    INSERT INTO {totals} AS t ({key}, files, bytes)
+    SELECT {key}, COUNT(*), SUM(size) FROM added GROUP BY {key}
+    ON CONFLICT ({key}) DO UPDATE SET files = t.files + excluded.files,
+        bytes = t.bytes + excluded.bytes;"""
+    removed = f"""    UPDATE {totals} t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+    FROM (SELECT {key}, COUNT(*) AS files, SUM(size) AS bytes FROM removed GROUP BY {key}) r
+    WHERE t.{key} = r.{key};"""
+    return _pg_on_statement(prefix, table, added, removed)
 
 
 def _pg_copies_counted(prefix: str, table: str, joined: str) -> str:
     """PostgreSQL's statement triggers that keep node_totals (copies and their files' bytes by
     node) as rows of `table` are inserted and deleted; `joined` matches a file to a copy of
     the transition table it names ({0})."""
-    return f"""CREATE FUNCTION {prefix}_added() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    INSERT INTO node_totals AS t (node, files, bytes)
+    added = f"""    INSERT INTO node_totals AS t (node, files, bytes)
     SELECT a.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM added a
     LEFT JOIN files f ON {joined.format("a")} GROUP BY a.node
     ON CONFLICT (node) DO UPDATE SET files = t.files + excluded.files,
-        bytes = t.bytes + excluded.bytes;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER {prefix}_added AFTER INSERT ON {table} REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_added();
-CREATE FUNCTION {prefix}_removed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
+        bytes = t.bytes + excluded.bytes;"""
+    removed = f"""    UPDATE node_totals t SET files = t.files - r.files, bytes = t.bytes - r.bytes
     FROM (SELECT o.node, COUNT(*) AS files, COALESCE(SUM(f.size), 0) AS bytes FROM removed o
           LEFT JOIN files f ON {joined.format("o")} GROUP BY o.node) r
-    WHERE t.node = r.node;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed
-    FOR EACH STATEMENT EXECUTE FUNCTION {prefix}_removed();
-"""
+    WHERE t.node = r.node;"""
+    return _pg_on_statement(prefix, table, added, removed)
 
 
 # PostgreSQL's triggers run functions; each keeps a totals table as the SQLite trigger of the same
@@ -244,10 +254,7 @@ CREATE TRIGGER {prefix}_removed AFTER DELETE ON {table} REFERENCING OLD TABLE AS
 # run once a row: MasterDB inserts and deletes many rows a statement, and a row's trigger would
 # cost PostgreSQL as much as its insert.
 _PG_TOTALS = (
-    """
-CREATE TABLE kind_totals (kind TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
-CREATE TABLE node_totals (node TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
-"""
+    postgresql_schema(_TOTALS_TABLES)
     + _pg_counted("file", "files", "kind_totals", "kind")
     + """
 CREATE FUNCTION file_resized() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
@@ -260,25 +267,10 @@ CREATE TRIGGER file_resized AFTER UPDATE OF size ON files FOR EACH ROW
     WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION file_resized();
 """
     + _pg_copies_counted("location", "locations", "f.kind = {0}.kind AND f.name = {0}.name")
-    + """INSERT INTO kind_totals SELECT kind, COUNT(*), COALESCE(SUM(size), 0) FROM files GROUP BY kind;
-INSERT INTO node_totals SELECT l.node, COUNT(*), COALESCE(SUM(f.size), 0) FROM locations l
-    LEFT JOIN files f ON f.kind = l.kind AND f.name = l.name GROUP BY l.node
-"""
+    + _TOTALS_FILLED
 )
 _PG_SHORT_FILES = (
-    """
-CREATE TABLE short (
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    have BIGINT NOT NULL,
-    want BIGINT NOT NULL,
-    size BIGINT NOT NULL,
-    cause TEXT NOT NULL,
-    PRIMARY KEY (kind, name)
-);
-CREATE INDEX short_by_danger ON short (have, kind DESC, size);
-CREATE TABLE short_totals (cause TEXT PRIMARY KEY, files BIGINT NOT NULL, bytes BIGINT NOT NULL);
-"""
+    postgresql_schema(_SHORT_TABLES)
     + _pg_counted("short", "short", "short_totals", "cause")
     + """
 CREATE FUNCTION short_changed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN

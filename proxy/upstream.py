@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 
+from archive.hosts import is_address
+
 from .access import Network
 
 log = logging.getLogger(__name__)
@@ -108,7 +110,7 @@ class UpstreamGate:
             log.warning("no upstream connection to %s for %s: %s", target[:300], client, exc)
             server.error = f"dlweb: no connection to {target[:300]}: {exc}"
             return
-        if server.sni is None and not _literal(host):
+        if server.sni is None and not is_address(host):
             server.sni = host  # the certificate is checked against the name, not the address
         server.address = (str(address), port)
 
@@ -161,14 +163,6 @@ class UpstreamGate:
                 found.add((embedded(ip), port))
         self._members = (now, found)
         return found
-
-
-def _literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:

@@ -1,9 +1,10 @@
 """The host and registered domain of a URL, so that a search can be narrowed to a site."""
 
-import ipaddress
 from urllib.parse import urlsplit
 
 from publicsuffix2 import get_sld
+
+from archive.hosts import is_address
 
 
 def host_of(url: str) -> str:
@@ -20,11 +21,8 @@ def registered_domain(host: str) -> str:
     .internal), the last two labels; an address or a one-label host is its own domain."""
     if not host:
         return ""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
+    if is_address(host):
         return host
-    except ValueError:
-        pass
     domain = get_sld(host, strict=True)
     if domain:
         return str(domain)

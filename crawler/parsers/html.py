@@ -20,17 +20,15 @@ from .common import (
     MAX_BUFFER,
     MAX_LINK_TEXT,
     SNIFF_SIZE,
-    Blocks,
-    Decoder,
     LinkSink,
     ParseResult,
     TextBuffer,
     codec_name,
     collapse,
-    decoder,
     shorten,
 )
 from .css import css_links
+from .incoming import Incoming
 from .javascript import script_links
 
 CONTENT_TYPES = ("text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml")
@@ -179,49 +177,29 @@ def read_fragment(markup: str, sink: LinkSink, text: TextBuffer | None) -> None:
     collector.finish()
 
 
-class HtmlParser:
+class HtmlParser(Incoming):
     """An HTML document, read as it arrives."""
 
     def __init__(self, url: str, charset: str | None) -> None:
-        self._sink = LinkSink(url)
+        sink = LinkSink(url)
         self._charset = charset
-        self._head = bytearray()  # held until the charset is known
-        self._decoder: Decoder | None = None
-        self._blocks = Blocks()
         self._text = TextBuffer()
-        self._collector = _Collector(self._sink, self._text, in_fragment=False)
-        self._lxml = etree.HTMLParser(target=self._collector, encoding="utf-8", no_network=True)
-        self._failed = False
+        self._collector = _Collector(sink, self._text, in_fragment=False)
+        lxml = etree.HTMLParser(target=self._collector, encoding="utf-8", no_network=True)
+        super().__init__(sink, "HTML", PRESCAN_SIZE, lxml)
         self._tail = ""  # the last characters, to tell where a cut document ends
         self._nul = False
         self._replaced = 0
 
-    def feed(self, chunk: bytes) -> None:
-        if self._decoder is None:
-            self._head += chunk
-            if len(self._head) >= PRESCAN_SIZE:
-                self._start()
-        else:
-            self._push(self._decoder.decode(chunk))
-
     def close(self) -> ParseResult:
-        if self._decoder is None:
-            self._start()
-        assert self._decoder is not None
-        self._push(self._decoder.decode(b"", final=True))
-        self._parse(self._blocks.rest())
-        if not self._failed:
-            try:
-                self._lxml.close()
-            except Exception as error:  # a parser must never fail: note it and keep what was found
-                self._sink.problem(f"HTML parsing stopped: {error}")
+        self._parse(self._rest())
+        self._close_lxml()
         self._collector.finish()
         self._note_problems()
         return self._sink.result(collapse(self._text.text()))
 
-    def _start(self) -> None:
-        head = bytes(self._head)
-        self._head.clear()
+    def _charset_of(self, head: bytes) -> str | None:
+        """The charset given, else a <meta> one in the first PRESCAN_SIZE bytes."""
         charset = self._charset if codec_name(self._charset) else None
         if self._charset and charset is None:
             self._sink.problem(
@@ -232,8 +210,7 @@ class HtmlParser:
             charset = found.group(1).decode("ascii") if found else None
             if codec_name(charset) in ("utf-16", "utf-16-le", "utf-16-be", "utf-32"):
                 charset = "utf-8"  # a <meta> that could be read as ASCII is not in UTF-16
-        self._decoder = decoder(charset, self._sink)
-        self._push(self._decoder.decode(head))
+        return charset
 
     def _push(self, text: str) -> None:
         if not text:
@@ -243,15 +220,6 @@ class HtmlParser:
         self._replaced += text.count("\ufffd")
         for block in self._blocks.add(text.encode("utf-8", "replace")):
             self._parse(block)
-
-    def _parse(self, block: bytes) -> None:
-        if self._failed or not block:
-            return
-        try:
-            self._lxml.feed(block)
-        except Exception as error:  # a parser must never fail: note it and keep what was found
-            self._failed = True
-            self._sink.problem(f"HTML parsing stopped: {error}")
 
     def _note_problems(self) -> None:
         if self._nul:

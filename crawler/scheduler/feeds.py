@@ -7,6 +7,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -28,21 +29,15 @@ FEED_TIMEOUT = 10.0
 MAX_FEEDS = 5  # feeds polled per site
 
 
+@dataclass(eq=False)
 class FeedWatch:
     """The feeds of the idle sites, polled every `interval` seconds through the campaign's pinned
     addresses (`resolve`); `wake` tells the scheduler a site is due now."""
 
-    def __init__(
-        self,
-        store: Store,
-        resolve: Mapping[str, list[str]],
-        interval: float,
-        wake: Callable[[], None],
-    ) -> None:
-        self.store = store
-        self.resolve = resolve
-        self.interval = interval
-        self.wake = wake
+    store: Store
+    resolve: Mapping[str, list[str]]
+    interval: float
+    wake: Callable[[], None]
 
     def remember(self, site: Site, report: Mapping[str, Any]) -> None:
         """The site's feeds, each with the SHA-256 of the copy the crawl archived: a poll that

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import NamedTuple
 
 from publicsuffix2 import get_sld
 
+from archive.hosts import is_address
 from archive.urlkey import canonical_url
 
 from ..delimitation import host_and_rest, split_url
@@ -68,7 +68,7 @@ def guess_site(url: str) -> GuessedSite:
         return _personal(origin, host, first)
     if first in SITES_UNDER_DIRECTORY.get(host, ()) and second:
         return _personal(origin, host, f"{first}/{second}")
-    if _is_address(host):
+    if is_address(host):
         return GuessedSite(origin + "/", f"//{host}", TILDE_DIRECTORIES)
     domain = _registered_domain(host)
     label = host.partition(".")[0]
@@ -93,14 +93,6 @@ def _registered_domain(host: str) -> str:
     if domain:
         return str(domain)
     return host[4:] if host.startswith("www.") and "." in host[4:] else host
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
 
 
 def _domain_reject(domain: str) -> str:

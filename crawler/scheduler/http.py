@@ -2,7 +2,8 @@
 
 import dataclasses
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -21,6 +22,7 @@ __all__ = ["build_app"]
 SCHEDULER = web.AppKey("scheduler", Scheduler)
 TOKEN = web.AppKey("token", str)
 MAX_BODY = 64 * 1024
+T = TypeVar("T")
 
 
 def site_json(site: Site) -> dict[str, Any]:
@@ -31,12 +33,17 @@ def _scheduler(request: web.Request) -> Scheduler:
     return request.app[SCHEDULER]
 
 
-def _site_of(request: web.Request) -> Site:
+def _numbered(request: web.Request, what: str, find: Callable[[int], T | None]) -> T:
+    """The site or stream whose number the path gives; 404 when there is none."""
     raw = request.match_info["id"]
-    site = _scheduler(request).store.site(int(raw)) if raw.isdigit() else None
-    if site is None:
-        raise web.HTTPNotFound(reason=f"no site {raw[:40]!r}")
-    return site
+    found = find(int(raw)) if raw.isdigit() else None
+    if found is None:
+        raise web.HTTPNotFound(reason=f"no {what} {raw[:40]!r}")
+    return found
+
+
+def _site_of(request: web.Request) -> Site:
+    return _numbered(request, "site", _scheduler(request).store.site)
 
 
 async def status(request: web.Request) -> web.Response:
@@ -145,11 +152,7 @@ async def list_streams(request: web.Request) -> web.Response:
 
 
 def _stream_of(request: web.Request) -> Stream:
-    raw = request.match_info["id"]
-    stream = _scheduler(request).store.stream(int(raw)) if raw.isdigit() else None
-    if stream is None:
-        raise web.HTTPNotFound(reason=f"no stream {raw[:40]!r}")
-    return stream
+    return _numbered(request, "stream", _scheduler(request).store.stream)
 
 
 async def show_stream(request: web.Request) -> web.Response:

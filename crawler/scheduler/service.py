@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Ok, SiteDone
 from archive.errors import DlwebError
@@ -33,11 +33,12 @@ from archive.urlkey import BadUrl, canonical_url
 
 from ..stream.assignment import ROLE as STREAMER
 from ..stream.recording import StreamSettings
+from .agent_link import AgentLink, gone_longer_than, has_left
 from .expansion import Expansion
 from .feeds import FeedWatch
 from .policy import Filters, change_rate, judge, next_interval
 from .reports import existing_file, with_change_by_level
-from .store import Site, Store
+from .store import Site, SiteOptions, Store
 from .streams import StreamAgents
 
 __all__ = ["Scheduler", "SchedulerOptions"]
@@ -67,11 +68,8 @@ class SchedulerOptions:
 
 
 @dataclass
-class AgentState:
-    name: str
-    peer: Peer | None
+class AgentState(AgentLink):
     site: int | None = None
-    gone_since: float = 0.0
     busy_since: float = 0.0
 
 
@@ -128,30 +126,12 @@ class Scheduler:
         self._wake.set()
 
     def register(
-        self,
-        start_url: str,
-        accept: str,
-        reject: str = "",
-        max_depth: int = 150,
-        priority: float = 0.0,
-        source: str = "operator",
-        seed: bool = False,
+        self, start_url: str, accept: str, reject: str = "", **options: Unpack[SiteOptions]
     ) -> Site:
         """A new site, queued for a crawl now (DuplicateSite when its start URL is taken)."""
-        site = self.store.add_site(
-            start_url,
-            accept,
-            reject,
-            max_depth=max_depth,
-            priority=priority,
-            source=source,
-            seed=seed,
-        )
-        self.store.set_state(site.id, "queued", next_crawl=time.time())
+        site = self.store.add_site(start_url, accept, reject, next_crawl=time.time(), **options)
         self._wake.set()
-        found = self.store.site(site.id)
-        assert found is not None
-        return found
+        return site
 
     def set_campaign(self, state: str) -> None:
         if state not in ("running", "paused"):
@@ -167,30 +147,22 @@ class Scheduler:
             return
         if peer.role != "crawler":
             return
-        agent = self.agents.get(peer.name)
-        if agent is None:
-            self.agents[peer.name] = AgentState(peer.name, peer)
-        else:
-            agent.peer, agent.gone_since = peer, 0.0
+        self.agents.setdefault(peer.name, AgentState(peer.name, peer)).joined(peer)
         log.info("agent %s joined", peer.name)
         self._wake.set()
 
     async def _left(self, peer: Peer) -> None:
         self.streams.left(peer)
-        agent = self.agents.get(peer.name)
-        if agent is not None and agent.peer is peer:
-            agent.peer, agent.gone_since = None, time.monotonic()
+        if has_left(self.agents, peer):
             log.info("agent %s left", peer.name)
 
     def _reclaim(self) -> None:
         """Sites of agents gone for longer than the grace go to other agents."""
-        now = time.monotonic()
-        for agent in list(self.agents.values()):
-            if agent.peer is None and now - agent.gone_since >= self.options.agent_grace:
-                self.second_agents.pop(agent.name, None)
-                for site_id in self.store.release_agent(agent.name):
-                    log.info("site %d handed back: agent %s is gone", site_id, agent.name)
-                del self.agents[agent.name]
+        for agent in gone_longer_than(self.options.agent_grace, self.agents):
+            self.second_agents.pop(agent.name, None)
+            for site_id in self.store.release_agent(agent.name):
+                log.info("site %d handed back: agent %s is gone", site_id, agent.name)
+            del self.agents[agent.name]
 
     async def clone(self, name: str) -> dict[str, Any]:
         agent = self.agents.get(name)
@@ -222,8 +194,7 @@ class Scheduler:
         free = [
             a
             for a in self.agents.values()
-            if a.peer is not None
-            and not a.peer.closed
+            if a.connected
             and (a.site is None or (a.site == BUSY_ELSEWHERE and now - a.busy_since > BUSY_RETRY))
         ]
         if not free:
@@ -304,7 +275,7 @@ class Scheduler:
         free = [
             a
             for a in self.agents.values()
-            if a.peer is not None and not a.peer.closed and a.site is None and a.name != site.agent
+            if a.connected and a.site is None and a.name != site.agent
         ]
         if not free:
             raise DlwebError("no free agent")

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from archive.errors import NotFound
 from archive.sql import in_chunks
@@ -50,6 +50,7 @@ __all__ = [
     "Crawl",
     "DuplicateSite",
     "Site",
+    "SiteOptions",
     "SqliteStore",
     "Store",
     "StoreError",
@@ -114,6 +115,16 @@ CREATE TABLE edges (
 ) WITHOUT ROWID;
 CREATE INDEX edges_by_dst ON edges (dst, src);
 """
+
+
+class SiteOptions(TypedDict, total=False):
+    """What a new site may be given besides its delimitation; `Store.add_site` holds the
+    defaults of those left out."""
+
+    max_depth: int
+    priority: float
+    source: str
+    seed: bool
 
 
 class DuplicateSite(StoreError):

@@ -225,40 +225,31 @@ class StreamRegistry(SqlEngine):
         return True
 
     def stream(self, stream_id: int) -> Stream | None:
-        rows = self._read(f"SELECT {_STREAM_COLUMNS} FROM streams WHERE id = ?", (stream_id,))
-        return _stream(rows[0]) if rows else None
+        found = self._streams("WHERE id = ?", (stream_id,))
+        return found[0] if found else None
 
     def find_stream(self, url: str) -> Stream | None:
         """The stream of a URL, by its canonical form; BadUrl for a bad URL."""
-        rows = self._read(
-            f"SELECT {_STREAM_COLUMNS} FROM streams WHERE key = ?", (canonical_url(url),)
-        )
-        return _stream(rows[0]) if rows else None
+        found = self._streams("WHERE key = ?", (canonical_url(url),))
+        return found[0] if found else None
 
     def streams(self, state: str | None = None, limit: int = 1000, offset: int = 0) -> list[Stream]:
         """Streams in the order they were registered, all or those in `state`."""
         if state is None:
-            rows = self._read(
-                f"SELECT {_STREAM_COLUMNS} FROM streams ORDER BY id LIMIT ? OFFSET ?",
-                (limit, offset),
-            )
-        else:
-            _check_stream_state(state)
-            rows = self._read(
-                f"SELECT {_STREAM_COLUMNS} FROM streams WHERE state = ? ORDER BY id"
-                " LIMIT ? OFFSET ?",
-                (state, limit, offset),
-            )
-        return [_stream(row) for row in rows]
+            return self._streams("ORDER BY id LIMIT ? OFFSET ?", (limit, offset))
+        _check_stream_state(state)
+        return self._streams("WHERE state = ? ORDER BY id LIMIT ? OFFSET ?", (state, limit, offset))
 
     def agent_streams(self, agent: str) -> list[Stream]:
         """The streams `agent` is recording."""
-        rows = self._read(
-            f"SELECT {_STREAM_COLUMNS} FROM streams WHERE state = 'recording' AND agent = ?"
-            " ORDER BY id",
-            (agent,),
-        )
-        return [_stream(row) for row in rows]
+        return self._streams("WHERE state = 'recording' AND agent = ? ORDER BY id", (agent,))
+
+    def _streams(self, where: str, parameters: Sequence[Any]) -> list[Stream]:
+        """The streams `where` (a WHERE clause, an ORDER BY) picks out."""
+        return [
+            _stream(row)
+            for row in self._read(f"SELECT {_STREAM_COLUMNS} FROM streams {where}", parameters)
+        ]
 
     def stream_load(self) -> dict[str, int]:
         """Streams being recorded, by agent."""

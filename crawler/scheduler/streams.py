@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from archive.errors import NotFound
@@ -28,6 +28,7 @@ from archive.stream_calls import RECORD, STATUS, STOP, Ok, StopStream, StreamRep
 
 from ..stream.assignment import Assignment
 from ..stream.recording import StreamSettings
+from .agent_link import AgentLink, gone_longer_than, has_left
 from .stream_registry import Stream, StreamRegistry
 
 __all__ = ["StreamAgents"]
@@ -39,35 +40,23 @@ REFUSED_PAUSE = 5.0  # seconds an agent that refused a stream is given none
 
 
 @dataclass
-class StreamAgent:
-    name: str
-    peer: Peer | None
+class StreamAgent(AgentLink):
     capacity: int = 0
-    gone_since: float = 0.0
     refused_at: float = -REFUSED_PAUSE
 
-    @property
-    def connected(self) -> bool:
-        return self.peer is not None and not self.peer.closed
 
-
+@dataclass(eq=False)
 class StreamAgents:
-    def __init__(
-        self,
-        store: StreamRegistry,
-        settings: StreamSettings,
-        resolve: dict[str, list[str]],
-        grace: float,
-        wake: Callable[[], None],
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.resolve = resolve
-        self.grace = grace
-        self.wake = wake
-        self.agents: dict[str, StreamAgent] = {}
-        self.decisions = 0
-        self._calls: set[asyncio.Task[None]] = set()
+    """The streaming agents and what they record; `wake` asks the scheduler for a dispatch."""
+
+    store: StreamRegistry
+    settings: StreamSettings
+    resolve: dict[str, list[str]]
+    grace: float
+    wake: Callable[[], None]
+    agents: dict[str, StreamAgent] = field(init=False, default_factory=dict)
+    decisions: int = field(init=False, default=0)
+    _calls: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     def restarted(self) -> None:
         """After a restart of the scheduler, the agents that were recording have the grace
@@ -80,7 +69,7 @@ class StreamAgents:
 
     async def joined(self, peer: Peer) -> None:
         agent = self.agents.setdefault(peer.name, StreamAgent(peer.name, peer))
-        agent.peer, agent.gone_since = peer, 0.0
+        agent.joined(peer)
         try:
             status = await STATUS.call(peer, Nothing(), timeout=CALL_TIMEOUT)
         except (HipError, RemoteError) as exc:
@@ -92,16 +81,8 @@ class StreamAgents:
         now = time.time()
         for stream in self.store.agent_streams(peer.name):
             if stream.id not in recorded:
-                self._decided(
-                    self.store.move_stream(
-                        stream.id,
-                        "waiting",
-                        "released",
-                        now,
-                        was=("recording",),
-                        was_agent=peer.name,
-                        detail="the agent came back without it",
-                    )
+                self._released(
+                    stream.id, peer.name, "released", now, "the agent came back without it"
                 )
         for stream_id, url in recorded.items():
             known = self.store.stream(stream_id)
@@ -118,31 +99,18 @@ class StreamAgents:
         self.wake()
 
     def left(self, peer: Peer) -> None:
-        agent = self.agents.get(peer.name)
-        if agent is not None and agent.peer is peer:
-            agent.peer, agent.gone_since = None, time.monotonic()
+        if has_left(self.agents, peer):
             log.info("streaming agent %s left", peer.name)
 
     def reclaim(self) -> None:
         """The streams of agents gone for longer than the grace go back to waiting."""
-        now = time.monotonic()
-        for agent in list(self.agents.values()):
-            if agent.peer is None and now - agent.gone_since >= self.grace:
-                for stream in self.store.agent_streams(agent.name):
-                    self._decided(
-                        self.store.move_stream(
-                            stream.id,
-                            "waiting",
-                            "released",
-                            time.time(),
-                            was=("recording",),
-                            was_agent=agent.name,
-                            detail=f"the agent has been gone for {now - agent.gone_since:.1f} s",
-                        )
-                    )
-                    log.info("stream %d handed back: agent %s is gone", stream.id, agent.name)
-                del self.agents[agent.name]
-                self.wake()
+        for agent in gone_longer_than(self.grace, self.agents):
+            gone = f"the agent has been gone for {agent.absence():.1f} s"
+            for stream in self.store.agent_streams(agent.name):
+                self._released(stream.id, agent.name, "released", time.time(), gone)
+                log.info("stream %d handed back: agent %s is gone", stream.id, agent.name)
+            del self.agents[agent.name]
+            self.wake()
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -191,17 +159,7 @@ class StreamAgents:
         except (HipError, RemoteError) as exc:
             log.warning("agent %s refused stream %d: %s", agent.name, stream.id, exc)
             agent.refused_at = time.monotonic()
-            self._decided(
-                self.store.move_stream(
-                    stream.id,
-                    "waiting",
-                    "refused",
-                    time.time(),
-                    was=("recording",),
-                    was_agent=agent.name,
-                    detail=str(exc),
-                )
-            )
+            self._released(stream.id, agent.name, "refused", time.time(), str(exc))
 
     # -- what agents report -------------------------------------------------------------------
 
@@ -221,16 +179,8 @@ class StreamAgents:
             if report.get("ended") is not True:
                 if not own:
                     self._stop_on(peer, stream.id)
-            elif own and self._decided(
-                self.store.move_stream(
-                    stream.id,
-                    "waiting",
-                    "ended",
-                    now,
-                    was=("recording",),
-                    was_agent=peer.name,
-                    detail=str(report.get("reason", "")),
-                )
+            elif own and self._released(
+                stream.id, peer.name, "ended", now, str(report.get("reason", ""))
             ):
                 self.wake()
         return Ok()
@@ -293,6 +243,15 @@ class StreamAgents:
         if moved:
             self.decisions += 1
         return moved
+
+    def _released(self, stream_id: int, agent: str, event: str, now: float, why: str) -> bool:
+        """A stream `agent` records goes back to waiting, the event saying why; False when it
+        was not recording there."""
+        return self._decided(
+            self.store.move_stream(
+                stream_id, "waiting", event, now, was=("recording",), was_agent=agent, detail=why
+            )
+        )
 
     def _stop_on(self, peer: Peer, stream_id: int) -> None:
         """Tell an agent to stop recording a stream that is not its own, without waiting."""

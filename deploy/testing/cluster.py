@@ -167,46 +167,32 @@ class Cluster:
     nodes: dict[str, NodeProcess] = field(default_factory=dict)
 
     def start_master(self, *extra: str) -> Service:
-        self.master = Service(
-            [
-                sys.executable,
-                "-m",
-                "master",
-                "--data",
-                str(self.root / "master"),
-                "--listen",
-                f"127.0.0.1:{self.master_port}",
-                "-c",
-                str(self.config_path),
-                "--grace",
-                str(self.grace),
-                *(("--db", self.metadata) if self.metadata else ()),
-                *extra,
-            ],
-            self.master_port,
-            self.root / "master.log",
-        ).start()
+        database = ("--db", self.metadata) if self.metadata else ()
+        grace = ("--grace", str(self.grace))
+        self.master = self._start("master", "master", self.master_port, *grace, *database, *extra)
         return self.master
 
     def start_index(self) -> Service:
-        port = free_port()
-        self.index = Service(
-            [
-                sys.executable,
-                "-m",
-                "master.index",
-                "--data",
-                str(self.root / "index"),
-                "--listen",
-                f"127.0.0.1:{port}",
-                "-c",
-                str(self.config_path),
-            ],
-            port,
-            self.root / "index.log",
-        ).start()
+        self.index = self._start("master.index", "index", free_port())
         self.wait_for(lambda s: len(s["index_nodes"]) == 1, "the index node to join")
         return self.index
+
+    def _start(self, module: str, name: str, port: int, *extra: str) -> Service:
+        """`python -m module` on this cluster's configuration, its files in root/name, answering
+        on `port`, once it answers."""
+        command = [
+            sys.executable,
+            "-m",
+            module,
+            "--data",
+            str(self.root / name),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "-c",
+            str(self.config_path),
+            *extra,
+        ]
+        return Service(command, port, self.root / f"{name}.log").start()
 
     def add_node(self, name: str, *extra: str, config_path: Path | None = None) -> NodeProcess:
         node = NodeProcess(

@@ -11,9 +11,13 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 INTERVAL = 0.05
+P = ParamSpec("P")
+C = TypeVar("C")
+R = TypeVar("R")
 
 
 class NotReady(RuntimeError):
@@ -23,21 +27,18 @@ class NotReady(RuntimeError):
     failed run, the soak as a failed restart."""
 
 
+@dataclass
 class _Watch:
-    """The deadline of one wait, and the process it watches."""
+    """One wait: what it awaits, its deadline, the process it watches and the `details` that end
+    its failure's message."""
 
-    def __init__(
-        self,
-        what: str,
-        timeout: float,
-        process: "subprocess.Popen[Any] | None",
-        details: Callable[[], str] | None,
-    ) -> None:
-        self.what = what
-        self.timeout = timeout
-        self.process = process
-        self.details = details
-        self.started = time.monotonic()
+    what: str
+    timeout: float = 30.0
+    _: KW_ONLY
+    interval: float = INTERVAL
+    process: "subprocess.Popen[Any] | None" = None
+    details: Callable[[], str] | None = None
+    started: float = field(init=False, default_factory=time.monotonic)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -65,47 +66,49 @@ def _name(process: "subprocess.Popen[Any]") -> str:
     return str(args)
 
 
-def wait_until(
-    condition: Callable[[], bool],
-    what: str,
-    timeout: float = 30.0,
-    *,
-    interval: float = INTERVAL,
-    process: "subprocess.Popen[Any] | None" = None,
-    details: Callable[[], str] | None = None,
-) -> float:
-    """Poll `condition` every `interval` seconds until it holds; the seconds that took.
+def _taking(
+    options: Callable[P, _Watch],
+) -> Callable[[Callable[[C, _Watch], R]], Callable[Concatenate[C, P], R]]:
+    """Makes a wait's loop callable as `loop(condition, *options)`: both waits take the options
+    `_Watch` declares."""
+
+    def wrap(loop: Callable[[C, _Watch], R]) -> Callable[Concatenate[C, P], R]:
+        def wait(condition: C, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            return loop(condition, options(*args, **kwargs))
+
+        wait.__name__ = wait.__qualname__ = loop.__name__
+        wait.__doc__ = loop.__doc__
+        return wait
+
+    return wrap
+
+
+@_taking(_Watch)
+def wait_until(condition: Callable[[], bool], watch: _Watch) -> float:
+    """`wait_until(condition, what, timeout=30.0, *, interval, process, details)`: poll
+    `condition` every `interval` seconds until it holds; the seconds that took.
 
     Fails with NotReady naming `what` after `timeout` seconds, or as soon as `process` (when
     given), which must run all along, has exited; `details()` (a log, the last status seen)
     then ends the message."""
-    watch = _Watch(what, timeout, process, details)
     while True:
         watch.check_running()
         if condition():
             return watch.elapsed()
         watch.check_deadline()
-        time.sleep(interval)
+        time.sleep(watch.interval)
 
 
-async def eventually(
-    condition: Callable[[], Awaitable[bool]],
-    what: str,
-    timeout: float = 30.0,
-    *,
-    interval: float = INTERVAL,
-    process: "subprocess.Popen[Any] | None" = None,
-    details: Callable[[], str] | None = None,
-) -> float:
+@_taking(_Watch)
+async def eventually(condition: Callable[[], Awaitable[bool]], watch: _Watch) -> float:
     """`wait_until` for a coroutine: awaits `condition()` every `interval` seconds, sleeping in
     the event loop in between."""
-    watch = _Watch(what, timeout, process, details)
     while True:
         watch.check_running()
         if await condition():
             return watch.elapsed()
         watch.check_deadline()
-        await asyncio.sleep(interval)
+        await asyncio.sleep(watch.interval)
 
 
 def answers(url: str, timeout: float = 2.0) -> bool:
