@@ -1,7 +1,8 @@
 """The demo's small website, served on loopback from the files in deploy/demo_site/.
 
 Version 1 is deploy/demo_site/v1/; version 2 is the files of deploy/demo_site/v2/ over it (a
-new home page and news page, a new logo), so two crawls a few seconds apart differ visibly.
+new home page and news page, a new logo), so two crawls a few seconds apart differ visibly. An
+HTML file there is a page's main part: it is served set in layout.html, with the page's title.
 """
 
 import mimetypes
@@ -12,6 +13,30 @@ from urllib.parse import unquote, urlsplit
 
 SITE_FILES = Path(__file__).parent / "demo_site"
 HOST_NAME = "demo.dlweb.test"  # .test is reserved for tests (RFC 2606): it never reaches the web
+LAYOUT = SITE_FILES / "layout.html"
+# Each page's title, and whether it runs script.js (which reads the logo by its id).
+PAGES = {
+    "index.html": ("dlweb demo site", True),
+    "news.html": ("News - dlweb demo site", False),
+    "about.html": ("About - dlweb demo site", False),
+}
+
+
+def page(path: Path) -> bytes:
+    """The bytes served for a file of the site: a page set in the layout, any other as it is."""
+    if path.name not in PAGES:
+        return path.read_bytes()
+    title, scripted = PAGES[path.name]
+    return (
+        LAYOUT.read_text()
+        .format(
+            title=title,
+            script='<script src="script.js" defer></script>\n' if scripted else "",
+            logo=' id="logo"' if scripted else "",
+            main=path.read_text(),
+        )
+        .encode()
+    )
 
 
 class DemoWeb:
@@ -33,7 +58,7 @@ class DemoWeb:
                 if path is None:
                     self.send_error(404)
                     return
-                data = path.read_bytes()
+                data = page(path)
                 kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
                 self.send_response(200)
                 self.send_header("Content-Type", kind)
