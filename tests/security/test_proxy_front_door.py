@@ -256,8 +256,14 @@ def test_an_error_inside_the_addon_is_a_fault_page_never_the_upstream(
     wait_until(failed, "the proxy to read the settings file again")
     assert status_of(answers[-1]) == 500 and b"an error of ours" in answers[-1]
     assert canary.connections == before
-    logged = [line for line in proxy.log.read_text().splitlines() if "error of the proxy" in line]
-    assert logged and all(len(line) < 2000 for line in logged)
+
+    def logged_errors() -> list[str]:
+        return [line for line in proxy.log.read_text().splitlines() if "error of the proxy" in line]
+
+    # The line reaches the file through mitmproxy's log, which may write it after the answer.
+    wait_until(lambda: logged_errors(), "the proxy to log its error")
+    logged = logged_errors()
+    assert all(len(line) < 2000 for line in logged)
     assert "ConfigError" in logged[0] and "client-settings.json" in logged[0]
 
 
