@@ -5,6 +5,7 @@ new home page and news page, a new logo), so two crawls a few seconds apart diff
 HTML file there is a page's main part: it is served set in layout.html, with the page's title.
 """
 
+import functools
 import mimetypes
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +14,6 @@ from urllib.parse import unquote, urlsplit
 
 SITE_FILES = Path(__file__).parent / "demo_site"
 HOST_NAME = "demo.dlweb.test"  # .test is reserved for tests (RFC 2606): it never reaches the web
-LAYOUT = SITE_FILES / "layout.html"
 # Each page's title, and whether it runs script.js (which reads the logo by its id).
 PAGES = {
     "index.html": ("dlweb demo site", True),
@@ -22,13 +22,19 @@ PAGES = {
 }
 
 
+@functools.cache
+def _layout() -> str:
+    """The pages' layout, read at the first page served, not at each."""
+    return (SITE_FILES / "layout.html").read_text()
+
+
 def page(path: Path) -> bytes:
     """The bytes served for a file of the site: a page set in the layout, any other as it is."""
     if path.name not in PAGES:
         return path.read_bytes()
     title, scripted = PAGES[path.name]
     return (
-        LAYOUT.read_text()
+        _layout()
         .format(
             title=title,
             script='<script src="script.js" defer></script>\n' if scripted else "",
