@@ -49,12 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import uvloop  # noqa: E402
-from bench_replay import free_port  # noqa: E402
 from bench_tools import BenchError, cpu_seconds, run_benchmark, stop  # noqa: E402
 
 from archive.config import load_config  # noqa: E402
 from archive.structure import Capture  # noqa: E402
 from archive.urlkey import structure_name  # noqa: E402
+from deploy.testing.ports import free_port  # noqa: E402
 from storage_node.node import FILTER_FILE, SNAPSHOT_FILE, StorageNode  # noqa: E402
 
 BATCH = 5_000

@@ -81,6 +81,7 @@ from archive.reading import STREAMED_OVER  # noqa: E402
 from archive.timestamps import parse_time  # noqa: E402
 from deploy.launcher import CONFIG_FILE  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
+from deploy.testing.ports import free_port  # noqa: E402
 from deploy.testing.pywb import PYWB_VERSION, pywb_bin  # noqa: E402
 from deploy.testing.spawn import end, spawn, tail  # noqa: E402
 from deploy.testing.waits import NotReady, wait_until  # noqa: E402
@@ -199,13 +200,6 @@ def timed(command: list[str], what: str, cwd: Path | None = None) -> float:
     started = time.monotonic()
     checked(command, what, cwd)
     return time.monotonic() - started
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # -- the WARCs -----------------------------------------------------------------------------------

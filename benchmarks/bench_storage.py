@@ -70,6 +70,7 @@ from archive.structure import (  # noqa: E402
     encode_header,
 )
 from archive.urlkey import structure_name  # noqa: E402
+from deploy.testing.ports import free_port  # noqa: E402
 
 KB = 1024
 MB = 1024 * 1024
@@ -160,32 +161,12 @@ def _quantile(ordered: Sequence[int], q: float) -> float:
 # -- the node under test -------------------------------------------------------------------------
 
 
-def free_tcp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def free_udp_port(rng: random.Random) -> int:
-    """A random UDP port nobody is bound to, for the multicast lookups of this run only."""
-    for _ in range(100):
-        port = rng.randrange(20_000, 60_000)
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            try:
-                sock.bind(("0.0.0.0", port))
-            except OSError:
-                continue
-            return port
-    raise BenchError("found no free UDP port for multicast lookups")
-
-
 def write_config(path: Path, rng: random.Random) -> ClusterConfig:
     """A cluster of one with its own secret, multicast groups and port, so runs never mix."""
     group_base = f"230.{rng.randrange(1, 255)}.{rng.randrange(0, 256)}.0"
     data = {
         "cluster": {"name": "bench", "secret": secrets.token_urlsafe(32)},
-        "multicast": {"group_base": group_base, "port": free_udp_port(rng)},
+        "multicast": {"group_base": group_base, "port": free_port(socket.SOCK_DGRAM)},
     }
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -197,7 +178,7 @@ class NodeProcess:
     """A storage node subprocess, stopped with SIGTERM (then killed if it hangs)."""
 
     def __init__(self, root: Path, config_path: Path, log_path: Path) -> None:
-        self.port = free_tcp_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()

@@ -18,6 +18,7 @@ from archive.atomic import atomic_write
 from archive.config import SEARCH_FOLDER, load_config, write_new_config
 from archive.errors import DlwebError
 
+from .ports import free_port
 from .processes import RUN_DIR, is_ours, locked, log_file, pid_file, running_pid, spawn, stop, tail
 
 STATE_FILE = "cluster.json"
@@ -65,14 +66,6 @@ class Launch:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
-
-
-def free_port(host: str, kind: int = socket.SOCK_STREAM) -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, kind) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def read_record(data: Path) -> dict[str, Any]:

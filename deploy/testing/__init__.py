@@ -5,7 +5,8 @@ these), and nothing of dlweb's own runtime imports this package.
 - `waits`: `wait_until` and `eventually`, the one polling loop every wait goes through (a
   deadline, the process that must keep running, what to show on failure: `NotReady`), and
   `answers`, the probe of an HTTP server.
-- `ports`: `free_port`, a free loopback port.
+- `ports`: `free_port` and `free_block`, free loopback ports below the ephemeral range, each
+  test worker's from a slice of its own.
 - `web_server`: `WebServer`, an aiohttp application on loopback, served from a thread of its own
   or in the caller's event loop; `answering`, the application of a one-handler site.
 - `cluster`: a cluster of real processes (`Cluster`, `NodeProcess`, `Service`, `clusters_in`),

@@ -7,7 +7,6 @@ import json
 import secrets
 import select
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -20,17 +19,11 @@ import pytest
 from aiohttp import WSMsgType, web
 
 from archive.hip import Handler, HipError, HipSlave, Peer, PeerHook, RemoteError
+from deploy.testing.ports import free_port
 
 AGENTS = Path(__file__).with_name("hip_agents.py")
 SECRET = b"cluster secret of the hip tests"
 MAX_FRAME = 64 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def hip_url(port: int) -> str:

@@ -24,6 +24,7 @@ from archive.multicast import (
     Responder,
     group_for,
 )
+from deploy.testing.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = Path(__file__).with_name("multicast_agents.py")
@@ -37,13 +38,6 @@ KIND_CODES = {"content": 1, "structure": 2}
 def name_in_group(first_byte: int) -> str:
     """A random valid file name whose lookup goes to group `first_byte`."""
     return f"{first_byte:02x}" + secrets.token_hex(31)
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def group_listener(settings: MulticastSettings, name: str) -> socket.socket:
@@ -110,7 +104,7 @@ class SpawnAgent(Protocol):
 @pytest.fixture
 def settings() -> MulticastSettings:
     base = f"230.{random.randrange(256)}.{random.randrange(256)}.0"
-    return MulticastSettings(group_base=base, port=free_udp_port(), wait=WAIT)
+    return MulticastSettings(group_base=base, port=free_port(socket.SOCK_DGRAM), wait=WAIT)
 
 
 @pytest.fixture

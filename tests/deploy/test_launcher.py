@@ -16,6 +16,7 @@ import yaml
 from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
 from deploy.launcher import write_config
+from deploy.testing.ports import free_block
 from deploy.testing.waits import wait_until
 from tests.deploy.run_dlweb import (
     dlweb,
@@ -40,29 +41,6 @@ def data(tmp_path: Path) -> Iterator[Path]:
 
 def pid_files(data: Path) -> list[str]:
     return sorted(path.stem for path in (data / "run").glob("*.pid"))
-
-
-def free_block(size: int) -> int:
-    """A first port such that the `size` ports from it are free now."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base: int = probe.getsockname()[1]
-        if base + size > 65000:
-            continue
-        try:
-            held = []
-            for port in range(base, base + size):
-                sock = socket.socket()
-                held.append(sock)
-                sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for sock in held:
-                sock.close()
-        return base
-    raise AssertionError("no block of free ports")
 
 
 async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
