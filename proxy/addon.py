@@ -6,7 +6,7 @@ every addon mitmproxy runs costs time on every hook of every request.
 
 The addon fails closed. mitmproxy sends a request on to its upstream when no addon answered it,
 and goes on as if nothing happened when an addon raises; here, a request leaves the chain either
-answered or taken for the live web by the recorder or the replay (for a client the operator and
+answered or taken for the live web by record mode or the replay (for a client the operator and
 its own setting put in live or record mode), and an exception anywhere in the chain becomes a
 fault page of ours and a log line. The upstream gate (upstream.py) checks every connection again.
 """
@@ -31,7 +31,7 @@ from .dates import DatePicker
 from .guard import Guard, client_of, refused
 from .harbor_addon import HarborAddon
 from .large_bodies import STREAMED
-from .recorder import RECORDING, Recorder
+from .record_mode import RECORDING, RecordMode
 from .replay import LIVE, Replay
 from .stream_play import PLAYED, StreamPlayback
 from .upstream import UpstreamGate
@@ -90,7 +90,7 @@ class ArchiveAddon:
             Path(options.confdir).expanduser(),
             Path(options.dlweb_search_index),
         )
-        self.recorder = Recorder(self.reader.client, self.settings, self.live_allowed)
+        self.record_mode = RecordMode(self.reader.client, self.settings, self.live_allowed)
         self.replay = Replay(
             self.reader, self.settings, self.streams, self.live_allowed, options.dlweb_log_requests
         )
@@ -114,7 +114,7 @@ class ArchiveAddon:
             self.banner.request(flow)
             await self.harbors.request(flow)
             self.dates.request(flow)
-            if not self.recorder.request(flow):
+            if not self.record_mode.request(flow):
                 await self.replay.request(flow)
                 self.banner.served(flow)
         except Exception as exc:
@@ -125,7 +125,7 @@ class ArchiveAddon:
     def _unanswered(self, flow: http.HTTPFlow) -> None:
         """A flow the chain left for mitmproxy to send on: to the storage node or the stream
         relay the replay chose (the gate lets that one connection through), to the live web
-        where the recorder or the replay took it there, or else nowhere: refused."""
+        where record mode or the replay took it there, or else nowhere: refused."""
         request = flow.request
         if STREAMED in flow.metadata or PLAYED in flow.metadata:
             self.gate.expect(flow.client_conn.id, request.host, request.port)
@@ -134,7 +134,7 @@ class ArchiveAddon:
             flow.response = refused(500, "the proxy made no answer to this request")
 
     def _goes_live(self, flow: http.HTTPFlow) -> bool:
-        """Whether the recorder or the replay took the flow for the live web, as they may only
+        """Whether record mode or the replay took the flow for the live web, as they may only
         where the operator allows it."""
         return self.live_allowed and bool(flow.metadata.get(LIVE) or flow.metadata.get(RECORDING))
 
@@ -147,7 +147,7 @@ class ArchiveAddon:
 
     async def response(self, flow: http.HTTPFlow) -> None:
         try:
-            await self.recorder.response(flow)
+            await self.record_mode.response(flow)
             self.replay.response(flow)
         except Exception as exc:
             _failed(flow, "response", exc)

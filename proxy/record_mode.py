@@ -28,7 +28,7 @@ RECORDING = "dlweb-recording"
 MARK = "X-Dlweb-Recorded"
 
 
-class Recorder:
+class RecordMode:
     def __init__(
         self, client: ClusterClient, settings: harbors.ClientSettings, live_allowed: bool
     ) -> None:
