@@ -23,7 +23,7 @@ import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import xxhash
 
@@ -86,11 +86,11 @@ class NameFilter:
 
     __slots__ = (
         "_bits",
-        "_bit_count",
-        "_index_count",
-        "_capacity",
-        "_error_rate",
-        "_deletion_limit",
+        "bit_count",
+        "index_count",
+        "capacity",
+        "error_rate",
+        "deletion_limit",
         "_count",
         "_deleted",
         "_sliced_words",
@@ -101,11 +101,12 @@ class NameFilter:
         _check_sizing(capacity, error_rate, deletion_limit)
         bit_count, index_count = filter_size(capacity, error_rate)
         self._bits = bytearray(bit_count // 8)
-        self._bit_count = bit_count
-        self._index_count = index_count
-        self._capacity = capacity
-        self._error_rate = error_rate
-        self._deletion_limit = deletion_limit
+        # What the filter was sized for, and the bits (m) and indexes (k) that follow from it.
+        self.capacity: Final = capacity
+        self.error_rate: Final = error_rate
+        self.deletion_limit: Final = deletion_limit
+        self.bit_count: Final = bit_count
+        self.index_count: Final = index_count
         self._count = 0
         self._deleted: set[str] = set()
         word_code, word_bits = ("I", 32) if bit_count <= _NARROW_WORDS_MAX_BITS else ("Q", 64)
@@ -130,29 +131,9 @@ class NameFilter:
         return self._count
 
     @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    @property
-    def error_rate(self) -> float:
-        return self._error_rate
-
-    @property
-    def deletion_limit(self) -> int:
-        return self._deletion_limit
-
-    @property
     def deletion_count(self) -> int:
         """Names in the deletion set: discarded, yet still passing the bits."""
         return len(self._deleted)
-
-    @property
-    def bit_count(self) -> int:
-        return self._bit_count
-
-    @property
-    def index_count(self) -> int:
-        return self._index_count
 
     def add(self, name: str) -> None:
         self._add_digest(name, _digest_of(name))
@@ -195,10 +176,10 @@ class NameFilter:
         term so that no 64-bit sum overflows."""
         np = load_arrays()
         rows = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), _DIGEST_SIZE)
-        size = np.uint64(self._bit_count)
-        word = "<u4" if self._bit_count <= _NARROW_WORDS_MAX_BITS else "<u8"
+        size = np.uint64(self.bit_count)
+        word = "<u4" if self.bit_count <= _NARROW_WORDS_MAX_BITS else "<u8"
         words = rows.view(word).astype(np.uint64)
-        indexes = words[:, : self._index_count - len(self._hashed_steps)] % size
+        indexes = words[:, : self.index_count - len(self._hashed_steps)] % size
         if self._hashed_steps:
             seeds = rows[:, :16].view("<u8")
             first, step = seeds[:, 0] % size, seeds[:, 1] % size
@@ -220,11 +201,11 @@ class NameFilter:
 
     def needs_rebuild(self) -> bool:
         """True once the deletion set reached its limit or more names were added than sized for."""
-        return len(self._deleted) >= self._deletion_limit or self._count > self._capacity
+        return len(self._deleted) >= self.deletion_limit or self._count > self.capacity
 
     def _set_bits(self, raw: bytes) -> None:
         bits = self._bits
-        size = self._bit_count
+        size = self.bit_count
         for word in self._sliced_words(raw):
             index = word % size
             bits[index >> 3] |= 1 << (index & 7)
@@ -237,7 +218,7 @@ class NameFilter:
     def _bits_hold(self, raw: bytes) -> bool:
         """Test the bits of one digest, stopping at the first clear one."""
         bits = self._bits
-        size = self._bit_count
+        size = self.bit_count
         for word in self._sliced_words(raw):
             index = word % size
             if not bits[index >> 3] & (1 << (index & 7)):
@@ -269,12 +250,12 @@ class NameFilter:
         header = _HEADER.pack(
             MAGIC,
             VERSION,
-            self._index_count,
-            self._bit_count,
+            self.index_count,
+            self.bit_count,
             self._count,
-            self._capacity,
-            self._error_rate,
-            self._deletion_limit,
+            self.capacity,
+            self.error_rate,
+            self.deletion_limit,
             seq,
             len(self._deleted),
         )

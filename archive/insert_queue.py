@@ -61,7 +61,4 @@ class InsertQueue:
         finally:
             if release is not None:
                 release()
-        self.summary.captures += done.captures
-        self.summary.added += done.added
-        self.summary.uploaded += done.uploaded
-        self.summary.bytes += done.bytes
+        self.summary.add(done)

@@ -13,7 +13,6 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 
 from .errors import HashMismatch
 from .hashing import check_name, is_valid_name
@@ -138,12 +137,7 @@ class PendingFile:
     def __enter__(self) -> "PendingFile":
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.abort()
 
 

@@ -13,26 +13,6 @@ if TYPE_CHECKING:
     from .report import SiteReport
     from .site import Progress, SiteCrawler
 
-# Loaded on first use: every `dlweb` command imports this package for its subcommands' options,
-# and most never crawl.
-_EXPORTS = {
-    "BadExpression": "delimitation",
-    "BadOrder": "delimitation",
-    "Delimitation": "delimitation",
-    "FetchError": "fetch",
-    "Fetched": "fetch",
-    "Fetcher": "fetch",
-    "Link": "links",
-    "LinkKind": "links",
-    "Order": "order",
-    "Politeness": "fetch",
-    "Progress": "site",
-    "Resolver": "fetch",
-    "Signature": "order",
-    "SiteCrawler": "site",
-    "SiteReport": "report",
-    "read_signatures": "order",
-}
 __all__ = [
     "BadExpression",
     "BadOrder",
@@ -52,5 +32,6 @@ __all__ = [
     "read_signatures",
 ]
 
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+# Loaded on first use: every `dlweb` command imports this package for its subcommands' options,
+# and most never crawl.
+__getattr__ = lazy_exports(__name__, __file__)

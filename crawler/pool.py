@@ -6,7 +6,6 @@ compact structures of the site it is crawling.
 """
 
 import asyncio
-import dataclasses
 import gc
 import logging
 import multiprocessing
@@ -77,7 +76,7 @@ class Agent:
             rss_mb=round(rss, 1),
             browser={
                 "memory_mb": round(self.browser.memory() / 2**20, 1),
-                **dataclasses.asdict(self.browser.stats),
+                **self.browser.stats.to_json(),
             },
         )
 

@@ -13,6 +13,6 @@ if TYPE_CHECKING:
     from .importer import Importer, ImportSummary
 
 # The importer needs the cluster client, whose network modules every `dlweb` command would load.
-__getattr__ = lazy_exports(__name__, {"Importer": "importer", "ImportSummary": "importer"})
+__getattr__ = lazy_exports(__name__, __file__)
 
 __all__ = ["ImportSummary", "Importer", "register"]

@@ -27,13 +27,8 @@ class Connection(Protocol):
 
 
 class Engine(Protocol):
-    # SQL that differs: a column's values joined with commas, the smaller and the larger of two.
-    group_concat: str
-    least: str
+    # SQL that differs: the larger of two values.
     greatest: str
-    # Whether the engine orders a join from statistics of the tables (PostgreSQL, whose guesses
-    # for a table just filled are wrong until it is analysed), not from how the query is written.
-    plans_from_statistics: bool
 
     @property
     def db(self) -> Connection: ...
@@ -60,10 +55,7 @@ class Engine(Protocol):
 
 
 class SqliteEngine:
-    group_concat = "GROUP_CONCAT({})"
-    least = "MIN"
     greatest = "MAX"
-    plans_from_statistics = False
 
     def __init__(self, path: Path, schema: Schema, cluster: str | None) -> None:
         self.path = path
@@ -111,10 +103,7 @@ class SqliteEngine:
 
 
 class PgEngine:
-    group_concat = "string_agg({}, ',')"
-    least = "LEAST"
     greatest = "GREATEST"
-    plans_from_statistics = True
 
     def __init__(self, url: str, schema: Schema, cluster: str | None) -> None:
         self.url = url

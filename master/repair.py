@@ -15,11 +15,11 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import InitVar, asdict, dataclass, field
-from typing import Any
+from dataclasses import InitVar, dataclass, field
 
 import aiohttp
 
+from archive.counts import Counts
 from archive.hip import HipError, RemoteError
 from archive.network import NETWORK_ERRORS
 from archive.node_calls import DELETE, FETCH, DeleteOrder, FetchOrder, NodeFile
@@ -61,8 +61,9 @@ RETRY_MOST = 8.0
 FAILED_KEPT = 100_000
 
 
-@dataclass
-class RepairStats:
+class RepairStats(Counts):
+    """What the repair passes did, for the master's status."""
+
     copied: int = 0
     failed: int = 0
     deleted: int = 0
@@ -72,9 +73,6 @@ class RepairStats:
     examined: int = 0
     examined_last_pass: int = 0
     full_scans: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(eq=False)

@@ -34,42 +34,6 @@ if TYPE_CHECKING:
     from .simhash import distance, simhash
     from .versions import Version
 
-_EXPORTS = {
-    "Answer": "index",
-    "Backlink": "links",
-    "BadCdxQuery": "errors",
-    "BadLinkQuery": "errors",
-    "BadQuery": "errors",
-    "CdxQuery": "cdx",
-    "Extracted": "extract",
-    "FIELDS": "index",
-    "Hit": "index",
-    "Link": "extract",
-    "Neighbours": "links",
-    "NoIndex": "errors",
-    "NoUrlIndex": "errors",
-    "NotIndexed": "errors",
-    "OverBudget": "errors",
-    "Page": "index",
-    "PageNotIndexed": "errors",
-    "RebuildSummary": "rebuild",
-    "Similar": "links",
-    "Version": "walk",
-    "backlinks": "links",
-    "distance": "simhash",
-    "extract": "extract",
-    "guess_language": "language",
-    "host_of": "domains",
-    "link_key": "keys",
-    "open_index": "index",
-    "parse_query": "cdx",
-    "rebuild": "rebuild",
-    "registered_domain": "domains",
-    "search": "index",
-    "search_shards": "shards",
-    "simhash": "simhash",
-    "similar": "links",
-}
 __all__ = [
     "Answer",
     "Backlink",
@@ -107,4 +71,4 @@ __all__ = [
     "similar",
 ]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__, __file__)

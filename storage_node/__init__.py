@@ -10,16 +10,8 @@ if TYPE_CHECKING:
     from .stores import spans_in_store
     from .volumes import Span
 
-# Loaded on first use: every `dlweb` command imports this package for its subcommand's options,
-# and most never run a node.
-_EXPORTS = {
-    "NodeOptions": "server",
-    "Span": "volumes",
-    "StorageNode": "node",
-    "serve": "server",
-    "spans_in_store": "stores",
-}
 __all__ = ["NodeOptions", "Span", "StorageNode", "serve", "spans_in_store"]
 
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+# Loaded on first use: every `dlweb` command imports this package for its subcommand's options,
+# and most never run a node.
+__getattr__ = lazy_exports(__name__, __file__)

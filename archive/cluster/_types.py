@@ -4,14 +4,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..counts import Counts
 from ..structure import Capture
 
 # The bytes of a content to upload by name: in memory, in a file, or still to be fetched.
 BodySource = Callable[[str], bytes | Path | Awaitable[bytes]]
 
 
-@dataclass
-class InsertSummary:
+class InsertSummary(Counts):
     """What an insert did: the captures it sent, the records added, the contents uploaded."""
 
     captures: int = 0

@@ -51,16 +51,7 @@ if TYPE_CHECKING:
 
 # The ends of a connection load aiohttp, and the master's is a route of an aiohttp server: the
 # typed messages (archive/*_calls.py), which a command's arguments may use, load neither.
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "HipMaster": "_master",
-        "HipSlave": "_slave",
-        "Handler": "_peer",
-        "Peer": "_peer",
-        "PeerHook": "_peer",
-    },
-)
+__getattr__ = lazy_exports(__name__, __file__)
 
 __all__ = [
     "Fields",

@@ -25,32 +25,6 @@ if TYPE_CHECKING:
     from .playback import StreamStart, frame_after, hls_playlist, start_at
     from .timelines import Span, Timeline, timeline
 
-# Loaded on first use: the log format is light, reading recordings back needs the cluster client.
-_EXPORTS = {
-    "LOG_TYPE": "log",
-    "PLAYLIST_TYPES": "log",
-    "REGISTRY_URL": "log",
-    "BadLog": "log",
-    "ChunkLog": "log",
-    "Drift": "log",
-    "Fit": "log",
-    "FrameScanner": "frames",
-    "Gap": "log",
-    "Point": "log",
-    "Segment": "log",
-    "Span": "timelines",
-    "StreamStart": "playback",
-    "Timeline": "timelines",
-    "Title": "log",
-    "drift_of": "log",
-    "frame_after": "playback",
-    "hls_playlist": "playback",
-    "recorded_streams": "archived",
-    "scanner_for": "frames",
-    "start_at": "playback",
-    "stream_logs": "archived",
-    "timeline": "timelines",
-}
 __all__ = [
     "LOG_TYPE",
     "PLAYLIST_TYPES",
@@ -77,5 +51,5 @@ __all__ = [
     "timeline",
 ]
 
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+# Loaded on first use: the log format is light, reading recordings back needs the cluster client.
+__getattr__ = lazy_exports(__name__, __file__)

@@ -8,7 +8,8 @@ on is reported with the kind of failure (`crashed`, `hung`, `timeout`), and the 
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+
+from archive.counts import Counts
 
 from ._cdp import BrowserError
 from ._chromium import Chromium
@@ -24,8 +25,9 @@ CLOSE_GRACE = 10.0
 FATAL = frozenset({"crashed", "hung", "timeout"})
 
 
-@dataclass
-class BrowserStats:
+class BrowserStats(Counts):
+    """What the browser did, for the agent's status."""
+
     pages: int = 0
     failed: int = 0
     restarts: int = 0

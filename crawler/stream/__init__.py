@@ -10,15 +10,7 @@ if TYPE_CHECKING:
     from .recording import Recording, StreamSettings
     from .store import StreamStore
 
-# Loaded on first use: every `dlweb` command imports this package for its subcommands' options.
-_EXPORTS = {
-    "Recording": "recording",
-    "StreamSettings": "recording",
-    "StreamStore": "store",
-    "classify": "recorder",
-    "record": "recorder",
-}
 __all__ = ["Recording", "StreamSettings", "StreamStore", "classify", "record"]
 
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+# Loaded on first use: every `dlweb` command imports this package for its subcommands' options.
+__getattr__ = lazy_exports(__name__, __file__)

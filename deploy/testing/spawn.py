@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from deploy.processes import start_in_session
@@ -102,10 +101,5 @@ class Started(abc.ABC):
         self.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
