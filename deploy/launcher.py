@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from archive.atomic import atomic_write
 from archive.config import SEARCH_FOLDER, load_config, write_new_config
 from archive.errors import DlwebError
+from archive.hip import RemoteError
+from archive.master_answers import ClusterStatus, IndexStatus
 
 from .ports import free_port
 from .processes import RUN_DIR, is_ours, locked, log_file, pid_file, running_pid, spawn, stop, tail
@@ -342,32 +344,22 @@ def _get_json(url: str) -> Any:
         return None
 
 
-def _serving(node: dict[str, Any]) -> bool:
-    """Whether the master has this storage node connected (an admin-set state is kept)."""
-    if "connected" in node:
-        return bool(node["connected"]) and node.get("state") not in ("down", "dead")
-    return node.get("state") == "alive"
-
-
 def not_ready(status: Any, index: Any, nodes: list[str]) -> str | None:
     """The first process that is not ready, judged from the master's and index's /status."""
-    if not isinstance(status, dict):
+    try:
+        cluster = ClusterStatus.from_json(status, "/status")
+    except RemoteError:
         return "master"
-    listed = status.get("nodes")
-    known = {
-        n.get("id"): n for n in (listed if isinstance(listed, list) else []) if isinstance(n, dict)
-    }
+    known = {node.id: node for node in cluster.nodes}
     for name in nodes:
-        if name not in known or not _serving(known[name]):
+        node = known.get(name)
+        if node is None or not node.connected or node.state in ("down", "dead"):
             return name
-    if not isinstance(index, dict):
+    try:
+        link = IndexStatus.from_json(index, "/status").master
+    except RemoteError:
         return "index"
-    link = index.get("master")
-    if isinstance(link, dict) and link.get("connected") is False:
-        return "index"
-    if "index_nodes" in status and not status["index_nodes"]:
-        return "index"
-    return None
+    return "index" if not link.connected or not cluster.index_nodes else None
 
 
 def _wait_ready(

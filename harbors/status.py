@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 from archive.cluster import ClusterError
+from archive.hip import RemoteError
+from archive.master_answers import ClusterStatus, NodeStatus
 from archive.network import NETWORK_ERRORS
 
 from . import page
@@ -125,12 +127,15 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     except ClusterError as exc:
         return _unavailable(wants_json, str(exc))
     try:
-        _, status = await context.client.get_object(f"{master}/status")
+        _, answer = await context.client.get_object(f"{master}/status")
+        status = ClusterStatus.from_json(answer, f"{master}/status")
     except (*NETWORK_ERRORS, ValueError) as exc:
         return _unavailable(wants_json, f"the master at {master} does not answer: {exc}")
+    except RemoteError as exc:
+        return _unavailable(wants_json, f"the master answered an unexpected status: {exc}")
     if wants_json:
-        return Answer(200, (json.dumps(status, indent=1) + "\n").encode(), "application/json")
-    return page.page(f"cluster {status.get('cluster', '')}", _body(status), current=HOME)
+        return Answer(200, (json.dumps(answer, indent=1) + "\n").encode(), "application/json")
+    return page.page(f"cluster {status.cluster}", _body(status), current=HOME)
 
 
 def _unavailable(wants_json: bool, why: str) -> Answer:
@@ -148,10 +153,6 @@ def _at(status: dict[str, Any], path: str) -> object:
     for key in path.split("."):
         value = value.get(key) if isinstance(value, dict) else None
     return value
-
-
-def _number(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _count(value: object) -> str:
@@ -184,22 +185,24 @@ def _figures(status: dict[str, Any], rows: tuple[tuple[str, str, bool], ...]) ->
     return f'<table class="figures"><tbody>{"".join(lines)}</tbody></table>'
 
 
-def _card(node: dict[str, Any]) -> str:
-    """A storage node: its name, state, used space as a bar and in words, and what it holds."""
-    total, bytes_held = _number(node.get("total")), _number(node.get("bytes"))
-    used = min(max(total - _number(node.get("free")), 0), total)
-    name, state = str(node.get("id", "")), str(node.get("state", ""))
+def _card(node: NodeStatus | None) -> str:
+    """A storage node: its name, state, used space as a bar and in words, and what it holds;
+    without one, the empty card the page's script fills."""
+    name, state, domain = (node.id, node.state, node.domain) if node else ("", "", "")
+    total, free, files, bytes_held = (
+        (node.total, node.free, node.files, node.bytes) if node else (0, 0, 0, 0)
+    )
+    used = min(max(total - free, 0), total)
     usage = (
         f"{_size(used)} used of {_size(total)} ({round(used * 100 / total)}%)"
         if total
         else "disk space not reported yet"
     )
-    files = _number(node.get("files"))
 
     def share(part: int) -> str:
         return f"{part * 100 / total:.2f}%" if total else "0%"
 
-    reason = f" ({node['reason']})" if node.get("reason") else ""
+    reason = f" ({node.reason})" if node and node.reason else ""
     label = f"{name}: {usage}, {_size(bytes_held)} of it archive files"
     return (
         f'<li class="node" data-node="{html.escape(name)}" data-used="{used}"'
@@ -208,7 +211,7 @@ def _card(node: dict[str, Any]) -> str:
         f'<p><span class="state" data-slot="state" data-state="{html.escape(state)}">'
         f"{html.escape(state + reason)}</span>"
         f' <span class="muted">domain <span data-slot="domain">'
-        f"{html.escape(str(node.get('domain', '')))}</span></span></p>"
+        f"{html.escape(domain)}</span></span></p>"
         f'<div class="gauge" role="img" aria-label="{html.escape(label)}">'
         f'<span class="gauge-archive" style="width:{share(min(bytes_held, used))}"></span>'
         f'<span class="gauge-other" style="width:{share(max(used - bytes_held, 0))}"></span>'
@@ -219,27 +222,25 @@ def _card(node: dict[str, Any]) -> str:
     )
 
 
-def _body(status: dict[str, Any]) -> str:
-    nodes = sorted(
-        (n for n in status.get("nodes", []) if isinstance(n, dict)),
-        key=lambda n: str(n.get("id")),
-    )
+def _body(status: ClusterStatus) -> str:
+    nodes = sorted(status.nodes, key=lambda n: n.id)
+    figures = status.to_json()  # the answer the script reads the same figures from
     script = SCRIPT % {"every": REFRESH_SECONDS, "units": json.dumps(UNITS)}
-    return f"""<h1>Cluster <span data-figure="cluster">{html.escape(str(status.get("cluster", "")))}</span></h1>
+    return f"""<h1>Cluster <span data-figure="cluster">{html.escape(status.cluster)}</span></h1>
 <p class="muted"><span id="refreshed">Figures of {time.strftime("%H:%M:%S", time.gmtime())} UTC.</span>
 <noscript>Reload the page for newer figures.</noscript></p>
 <section aria-labelledby="nodes-heading"><h2 id="nodes-heading">Storage nodes</h2>
-<p>Nodes taking new files: <span data-figure="placing.nodes">{_count(_at(status, "placing.nodes"))}</span>,
-in failure domains: <span data-figure="placing.domains">{_count(_at(status, "placing.domains"))}</span>.
+<p>Nodes taking new files: <span data-figure="placing.nodes">{_count(status.placing.nodes)}</span>,
+in failure domains: <span data-figure="placing.domains">{_count(status.placing.domains)}</span>.
 Each bar is a node's disk: the archive's files
 <span class="swatch swatch-archive"></span>, other files <span class="swatch swatch-other"></span>
 and free space <span class="swatch"></span>.</p>
 <ul class="nodes" id="nodes">{"".join(map(_card, nodes))}</ul>
-<template id="node-card">{_card({})}</template></section>
+<template id="node-card">{_card(None)}</template></section>
 <div class="status-tables">
 <section aria-labelledby="files-heading"><h2 id="files-heading">Files</h2>
-{_figures(status, FILES)}</section>
+{_figures(figures, FILES)}</section>
 <section aria-labelledby="repairs-heading"><h2 id="repairs-heading">Repairs</h2>
-{_figures(status, REPAIRS)}</section>
+{_figures(figures, REPAIRS)}</section>
 </div>
 <script>{script}</script>"""

@@ -9,13 +9,26 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from archive import discovery
+from archive.answers import Answer
 from archive.command_line import Runner, Subparsers, add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
+from archive.hip import RemoteError
+from archive.master_answers import (
+    ClusterStatus,
+    FileBelowTarget,
+    FsckReport,
+    MoveProgress,
+    NodeRecord,
+    NodeScrub,
+    NodeStatus,
+    Rebalance,
+    Scrubbing,
+)
 from archive.progress import terminal_bar
 
 TIMEOUT = 15.0
@@ -29,6 +42,18 @@ CAUSE_TEXT = {
 
 class AdminError(DlwebError):
     """The master could not be reached, refused the request, or answered something unexpected."""
+
+
+T = TypeVar("T", bound=Answer)
+
+
+def parsed(kind: type[T], answer: Any, path: str) -> T:
+    """The master's answer to `path` as the message it is; AdminError naming the field at
+    fault when it is not."""
+    try:
+        return kind.from_json(answer, path)
+    except RemoteError as exc:
+        raise AdminError(f"the master's answer to {exc.message}") from None
 
 
 def _error_field(body: bytes) -> str | None:
@@ -140,45 +165,38 @@ def _text(value: object, default: str = "") -> str:
     return default if value is None else str(value)
 
 
-def _nodes_table(nodes: list[dict[str, Any]]) -> str:
+def _nodes_table(nodes: tuple[NodeStatus, ...]) -> str:
     if not nodes:
         return "no storage node has joined"
     rows = [["node", "address", "state", "domain", "free", "files", "held"]]
-    for node in sorted(nodes, key=lambda n: _text(n.get("id"))):
-        state = _text(node.get("state"), "?")
-        if node.get("drained"):
+    for node in sorted(nodes, key=lambda n: n.id):
+        state = node.state
+        if node.drained:
             state += " (empty)"
-        elif node.get("reason"):
-            state += f" ({node['reason']})"
-        elif node.get("connected") is False and state not in ("down", "dead"):
+        elif node.reason:
+            state += f" ({node.reason})"
+        elif not node.connected and state not in ("down", "dead"):
             state += " (disconnected)"
         rows.append(
             [
-                _text(node.get("id"), "?"),
-                _text(node.get("address")),
+                node.id,
+                node.address,
                 state,
-                _text(node.get("domain")),
-                size(node.get("free")),
-                _text(node.get("files"), "?"),
-                size(node.get("bytes")),
+                node.domain,
+                size(node.free),
+                str(node.files),
+                size(node.bytes),
             ]
         )
     return table(rows)
 
 
-def _nodes_of(status: Any) -> list[dict[str, Any]]:
-    nodes = status.get("nodes") if isinstance(status, dict) else None
-    if not isinstance(nodes, list):
-        raise AdminError("the master's /status lists no nodes")
-    return [node for node in nodes if isinstance(node, dict)]
-
-
-def _progress(progress: Any) -> str:
-    if not isinstance(progress, dict):
+def _progress(progress: MoveProgress | None) -> str:
+    if progress is None:
         return ""
     return (
-        f"{progress.get('moved', 0)} of {progress.get('files', 0)} files moved"
-        f" ({size(progress.get('bytes_moved', 0))} of {size(progress.get('bytes', 0))})"
+        f"{progress.moved} of {progress.files} files moved"
+        f" ({size(progress.bytes_moved)} of {size(progress.bytes)})"
     )
 
 
@@ -225,75 +243,67 @@ def _emit(args: argparse.Namespace, answer: Any, text: Callable[[], str]) -> Non
 
 
 def _status(args: argparse.Namespace) -> int:
-    status = call(args, "/status")
-    nodes = _nodes_of(status)
+    answer = call(args, "/status")
+    status = parsed(ClusterStatus, answer, "/status")
 
     def text() -> str:
-        files = status.get("files") or {}
-        repairs = status.get("repairs") or {}
-        rebalance = status.get("rebalance") or {}
-        moving = _progress(rebalance.get("progress"))
-        index = status.get("index_nodes")
+        files, repairs, rebalance = status.files, status.repairs, status.rebalance
+        moving = _progress(rebalance.progress)
+        metadata = status.metadata
         lines = [
-            f"cluster {status.get('cluster', '?')}: {files.get('content', '?')} contents,"
-            f" {files.get('structure', '?')} structure files",
-            *_below_target(status),
-            f"repairs: {repairs.get('running', 0)} running, {repairs.get('copied', 0)} copied,"
-            f" {repairs.get('failed', 0)} failed",
-            f"rebalance: {rebalance.get('state', 'idle')}" + (f", {moving}" if moving else ""),
+            f"cluster {status.cluster}: {files.content} contents,"
+            f" {files.structure} structure files",
+            *_below_target(answer),
+            f"repairs: {repairs.running} running, {repairs.copied} copied, {repairs.failed} failed",
+            f"rebalance: {rebalance.state}" + (f", {moving}" if moving else ""),
+            f"index nodes: {', '.join(status.index_nodes) or 'none'}",
+            f"master metadata: {size(metadata.database_bytes)}"
+            f" ({size(metadata.free_bytes)} free for reuse),"
+            f" write-ahead log {size(metadata.wal_bytes)}",
         ]
-        if isinstance(index, list):
-            lines.append(f"index nodes: {', '.join(map(str, index)) or 'none'}")
-        metadata = status.get("metadata")
-        if isinstance(metadata, dict):
-            lines.append(
-                f"master metadata: {size(metadata.get('database_bytes'))}"
-                f" ({size(metadata.get('free_bytes'))} free for reuse),"
-                f" write-ahead log {size(metadata.get('wal_bytes'))}"
-            )
-        return "\n".join([*lines, "", _nodes_table(nodes)])
+        return "\n".join([*lines, "", _nodes_table(status.nodes)])
 
-    _emit(args, status, text)
+    _emit(args, answer, text)
     return 0
 
 
 def _nodes(args: argparse.Namespace) -> int:
-    nodes = _nodes_of(call(args, "/status"))
-    _emit(args, nodes, lambda: _nodes_table(nodes))
+    answer = call(args, "/status")
+    nodes = parsed(ClusterStatus, answer, "/status").nodes
+    _emit(args, answer["nodes"], lambda: _nodes_table(nodes))
     return 0
 
 
 def _set_state(state: str) -> Runner:
     def run(args: argparse.Namespace) -> int:
-        answer = call(args, f"/admin/nodes/{quote(args.node, safe='')}/state", {"state": state})
-        shown = answer.get("state", state) if isinstance(answer, dict) else state
+        path = f"/admin/nodes/{quote(args.node, safe='')}/state"
+        answer = call(args, path, {"state": state})
+        shown = parsed(NodeRecord, answer, path).state
         _emit(args, answer, lambda: f"node {args.node} is now {shown}")
         return 0
 
     return run
 
 
-def _plan_text(answer: dict[str, Any], applied: bool) -> str:
-    plan = answer.get("plan")
-    if isinstance(plan, dict):
-        head = f"plan: move {plan.get('files', 0)} files ({size(plan.get('bytes', 0))})"
-        moves = plan.get("moves")
+def _plan_text(answer: Rebalance, applied: bool) -> str:
+    plan = answer.plan
+    if plan is not None:
+        head = f"plan: move {plan.files} files ({size(plan.bytes)})"
+        moves = plan.moves
     else:
-        progress = _progress(answer.get("progress"))
-        head = f"rebalance {answer.get('state', '?')}" + (f": {progress}" if progress else "")
-        moves = answer.get("moves")
-    moves = [m for m in moves if isinstance(m, dict)] if isinstance(moves, list) else []
+        progress = _progress(answer.progress)
+        head = f"rebalance {answer.state}" + (f": {progress}" if progress else "")
+        moves = answer.moves or ()
     lines = [head]
     if moves:
         rows = [["from", "to", "files", "bytes"]] + [
-            [_text(m.get("src")), _text(m.get("dst")), _text(m.get("files")), size(m.get("bytes"))]
-            for m in moves
+            [m.src, m.dst, str(m.files), size(m.bytes)] for m in moves
         ]
         lines.append(table(rows))
-    if isinstance(plan, dict):
+    if plan is not None:
         lines.append("not applied: run again with --apply to carry it out (nothing moved)")
     elif applied:
-        running = answer.get("state") == "running"
+        running = answer.state == "running"
         lines.append("applied: moving in the background" if running else "nothing to move")
     return "\n".join(lines)
 
@@ -306,23 +316,19 @@ def _rebalance(args: argparse.Namespace) -> int:
         answer = call(args, "/admin/rebalance", body)
     else:
         answer = call(args, "/admin/rebalance")
-    if not isinstance(answer, dict):
-        raise AdminError("the master's rebalance answer is not a JSON object")
-    _emit(args, answer, lambda: _plan_text(answer, args.apply))
+    rebalance = parsed(Rebalance, answer, "/admin/rebalance")
+    _emit(args, answer, lambda: _plan_text(rebalance, args.apply))
     return 0
 
 
 def _scrub(args: argparse.Namespace) -> int:
     answer = call(args, "/admin/scrub", {"node": args.node})
-    started = answer.get("scrub") if isinstance(answer, dict) else None
-    if not isinstance(started, dict):
-        raise AdminError("the master's scrub answer lists no nodes")
+    started = parsed(Scrubbing, answer, "/admin/scrub").scrub
 
-    def line(node: str, result: object) -> str:
-        if isinstance(result, dict) and result.get("started"):
+    def line(node: str, result: NodeScrub) -> str:
+        if result.started:
             return f"{node}: started"
-        error = result.get("error") if isinstance(result, dict) else None
-        return f"{node}: not started ({error or 'already running'})"
+        return f"{node}: not started ({result.error or 'already running'})"
 
     _emit(
         args,
@@ -334,30 +340,25 @@ def _scrub(args: argparse.Namespace) -> int:
 
 def _fsck(args: argparse.Namespace) -> int:
     query = "&".join(f"{flag}=1" for flag in ("deep", "recount") if getattr(args, flag))
-    report = call(args, "/admin/fsck" + (f"?{query}" if query else ""))
-    if not isinstance(report, dict) or "ok" not in report:
-        raise AdminError("the master's fsck answer has no verdict")
-    ok = bool(report["ok"])
+    answer = call(args, "/admin/fsck" + (f"?{query}" if query else ""))
+    report = parsed(FsckReport, answer, "/admin/fsck")
+    ok = report.ok
 
     def text() -> str:
-        files = report.get("files") or {}
-        problems = report.get("problems")
-        problems = (
-            [p for p in problems if isinstance(p, dict)] if isinstance(problems, list) else []
-        )
+        files, problems = report.files, report.problems
         lines = [
-            f"{files.get('content', '?')} contents, {files.get('structure', '?')} structure files",
-            *_below_target(report),
-            f"structure files without an active copy: {report.get('structures_without_active', '?')}",
-            f"structure replicas waiting for a refresh: {report.get('structures_dirty', '?')}",
+            f"{files.content} contents, {files.structure} structure files",
+            *_below_target(answer),
+            f"structure files without an active copy: {report.structures_without_active}",
+            f"structure replicas waiting for a refresh: {report.structures_dirty}",
             "orphans: "
             + (
-                f"{report['orphans']} (read {report.get('structures_read', '?')} structure files,"
-                f" {report.get('structures_unreadable', '?')} unreadable)"
-                if report.get("orphans") is not None
+                f"{report.orphans} (read {_text(report.structures_read, '?')} structure files,"
+                f" {_text(report.structures_unreadable, '?')} unreadable)"
+                if report.orphans is not None
                 else "not checked (use --deep)"
             ),
-            _totals_text(report.get("totals_drift")),
+            _totals_text(report.totals_drift),
         ]
         if problems:
             lines.append(f"first problems ({min(len(problems), SHOWN_PROBLEMS)} shown):")
@@ -367,23 +368,21 @@ def _fsck(args: argparse.Namespace) -> int:
         return "\n".join(lines)
 
     if args.all or args.after is not None:
-        print(json.dumps(report) if args.json else text(), flush=True)
-        _all_problems(args, report.get("below_target"))
+        print(json.dumps(answer) if args.json else text(), flush=True)
+        _all_problems(args, report.below_target)
     else:
-        _emit(args, report, text)
+        _emit(args, answer, text)
     return 0 if ok else 1
 
 
-def _problem_text(problem: dict[str, Any]) -> str:
-    cause = CAUSE_TEXT.get(str(problem.get("cause")))
-    return (
-        f"  {problem.get('kind', '?')} {problem.get('name', '?')}:"
-        f" {problem.get('replicas', '?')} of {problem.get('target', '?')} replicas"
-        + (f" ({cause})" if cause else "")
+def _problem_text(problem: FileBelowTarget) -> str:
+    cause = CAUSE_TEXT.get(problem.cause)
+    return f"  {problem.kind} {problem.name}: {problem.replicas} of {problem.target} replicas" + (
+        f" ({cause})" if cause else ""
     )
 
 
-def _all_problems(args: argparse.Namespace, total: object) -> None:
+def _all_problems(args: argparse.Namespace, total: int) -> None:
     """Every file below target after the summary, as the master finds them, and where to resume
     the list if it is stopped (the last file printed)."""
     query = f"?after={quote(args.after, safe='/')}" if args.after else ""
@@ -391,16 +390,15 @@ def _all_problems(args: argparse.Namespace, total: object) -> None:
         print(
             "every file below target:" if not query else f"files below target after {args.after}:"
         )
-    bar = terminal_bar(total=total if isinstance(total, int) else None, unit=" files", desc="fsck")
+    bar = terminal_bar(total=total, unit=" files", desc="fsck")
     last = None
     try:
         for item in json_lines(args, "/admin/fsck/problems" + query):
-            if not isinstance(item, dict):
-                raise AdminError("the master sent a problem that is not a JSON object")
-            if "next" in item:
+            if isinstance(item, dict) and "next" in item:
                 continue
-            print(json.dumps(item) if args.json else _problem_text(item), flush=True)
-            last = f"{item.get('kind')}/{item.get('name')}"
+            problem = parsed(FileBelowTarget, item, "/admin/fsck/problems")
+            print(json.dumps(item) if args.json else _problem_text(problem), flush=True)
+            last = f"{problem.kind}/{problem.name}"
             if bar is not None:
                 bar.update(1)
     except KeyboardInterrupt:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from archive.cluster import KINDS
+from archive.master_answers import FileBelowTarget, NodeRecord
 
 from .file_ids import name_of
 
@@ -42,21 +43,25 @@ class NodeRow:
         full = self.full and self.state == "read-only" and self.admin_state == "alive"
         return "full" if full else None
 
+    def record(self) -> NodeRecord:
+        """The node as the master's answers show it."""
+        return NodeRecord(
+            self.id,
+            self.address,
+            self.domain,
+            self.reliability,
+            self.state,
+            self.admin_state,
+            self.reason,
+            self.free,
+            self.total,
+            self.reserve,
+            self.full,
+            tuple(self.groups),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "address": self.address,
-            "domain": self.domain,
-            "reliability": self.reliability,
-            "state": self.state,
-            "admin_state": self.admin_state,
-            "reason": self.reason,
-            "free": self.free,
-            "total": self.total,
-            "reserve": self.reserve,
-            "full": self.full,
-            "groups": self.groups,
-        }
+        return self.record().to_json()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +104,9 @@ class Problem:
     size: int
     cause: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "replicas": self.have,
-            "target": self.want,
-            "cause": self.cause,
-        }
+    def answer(self) -> FileBelowTarget:
+        """The file as fsck lists it."""
+        return FileBelowTarget(self.kind, self.name, self.have, self.want, self.cause)
 
 
 class FileRow(NamedTuple):

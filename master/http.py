@@ -9,6 +9,7 @@ from aiohttp import web
 
 from archive.cluster import KINDS
 from archive.hashing import is_valid_name
+from archive.master_answers import ClusterStatus
 from archive.serving import json_body, json_error, starts_work, token_guard
 
 from .service import Master
@@ -39,31 +40,30 @@ async def get_status(request: web.Request) -> web.Response:
     status = request.app[MASTER].admin.status()
     if "text/html" in request.headers.get("Accept", "") and "format" not in request.query:
         return web.Response(text=_status_page(status), content_type="text/html")
-    return web.json_response(status)
+    return web.json_response(status.to_json())
 
 
-def _status_page(status: dict[str, Any]) -> str:
+def _status_page(status: ClusterStatus) -> str:
     rows = "".join(
         "<tr>"
         + "".join(
-            f"<td>{html.escape(str(node.get(key)))}</td>"
+            f"<td>{html.escape(str(getattr(node, key)))}</td>"
             for key in ("id", "address", "state", "domain", "reliability", "files", "bytes", "free")
         )
-        + f"<td>{html.escape(str(node.get('reason') or ''))}</td></tr>"
-        for node in status["nodes"]
+        + f"<td>{html.escape(node.reason or '')}</td></tr>"
+        for node in status.nodes
     )
-    repairs = status["repairs"]
-    causes = status["below_target_causes"]
+    repairs, causes, placing = status.repairs, status.below_target_causes, status.placing
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>dlweb cluster {html.escape(status["cluster"])}</title>
+<html><head><meta charset="utf-8"><title>dlweb cluster {html.escape(status.cluster)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
-</head><body><h1>Cluster {html.escape(status["cluster"])}</h1>
-<p>{status["files"]["content"]} contents, {status["files"]["structure"]} structure files;
-<b>{status["below_target"]}</b> below replica target: {causes["repairing"]} being repaired,
-<b>{causes["cannot_place"]}</b> that cannot be placed ({status["placing"]["nodes"]} nodes take new
-files, in {status["placing"]["domains"]} failure domains), <b>{status["lost"]}</b> without a
-readable copy; repairs running: {repairs["running"]}, copied {repairs["copied"]}, failed
-{repairs["failed"]}; rebalance: {html.escape(str(status["rebalance"].get("state")))}.</p>
+</head><body><h1>Cluster {html.escape(status.cluster)}</h1>
+<p>{status.files.content} contents, {status.files.structure} structure files;
+<b>{status.below_target}</b> below replica target: {causes.repairing} being repaired,
+<b>{causes.cannot_place}</b> that cannot be placed ({placing.nodes} nodes take new
+files, in {placing.domains} failure domains), <b>{status.lost}</b> without a
+readable copy; repairs running: {repairs.running}, copied {repairs.copied}, failed
+{repairs.failed}; rebalance: {html.escape(status.rebalance.state)}.</p>
 <table><tr><th>node</th><th>address</th><th>state</th><th>domain</th><th>reliability</th>
 <th>files</th><th>bytes</th><th>free</th><th>why</th></tr>{rows}</table></body></html>"""
 
@@ -74,8 +74,7 @@ async def locate(request: web.Request) -> web.Response:
         return json_error(400, f"kind must be content or structure, not {kind[:20]!r}")
     if not is_valid_name(name):
         return json_error(400, "a file name is 64 lowercase hex digits")
-    nodes = request.app[MASTER].admin.locate(kind, name)
-    return web.json_response({"kind": kind, "name": name, "nodes": nodes})
+    return web.json_response(request.app[MASTER].admin.locate(kind, name).to_json())
 
 
 async def structures(request: web.Request) -> web.Response:
@@ -87,7 +86,7 @@ async def structures(request: web.Request) -> web.Response:
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= STRUCTURE_PAGE:
         return json_error(400, f"limit must be a whole number from 1 to {STRUCTURE_PAGE}")
     page = request.app[MASTER].admin.structures(after, int(limit_text))
-    return web.json_response({"structures": page})
+    return web.json_response(page.to_json())
 
 
 @starts_work(
@@ -101,7 +100,8 @@ async def fsck(request: web.Request) -> web.Response:
         if value not in ("0", "1"):
             return json_error(400, f"{flag} must be 0 or 1")
     admin = request.app[MASTER].admin
-    return web.json_response(await admin.fsck(flags["deep"] == "1", flags["recount"] == "1"))
+    report = await admin.fsck(flags["deep"] == "1", flags["recount"] == "1")
+    return web.json_response(report.to_json())
 
 
 def _cursor(text: str) -> tuple[str, str] | None:
@@ -131,8 +131,9 @@ async def fsck_problems(request: web.Request) -> web.StreamResponse:
         page = PROBLEMS_PAGE if left is None else min(PROBLEMS_PAGE, left)
         problems = admin.fsck_problems(after, page)
         if problems:
-            await response.write("".join(json.dumps(p) + "\n" for p in problems).encode())
-            after = last = (problems[-1]["kind"], problems[-1]["name"])
+            lines = "".join(json.dumps(p.to_json()) + "\n" for p in problems)
+            await response.write(lines.encode())
+            after = last = (problems[-1].kind, problems[-1].name)
         if left is not None:
             left -= len(problems)
         if len(problems) < page:
@@ -150,23 +151,23 @@ async def set_state(request: web.Request) -> web.Response:
     row = request.app[MASTER].admin.set_node_state(
         request.match_info["node"], str(body.get("state"))
     )
-    return web.json_response(row)
+    return web.json_response(row.to_json())
 
 
 async def get_rebalance(request: web.Request) -> web.Response:
-    return web.json_response(request.app[MASTER].rebalancer.report())
+    return web.json_response(request.app[MASTER].rebalancer.report().to_json())
 
 
 async def post_rebalance(request: web.Request) -> web.Response:
     body = await _body(request)
     rebalancer = request.app[MASTER].rebalancer
     if body.get("stop"):
-        return web.json_response(rebalancer.stop())
+        return web.json_response(rebalancer.stop().to_json())
     if body.get("apply") is not True:
         return json_error(400, 'give {"apply": true} to start the plan or {"stop": true} to stop')
     files_per_s = _rate(body, "files_per_s", 200.0)
     bytes_per_s = _rate(body, "bytes_per_s", 64.0 * 1024 * 1024)
-    return web.json_response(rebalancer.apply(files_per_s, bytes_per_s))
+    return web.json_response(rebalancer.apply(files_per_s, bytes_per_s).to_json())
 
 
 async def post_scrub(request: web.Request) -> web.Response:
@@ -179,7 +180,7 @@ async def post_scrub(request: web.Request) -> web.Response:
         nodes = [node]
     else:
         return json_error(404, f"no node {str(node)[:100]!r} in this cluster")
-    return web.json_response(await master.scrubs.start(nodes))
+    return web.json_response((await master.scrubs.start(nodes)).to_json())
 
 
 def build_app(master: Master) -> web.Application:

@@ -12,6 +12,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from archive.master_answers import MoveProgress, MoveSummary, Rebalance, RebalancePlan
+
 from .db import FileRef, MasterDB, Move, NodeRow
 from .membership import Membership
 from .repair import BATCH, Copier, Throttle
@@ -33,17 +35,16 @@ class PlannedMove:
     size: int
 
 
-def summarise(moves: list[PlannedMove] | list[Move]) -> list[dict[str, Any]]:
+def summarise(moves: list[PlannedMove] | list[Move]) -> tuple[MoveSummary, ...]:
     """Moves per source and destination, with files and bytes."""
     files: Counter[tuple[str, str]] = Counter()
     size: Counter[tuple[str, str]] = Counter()
     for move in moves:
         files[(move.src, move.dst)] += 1
         size[(move.src, move.dst)] += move.size
-    return [
-        {"src": src, "dst": dst, "files": files[(src, dst)], "bytes": size[(src, dst)]}
-        for src, dst in sorted(files)
-    ]
+    return tuple(
+        MoveSummary(src, dst, files[(src, dst)], size[(src, dst)]) for src, dst in sorted(files)
+    )
 
 
 @dataclass
@@ -150,28 +151,26 @@ class Rebalancer:
             return None
         return min(fresh, key=lambda row: (row.domain in domains, -planning.deficit[row.id]))
 
-    def report(self) -> dict[str, Any]:
+    def progress(self) -> MoveProgress:
+        """How far the stored moves are."""
+        return MoveProgress(**self.db.move_progress())
+
+    def report(self) -> Rebalance:
         """The running or stopped rebalance with its progress, or a fresh plan."""
         state = self.state
         if state.get("state") in ("running", "stopped"):
             pending = self.db.pending_moves(1_000_000)
-            return {**state, "progress": self.db.move_progress(), "moves": summarise(pending)}
+            return Rebalance(**state, progress=self.progress(), moves=summarise(pending))
         moves = self.plan()
-        return {
-            **state,
-            "plan": {
-                "files": len(moves),
-                "bytes": sum(m.size for m in moves),
-                "moves": summarise(moves),
-            },
-        }
+        plan = RebalancePlan(len(moves), sum(m.size for m in moves), summarise(moves))
+        return Rebalance(**state, plan=plan)
 
-    def apply(self, files_per_s: float, bytes_per_s: float) -> dict[str, Any]:
+    def apply(self, files_per_s: float, bytes_per_s: float) -> Rebalance:
         if self.task is not None and not self.task.done():
-            return {**self.state, "progress": self.db.move_progress()}
+            return Rebalance(**self.state, progress=self.progress())
         moves = self.plan()
         self.db.replace_moves((m.kind, m.name, m.src, m.dst, m.size) for m in moves)
-        state = {
+        state: dict[str, Any] = {
             "state": "running" if moves else "done",
             "files_per_s": files_per_s,
             "bytes_per_s": bytes_per_s,
@@ -180,9 +179,9 @@ class Rebalancer:
         log.info("rebalance of %d files applied", len(moves))
         if moves:
             self.start()
-        return {**state, "progress": self.db.move_progress(), "moves": summarise(moves)}
+        return Rebalance(**state, progress=self.progress(), moves=summarise(moves))
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> Rebalance:
         state = self.state
         if state.get("state") == "running":
             state["state"] = "stopped"
@@ -190,7 +189,7 @@ class Rebalancer:
             log.info("rebalance stopped")
         if self.task is not None:
             self.task.cancel()
-        return {**state, "progress": self.db.move_progress()}
+        return Rebalance(**state, progress=self.progress())
 
     def start(self) -> None:
         """Run the stored moves in the background (also after a master restart)."""

@@ -2,8 +2,8 @@
 each node's schedule, their last reports kept for the status."""
 
 import time
-from typing import Any
 
+from archive.master_answers import NodeScrub, Scrubbing, ScrubDone
 from archive.node_calls import SCRUB, ScrubOrder
 
 from .db import MasterDB
@@ -16,24 +16,25 @@ class Scrubs:
         self.members = members
         self.every = every
         # The last finished scrub of each node, as it reported it.
-        self.reports: dict[str, dict[str, Any]] = {}
+        self.reports: dict[str, ScrubDone] = {}
 
-    async def start(self, nodes: list[str]) -> dict[str, Any]:
+    async def start(self, nodes: list[str]) -> Scrubbing:
         """Ask each node to start a scrub; what each answered."""
         started = {}
         for node in nodes:
             peer = self.members.links.get(node)
             if peer is None:
-                started[node] = {"started": False, "error": "not connected"}
+                started[node] = NodeScrub(False, error="not connected")
                 continue
             row = self.members.rows[node]
             row.last_scrub = time.time()
             self.db.save_node(row)
             try:
-                started[node] = (await SCRUB.call(peer, ScrubOrder(), timeout=30)).to_json()
+                answer = await SCRUB.call(peer, ScrubOrder(), timeout=30)
+                started[node] = NodeScrub(answer.started, answer.running)
             except Exception as exc:
-                started[node] = {"started": False, "error": str(exc)}
-        return {"scrub": started}
+                started[node] = NodeScrub(False, error=str(exc))
+        return Scrubbing(started)
 
     async def start_due(self) -> None:
         """Start the scrub of each connected node whose last one is `every` seconds old."""

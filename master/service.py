@@ -32,6 +32,7 @@ from archive.index_calls import (
     IndexJoin,
     StructureChanges,
 )
+from archive.master_answers import ScrubDone
 from archive.metadata import cluster_id
 from archive.node_calls import (
     NODE_INVENTORY,
@@ -343,11 +344,7 @@ class Master:
         if peer.role != "storage":
             return Nothing()
         bad = report.bad
-        self.scrubs.reports[peer.name] = {
-            "finished": time.time(),
-            "checked": report.checked,
-            "bad": len(bad),
-        }
+        self.scrubs.reports[peer.name] = ScrubDone(time.time(), report.checked, len(bad))
         if bad:
             log.warning("scrub of %s found %d bad files; repairing them", peer.name, len(bad))
             self.db.remove_locations(peer.name, [(b["kind"], b["name"]) for b in bad])

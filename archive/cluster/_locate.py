@@ -4,9 +4,10 @@ configuration says), the storage nodes to read packs from, the members of the cl
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 from ..hashing import check_name
+from ..hip import RemoteError
+from ..master_answers import ClusterStatus, Located
 from ..network import NETWORK_ERRORS
 from ._errors import ClusterError
 from ._session import Session
@@ -77,11 +78,12 @@ class Locator:
             answer = json.loads(text)
             if status != 200:
                 raise ClusterError(f"{url} answered {status}: {answer.get('error')}")
-            return [str(node["address"]) for node in answer["nodes"]]
-        except (ValueError, KeyError, TypeError, AttributeError):
+            located = Located.from_json(answer, url)
+        except (ValueError, AttributeError, RemoteError):
             raise ClusterError(
                 f"{url} answered {status} with no node list: {text[:200]!r}"
             ) from None
+        return [node.address for node in located.nodes]
 
     async def storage_nodes(self) -> list[str]:
         """The addresses of the connected storage nodes, those holding the most files first, as
@@ -89,34 +91,28 @@ class Locator:
         now = time.monotonic()
         if self._nodes is not None and now - self._nodes[0] < NODES_KEPT:
             return self._nodes[1]
-        master, answer = await self._master_status()
-        try:
-            nodes = [n for n in answer["nodes"] if n["connected"]]
-            nodes.sort(key=lambda n: -int(n["files"]))
-            addresses = [str(n["address"]).rstrip("/") for n in nodes]
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise ClusterError(f"{master}/status answered without a list of nodes") from None
+        _, status = await self._master_status()
+        nodes = sorted((n for n in status.nodes if n.connected), key=lambda n: -n.files)
+        addresses = [n.address.rstrip("/") for n in nodes]
         self._nodes = (now, addresses)
         return addresses
 
     async def members(self) -> list[str]:
         """The URLs of every member of the cluster: the master, its index nodes and its storage
         nodes, connected or not (the consultation proxy sends no live request to any of them)."""
-        master, answer = await self._master_status()
-        try:
-            nodes = [str(n["address"]) for n in answer["nodes"]]
-            index_nodes = [str(address) for address in answer["index_nodes"]]
-        except (KeyError, TypeError):
-            raise ClusterError(f"{master}/status answered without its members") from None
-        return [master, *index_nodes, *nodes]
+        master, status = await self._master_status()
+        nodes = [n.address for n in status.nodes]
+        return [master, *status.index_nodes, *nodes]
 
-    async def _master_status(self) -> tuple[str, dict[str, Any]]:
-        """The master's URL and its status (JSON); ClusterError when it cannot be had."""
+    async def _master_status(self) -> tuple[str, ClusterStatus]:
+        """The master's URL and its status; ClusterError when it cannot be had."""
         master = await self._session.master_url()
         try:
-            _, status = await self._session.get_object(f"{master}/status")
+            _, answer = await self._session.get_object(f"{master}/status")
+            return master, ClusterStatus.from_json(answer, f"{master}/status")
         except NETWORK_ERRORS as exc:
             raise ClusterError(f"the master at {master} cannot be reached: {exc}") from None
         except ValueError:
             raise ClusterError(f"{master}/status answered without a list of nodes") from None
-        return master, status
+        except RemoteError as exc:
+            raise ClusterError(f"{master}/status answered without a list of nodes: {exc}") from None

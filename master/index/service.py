@@ -18,6 +18,7 @@ from archive import jsonwire
 from archive.atomic import atomic_write
 from archive.errors import ConfigError
 from archive.hip import Handler, HipMaster
+from archive.master_answers import IndexStatus, MasterLink
 from archive.network import peer_timeout
 
 from .appends import APPEND_TIMEOUT, APPENDS_IN_FLIGHT
@@ -78,19 +79,20 @@ class IndexNode(InsertProtocol):
         self.contents.close()
 
     def status(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "address": self.address,
-            "master": {"url": self.options.master, "connected": self._master_connected()},
-            "nodes": len(self.nodes),
-            "alive": sum(1 for node in self.nodes if node.state == "alive"),
-            "contents": len(self.contents),
-            "claims": len(self.claims),
-            "pending_uploads": len(self._pending),
-            "unconfirmed_inserts": len(self._appends),
-            "unsent_changes": len(self._unsent),
-            "appending": len(self._working),
-            "clients": len(self.hip.slaves),
-            "counters": dict(self.stats),
-            "uptime": round(time.time() - self.started, 1),
-        }
+        """Its /status answer (IndexStatus)."""
+        return IndexStatus(
+            self.id,
+            self.address,
+            MasterLink(self.options.master, self._master_connected()),
+            nodes=len(self.nodes),
+            alive=sum(1 for node in self.nodes if node.state == "alive"),
+            contents=len(self.contents),
+            claims=len(self.claims),
+            pending_uploads=len(self._pending),
+            unconfirmed_inserts=len(self._appends),
+            unsent_changes=len(self._unsent),
+            appending=len(self._working),
+            clients=len(self.hip.slaves),
+            counters=dict(self.stats),
+            uptime=round(time.time() - self.started, 1),
+        ).to_json()
