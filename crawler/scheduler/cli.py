@@ -7,8 +7,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from archive.answers import Answer
 from archive.command_line import (
     Runner,
     Subparsers,
@@ -22,6 +23,17 @@ from archive.command_line import (
 )
 from archive.config import load_config
 from archive.errors import DlwebError
+from archive.hip import RemoteError
+from archive.scheduler_answers import (
+    SchedulerStatus,
+    SecondAgentSent,
+    Site,
+    SiteDetail,
+    Sites,
+    Stream,
+    StreamDetail,
+    Streams,
+)
 from archive.timestamps import format_iso
 from archive.urlkey import canonical_url
 
@@ -33,6 +45,7 @@ __all__ = ["register_campaign", "register_scheduler", "register_sites", "registe
 
 DEFAULT_DATA = Path("dlweb-data") / "scheduler"
 DEFAULT_URL = "http://127.0.0.1:8300"
+A = TypeVar("A", bound=Answer)
 
 
 def _words(text: str | None) -> tuple[str, ...]:
@@ -186,9 +199,14 @@ def register_scheduler(subparsers: Subparsers) -> None:
 
 
 def _call(
-    args: argparse.Namespace, method: str, path: str, body: dict[str, Any] | None = None
-) -> Any:
-    """One request to the scheduler's API; its error message as a DlwebError."""
+    args: argparse.Namespace,
+    kind: type[A],
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+) -> A:
+    """One request to the scheduler's API, its answer a `kind`; its error message, or what is
+    wrong with its answer, as a DlwebError."""
     headers = {"Content-Type": "application/json"}
     if method != "GET":
         headers["Authorization"] = f"Bearer {load_config(args.config).write_token}"
@@ -198,7 +216,7 @@ def _call(
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
-            return json.loads(answer.read())
+            received = answer.read()
     except urllib.error.HTTPError as exc:
         try:
             message = json.loads(exc.read()).get("error", exc.reason)
@@ -207,37 +225,43 @@ def _call(
         raise DlwebError(f"the scheduler refused: {message}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise DlwebError(f"cannot reach the scheduler at {args.scheduler}: {exc}") from None
+    try:
+        return kind.from_json(json.loads(received), f"{method} {path}")
+    except ValueError as exc:
+        raise DlwebError(f"the scheduler's answer is not JSON: {exc}") from None
+    except RemoteError as exc:
+        raise DlwebError(f"the scheduler's answer is not understood: {exc.message}") from None
 
 
-def _print_sites(sites: list[dict[str, Any]]) -> None:
+def _print_sites(listed: Sites) -> None:
     print(f"{'id':>6}  {'state':<12}{'priority':>9}{'relev.':>8}{'crawls':>7}  start URL")
-    for site in sites:
+    for site in listed.sites:
         print(
-            f"{site['id']:>6}  {site['state']:<12}{site['priority']:>9.3f}{site['relevance']:>8.2f}"
-            f"{site['crawls']:>7}  {site['start_url']}"
+            f"{site.id:>6}  {site.state:<12}{site.priority:>9.3f}{site.relevance:>8.2f}"
+            f"{site.crawls:>7}  {site.start_url}"
         )
 
 
-def _answered(answer: Any) -> int:
+def _answered(answer: Answer) -> int:
     """Print the scheduler's JSON answer, the output of every action but a table's."""
-    print(json.dumps(answer, indent=1))
+    print(json.dumps(answer.to_json(), indent=1))
     return 0
 
 
-def _listed(args: argparse.Namespace, kind: str, table: Callable[[Any], None]) -> int:
-    """`KIND list`: the sites or streams as a table, or the scheduler's answer with --json."""
+def _listed(args: argparse.Namespace, path: str, kind: type[A], table: Callable[[A], None]) -> int:
+    """`list`: the sites or streams as a table, or the scheduler's answer with --json."""
     query = f"?state={args.state}" if args.state else ""
-    answer = _call(args, "GET", f"/api/{kind}{query}")
+    answer = _call(args, kind, "GET", f"/api/{path}{query}")
     if args.json:
         return _answered(answer)
-    table(answer[kind])
+    table(answer)
     return 0
 
 
 def _sites(args: argparse.Namespace) -> int:
     action = args.action
     if action == "list":
-        return _listed(args, "sites", _print_sites)
+        return _listed(args, "sites", Sites, _print_sites)
     if action == "add":
         body: dict[str, Any] = {"start_url": args.url, "seed": args.seed, "priority": args.priority}
         for key, value in (
@@ -247,17 +271,19 @@ def _sites(args: argparse.Namespace) -> int:
         ):
             if value is not None:
                 body[key] = value
-        answer = _call(args, "POST", "/api/sites", body)
-    elif action == "show":
-        answer = _call(args, "GET", f"/api/sites/{args.id}")
+        return _answered(_call(args, Site, "POST", "/api/sites", body))
+    path = f"/api/sites/{args.id}"
+    answer: Answer
+    if action == "show":
+        answer = _call(args, SiteDetail, "GET", path)
     elif action == "inject":
-        answer = _call(args, "POST", f"/api/sites/{args.id}/inject", {"priority": args.priority})
+        answer = _call(args, Site, "POST", f"{path}/inject", {"priority": args.priority})
     elif action == "second-agent":
-        answer = _call(args, "POST", f"/api/sites/{args.id}/second-agent", {})
+        answer = _call(args, SecondAgentSent, "POST", f"{path}/second-agent", {})
     elif action == "blacklist":
-        answer = _call(args, "POST", f"/api/sites/{args.id}/blacklist", {})
+        answer = _call(args, Site, "POST", f"{path}/blacklist", {})
     else:
-        answer = _call(args, "DELETE", f"/api/sites/{args.id}")
+        answer = _call(args, Site, "DELETE", path)
     return _answered(answer)
 
 
@@ -326,33 +352,34 @@ def _when(seconds: float) -> str:
     return format_iso(int(seconds) * 1_000_000) if seconds else "-"
 
 
-def _print_streams(streams: list[dict[str, Any]]) -> None:
+def _print_streams(listed: Streams) -> None:
     print(
         f"{'id':>5}  {'state':<10}{'agent':<16}{'recorded from':<22}{'recorded until':<22}"
         f"{'gaps':>5}{'site':>6}  URL"
     )
-    for stream in streams:
+    for stream in listed.streams:
         print(
-            f"{stream['id']:>5}  {stream['state']:<10}{stream['agent'] or '-':<16}"
-            f"{_when(stream['first_recorded']):<22}{_when(stream['last_recorded']):<22}"
-            f"{stream['gaps']:>5}{stream['site'] or '-':>6}  {stream['url']}"
+            f"{stream.id:>5}  {stream.state:<10}{stream.agent or '-':<16}"
+            f"{_when(stream.first_recorded):<22}{_when(stream.last_recorded):<22}"
+            f"{stream.gaps:>5}{stream.site or '-':>6}  {stream.url}"
         )
 
 
 def _streams(args: argparse.Namespace) -> int:
     if args.action == "list":
-        return _listed(args, "streams", _print_streams)
+        return _listed(args, "streams", Streams, _print_streams)
+    answer: Answer
     if args.action == "show":
-        answer = _call(args, "GET", f"/api/streams/{args.id}")
+        answer = _call(args, StreamDetail, "GET", f"/api/streams/{args.id}")
     else:
         canonical_url(args.url)  # a URL no agent could record is told here, as any argument
         body: dict[str, Any] = {"url": args.url}
         if args.action == "add":
             if args.site is not None:
                 body["site"] = args.site
-            answer = _call(args, "POST", "/api/streams", body)
+            answer = _call(args, Stream, "POST", "/api/streams", body)
         else:
-            answer = _call(args, "POST", "/api/streams/stop", body)
+            answer = _call(args, Stream, "POST", "/api/streams/stop", body)
     return _answered(answer)
 
 
@@ -381,7 +408,7 @@ def register_streams(subparsers: Subparsers) -> None:
 
 def _campaign(args: argparse.Namespace) -> int:
     state = "paused" if args.action == "pause" else "running"
-    return _answered(_call(args, "POST", "/api/campaign", {"state": state}))
+    return _answered(_call(args, SchedulerStatus, "POST", "/api/campaign", {"state": state}))
 
 
 def register_campaign(subparsers: Subparsers) -> None:

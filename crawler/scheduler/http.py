@@ -1,21 +1,30 @@
 """The scheduler's HTTP side: HIP for the agents, the operator's JSON API and a status page."""
 
-import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aiohttp import web
 
+from archive.answers import Answer
 from archive.errors import DlwebError
+from archive.scheduler_answers import (
+    Referrer,
+    SecondAgentSent,
+    Site,
+    SiteDetail,
+    Sites,
+    Stream,
+    StreamDetail,
+    Streams,
+)
 from archive.serving import json_body, token_guard
 from archive.urlkey import canonical_url
 
 from ..delimitation import Delimitation
 from .service import Scheduler
 from .status_page import status_page
-from .store import Site
-from .stream_registry import STREAM_STATES, Stream
+from .stream_registry import STREAM_STATES
 
 __all__ = ["build_app"]
 
@@ -25,8 +34,8 @@ MAX_BODY = 64 * 1024
 T = TypeVar("T")
 
 
-def site_json(site: Site) -> dict[str, Any]:
-    return dataclasses.asdict(site)
+def _answered(answer: Answer, status: int = 200) -> web.Response:
+    return web.json_response(answer.to_json(), status=status)
 
 
 def _scheduler(request: web.Request) -> Scheduler:
@@ -47,7 +56,7 @@ def _site_of(request: web.Request) -> Site:
 
 
 async def status(request: web.Request) -> web.Response:
-    return web.json_response(_scheduler(request).status())
+    return _answered(_scheduler(request).status())
 
 
 async def list_sites(request: web.Request) -> web.Response:
@@ -58,17 +67,19 @@ async def list_sites(request: web.Request) -> web.Response:
     except ValueError:
         raise web.HTTPBadRequest(reason="limit and offset must be whole numbers") from None
     sites = _scheduler(request).store.sites(state=state, limit=limit, offset=offset)
-    return web.json_response({"sites": [site_json(s) for s in sites]})
+    return _answered(Sites(tuple(s for s in sites)))
 
 
 async def show_site(request: web.Request) -> web.Response:
     site = _site_of(request)
     store = _scheduler(request).store
-    crawls = [dataclasses.asdict(c) for c in store.crawls(site.id)]
-    referrers = [
-        {"site": r.id, "start_url": r.start_url, "links": n} for r, n in store.referrers(site.id)
-    ]
-    return web.json_response({"site": site_json(site), "crawls": crawls, "referrers": referrers})
+    return _answered(
+        SiteDetail(
+            site,
+            tuple(c for c in store.crawls(site.id)),
+            tuple(Referrer(r.id, r.start_url, n) for r, n in store.referrers(site.id)),
+        )
+    )
 
 
 async def add_site(request: web.Request) -> web.Response:
@@ -96,7 +107,7 @@ async def add_site(request: web.Request) -> web.Response:
         )
     except DlwebError as exc:
         raise web.HTTPConflict(reason=str(exc)) from None
-    return web.json_response(site_json(site), status=201)
+    return _answered(site, status=201)
 
 
 def _site_of_id(request: web.Request, site_id: int) -> Site:
@@ -108,7 +119,7 @@ def _site_of_id(request: web.Request, site_id: int) -> Site:
 async def _to_state(request: web.Request, state: str) -> web.Response:
     site = _site_of(request)
     _scheduler(request).store.set_state(site.id, state)
-    return web.json_response(site_json(_site_of_id(request, site.id)))
+    return _answered(_site_of_id(request, site.id))
 
 
 async def blacklist(request: web.Request) -> web.Response:
@@ -127,7 +138,7 @@ async def inject(request: web.Request) -> web.Response:
     if site.state != "crawling":
         store.set_state(site.id, "queued", next_crawl=time.time())
     _scheduler(request).wake()
-    return web.json_response(site_json(_site_of_id(request, site.id)))
+    return _answered(_site_of_id(request, site.id))
 
 
 async def remove(request: web.Request) -> web.Response:
@@ -140,7 +151,7 @@ async def second_agent(request: web.Request) -> web.Response:
         name = await _scheduler(request).send_second(site.id)
     except DlwebError as exc:
         raise web.HTTPConflict(reason=str(exc)) from None
-    return web.json_response({"site": site.id, "agent": name})
+    return _answered(SecondAgentSent(site.id, name))
 
 
 async def list_streams(request: web.Request) -> web.Response:
@@ -148,7 +159,7 @@ async def list_streams(request: web.Request) -> web.Response:
     if state is not None and state not in STREAM_STATES:
         raise web.HTTPBadRequest(reason=f"state must be one of {', '.join(STREAM_STATES)}")
     streams = _scheduler(request).store.streams(state=state, limit=100_000)
-    return web.json_response({"streams": [s.to_json() for s in streams]})
+    return _answered(Streams(tuple(s for s in streams)))
 
 
 def _stream_of(request: web.Request) -> Stream:
@@ -159,10 +170,12 @@ async def show_stream(request: web.Request) -> web.Response:
     """A stream, its recordings (one per agent it was given to) and the decisions about it."""
     stream = _stream_of(request)
     store = _scheduler(request).store
-    recordings = [dataclasses.asdict(r) for r in store.stream_recordings(stream.id)]
-    events = [dataclasses.asdict(e) for e in store.stream_events(stream.id)]
-    return web.json_response(
-        {"stream": stream.to_json(), "recordings": recordings, "events": events}
+    return _answered(
+        StreamDetail(
+            stream,
+            tuple(r for r in store.stream_recordings(stream.id)),
+            tuple(e for e in store.stream_events(stream.id)),
+        )
     )
 
 
@@ -181,13 +194,13 @@ async def add_stream(request: web.Request) -> web.Response:
         raise web.HTTPBadRequest(reason="site must be a site id")
     # A BadUrl is a 400 naming what is wrong, an unknown site a 404 (archive/serving.py).
     stream = _scheduler(request).streams.add(_url_of(body), site)
-    return web.json_response(stream.to_json())
+    return _answered(stream)
 
 
 async def stop_stream(request: web.Request) -> web.Response:
     body = await json_body(request, MAX_BODY)
     stream = await _scheduler(request).streams.stop(_url_of(body))
-    return web.json_response(stream.to_json())
+    return _answered(stream)
 
 
 async def campaign(request: web.Request) -> web.Response:
@@ -196,7 +209,7 @@ async def campaign(request: web.Request) -> web.Response:
         _scheduler(request).set_campaign(str(body.get("state", "")))
     except DlwebError as exc:
         raise web.HTTPBadRequest(reason=str(exc)) from None
-    return web.json_response(_scheduler(request).status())
+    return _answered(_scheduler(request).status())
 
 
 async def clone(request: web.Request) -> web.Response:

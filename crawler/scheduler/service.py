@@ -28,6 +28,7 @@ from typing import Any, Unpack
 from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Ok, SiteDone
 from archive.errors import DlwebError
 from archive.hip import HipError, HipMaster, Nothing, Peer, RemoteError
+from archive.scheduler_answers import CrawlerAgent, SchedulerStatus
 from archive.stream_calls import STREAM_REPORT
 from archive.urlkey import BadUrl, canonical_url
 
@@ -358,16 +359,15 @@ class Scheduler:
 
     # -- what the operator sees ---------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "campaign": "running" if self.running else "paused",
-            "agents": [
-                {"name": a.name, "connected": a.peer is not None, "site": a.site}
-                for a in self.agents.values()
-            ],
-            "counts": self.store.counts(),
-            "decisions": self.decisions,
-            "stream_agents": self.streams.status(),
-            "streams": self.store.stream_counts(),
-            "stream_decisions": self.streams.decisions,
-        }
+    def status(self) -> SchedulerStatus:
+        return SchedulerStatus(
+            campaign="running" if self.running else "paused",
+            agents=tuple(
+                CrawlerAgent(a.name, a.peer is not None, a.site) for a in self.agents.values()
+            ),
+            counts=self.store.counts(),
+            decisions=self.decisions,
+            stream_agents=self.streams.status(),
+            streams=self.store.stream_counts(),
+            stream_decisions=self.streams.decisions,
+        )

@@ -18,17 +18,17 @@ def status_page(scheduler: Scheduler) -> str:
     now = time.time()
     agents = _table(
         ["agent", "connected", "site"],
-        [[a["name"], "yes" if a["connected"] else "no", a["site"] or ""] for a in state["agents"]],
+        [[a.name, "yes" if a.connected else "no", a.site or ""] for a in state.agents],
     )
     queue = _queue(store, now)
     ranks = _ranks(store, now)
     recent = _recent(store, now)
-    counts = _table(["", "sites"], [[k, v] for k, v in sorted(state["counts"].items())])
+    counts = _table(["", "sites"], [[k, v] for k, v in sorted(state.counts.items())])
     stream_agents = _table(
         ["streaming agent", "connected", "capacity", "streams"],
         [
-            [a["name"], "yes" if a["connected"] else "no", a["capacity"], a["streams"]]
-            for a in state["stream_agents"]
+            [a.name, "yes" if a.connected else "no", a.capacity, a.streams]
+            for a in state.stream_agents
         ],
     )
     streams = _streams(store, now)
@@ -36,7 +36,7 @@ def status_page(scheduler: Scheduler) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
         "<title>dlweb scheduler</title><style>body{font-family:sans-serif;margin:2em}"
         "td,th{padding:2px 10px;text-align:left}</style></head><body>"
-        f"<h1>Scheduler: campaign {html.escape(state['campaign'])}</h1>{counts}"
+        f"<h1>Scheduler: campaign {html.escape(state.campaign)}</h1>{counts}"
         f"<h2>Agents</h2>{agents}<h2>Queue</h2>{queue}<h2>Recently crawled</h2>{recent}"
         f"<h2>Sites by authority, and their next crawls</h2>{ranks}"
         f"<h2>Streaming agents</h2>{stream_agents}<h2>Streams</h2>{streams}"

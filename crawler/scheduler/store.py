@@ -28,11 +28,12 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypedDict
 
 from archive.errors import NotFound
+from archive.scheduler_answers import Crawl, Site
 from archive.sql import in_chunks
 from archive.urlkey import canonical_url
 
@@ -129,49 +130,6 @@ class SiteOptions(TypedDict, total=False):
 
 class DuplicateSite(StoreError):
     """A new site whose start URL already belongs to a registered site."""
-
-
-@dataclass(frozen=True)
-class Site:
-    id: int
-    start_url: str
-    accept: str
-    reject: str
-    max_depth: int
-    state: str
-    priority: float
-    relevance: float  # how well its last crawl passed the campaign's filters
-    hub: float  # HITS ranks on the site graph
-    authority: float
-    seed: bool
-    source: str  # who registered it: "operator", or which site it was discovered from
-    agent: str  # the agent crawling it, while crawling
-    claimed: float  # when that agent was given it
-    next_crawl: float
-    interval: float  # seconds between crawls
-    last_crawl: float
-    signature_file: str  # the last crawl's, for the next order's `previous`
-    chunk_file: str  # the last crawl's text-chunk signatures, to measure the next one's changes
-    change_rate: float
-    crawls: int
-    created: float
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Crawl:
-    id: int
-    site: int
-    agent: str
-    started: float
-    finished: float
-    pages: int
-    new_contents: int
-    known_contents: int
-    new_chunk_share: float | None  # None when not measured
-    report: dict[str, Any]  # without its external links, which only their count replaces
 
 
 class Store(StreamRegistry):

@@ -21,9 +21,10 @@ import json
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import asdict, dataclass, fields
+from dataclasses import fields
 from typing import Any
 
+from archive.scheduler_answers import Stream, StreamEvent, StreamRecording
 from archive.urlkey import BadUrl, canonical_url
 
 from .reports import report_count, report_number
@@ -84,58 +85,6 @@ CREATE TABLE stream_events (
 );
 CREATE INDEX stream_events_by_stream ON stream_events (stream, id);
 """
-
-
-@dataclass(frozen=True)
-class Stream:
-    id: int
-    url: str  # as reported or given: what the agents record
-    key: str  # its canonical form: one stream per key
-    site: int | None  # the site whose crawl reported it, or the operator named
-    state: str
-    agent: str  # the streaming agent recording it, while recording
-    assigned: float  # when that agent was given it
-    first_recorded: float  # when its first recording that stored anything began (0: never)
-    last_recorded: float  # the end of the last chunk an agent reported (0: never)
-    recordings: int  # agents' recordings of it, one per assignment
-    gaps: int  # holes in its timeline: between recordings, and within each
-    bytes: int
-    source: str  # "operator", or which site's crawl found it
-    created: float
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class StreamRecording:
-    """One agent's recording of a stream, as it last reported it."""
-
-    recording: str  # the id the agent's chunk logs carry
-    stream: int
-    agent: str
-    started: float
-    last: float
-    bytes: int
-    chunks: int
-    titles: int
-    gaps: int
-    errors: dict[str, int]
-    drift: str
-    ended: float  # when the agent reported its end (0: not reported)
-    reason: str
-
-
-@dataclass(frozen=True)
-class StreamEvent:
-    """A decision about a stream, or what made the scheduler take one."""
-
-    id: int
-    stream: int
-    time: float
-    event: str
-    agent: str
-    detail: str
 
 
 class StreamRegistry(SqlEngine):

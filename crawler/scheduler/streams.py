@@ -24,6 +24,7 @@ from typing import Any
 
 from archive.errors import NotFound
 from archive.hip import HipError, Nothing, Peer, RemoteError
+from archive.scheduler_answers import StreamingAgent
 from archive.stream_calls import RECORD, STATUS, STOP, Ok, StopStream, StreamReport
 
 from ..stream.assignment import Assignment
@@ -225,17 +226,12 @@ class StreamAgents:
         assert stopped is not None
         return stopped
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> tuple[StreamingAgent, ...]:
         load = self.store.stream_load()
-        return [
-            {
-                "name": a.name,
-                "connected": a.connected,
-                "capacity": a.capacity,
-                "streams": load.get(a.name, 0),
-            }
+        return tuple(
+            StreamingAgent(a.name, a.connected, a.capacity, load.get(a.name, 0))
             for a in self.agents.values()
-        ]
+        )
 
     # -- inside -------------------------------------------------------------------------------
 

@@ -1,0 +1,207 @@
+"""The scheduler's JSON API answers (crawler/scheduler/http.py), typed once for the scheduler that
+serves them and the `dlweb sites`, `dlweb streams` and `dlweb campaign` commands that read them.
+
+`/api/status` and `/api/campaign` answer a SchedulerStatus; `/api/sites` a Sites, or the
+Site it added; `/api/sites/{id}` a SiteDetail, or (blacklist, inject, remove) the Site
+changed; `/api/sites/{id}/second-agent` a SecondAgentSent; `/api/streams` a Streams, or the
+Stream added or stopped; `/api/streams/{id}` a StreamDetail. `/api/agents/{name}/clone`
+answers the agent's Cloned (archive/crawl_calls.py). An entry is a row of the scheduler's
+database, its fields those of the scheduler's record in their order (`of` copies them).
+
+Each is an `Answer` (archive/answers.py): its JSON is its fields, `from_json` checks them.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from .answers import Answer
+
+__all__ = [
+    "Crawl",
+    "CrawlerAgent",
+    "StreamRecording",
+    "Referrer",
+    "SchedulerStatus",
+    "SecondAgentSent",
+    "SiteDetail",
+    "Site",
+    "Sites",
+    "StreamDetail",
+    "Stream",
+    "StreamEvent",
+    "StreamingAgent",
+    "Streams",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Site(Answer):
+    """A site of the campaign, a row of the scheduler's database."""
+
+    id: int
+    start_url: str
+    accept: str
+    reject: str
+    max_depth: int
+    state: str
+    priority: float
+    relevance: float  # how well its last crawl passed the campaign's filters
+    hub: float  # HITS ranks on the site graph
+    authority: float
+    seed: bool
+    source: str  # who registered it: "operator", or which site it was discovered from
+    agent: str  # the agent crawling it, while crawling
+    claimed: float  # when that agent was given it
+    next_crawl: float
+    interval: float  # seconds between crawls
+    last_crawl: float
+    signature_file: str  # the last crawl's, for the next order's `previous`
+    chunk_file: str  # the last crawl's text-chunk signatures, to measure the next one's changes
+    change_rate: float
+    crawls: int
+    created: float
+
+
+@dataclass(frozen=True, slots=True)
+class Crawl(Answer):
+    """A crawl of a site."""
+
+    id: int
+    site: int
+    agent: str
+    started: float
+    finished: float
+    pages: int
+    new_contents: int
+    known_contents: int
+    new_chunk_share: float | None  # None when not measured
+    report: dict[str, Any]  # without its external links, which only their count replaces
+
+
+@dataclass(frozen=True, slots=True)
+class Referrer(Answer):
+    """A site linking to another, and how many links it has to it."""
+
+    site: int
+    start_url: str
+    links: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sites(Answer):
+    sites: tuple[Site, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SiteDetail(Answer):
+    """A site, its last crawls (newest first) and the sites linking to it (most links first)."""
+
+    site: Site
+    crawls: tuple[Crawl, ...]
+    referrers: tuple[Referrer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SecondAgentSent(Answer):
+    """The agent sent on a site another agent crawls."""
+
+    site: int
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stream(Answer):
+    """A live stream the scheduler has recorded."""
+
+    id: int
+    url: str  # as reported or given: what the agents record
+    key: str  # its canonical form: one stream per key
+    site: int | None  # the site whose crawl reported it, or the operator named
+    state: str
+    agent: str  # the streaming agent recording it, while recording
+    assigned: float  # when that agent was given it
+    first_recorded: float  # when its first recording that stored anything began (0: never)
+    last_recorded: float  # the end of the last chunk an agent reported (0: never)
+    recordings: int  # agents' recordings of it, one per assignment
+    gaps: int  # holes in its timeline: between recordings, and within each
+    bytes: int
+    source: str  # "operator", or which site's crawl found it
+    created: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRecording(Answer):
+    """One agent's recording of a stream, as it last reported it."""
+
+    recording: str  # the id the agent's chunk logs carry
+    stream: int
+    agent: str
+    started: float
+    last: float
+    bytes: int
+    chunks: int
+    titles: int
+    gaps: int
+    errors: dict[str, int]
+    drift: str
+    ended: float  # when the agent reported its end (0: not reported)
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent(Answer):
+    """A decision about a stream, or what made the scheduler take one."""
+
+    id: int
+    stream: int
+    time: float
+    event: str
+    agent: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Streams(Answer):
+    streams: tuple[Stream, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDetail(Answer):
+    """A stream, its recordings (oldest first) and its last events (oldest first)."""
+
+    stream: Stream
+    recordings: tuple[StreamRecording, ...]
+    events: tuple[StreamEvent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlerAgent(Answer):
+    """A site crawler agent, and the site it crawls (-1: one given before a restart)."""
+
+    name: str
+    connected: bool
+    site: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamingAgent(Answer):
+    """A streaming agent, its slots and the streams it records."""
+
+    name: str
+    connected: bool
+    capacity: int
+    streams: int
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerStatus(Answer):
+    """The campaign's state, its agents, its sites and streams counted by state, and how many
+    decisions the scheduler took."""
+
+    campaign: str  # running or paused
+    agents: tuple[CrawlerAgent, ...]
+    counts: dict[str, int]  # sites by state and in all, edges, crawls
+    decisions: int
+    stream_agents: tuple[StreamingAgent, ...]
+    streams: dict[str, int]  # streams by state and in all
+    stream_decisions: int
