@@ -141,6 +141,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any("failed" in r for r in reports) else 0
 
 
+def _add_work_option(parser: argparse.ArgumentParser, text: str) -> None:
+    """--work, the folder of a site crawler's queues and of the files its crawls leave."""
+    parser.add_argument(
+        "--work", type=Path, default=DEFAULT_WORK, help=f"{text} (default ./{DEFAULT_WORK})"
+    )
+
+
 def _add_site_arguments(parser: argparse.ArgumentParser) -> None:
     """The start URLs and what belongs to their sites."""
     parser.add_argument("urls", nargs="+", metavar="URL", help="start URL of a site (one per site)")
@@ -222,12 +229,10 @@ def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="the signature file of this site's previous crawl: conditional requests, known contents",
     )
-    parser.add_argument(
-        "--work",
-        type=Path,
-        default=DEFAULT_WORK,
-        help=f"folder for the queues while a site is crawled, and for the signature and text-chunk"
-        f" files each crawl leaves (default ./{DEFAULT_WORK})",
+    _add_work_option(
+        parser,
+        "folder for the queues while a site is crawled, and for the signature and text-chunk"
+        " files each crawl leaves",
     )
 
 
@@ -276,12 +281,7 @@ def add_scheduler_options(parser: argparse.ArgumentParser, kind: str) -> None:
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     add_scheduler_options(parser, "crawler")
-    parser.add_argument(
-        "--work",
-        type=Path,
-        default=DEFAULT_WORK,
-        help=f"folder for queues and signature files (default ./{DEFAULT_WORK})",
-    )
+    _add_work_option(parser, "folder for queues and signature files")
     parser.add_argument(
         "--monitor", type=parse_listen, metavar="HOST:PORT", help="serve the monitoring page"
     )
@@ -341,12 +341,7 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=non_negative, default=30.0, help="seconds a server may stay silent"
     )
     add_resolve_option(parser)
-    parser.add_argument(
-        "--work",
-        type=Path,
-        default=DEFAULT_WORK,
-        help=f"folder for the crawler's queues and signature files (default ./{DEFAULT_WORK})",
-    )
+    _add_work_option(parser, "folder for the crawler's queues and signature files")
     add_config_option(parser)
     parser.set_defaults(run=_record, collection=None)
 

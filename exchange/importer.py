@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from archive.cluster import ClusterClient, NewCapture
 from archive.errors import DlwebError, NotFound
@@ -46,6 +45,7 @@ from .bundles import Bundle, Bundler, slice_field
 from .pending import (
     Revisit,
     SeenUrls,
+    Stored,
     described,
     pending_capture,
     registry_entry,
@@ -63,16 +63,6 @@ MAX_ORIGINALS = 500_000  # about 200 MB of memory at most
 # A request body larger than this (an upload) is folded into its lookup URL from its start only.
 MAX_FOLDED_BODY = 16 * 1024 * 1024
 _PLAIN_METHODS = (b"GET ", b"HEAD ")
-
-
-@dataclass(frozen=True, slots=True)
-class Original:
-    """What a revisit of a payload points at."""
-
-    content: str
-    header: str
-    status: int
-    size: int
 
 
 @dataclass
@@ -153,22 +143,8 @@ class _Pending:
     digest: Digest | None
 
 
-class _Revisiting(Protocol):
-    """A revisit record as read (SourceRecord) or as kept pending (pending.Revisit)."""
-
-    @property
-    def uri(self) -> str: ...
-
-    @property
-    def time(self) -> int: ...
-
-    @property
-    def status(self) -> int: ...
-
-    @property
-    def http_header(self) -> bytes | None: ...
-
-    def field(self, name: str) -> str | None: ...
+# A revisit record as read, or as kept pending.
+_Revisiting = SourceRecord | Revisit
 
 
 class Importer:
@@ -176,7 +152,7 @@ class Importer:
         self.client = client
         self.report = report or (lambda line: print(line, file=sys.stderr))
         self.summary = ImportSummary()
-        self.originals: dict[Digest, Original] = {}
+        self.originals: dict[Digest, Stored] = {}
         # The URLs captured, for the pending revisits this import may resolve at its end.
         self.seen = SeenUrls()
         self.bundler = Bundler()
@@ -253,20 +229,11 @@ class Importer:
         if bundle is None:
             return
         bodies[bundle.name] = bundle.body
+        flags = RecordFlag.IMPORTED | RecordFlag.BUNDLED
         for record, start, length in bundle.records:
+            stored = Stored(bundle.name, bundle.name, record.status, len(bundle.body))
             captures.append(
-                NewCapture(
-                    url=record.uri,
-                    time=record.time,
-                    content=bundle.name,
-                    header=bundle.name,
-                    status=record.status,
-                    size=len(bundle.body),
-                    header_size=0,
-                    kind=record.type,
-                    flags=int(RecordFlag.IMPORTED | RecordFlag.BUNDLED),
-                    offset=slice_field(start, length),
-                )
+                stored.capture(record, record.type, flags, offset=slice_field(start, length))
             )
 
     def _problem(self, problem: Problem) -> None:
@@ -312,26 +279,16 @@ class Importer:
         header_name = hashlib.sha256(header).hexdigest() if header else content
         if header:
             bodies[header_name] = header
+        stored = Stored(content, header_name, status, record.body.size)
         if kind is RecordKind.RESPONSE:
-            original = Original(content, header_name, status, record.body.size)
             if record.payload_digest is not None:
-                self._remember(record.payload_digest, original)
-            self._remember(sha256_digest(content), original)
+                self._remember(record.payload_digest, stored)
+            self._remember(sha256_digest(content), stored)
             self.seen.add(record.key)
-        return NewCapture(
-            url=record.uri,
-            time=record.time,
-            content=content,
-            header=header_name,
-            status=status,
-            size=record.body.size,
-            header_size=len(header),
-            kind=kind.name.lower(),
-            flags=int(flags),
-            offset=record.payload_digest.key() if record.payload_digest else 0,
-        )
+        offset = record.payload_digest.key() if record.payload_digest else 0
+        return stored.capture(record, kind.name.lower(), flags, len(header), offset)
 
-    def _remember(self, digest: Digest, original: Original) -> None:
+    def _remember(self, digest: Digest, original: Stored) -> None:
         """Keep the latest originals by digest; past MAX_ORIGINALS the oldest are forgotten (a
         revisit of one is then resolved from the archive)."""
         self.originals.pop(digest, None)
@@ -340,33 +297,25 @@ class Importer:
             del self.originals[next(iter(self.originals))]
 
     def _revisit(
-        self, record: _Revisiting, original: Original, bodies: dict[str, bytes | Path]
+        self, record: _Revisiting, original: Stored, bodies: dict[str, bytes | Path]
     ) -> NewCapture:
-        header_name, status, header_size = original.header, original.status, 0
-        if record.http_header:
-            header_name = hashlib.sha256(record.http_header).hexdigest()
-            bodies[header_name] = record.http_header
-            status, header_size = record.status, len(record.http_header)
+        """The capture of a revisit: its original's content, under its own header block if it
+        has one."""
+        stored, header = original, record.http_header or b""
+        if header:
+            header_name = hashlib.sha256(header).hexdigest()
+            bodies[header_name] = header
+            stored = Stored(original.content, header_name, record.status, original.size)
         profile = record.field("WARC-Profile") or ""
         kind = RecordKind.NOT_MODIFIED if NOT_MODIFIED_PROFILE in profile else RecordKind.REVISIT
-        return NewCapture(
-            url=record.uri,
-            time=record.time,
-            content=original.content,
-            header=header_name,
-            status=status,
-            size=original.size,
-            header_size=header_size,
-            kind=kind.name.lower(),
-            flags=int(RecordFlag.IMPORTED),
-        )
+        return stored.capture(record, kind.name.lower(), header_size=len(header))
 
     async def _resolve_pending(self, pending: list[_Pending], inserts: InsertQueue) -> None:
         """Revisits whose original came later in the file or is already in the archive; the
         others are kept pending (exchange/pending.py)."""
         gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
 
-        async def original_of(item: _Pending) -> Original | None:
+        async def original_of(item: _Pending) -> Stored | None:
             found = self.originals.get(item.digest) if item.digest is not None else None
             if found is not None:
                 return found
@@ -416,7 +365,7 @@ class Importer:
         waiting = unresolved(records)
         gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
 
-        async def resolve(entry: Capture) -> tuple[Capture, bytes, Revisit, Original | None]:
+        async def resolve(entry: Capture) -> tuple[Capture, bytes, Revisit, Stored | None]:
             async with gate:
                 body = await self.client.get_content(entry.content)
                 revisit = Revisit.decode(body, entry.content)
@@ -444,7 +393,7 @@ class Importer:
         self.summary.pending_resolved = len(captures)
         self.summary.pending_left = len(waiting) - len(captures)
 
-    async def _find_in_archive(self, record: _Revisiting, digest: Digest | None) -> Original | None:
+    async def _find_in_archive(self, record: _Revisiting, digest: Digest | None) -> Stored | None:
         """The original of a revisit in the archive: the capture its WARC-Refers-To-Target-URI
         and -Date name, else one of the latest captures of its own URL before it that has its
         payload digest."""
@@ -462,18 +411,18 @@ class Importer:
                 and capture.kind in REPLAYED_KINDS
                 and abs(capture.time - at) <= REFERS_TO_SLACK
             ):
-                return Original(capture.content, capture.header, capture.status, 0)
+                return Stored(capture.content, capture.header, capture.status, 0)
         if digest is None:
             return None
         try:
             earlier = [c for c in await self.client.captures(record.uri) if c.time <= record.time]
             for capture in reversed(earlier[-SAME_URL_CANDIDATES:]):
                 if capture.offset == digest.key() or digest == sha256_digest(capture.content):
-                    return Original(capture.content, capture.header, capture.status, 0)
+                    return Stored(capture.content, capture.header, capture.status, 0)
                 if digest.algorithm != "sha256":
                     data = await self.client.get_content(capture.content)
                     if hashlib.new(digest.algorithm, data).digest() == digest.value:
-                        return Original(capture.content, capture.header, capture.status, len(data))
+                        return Stored(capture.content, capture.header, capture.status, len(data))
         except NotFound:
             return None
         return None

@@ -109,6 +109,39 @@ class Revisit:
         return revisit
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a capture of an import names in the store: its content and header block, with its
+    status and the content's size (for a revisit, those of the original it repeats)."""
+
+    content: str
+    header: str
+    status: int
+    size: int
+
+    def capture(
+        self,
+        record: SourceRecord | Revisit,
+        kind: str,
+        flags: RecordFlag = RecordFlag.IMPORTED,
+        header_size: int = 0,
+        offset: int = 0,
+    ) -> NewCapture:
+        """Its capture at a record's URL and time."""
+        return NewCapture(
+            record.uri,
+            record.time,
+            self.content,
+            self.header,
+            self.status,
+            self.size,
+            header_size,
+            kind,
+            int(flags),
+            offset,
+        )
+
+
 def url_mark(url: str) -> int:
     """31 bits of the CRC-32 of a URL's canonical form (0 for a URL that has none)."""
     try:
@@ -146,18 +179,8 @@ def described(revisit: Revisit) -> tuple[str, bytes]:
 
 def pending_capture(revisit: Revisit, name: str, size: int) -> NewCapture:
     """The pending capture at the revisit's URL and time, naming its description `name`."""
-    return NewCapture(
-        url=revisit.uri,
-        time=revisit.time,
-        content=name,
-        header=name,
-        status=revisit.status,
-        size=size,
-        header_size=0,
-        kind=RecordKind.PENDING.name.lower(),
-        flags=int(RecordFlag.IMPORTED),
-        offset=revisit.marks(),
-    )
+    description = Stored(name, name, revisit.status, size)
+    return description.capture(revisit, RecordKind.PENDING.name.lower(), offset=revisit.marks())
 
 
 def registry_entry(pending: NewCapture) -> NewCapture:

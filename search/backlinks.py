@@ -11,7 +11,7 @@ which finds every version within 3 bits and most of those a little further, and 
 compared.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import tantivy
@@ -37,7 +37,7 @@ class Backlink:
     anchors: list[str]  # the anchor texts of its links there, in page order, each once
 
     def as_json(self) -> dict[str, Any]:
-        return {"url": self.url, "time": self.time, "title": self.title, "anchors": self.anchors}
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +51,7 @@ class Similar:
     simhash: int
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "time": self.time,
-            "title": self.title,
-            "distance": self.distance,
-            "simhash": f"{self.simhash:016x}",
-        }
+        return asdict(self) | {"simhash": f"{self.simhash:016x}"}
 
 
 @dataclass(frozen=True, slots=True)

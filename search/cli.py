@@ -267,15 +267,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_search_index_option(parser, f"the index folder (default {DEFAULT_SEARCH_INDEX})")
     asked = parser.add_mutually_exclusive_group()
-    asked.add_argument(
-        "--backlinks", metavar="URL", help="the archived pages that link to URL, with anchor texts"
-    )
-    asked.add_argument(
-        "--similar", metavar="URL", help="the pages nearest URL's latest version, by simhash"
-    )
-    asked.add_argument(
-        "--history", metavar="URL", help="URL's versions, oldest first, and what changed in each"
-    )
+    for option, text in (
+        ("--backlinks", "the archived pages that link to URL, with anchor texts"),
+        ("--similar", "the pages nearest URL's latest version, by simhash"),
+        ("--history", "URL's versions, oldest first, and what changed in each"),
+    ):
+        asked.add_argument(option, metavar="URL", help=text)
     asked.add_argument(
         "--about",
         action="store_true",

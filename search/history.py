@@ -8,7 +8,7 @@ how many words came and went, and the sentences added and removed (difflib over 
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -35,13 +35,7 @@ class Change:
     same_text: bool  # the text is the same (the page changed elsewhere: its markup, its title)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "words_added": self.words_added,
-            "words_removed": self.words_removed,
-            "added": self.added,
-            "removed": self.removed,
-            "same_text": self.same_text,
-        }
+        return asdict(self)
 
     def summary(self) -> str:
         """One line: how many words came and went."""
@@ -61,13 +55,7 @@ class Version:
     change: Change | None  # None for the first version
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "time": self.time,
-            "title": self.title,
-            "digest": self.digest,
-            "change": None if self.change is None else self.change.as_json(),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import datetime
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -147,18 +147,9 @@ class Hit:
     simhash: int
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        return asdict(self) | {
             "score": round(self.score, 6),
-            "url": self.url,
-            "time": self.time,
-            "title": self.title,
-            "snippet": self.snippet,
             "highlights": [list(span) for span in self.highlights],
-            "snippet_html": self.snippet_html,
-            "digest": self.digest,
-            "content_type": self.content_type,
-            "status": self.status,
-            "lang": self.lang,
             "simhash": f"{self.simhash:016x}",
         }
 
