@@ -39,7 +39,7 @@ from archive.urlkey import canonical_url
 
 from ..cli import add_resolve_option, resolve_map
 from ..stream.cli import add_chunk_options
-from ..stream.recording import StreamSettings
+from ..stream.settings import StreamSettings
 
 __all__ = ["register_campaign", "register_scheduler", "register_sites", "register_streams"]
 

@@ -67,7 +67,7 @@ async def list_sites(request: web.Request) -> web.Response:
     except ValueError:
         raise web.HTTPBadRequest(reason="limit and offset must be whole numbers") from None
     sites = _scheduler(request).store.sites(state=state, limit=limit, offset=offset)
-    return _answered(Sites(tuple(s for s in sites)))
+    return _answered(Sites(tuple(sites)))
 
 
 async def show_site(request: web.Request) -> web.Response:
@@ -76,7 +76,7 @@ async def show_site(request: web.Request) -> web.Response:
     return _answered(
         SiteDetail(
             site,
-            tuple(c for c in store.crawls(site.id)),
+            tuple(store.crawls(site.id)),
             tuple(Referrer(r.id, r.start_url, n) for r, n in store.referrers(site.id)),
         )
     )
@@ -159,7 +159,7 @@ async def list_streams(request: web.Request) -> web.Response:
     if state is not None and state not in STREAM_STATES:
         raise web.HTTPBadRequest(reason=f"state must be one of {', '.join(STREAM_STATES)}")
     streams = _scheduler(request).store.streams(state=state, limit=100_000)
-    return _answered(Streams(tuple(s for s in streams)))
+    return _answered(Streams(tuple(streams)))
 
 
 def _stream_of(request: web.Request) -> Stream:
@@ -173,8 +173,8 @@ async def show_stream(request: web.Request) -> web.Response:
     return _answered(
         StreamDetail(
             stream,
-            tuple(r for r in store.stream_recordings(stream.id)),
-            tuple(e for e in store.stream_events(stream.id)),
+            tuple(store.stream_recordings(stream.id)),
+            tuple(store.stream_events(stream.id)),
         )
     )
 

@@ -9,7 +9,7 @@ from archive.discovery import SCHEDULER, Announcement
 from archive.metadata import MetadataUrl, cluster_id
 from archive.serving import serving
 
-from ..stream.recording import StreamSettings
+from ..stream.settings import StreamSettings
 from .http import build_app
 from .policy import Filters
 from .service import Scheduler, SchedulerOptions

@@ -33,7 +33,7 @@ from archive.stream_calls import STREAM_REPORT
 from archive.urlkey import BadUrl, canonical_url
 
 from ..stream.assignment import ROLE as STREAMER
-from ..stream.recording import StreamSettings
+from ..stream.settings import StreamSettings
 from .agent_link import AgentLink, gone_longer_than, has_left
 from .expansion import Expansion
 from .feeds import FeedWatch

@@ -28,7 +28,7 @@ from archive.scheduler_answers import StreamingAgent
 from archive.stream_calls import RECORD, STATUS, STOP, Ok, StopStream, StreamReport
 
 from ..stream.assignment import Assignment
-from ..stream.recording import StreamSettings
+from ..stream.settings import StreamSettings
 from .agent_link import AgentLink, gone_longer_than, has_left
 from .stream_registry import Stream, StreamRegistry
 

@@ -7,7 +7,8 @@ from archive.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .recorder import classify, record
-    from .recording import Recording, StreamSettings
+    from .report import Recording
+    from .settings import StreamSettings
     from .store import StreamStore
 
 __all__ = ["Recording", "StreamSettings", "StreamStore", "classify", "record"]

@@ -46,7 +46,7 @@ from ..fetch import Resolver
 from .assignment import ROLE, Assignment
 from .cli import REPORT_EVERY, add_agent_arguments
 from .recorder import record
-from .recording import Recording
+from .report import Recording
 from .store import STORE_GRACE, StreamStore
 
 __all__ = ["StreamAgent", "progress", "run"]

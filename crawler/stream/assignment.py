@@ -11,7 +11,7 @@ from archive.hip import RemoteError
 from archive.stream_calls import RECORD, SETTINGS, RecordOrder, is_rendition, rendition_fault
 from archive.stream_calls import stream_url as _stream_url
 
-from .recording import StreamSettings
+from .settings import StreamSettings
 
 __all__ = ["ROLE", "Assignment", "BadAssignment", "check_stream_url"]
 

@@ -6,7 +6,7 @@ from archive.command_line import Subparsers, add_config_option, positive_int, po
 
 from ..cli import add_resolve_option, add_scheduler_options
 from .assignment import parse_rendition
-from .recording import StreamSettings
+from .settings import StreamSettings
 
 __all__ = [
     "add_agent_arguments",

@@ -20,7 +20,8 @@ from archive.timestamps import to_micros
 
 from ..fetch import FetchError, Resolver
 from .http import StreamResponse, open_stream
-from .recording import Recording, StreamSettings, now_micros
+from .report import Recording, now_micros
+from .settings import StreamSettings
 from .store import StreamStore
 
 __all__ = ["choose_rendition", "record_hls"]

@@ -14,7 +14,7 @@ import struct
 import sys
 
 from ..fetch import tls_context
-from .recording import now_micros
+from .report import now_micros
 
 __all__ = ["GATHERED", "Link", "connect"]
 

@@ -21,7 +21,8 @@ from ..fetch import FetchError, Resolver
 from .hls import record_hls
 from .http import LIVE_INTERVAL, StreamResponse, open_stream
 from .icy import MAX_METAINT, IcyDemuxer
-from .recording import Recording, StreamSettings, now_micros
+from .report import Recording, now_micros
+from .settings import StreamSettings
 from .store import StreamStore
 
 __all__ = ["classify", "record"]

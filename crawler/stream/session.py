@@ -14,7 +14,8 @@ from archive.timestamps import format_iso
 from ..cli import resolve_map
 from ..fetch import Resolver
 from .recorder import record
-from .recording import Recording, StreamSettings
+from .report import Recording
+from .settings import StreamSettings
 from .store import STORE_GRACE, StreamStore
 
 __all__ = ["run_stream"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from crawler.stream.assignment import Assignment, BadAssignment
-from crawler.stream.recording import StreamSettings
+from crawler.stream.settings import StreamSettings
 
 RADIO = "http://radio.example:8000/live.mp3"
 

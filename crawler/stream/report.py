@@ -1,4 +1,4 @@
-"""What a stream recorder is told (its settings) and what it tells (its recording's report)."""
+"""What a stream recorder tells: what one recording did, for its report."""
 
 import secrets
 import time
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from archive.streams import ChunkLog, Gap, Title, drift_of
 
-__all__ = ["Recording", "StreamSettings", "now_micros"]
+__all__ = ["Recording", "now_micros"]
 
 KEPT_LOGS = 512  # chunk logs a recording keeps for its report (drift)
 KEPT_SEGMENTS = 1024
@@ -15,16 +15,6 @@ KEPT_SEGMENTS = 1024
 
 def now_micros() -> int:
     return time.time_ns() // 1000
-
-
-@dataclass(frozen=True)
-class StreamSettings:
-    chunk_seconds: float = 60.0
-    chunk_bytes: int = 4 * 1024 * 1024
-    point_seconds: float = 10.0
-    timeout: float = 15.0  # a server silent this long has stalled
-    backoff: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
-    rendition: str = "highest"  # HLS: highest, lowest, or the most bits/s to take
 
 
 @dataclass
