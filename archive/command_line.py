@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TypeAlias, TypeVar
 
 from . import collector
-from .config import DEFAULT_SEARCH_INDEX
+from .config import DEFAULT_SEARCH_INDEX, ClusterConfig, load_config
 from .errors import ConfigError, DlwebError
 from .metadata import MetadataUrl, parse_metadata_url
 from .timestamps import BadTime, parse_time
@@ -153,6 +153,15 @@ def add_state_options(
 def checked_db(args: argparse.Namespace) -> MetadataUrl | None:
     """The database --db names, if any: a bad URL is told before anything starts."""
     return None if args.db is None else parse_metadata_url(args.db, "--db")
+
+
+def checked_state(args: argparse.Namespace) -> ClusterConfig:
+    """The configuration of a server declared with `add_state_options`, once its --data folder
+    and its --db URL are found good: what every such server checks before it starts."""
+    checked_directory(args.data, "--data")
+    config = load_config(args.config)
+    checked_db(args)
+    return config
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:

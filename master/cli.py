@@ -5,12 +5,10 @@ import argparse
 from archive.command_line import (
     add_config_option,
     add_state_options,
-    checked_db,
-    checked_directory,
+    checked_state,
     command,
     positive_seconds,
 )
-from archive.config import load_config
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -20,10 +18,8 @@ def _run(args: argparse.Namespace) -> int:
     from .server import serve
     from .service import MasterOptions
 
-    checked_directory(args.data, "--data")
+    config = checked_state(args)
     host, port = args.listen
-    config = load_config(args.config)
-    checked_db(args)
     options = MasterOptions(
         data=args.data,
         host=host,

@@ -5,11 +5,10 @@ import argparse
 from archive.command_line import (
     add_config_option,
     add_state_options,
-    checked_db,
-    checked_directory,
+    checked_state,
     command,
 )
-from archive.config import ClusterConfig, load_config
+from archive.config import ClusterConfig
 from archive.discovery import MASTER, MASTER_HOW, address
 from archive.errors import ConfigError
 
@@ -18,11 +17,9 @@ def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: every `dlweb` command imports this module for its options.
     import uvloop
 
-    checked_directory(args.data, "--data")
-    config = load_config(args.config)
+    config = checked_state(args)
     if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
         raise ConfigError(f"--advertise {args.advertise!r} must be a ws:// or wss:// URL")
-    checked_db(args)
     uvloop.run(_serve(args, config))
     return 0
 
