@@ -9,9 +9,26 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from archive import jsonwire, pack
+from archive.answers import Answer
 from archive.errors import BadName, ClientFault, DlwebError, HashMismatch, NotFound
 from archive.hashing import check_name
 from archive.insert_calls import FORWARD_HEADER, UploadReceipt, forward_chain
+from archive.node_answers import (
+    Closest,
+    ContentChecked,
+    ContentsStored,
+    ContentStored,
+    DayCounts,
+    Deleted,
+    Inventory,
+    NamesFilter,
+    RecordRange,
+    Scrubbed,
+    StorageStatus,
+    StructureAppended,
+    StructurePut,
+    StructuresAppended,
+)
 from archive.serving import json_error, status_of, token_guard
 from archive.structure import INT64_MAX, INT64_MIN, BadRecord, Capture, Mode
 from archive.timestamps import MAX_TIME, MIN_TIME, BadTime, parse_time
@@ -48,8 +65,8 @@ class Late(ClientFault):
     status = 409
 
 
-def _json(data: object, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=jsonwire.dumps)
+def _json(answer: Answer, status: int = 200) -> web.Response:
+    return web.json_response(answer.to_json(), status=status, dumps=jsonwire.dumps)
 
 
 def _check_deadline(body: object) -> None:
@@ -123,7 +140,7 @@ async def check_content(request: web.Request) -> web.Response:
         problem = await request.app[NODE].check_file(CONTENT, name, content_fault)
     except FileNotFoundError:
         raise NotFound(f"content {name} is not on this node") from None
-    return _json({"name": name, "bad": problem is not None, "reason": problem})
+    return _json(ContentChecked(name, problem is not None, problem))
 
 
 async def post_pack(request: web.Request) -> web.StreamResponse:
@@ -171,8 +188,7 @@ async def post_contents(request: web.Request) -> web.Response:
         chain, "/contents", "POST", lambda: node.put_contents(items), relay
     )
     request.app[METRICS]["dlweb_node_content_writes_total"] += len(items)
-    receipt = UploadReceipt(created, forwarded, failed).to_json()
-    return _json({"received": len(items), **receipt})
+    return _json(ContentsStored(len(items), UploadReceipt(created, forwarded, failed)))
 
 
 async def put_content(request: web.Request) -> web.Response:
@@ -202,8 +218,8 @@ async def put_content(request: web.Request) -> web.Response:
         else:
             created, forwarded, failed = await node.put_content(name, chunks), (), {}
     request.app[METRICS]["dlweb_node_content_writes_total"] += 1
-    receipt = UploadReceipt(int(created), forwarded, failed).to_json()
-    return _json({"name": name, **receipt}, status=201 if created else 200)
+    receipt = UploadReceipt(int(created), forwarded, failed)
+    return _json(ContentStored(name, receipt), status=201 if created else 200)
 
 
 async def delete_file(request: web.Request) -> web.Response:
@@ -211,7 +227,7 @@ async def delete_file(request: web.Request) -> web.Response:
     kind = CONTENT if request.path.startswith("/content/") else STRUCTURE
     if not await request.app[NODE].delete(kind, name):
         raise NotFound(f"{kind} {name} is not on this node")
-    return _json({"name": name, "deleted": True})
+    return _json(Deleted(name, True))
 
 
 async def _json_body(request: web.Request) -> object:
@@ -246,7 +262,7 @@ async def append_structure(request: web.Request) -> web.Response:
     _check_deadline(body)
     url, captures = _captures_of(body, name)
     added, created = await request.app[NODE].append_captures(name, url, captures)
-    return _json({"name": name, "added": added, "created": created})
+    return _json(StructureAppended(name, added, created))
 
 
 _Entry = tuple[int, str, str, list[Capture]]  # index in the batch, file name, URL, captures
@@ -303,7 +319,7 @@ async def append_structures(request: web.Request) -> web.Response:
             results[index] = {"name": name, "added": added, "created": made}
 
     await asyncio.gather(*(one(*item) for item in single))
-    return _json({"results": results})
+    return _json(StructuresAppended(results))
 
 
 def _active(_name: str) -> Copy:
@@ -372,7 +388,7 @@ def _settle(
 async def put_structure(request: web.Request) -> web.Response:
     name = _name(request)
     created = await request.app[NODE].put_structure(name, request.content.iter_chunked(READ_CHUNK))
-    return _json({"name": name, "created": created}, status=201 if created else 200)
+    return _json(StructurePut(name, created), status=201 if created else 200)
 
 
 def _int_param(request: web.Request, key: str, default: int, low: int, high: int) -> int:
@@ -419,8 +435,8 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
         with node.open_structure(name) as sfile:
             days = await node.run_io(sfile.reader.count_days, start, stop)
-            counted = [day.to_json() for day in days]
-            return _json({"name": name, "url": sfile.reader.url, "days": counted})
+            counted = tuple(day.to_json() for day in days)
+            return _json(DayCounts(name, sfile.reader.url, counted))
     try:
         mode = Mode(mode_text)
     except ValueError:
@@ -429,47 +445,48 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
     request.app[METRICS]["dlweb_node_structure_queries_total"] += 1
     with node.open_structure(name) as sfile:
         reader = sfile.reader
-        answer: dict[str, object] = {"name": name, "url": reader.url, "count": reader.count}
         if mode is Mode.RANGE:
             start = reader.bisect_left(_time_param(request, "from", INT64_MIN))
             stop = reader.bisect_right(_time_param(request, "to", INT64_MAX))
             limit = _int_param(request, "limit", 1000, 1, MAX_RANGE_LIMIT)
             found = reader.records(start, min(stop, start + limit))
-            answer["records"] = [_record_json(c, start + i) for i, c in enumerate(found)]
-            return _json(answer)
+            records = [_record_json(c, start + i) for i, c in enumerate(found)]
+            return _json(RecordRange(name, reader.url, reader.count, records=records))
         index = reader.find(mode, _time_param(request, "at"))
         if index is None:
-            answer["records"] = []
-            return _json(answer, status=404)
-        answer["records"] = [_record_json(reader.record(index), index)]
-        neighbours = {
-            "first": reader.replayed_from(0, 1),
-            "last": reader.replayed_from(reader.count - 1, -1),
-            "prev": reader.replayed_from(index - 1, -1),
-            "next": reader.replayed_from(index + 1, 1),
-        }
-        for key, at in neighbours.items():
-            answer[key] = None if at is None else _record_json(reader.record(at), at)
-        return _json(answer)
+            return _json(RecordRange(name, reader.url, reader.count, records=[]), status=404)
+
+        def record_at(at: int | None) -> dict[str, object] | None:
+            return None if at is None else _record_json(reader.record(at), at)
+
+        return _json(
+            Closest(
+                name,
+                reader.url,
+                reader.count,
+                records=[record_at(index)],
+                first=record_at(reader.replayed_from(0, 1)),
+                last=record_at(reader.replayed_from(reader.count - 1, -1)),
+                prev=record_at(reader.replayed_from(index - 1, -1)),
+                next=record_at(reader.replayed_from(index + 1, 1)),
+            )
+        )
 
 
 async def get_status(request: web.Request) -> web.Response:
     node = request.app[NODE]
-    status: dict[str, object] = {
-        "node": node.id,
-        "uptime": round(time.monotonic() - request.app[STARTED], 3),
-        "disk": node.space.to_json(),
-        "files": node.counts.files,
-        "bytes": node.counts.bytes,
-        "groups_held": sorted(node.groups),
-        "inventory_seq": node.inventory.seq,
-        "filter": {
-            "names": node.filter.count,
-            "capacity": node.filter.capacity,
-            "deleted": node.filter.deletion_count,
-        },
-    }
-    status.update(request.app[EXTRA_STATUS]())
+    names = node.filter
+    status = StorageStatus(
+        node.id,
+        round(time.monotonic() - request.app[STARTED], 3),
+        node.space.to_json(),
+        node.counts.files,
+        node.counts.bytes,
+        tuple(sorted(node.groups)),
+        node.inventory.seq,
+        NamesFilter(names.count, names.capacity, names.deletion_count),
+        request.app[EXTRA_STATUS](),
+    )
     return _json(status)
 
 
@@ -505,7 +522,7 @@ async def get_inventory(request: web.Request) -> web.Response:
     limit = _int_param(request, "limit", 10_000, 1, 100_000)
     node = request.app[NODE]
     entries = [e.to_json() for e in node.inventory.read_since(since, limit)]
-    return _json({"node": node.id, "seq": node.inventory.seq, "entries": entries})
+    return _json(Inventory(node.id, node.inventory.seq, entries))
 
 
 async def post_scrub(request: web.Request) -> web.Response:
@@ -514,7 +531,7 @@ async def post_scrub(request: web.Request) -> web.Response:
         report = await scrub(request.app[NODE])
     except ScrubRunning as exc:
         return json_error(409, str(exc))
-    return _json(report.to_json())
+    return _json(Scrubbed(report.checked, tuple(report.bad)))
 
 
 def build_app(

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from archive.errors import ClientFault, DlwebError
 from archive.structure import StructureFile
@@ -29,11 +28,10 @@ class ScrubRunning(ClientFault):
 
 @dataclass
 class ScrubReport:
+    """What a scrub found so far: the files it checked, and the bad ones (kind, name, reason)."""
+
     checked: int = 0
     bad: list[dict[str, str]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"checked": self.checked, "bad": self.bad}
 
 
 def content_fault(span: Span) -> str | None:

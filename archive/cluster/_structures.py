@@ -8,7 +8,8 @@ from urllib.parse import quote
 from ..errors import DlwebError, NotFound
 from ..hashing import check_name
 from ..network import NETWORK_ERRORS, failure
-from ..structure import REPLAYED_KINDS, BadRecord, Capture, DayCount, Mode, RecordKind
+from ..node_answers import Closest, DayCounts, RecordRange
+from ..structure import REPLAYED_KINDS, Capture, DayCount, Mode, RecordKind
 from ..timestamps import format_iso
 from ..urlkey import structure_name
 from ..variants import path_of
@@ -54,13 +55,15 @@ class Structures:
                 cache.answers.put(asked, exc)
             raise
         try:
+            # A node of the version before may not say the URL: the one asked for stands in.
+            closest = Closest.from_json({"url": url, **answer}, f"/structure/{name}")
             neighbours = {
-                key: None if answer.get(key) is None else Capture.from_json(answer[key])
+                key: None if (raw := getattr(closest, key)) is None else Capture.from_json(raw)
                 for key in NEIGHBOURS
             }
-            # A node of the version before may not say the URL: the one asked for stands in.
-            held = str(answer.get("url", url))
-            found = FoundCapture(Capture.from_json(answer["records"][0]), address, neighbours, held)
+            found = FoundCapture(
+                Capture.from_json(closest.records[0]), address, neighbours, closest.url
+            )
         except (KeyError, IndexError, TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without a record: {exc}") from None
         if cache is not None:
@@ -99,30 +102,34 @@ class Structures:
         """Every capture of `url` (its WARC request and metadata records aside) counted per UTC
         day, oldest first. The storage node counts them in the structure file: a URL of 100,000
         captures costs one small answer, not a list of every record."""
+        name = structure_name(url)
         answer, address = await self._ask_structure(
-            structure_name(url),
+            name,
             url,
             "mode=days",
             f"no capture of {url}",
         )
         try:
-            return [DayCount.from_json(day) for day in answer["days"]]
-        except (KeyError, TypeError, BadRecord) as exc:
+            counted = DayCounts.from_json(answer, f"/structure/{name}")
+            return [DayCount.from_json(day) for day in counted.days]
+        except DlwebError as exc:
             raise ClusterError(f"{address} answered without day counts: {exc}") from None
 
     async def captures_between(self, url: str, start: int, stop: int, limit: int) -> list[Capture]:
         """The first captures of `url` from `start` to `stop` (UTC microseconds), oldest first;
         at most `limit` records are read, WARC request and metadata records among them."""
+        name = structure_name(url)
         answer, address = await self._ask_structure(
-            structure_name(url),
+            name,
             url,
             f"mode=range&from={quote(format_iso(start))}&to={quote(format_iso(stop))}"
             f"&limit={limit}",
             f"no capture of {url}",
         )
         try:
-            records = [Capture.from_json(record) for record in answer["records"]]
-        except (KeyError, TypeError, DlwebError) as exc:
+            found = RecordRange.from_json(answer, f"/structure/{name}")
+            records = [Capture.from_json(record) for record in found.records]
+        except (TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without records: {exc}") from None
         return [record for record in records if record.kind in REPLAYED_KINDS]
 
@@ -138,9 +145,9 @@ class Structures:
             holders,
         )
         try:
-            records = [Capture.from_json(record) for record in answer["records"]]
-            return str(answer["url"]), records
-        except (KeyError, TypeError, DlwebError) as exc:
+            found = RecordRange.from_json(answer, f"/structure/{name}")
+            return found.url, [Capture.from_json(record) for record in found.records]
+        except (TypeError, DlwebError) as exc:
             raise ClusterError(f"{address} answered without records: {exc}") from None
 
     async def structure_files(self) -> AsyncIterator[tuple[str, list[str]]]:

@@ -11,6 +11,7 @@ from .. import pack
 from ..errors import DlwebError
 from ..insert_calls import UploadOrder, UploadReceipt, chain_header
 from ..network import NETWORK_ERRORS, UPLOAD_TIMEOUT, failure, peer_timeout
+from ..node_answers import ContentsStored, ContentStored
 from ._errors import ClusterError
 from ._session import Session
 from ._types import BodySource, InsertSummary
@@ -79,7 +80,7 @@ class Uploader:
 
                 async def send_file(url: str, forward: list[str]) -> UploadReceipt:
                     with open(body, "rb") as stream:
-                        return await self._send(url, "PUT", stream, forward)
+                        return await self._send(url, "PUT", stream, forward, ContentStored)
 
                 await self._copies(order.nodes, copies, f"/content/{order.name}", send_file)
             else:
@@ -87,7 +88,7 @@ class Uploader:
                 size = len(data)
 
                 async def send_bytes(url: str, forward: list[str]) -> UploadReceipt:
-                    return await self._send(url, "PUT", data, forward)
+                    return await self._send(url, "PUT", data, forward, ContentStored)
 
                 await self._copies(order.nodes, copies, f"/content/{order.name}", send_bytes)
         summary.uploaded += 1
@@ -104,7 +105,7 @@ class Uploader:
         """Upload small contents in one pack."""
 
         async def send(url: str, forward: list[str]) -> UploadReceipt:
-            return await self._send(url, "POST", pack.Upload(items), forward)
+            return await self._send(url, "POST", pack.Upload(items), forward, ContentsStored)
 
         async with gate:
             await self._copies(nodes, copies, "/contents", send)
@@ -137,10 +138,15 @@ class Uploader:
             failed.update(receipt.failed)
 
     async def _send(
-        self, url: str, method: str, data: Any, forward: Sequence[str] = ()
+        self,
+        url: str,
+        method: str,
+        data: Any,
+        forward: Sequence[str],
+        answer: type[ContentStored] | type[ContentsStored],
     ) -> UploadReceipt:
-        """Upload bytes or an open file, to be passed on to `forward`; the node's receipt, or
-        ClusterError unless it stored them. Each node of the chain may wait for the next one's
+        """Upload bytes or an open file, to be passed on to `forward`; the receipt of the node's
+        `answer`, or ClusterError unless it stored them. Each node of the chain may wait for the next one's
         silence to end, so the silence allowed grows with the chain."""
         silence = self._session.peer_silence
         timeout = peer_timeout(UPLOAD_TIMEOUT, silence * (1 + len(forward)))
@@ -155,7 +161,7 @@ class Uploader:
         except NETWORK_ERRORS as exc:
             raise ClusterError(f"upload to {url} failed: {failure(exc, silence)}") from None
         try:
-            return UploadReceipt.from_json(json.loads(text))
+            return answer.from_json(json.loads(text), method).receipt
         except (ValueError, DlwebError) as exc:
             raise ClusterError(f"upload to {url} answered without a receipt: {exc}") from None
 

@@ -5,14 +5,16 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
 from archive import jsonwire
+from archive.answers import Answer
 from archive.errors import DlwebError
 from archive.hip import RemoteError
 from archive.network import failure
+from archive.node_answers import StructureAppended, StructuresAppended
 
 from .captures import Incoming
 from .master_link import MasterLink
@@ -44,6 +46,17 @@ NODE_GONE = (aiohttp.ClientConnectionError, OSError, TimeoutError)
 
 class AppendFailed(DlwebError):
     """A storage node did not take an append."""
+
+
+A = TypeVar("A", bound=Answer)
+
+
+def _parsed(kind: type[A], answer: Any, where: str) -> A:
+    """A node's answer, or AppendFailed saying what is wrong with it."""
+    try:
+        return kind.from_json(answer, where)
+    except RemoteError as exc:
+        raise AppendFailed(exc.message) from None
 
 
 def _records(items: list[Incoming]) -> list[dict[str, object]]:
@@ -229,7 +242,9 @@ class StructureAppends(MasterLink):
             answer = await r.json(content_type=None, loads=jsonwire.loads)
             if r.status != 200:
                 raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
-        results: list[dict[str, Any]] = answer["results"]
+        results: list[dict[str, Any]] = _parsed(
+            StructuresAppended, answer, f"{address}/structures"
+        ).results
         return results
 
     def _headers(self) -> dict[str, str]:
@@ -300,5 +315,6 @@ class StructureAppends(MasterLink):
                 raise RemoteError("bad_params", f"insert: {address} refused: {answer.get('error')}")
             if r.status != 200:
                 raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
-            self.stats["appends"] += 1
-            return int(answer["added"]), bool(answer.get("created"))
+        appended = _parsed(StructureAppended, answer, f"{address}/structure/{name}")
+        self.stats["appends"] += 1
+        return appended.added, appended.created
