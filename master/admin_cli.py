@@ -14,10 +14,10 @@ from urllib.parse import quote
 
 from archive import discovery
 from archive.answers import Answer
+from archive.answers import parsed as parsed_answer
 from archive.command_line import Runner, Subparsers, add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
-from archive.hip import RemoteError
 from archive.master_answers import (
     ClusterStatus,
     FileBelowTarget,
@@ -50,10 +50,9 @@ T = TypeVar("T", bound=Answer)
 def parsed(kind: type[T], answer: Any, path: str) -> T:
     """The master's answer to `path` as the message it is; AdminError naming the field at
     fault when it is not."""
-    try:
-        return kind.from_json(answer, path)
-    except RemoteError as exc:
-        raise AdminError(f"the master's answer to {exc.message}") from None
+    return parsed_answer(
+        kind, answer, path, lambda message: AdminError(f"the master's answer to {message}")
+    )
 
 
 def _error_field(body: bytes) -> str | None:

@@ -7,25 +7,15 @@ reconciled by their union: the records of one copy that the other lacks are appe
 storage node's append ignores records it already holds).
 """
 
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 
-from archive.answers import Answer
-from archive.hip import RemoteError
+from archive.answers import parsed
 from archive.node_answers import RecordRange, StructureAppended
 
 PAGE = 100_000
 APPEND_BATCH = 2_000
-A = TypeVar("A", bound=Answer)
-
-
-def _parsed(kind: type[A], answer: Any, where: str) -> A:
-    """A node's answer, or ValueError saying what is wrong with it."""
-    try:
-        return kind.from_json(answer, where)
-    except RemoteError as exc:
-        raise ValueError(exc.message) from None
 
 
 async def read_records(
@@ -42,7 +32,7 @@ async def read_records(
             answer = await r.json(content_type=None)
             if r.status != 200:
                 raise aiohttp.ClientError(f"{address} answered {r.status}: {answer.get('error')}")
-        found = _parsed(RecordRange, answer, f"{address}/structure/{name}")
+        found = parsed(RecordRange, answer, f"{address}/structure/{name}", ValueError)
         url, page = found.url, found.records
         fresh = [rec for rec in page if not records or rec["index"] > records[-1]["index"]]
         records.extend(fresh)
@@ -67,5 +57,5 @@ async def merge_copy(
             answer = await r.json(content_type=None)
             if r.status != 200:
                 raise aiohttp.ClientError(f"{target} answered {r.status}: {answer.get('error')}")
-        added += _parsed(StructureAppended, answer, f"{target}/structure/{name}").added
+        added += parsed(StructureAppended, answer, f"{target}/structure/{name}", ValueError).added
     return added

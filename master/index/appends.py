@@ -5,12 +5,12 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 
 from archive import jsonwire
-from archive.answers import Answer
+from archive.answers import parsed
 from archive.errors import DlwebError
 from archive.hip import RemoteError
 from archive.network import failure
@@ -46,17 +46,6 @@ NODE_GONE = (aiohttp.ClientConnectionError, OSError, TimeoutError)
 
 class AppendFailed(DlwebError):
     """A storage node did not take an append."""
-
-
-A = TypeVar("A", bound=Answer)
-
-
-def _parsed(kind: type[A], answer: Any, where: str) -> A:
-    """A node's answer, or AppendFailed saying what is wrong with it."""
-    try:
-        return kind.from_json(answer, where)
-    except RemoteError as exc:
-        raise AppendFailed(exc.message) from None
 
 
 def _records(items: list[Incoming]) -> list[dict[str, object]]:
@@ -242,8 +231,8 @@ class StructureAppends(MasterLink):
             answer = await r.json(content_type=None, loads=jsonwire.loads)
             if r.status != 200:
                 raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
-        results: list[dict[str, Any]] = _parsed(
-            StructuresAppended, answer, f"{address}/structures"
+        results: list[dict[str, Any]] = parsed(
+            StructuresAppended, answer, f"{address}/structures", AppendFailed
         ).results
         return results
 
@@ -315,6 +304,6 @@ class StructureAppends(MasterLink):
                 raise RemoteError("bad_params", f"insert: {address} refused: {answer.get('error')}")
             if r.status != 200:
                 raise AppendFailed(f"{address} answered {r.status}: {answer.get('error')}")
-        appended = _parsed(StructureAppended, answer, f"{address}/structure/{name}")
+        appended = parsed(StructureAppended, answer, f"{address}/structure/{name}", AppendFailed)
         self.stats["appends"] += 1
         return appended.added, appended.created
