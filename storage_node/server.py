@@ -174,8 +174,13 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                     ready.set()
                 await _save_until(node, stop, options.save_every)
             finally:
+                # Each step of the way out is logged: a node slow to stop names the step.
+                log.info("storage node %s stopping: closing its link to the master", node.id)
                 await links.close()
+                log.info("storage node %s stopping: leaving its multicast groups", node.id)
                 await responder.close()
+                log.info("storage node %s stopping: closing its HTTP server", node.id)
     finally:
+        log.info("storage node %s stopping: saving its state", node.id)
         node.close()
         log.info("storage node %s stopped", node.id)
