@@ -12,9 +12,9 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from . import collector
 from .config import DEFAULT_SEARCH_INDEX, ClusterConfig, load_config
@@ -104,6 +104,15 @@ def checked_directory(path: Path, option: str) -> Path:
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {path} exists and is not a directory")
     return path
+
+
+def serve_until_stopped(main: Coroutine[Any, Any, None]) -> int:
+    """Run a server's `main` on uvloop until it returns (SIGINT or SIGTERM); the exit code."""
+    # Here, not at the top: every `dlweb` command imports this module for its options.
+    import uvloop
+
+    uvloop.run(main)
+    return 0
 
 
 def add_listen_option(parser: argparse.ArgumentParser, port: int, purpose: str = "") -> None:

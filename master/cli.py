@@ -8,13 +8,12 @@ from archive.command_line import (
     checked_state,
     command,
     positive_seconds,
+    serve_until_stopped,
 )
 
 
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: every `dlweb` command imports this module for its options.
-    import uvloop
-
     from .server import serve
     from .service import MasterOptions
 
@@ -32,8 +31,7 @@ def _run(args: argparse.Namespace) -> int:
         scrub_every=args.scrub_every * 3600,
         full_scan_every=args.full_scan_every,
     )
-    uvloop.run(serve(options))
-    return 0
+    return serve_until_stopped(serve(options))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from archive.command_line import (
     argument_type,
     checked_directory,
     command,
+    serve_until_stopped,
 )
 from archive.config import SEARCH_FOLDER, load_config
 from archive.errors import ConfigError
@@ -47,10 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
         limits=Limits(head_timeout=config.http.head, idle_timeout=config.http.idle),
     )
-    import uvloop  # here, as mitmproxy: loaded only when a proxy runs
-
-    uvloop.run(serve(options))
-    return 0
+    return serve_until_stopped(serve(options))
 
 
 def _add_access_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archive.command_line import add_config_option, add_listen_option, checked_directory, command
+from archive.command_line import (
+    add_config_option,
+    add_listen_option,
+    checked_directory,
+    command,
+    serve_until_stopped,
+)
 from archive.config import RELIABILITIES, load_config
 
 if TYPE_CHECKING:
@@ -48,8 +54,6 @@ def _seconds(text: str) -> float:
 
 def _run(args: argparse.Namespace) -> int:
     # Here, not at the top: every `dlweb` command imports this module for its options.
-    import uvloop
-
     from .server import NodeOptions, serve
     from .space import DEFAULT_RESERVE
 
@@ -69,8 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         save_every=args.save_every,
         reserve=args.reserve or DEFAULT_RESERVE,
     )
-    uvloop.run(serve(options))
-    return 0
+    return serve_until_stopped(serve(options))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

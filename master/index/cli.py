@@ -7,6 +7,7 @@ from archive.command_line import (
     add_state_options,
     checked_state,
     command,
+    serve_until_stopped,
 )
 from archive.config import ClusterConfig
 from archive.discovery import MASTER, MASTER_HOW, address
@@ -14,14 +15,10 @@ from archive.errors import ConfigError
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Here, not at the top: every `dlweb` command imports this module for its options.
-    import uvloop
-
     config = checked_state(args)
     if args.advertise is not None and not args.advertise.startswith(("ws://", "wss://")):
         raise ConfigError(f"--advertise {args.advertise!r} must be a ws:// or wss:// URL")
-    uvloop.run(_serve(args, config))
-    return 0
+    return serve_until_stopped(_serve(args, config))
 
 
 async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
