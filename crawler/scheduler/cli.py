@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from archive.answers import Answer
+from archive.answers import Answer, parsed
 from archive.command_line import (
     Runner,
     Subparsers,
@@ -23,7 +23,6 @@ from archive.command_line import (
 )
 from archive.config import load_config
 from archive.errors import DlwebError
-from archive.hip import RemoteError
 from archive.scheduler_answers import (
     SchedulerStatus,
     SecondAgentSent,
@@ -45,6 +44,9 @@ __all__ = ["register_campaign", "register_scheduler", "register_sites", "registe
 
 DEFAULT_DATA = Path("dlweb-data") / "scheduler"
 DEFAULT_URL = "http://127.0.0.1:8300"
+# The most bytes of the scheduler's answer read: a list of 100,000 streams (the most
+# /api/streams gives) with URLs of a kilobyte fits; more is no answer of the scheduler's.
+MAX_ANSWER = 256 * 2**20
 A = TypeVar("A", bound=Answer)
 
 
@@ -216,21 +218,27 @@ def _call(
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
-            received = answer.read()
+            received = answer.read(MAX_ANSWER + 1)
     except urllib.error.HTTPError as exc:
         try:
-            message = json.loads(exc.read()).get("error", exc.reason)
+            refusal = json.loads(exc.read(MAX_ANSWER))
         except ValueError:
-            message = exc.reason
+            refusal = None
+        message = refusal.get("error", exc.reason) if isinstance(refusal, dict) else exc.reason
         raise DlwebError(f"the scheduler refused: {message}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise DlwebError(f"cannot reach the scheduler at {args.scheduler}: {exc}") from None
+    if len(received) > MAX_ANSWER:
+        raise DlwebError(f"the scheduler's answer is larger than {MAX_ANSWER // 2**20} MiB")
     try:
-        return kind.from_json(json.loads(received), f"{method} {path}")
+        decoded = json.loads(received)
     except ValueError as exc:
         raise DlwebError(f"the scheduler's answer is not JSON: {exc}") from None
-    except RemoteError as exc:
-        raise DlwebError(f"the scheduler's answer is not understood: {exc.message}") from None
+    return parsed(kind, decoded, f"{method} {path}", _not_understood)
+
+
+def _not_understood(message: str) -> DlwebError:
+    return DlwebError(f"the scheduler's answer is not understood: {message}")
 
 
 def _print_sites(listed: Sites) -> None:

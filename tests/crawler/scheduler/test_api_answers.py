@@ -266,3 +266,45 @@ async def test_a_bad_answer_is_one_clear_line(capsys: pytest.CaptureFixture[str]
         status, out, err = await _dlweb(client, capsys, "streams", "list", "--json")
         assert (status, out) == (2, "")
         assert err.startswith("dlweb: error: the scheduler's answer is not JSON: ")
+
+
+async def test_an_answer_too_large_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command reads at most MAX_ANSWER bytes of an answer: one a byte larger (JSON, sent
+    without a length) is refused, not read to its end."""
+    head = b'{"sites": []}'
+    padding = b" " * 2**20
+
+    async def sites(request: web.Request) -> web.StreamResponse:
+        answer = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await answer.prepare(request)
+        await answer.write(head)
+        left = cli.MAX_ANSWER + 1 - len(head)
+        while left:
+            await answer.write(padding[:left])
+            left -= min(left, len(padding))
+        return answer
+
+    app = web.Application()
+    app.router.add_get("/api/sites", sites)
+    async with TestClient(TestServer(app)) as client:
+        assert await _dlweb(client, capsys, "sites", "list") == (
+            2,
+            "",
+            "dlweb: error: the scheduler's answer is larger than 256 MiB\n",
+        )
+
+
+async def test_a_refusal_without_an_error_object_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async def sites(request: web.Request) -> web.Response:
+        return web.json_response(["busy"], status=503)
+
+    app = web.Application()
+    app.router.add_get("/api/sites", sites)
+    async with TestClient(TestServer(app)) as client:
+        assert await _dlweb(client, capsys, "sites", "list") == (
+            2,
+            "",
+            "dlweb: error: the scheduler refused: Service Unavailable\n",
+        )
