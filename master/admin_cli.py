@@ -9,12 +9,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 from archive import discovery
-from archive.answers import Answer
-from archive.answers import parsed as parsed_answer
+from archive.answers import parsed
 from archive.command_line import Runner, Subparsers, add_config_option, positive_seconds
 from archive.config import load_config
 from archive.errors import DlwebError
@@ -44,15 +43,10 @@ class AdminError(DlwebError):
     """The master could not be reached, refused the request, or answered something unexpected."""
 
 
-T = TypeVar("T", bound=Answer)
-
-
-def parsed(kind: type[T], answer: Any, path: str) -> T:
-    """The master's answer to `path` as the message it is; AdminError naming the field at
-    fault when it is not."""
-    return parsed_answer(
-        kind, answer, path, lambda message: AdminError(f"the master's answer to {message}")
-    )
+def _not_understood(message: str) -> AdminError:
+    """An answer of the master's that is not what its path answers: `message` names the path
+    and the field at fault."""
+    return AdminError(f"the master's answer to {message}")
 
 
 def _error_field(body: bytes) -> str | None:
@@ -243,7 +237,7 @@ def _emit(args: argparse.Namespace, answer: Any, text: Callable[[], str]) -> Non
 
 def _status(args: argparse.Namespace) -> int:
     answer = call(args, "/status")
-    status = parsed(ClusterStatus, answer, "/status")
+    status = parsed(ClusterStatus, answer, "/status", _not_understood)
 
     def text() -> str:
         files, repairs, rebalance = status.files, status.repairs, status.rebalance
@@ -268,7 +262,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _nodes(args: argparse.Namespace) -> int:
     answer = call(args, "/status")
-    nodes = parsed(ClusterStatus, answer, "/status").nodes
+    nodes = parsed(ClusterStatus, answer, "/status", _not_understood).nodes
     _emit(args, answer["nodes"], lambda: _nodes_table(nodes))
     return 0
 
@@ -277,7 +271,7 @@ def _set_state(state: str) -> Runner:
     def run(args: argparse.Namespace) -> int:
         path = f"/admin/nodes/{quote(args.node, safe='')}/state"
         answer = call(args, path, {"state": state})
-        shown = parsed(NodeRecord, answer, path).state
+        shown = parsed(NodeRecord, answer, path, _not_understood).state
         _emit(args, answer, lambda: f"node {args.node} is now {shown}")
         return 0
 
@@ -315,14 +309,14 @@ def _rebalance(args: argparse.Namespace) -> int:
         answer = call(args, "/admin/rebalance", body)
     else:
         answer = call(args, "/admin/rebalance")
-    rebalance = parsed(Rebalance, answer, "/admin/rebalance")
+    rebalance = parsed(Rebalance, answer, "/admin/rebalance", _not_understood)
     _emit(args, answer, lambda: _plan_text(rebalance, args.apply))
     return 0
 
 
 def _scrub(args: argparse.Namespace) -> int:
     answer = call(args, "/admin/scrub", {"node": args.node})
-    started = parsed(Scrubbing, answer, "/admin/scrub").scrub
+    started = parsed(Scrubbing, answer, "/admin/scrub", _not_understood).scrub
 
     def line(node: str, result: NodeScrub) -> str:
         if result.started:
@@ -340,7 +334,7 @@ def _scrub(args: argparse.Namespace) -> int:
 def _fsck(args: argparse.Namespace) -> int:
     query = "&".join(f"{flag}=1" for flag in ("deep", "recount") if getattr(args, flag))
     answer = call(args, "/admin/fsck" + (f"?{query}" if query else ""))
-    report = parsed(FsckReport, answer, "/admin/fsck")
+    report = parsed(FsckReport, answer, "/admin/fsck", _not_understood)
     ok = report.ok
 
     def text() -> str:
@@ -395,7 +389,7 @@ def _all_problems(args: argparse.Namespace, total: int) -> None:
         for item in json_lines(args, "/admin/fsck/problems" + query):
             if isinstance(item, dict) and "next" in item:
                 continue
-            problem = parsed(FileBelowTarget, item, "/admin/fsck/problems")
+            problem = parsed(FileBelowTarget, item, "/admin/fsck/problems", _not_understood)
             print(json.dumps(item) if args.json else _problem_text(problem), flush=True)
             last = f"{problem.kind}/{problem.name}"
             if bar is not None:
