@@ -1,7 +1,7 @@
 """The rows MasterDB gives and takes: nodes, files and their copies, files below target, moves."""
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from archive.cluster import KINDS
@@ -44,21 +44,8 @@ class NodeRow:
         return "full" if full else None
 
     def record(self) -> NodeRecord:
-        """The node as the master's answers show it."""
-        return NodeRecord(
-            self.id,
-            self.address,
-            self.domain,
-            self.reliability,
-            self.state,
-            self.admin_state,
-            self.reason,
-            self.free,
-            self.total,
-            self.reserve,
-            self.full,
-            tuple(self.groups),
-        )
+        """The node as the master's answers show it, its groups a tuple as an answer holds."""
+        return replace(NodeRecord.of(self), groups=tuple(self.groups))
 
     def to_json(self) -> dict[str, Any]:
         return self.record().to_json()
