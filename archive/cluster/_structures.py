@@ -56,7 +56,8 @@ class Structures:
             raise
         try:
             # A node of the version before may not say the URL: the one asked for stands in.
-            closest = Closest.from_json({"url": url, **answer}, f"/structure/{name}")
+            answer.setdefault("url", url)
+            closest = Closest.from_json(answer, f"/structure/{name}")
             neighbours = {
                 key: None if (raw := getattr(closest, key)) is None else Capture.from_json(raw)
                 for key in NEIGHBOURS
