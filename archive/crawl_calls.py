@@ -194,22 +194,12 @@ class Stopping(Message):
 
 
 @dataclass(frozen=True, slots=True)
-class SiteDone(Fields):
+class SiteDone(Message):
     """A site crawl's end: the agent's name and the crawl's report (crawler/report.py
     SiteReport), or a report of `start_url` and why it `failed`."""
 
     agent: str
     report: dict[str, Any]
-
-    @classmethod
-    def from_json(cls, data: Any, method: str) -> Self:
-        if (
-            not isinstance(data, dict)
-            or not isinstance(data.get("agent"), str)
-            or not isinstance(data.get("report"), dict)
-        ):
-            raise _refused("site_done needs {agent, report}")
-        return cls(data["agent"], data["report"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,14 +226,9 @@ class StreamReport(Fields):
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
-        if (
-            not isinstance(data, dict)
-            or not isinstance(data.get("agent"), str)
-            or not isinstance(data.get("streams"), list)
-        ):
-            raise _refused("stream_report needs {agent, streams: [...]}")
+        data = as_object(data, method)
         return cls(
-            data["agent"],
+            field_of(data, "agent", str, method),
             _progress_list(data, method),
             data.get("stopping") is True,
         )
