@@ -130,9 +130,7 @@ class Answer(Fields):
     bad one is a `bad_params` RemoteError naming the answer (`where`) and the field."""
 
     __slots__ = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {key: _json(value) for key, value in super().to_json().items()}
+    _nested = staticmethod(_json)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Self:

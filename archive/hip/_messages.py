@@ -2,16 +2,22 @@
 
 `Fields` gives `to_json`: an object of the fields by name, in their order, where a tuple goes as
 a list (of their JSON, for a tuple of messages) and a field declared with `left_out` is left out
-while it has its default. `Message` gives `from_json` too, for a message whose fields are all
-required and of a JSON type (str, int, bool, dict, list, or float, which takes any finite
-number): a bad one is a `bad_params` RemoteError naming the call and the field, and `check` may
-add what the types cannot say. Each class's table of fields is worked out once, at its first
-use. `Names` is the params of a call that names files.
+while it has its default. As dataclasses does a class's `__init__`, each class's `to_json` is
+written as source and compiled, once, at its first call: a dict display of the fields (those left
+out added after it, each under an `if`), so that it costs about what a method spelled out would.
+
+`Message` gives `from_json` too, for a message whose fields are all required and of a JSON type
+(str, int, bool, dict, list, or float, which takes any finite number): a bad one is a
+`bad_params` RemoteError naming the call and the field, and `check` may add what the types cannot
+say; its table of fields is worked out once a class, at its first use. `Names` is the params of
+a call that names files.
 """
 
 import dataclasses
+import keyword
 import math
 import types
+from collections.abc import Callable
 from typing import Any, ClassVar, Self, TypeGuard, Union, get_args, get_origin, get_type_hints
 
 from archive.hip._methods import as_object, bad_params, field
@@ -23,10 +29,8 @@ _JSON_TYPES = (str, int, bool, dict, list)
 _AS_IS, _AS_LIST, _AS_MESSAGES = range(3)
 # The metadata key of a field that `to_json` leaves out while it has its default.
 _LEFT_OUT = "hip_left_out"
-# The default of a field `to_json` never leaves out.
-_KEPT = object()
-# The tables of _encoding and _decoding, by class.
-_ENCODINGS: dict[type, tuple[tuple[str, int, Any], ...]] = {}
+# Each class's derived `to_json`, made at its first call, and its table for `from_json`.
+_TO_JSON: dict[type, Callable[["Fields"], dict[str, Any]]] = {}
 _DECODINGS: dict[type, tuple[tuple[str, type], ...]] = {}
 
 
@@ -50,15 +54,64 @@ def _form(hint: Any) -> int:
     return _AS_MESSAGES if isinstance(item, type) and issubclass(item, Fields) else _AS_LIST
 
 
-def _encoding(cls: type) -> tuple[tuple[str, int, Any], ...]:
-    """Each field's name, how it goes in JSON, and the default it is left out with (or _KEPT)."""
-    if cls not in _ENCODINGS:
-        hints = get_type_hints(cls)
-        _ENCODINGS[cls] = tuple(
-            (f.name, _form(hints[f.name]), f.default if f.metadata.get(_LEFT_OUT) else _KEPT)
-            for f in dataclasses.fields(cls)
-        )
-    return _ENCODINGS[cls]
+def _may_be_none(hint: Any) -> bool:
+    if get_origin(hint) in (Union, types.UnionType):
+        return any(_may_be_none(arg) for arg in get_args(hint))
+    return hint in (type(None), Any, object)
+
+
+def _may_nest(hint: Any) -> bool:
+    """Whether a field of type `hint` may hold a message or a dict (a hint not a class may)."""
+    if get_origin(hint) in (Union, types.UnionType):
+        return any(_may_nest(arg) for arg in get_args(hint))
+    kind = get_origin(hint) or hint
+    if hint is Any or not isinstance(kind, type):
+        return True
+    return issubclass(kind, (Fields, dict)) or issubclass(dict, kind) or issubclass(Fields, kind)
+
+
+def _value(f: dataclasses.Field[Any], hint: Any, nested: bool) -> str:
+    """The expression of a field's JSON in the source of a derived `to_json`."""
+    value = f"self.{f.name}"
+    form = _form(hint)
+    if form == _AS_IS:
+        return f"_nested({value})" if nested and _may_nest(hint) else value
+    encoded = f"list({value})" if form == _AS_LIST else f"[item.to_json() for item in {value}]"
+    left_out_when_none = f.metadata.get(_LEFT_OUT) and f.default is None
+    if (f.default is None or _may_be_none(hint)) and not left_out_when_none:
+        return f"None if {value} is None else {encoded}"
+    return encoded
+
+
+def _derive(cls: type, nested: Callable[[Any], Any] | None) -> Callable[["Fields"], dict[str, Any]]:
+    """The `to_json` of `cls`, written and compiled. Only its field names, checked to be
+    identifiers, and names of its own go in the source; defaults are in its namespace."""
+    hints = get_type_hints(cls)
+    space: dict[str, Any] = {"_nested": nested}
+    shown: list[str] = []  # the entries of the dict display, before any field left out
+    added: list[str] = []  # the statements that add the fields after it
+    for index, f in enumerate(dataclasses.fields(cls)):
+        if not f.name.isidentifier() or keyword.iskeyword(f.name):
+            raise TypeError(f"{cls.__name__}: field {f.name!r} is not an identifier")
+        key, value = repr(f.name), _value(f, hints[f.name], nested is not None)
+        if f.metadata.get(_LEFT_OUT):
+            space[f"_default_{index}"] = f.default
+            added += [
+                f"    if self.{f.name} != _default_{index}:",
+                f"        data[{key}] = {value}",
+            ]
+        elif added:
+            added.append(f"    data[{key}] = {value}")
+        else:
+            shown.append(f"{key}: {value}")
+    display = "{" + ", ".join(shown) + "}"
+    body = (
+        [f"    data = {display}", *added, "    return data"] if added else [f"    return {display}"]
+    )
+    exec("\n".join(["def to_json(self):", *body]), space)
+    derived: Callable[[Fields], dict[str, Any]] = space["to_json"]
+    derived.__qualname__ = f"{cls.__qualname__}.to_json"
+    return derived
 
 
 def _decoding(cls: type) -> tuple[tuple[str, type], ...]:
@@ -82,20 +135,15 @@ class Fields:
     """A dataclass message whose `to_json` is its fields."""
 
     __slots__ = ()
+    # What the value of a field that may hold a message or a dict goes through in `to_json`
+    # (None: it goes as it is); Answer's gives a nested answer's JSON.
+    _nested: ClassVar[Any] = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for name, form, omitted in _encoding(type(self)):
-            value = getattr(self, name)
-            if value == omitted:
-                continue
-            if value is None or form == _AS_IS:
-                data[name] = value
-            elif form == _AS_LIST:
-                data[name] = list(value)
-            else:
-                data[name] = [item.to_json() for item in value]
-        return data
+        derived = _TO_JSON.get(type(self))
+        if derived is None:
+            derived = _TO_JSON[type(self)] = _derive(type(self), self._nested)
+        return derived(self)
 
 
 class Message(Fields):
