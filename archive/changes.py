@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .hashing import is_valid_name
+from .hip import Fields
 from .insert_calls import BadMessage
 
 __all__ = ["CHANGES_METHOD", "CHANGED_NOTE", "MAX_CHANGES", "Change", "ChangesAsked", "Changes"]
@@ -31,14 +32,11 @@ def _number(data: dict[str, Any], key: str, low: int = 0) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class ChangesAsked:
+class ChangesAsked(Fields):
     """A follower's request: the files changed after number `after`, at most `limit`."""
 
     after: int
     limit: int = MAX_CHANGES
-
-    def to_json(self) -> dict[str, Any]:
-        return {"after": self.after, "limit": self.limit}
 
     @classmethod
     def from_json(cls, data: object) -> "ChangesAsked":

@@ -4,7 +4,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import yaml
 
 from .atomic import atomic_write
 from .errors import ConfigError
+from .hip import Fields
 from .metadata import parse_metadata_url
 from .multicast import MulticastSettings
 
@@ -35,7 +36,7 @@ class NodeEntry:
 
 
 @dataclass(frozen=True)
-class Replication:
+class Replication(Fields):
     """The replica policy's settings (docs/cluster.md); the master computes targets from them."""
 
     default: int = 2
@@ -46,9 +47,6 @@ class Replication:
     popular_extra: int = 1
     unreliable_extra: int = 1
     write_copies: int = 0  # copies an insert waits for; 0: min(2, default)
-
-    def to_json(self) -> dict[str, int]:
-        return asdict(self)
 
     @property
     def insert_copies(self) -> int:

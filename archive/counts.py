@@ -1,12 +1,14 @@
 """Records of counters (what an insert, a browser or a repair pass did), written as their fields
 alone: the base makes each a dataclass and gives it its JSON and its sum with another."""
 
-from dataclasses import Field, asdict, dataclass, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any, ClassVar, Self, dataclass_transform
+
+from .hip import Fields
 
 
 @dataclass_transform()
-class Counts:
+class Counts(Fields):
     """Subclasses are dataclasses whose fields are numbers starting at 0 (`pages: int = 0`)."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
@@ -14,10 +16,6 @@ class Counts:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         dataclass(cls)
-
-    def to_json(self) -> dict[str, Any]:
-        """The counters by name, in the order of their fields."""
-        return asdict(self)
 
     def add(self, other: Self) -> None:
         """Add each counter of `other` to this one's."""

@@ -64,11 +64,8 @@ MAX_COPIES = 100
 
 
 @dataclass(frozen=True, slots=True)
-class Done:
+class Done(Fields):
     """The answer of a call that only acknowledges: {}."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {}
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:

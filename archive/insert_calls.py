@@ -60,7 +60,7 @@ def _address(value: object, where: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class NewCapture:
+class NewCapture(Fields):
     """A capture to insert: where and when, and the SHA-256 of its content and header block."""
 
     url: str
@@ -73,22 +73,6 @@ class NewCapture:
     kind: str = "response"
     flags: int = 0
     offset: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        # Spelled out (not dataclasses.asdict, which deep-copies, nor a loop over the fields):
-        # an insert sends thousands of these.
-        return {
-            "url": self.url,
-            "time": self.time,
-            "content": self.content,
-            "header": self.header,
-            "status": self.status,
-            "size": self.size,
-            "header_size": self.header_size,
-            "kind": self.kind,
-            "flags": self.flags,
-            "offset": self.offset,
-        }
 
     @classmethod
     def from_json(cls, item: object, index: int) -> tuple["NewCapture", Capture]:

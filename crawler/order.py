@@ -9,12 +9,11 @@ crawler ask with If-None-Match / If-Modified-Since and tell new contents from kn
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from archive.atomic import AtomicFile
 from archive.cluster import NewCapture
 from archive.crawl_calls import CRAWL, CrawlOrder
-from archive.hip import RemoteError
+from archive.hip import Fields, RemoteError
 
 from .browser import DEFAULT_PAGE_BUDGET
 from .delimitation import BadOrder, Delimitation
@@ -24,7 +23,7 @@ __all__ = ["BadOrder", "Order", "Signature", "SignatureLog", "read_signatures"]
 
 
 @dataclass(frozen=True)
-class Signature:
+class Signature(Fields):
     url: str
     content: str
     header: str
@@ -34,9 +33,6 @@ class Signature:
     content_type: str = ""
     etag: str = ""
     last_modified: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     def capture(self, time: int, kind: str = "response", flags: int = 0) -> NewCapture:
         """The capture to insert for this URL's content and header block at `time`."""

@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from archive.bloom import NameFilter
+from archive.hip import Fields
 
 CONTENT, STRUCTURE = "content", "structure"
 # A node's filter is sized for at least a million names (1.8 MB), so a growing node rebuilds rarely.
@@ -27,7 +28,7 @@ def sized_filter(count: int, names: Iterable[str]) -> NameFilter:
 
 
 @dataclass
-class Counts:
+class Counts(Fields):
     """What the node holds, kept current so /status and group subscriptions need no disk scan."""
 
     files: dict[str, int] = field(default_factory=lambda: {CONTENT: 0, STRUCTURE: 0})
@@ -39,9 +40,6 @@ class Counts:
         self.files[kind] += sign
         self.bytes[kind] += sign * size
         self.groups[int(name[:2], 16)] += sign
-
-    def to_json(self) -> dict[str, object]:
-        return {"files": self.files, "bytes": self.bytes, "groups": self.groups}
 
     def copy(self) -> "Counts":
         return Counts(dict(self.files), dict(self.bytes), list(self.groups))

@@ -20,6 +20,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
+from archive.hip import Fields
 from archive.store import HAVE_SYNCFS, sync_filesystem
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class Mark:
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(Fields):
     seq: int
     op: str
     kind: str
@@ -66,16 +67,6 @@ class Entry:
             f'{{"seq":{self.seq},"op":"{self.op}","kind":"{self.kind}","name":"{self.name}",'
             f'"size":{self.size},"time":{self.time}}}\n'
         ).encode()
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "seq": self.seq,
-            "op": self.op,
-            "kind": self.kind,
-            "name": self.name,
-            "size": self.size,
-            "time": self.time,
-        }
 
 
 def _parse(line: bytes) -> Entry | None:
