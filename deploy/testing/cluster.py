@@ -286,8 +286,18 @@ class Cluster:
                 status = {}
             return bool(status) and condition(status)
 
-        wait_until(holds, what, timeout, details=lambda: f"last status: {status}")
+        wait_until(holds, what, timeout, details=lambda: self._not_alive(status))
         return status
+
+    def _not_alive(self, status: dict[str, Any]) -> str:
+        """The last status seen, and the end of the log of each node it does not show alive."""
+        shown = {node["id"] for node in status.get("nodes", ()) if node["state"] == "alive"}
+        logs = [
+            f"\n--- the end of {node.log_path.name}:\n{tail(node.log_path, 3000)}"
+            for name, node in self.nodes.items()
+            if name not in shown
+        ]
+        return f"last status: {status}" + "".join(logs)
 
     def wait_settled(self, contents: int = 0, timeout: float = 60) -> dict[str, Any]:
         """Wait until the master knows at least `contents` contents, every file is at its target
