@@ -20,6 +20,7 @@ MASTER = web.AppKey("master", Master)
 MAX_BODY = 64 * 1024
 STRUCTURE_PAGE = 10_000
 PROBLEMS_PAGE = 1_000  # files below target looked up at a time while a list of them streams
+routes = web.RouteTableDef()
 
 
 _guard = token_guard(lambda request: request.app[MASTER].options.config.write_token, "master")
@@ -36,6 +37,7 @@ def _rate(body: dict[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
+@routes.get("/status")
 async def get_status(request: web.Request) -> web.Response:
     status = request.app[MASTER].admin.status()
     if "text/html" in request.headers.get("Accept", "") and "format" not in request.query:
@@ -68,6 +70,7 @@ readable copy; repairs running: {repairs.running}, copied {repairs.copied}, fail
 <th>files</th><th>bytes</th><th>free</th><th>why</th></tr>{rows}</table></body></html>"""
 
 
+@routes.get("/locate/{kind}/{name}")
 async def locate(request: web.Request) -> web.Response:
     kind, name = request.match_info["kind"], request.match_info["name"]
     if kind not in KINDS:
@@ -77,6 +80,7 @@ async def locate(request: web.Request) -> web.Response:
     return web.json_response(request.app[MASTER].admin.locate(kind, name).to_json())
 
 
+@routes.get("/structures")
 async def structures(request: web.Request) -> web.Response:
     """Every structure file, a page at a time (`?after=NAME&limit=N`), for exports."""
     after = request.query.get("after", "")
@@ -89,6 +93,7 @@ async def structures(request: web.Request) -> web.Response:
     return web.json_response(page.to_json())
 
 
+@routes.get("/admin/fsck")
 @starts_work(
     when=lambda request: any(request.query.get(flag, "0") != "0" for flag in ("deep", "recount"))
 )
@@ -112,6 +117,7 @@ def _cursor(text: str) -> tuple[str, str] | None:
     return (kind, name) if kind in KINDS and is_valid_name(name) else None
 
 
+@routes.get("/admin/fsck/problems")
 async def fsck_problems(request: web.Request) -> web.StreamResponse:
     """Every file below target, one JSON object a line in name order, looked up a page
     at a time; the last line's `next` resumes the list after where it stopped (null at the
@@ -146,6 +152,7 @@ async def fsck_problems(request: web.Request) -> web.StreamResponse:
     return response
 
 
+@routes.post("/admin/nodes/{node}/state")
 async def set_state(request: web.Request) -> web.Response:
     body = await _body(request)
     row = request.app[MASTER].admin.set_node_state(
@@ -154,10 +161,12 @@ async def set_state(request: web.Request) -> web.Response:
     return web.json_response(row.to_json())
 
 
+@routes.get("/admin/rebalance")
 async def get_rebalance(request: web.Request) -> web.Response:
     return web.json_response(request.app[MASTER].rebalancer.report().to_json())
 
 
+@routes.post("/admin/rebalance")
 async def post_rebalance(request: web.Request) -> web.Response:
     body = await _body(request)
     rebalancer = request.app[MASTER].rebalancer
@@ -170,6 +179,7 @@ async def post_rebalance(request: web.Request) -> web.Response:
     return web.json_response(rebalancer.apply(files_per_s, bytes_per_s).to_json())
 
 
+@routes.post("/admin/scrub")
 async def post_scrub(request: web.Request) -> web.Response:
     body = await _body(request)
     master = request.app[MASTER]
@@ -187,13 +197,5 @@ def build_app(master: Master) -> web.Application:
     app = web.Application(middlewares=[_guard], client_max_size=MAX_BODY)
     app[MASTER] = master
     master.hip.add_routes(app)
-    app.router.add_get("/status", get_status)
-    app.router.add_get("/locate/{kind}/{name}", locate)
-    app.router.add_get("/structures", structures)
-    app.router.add_get("/admin/fsck", fsck)
-    app.router.add_get("/admin/fsck/problems", fsck_problems)
-    app.router.add_post("/admin/nodes/{node}/state", set_state)
-    app.router.add_get("/admin/rebalance", get_rebalance)
-    app.router.add_post("/admin/rebalance", post_rebalance)
-    app.router.add_post("/admin/scrub", post_scrub)
+    app.add_routes(routes)
     return app

@@ -57,6 +57,7 @@ REQUESTS = web.AppKey("requests", Counter[tuple[str, str, int]])
 STARTED = web.AppKey("started", float)
 StatusSource = Callable[[], dict[str, object]]
 EXTRA_STATUS: web.AppKey[StatusSource] = web.AppKey("extra_status")
+routes = web.RouteTableDef()
 
 
 class Late(ClientFault):
@@ -107,6 +108,7 @@ def _name(request: web.Request) -> str:
     return check_name(request.match_info["name"])
 
 
+@routes.get("/content/{name}")
 async def get_content(request: web.Request) -> web.StreamResponse:
     name = _name(request)
     node = request.app[NODE]
@@ -132,6 +134,7 @@ async def _send_stored(
     return await send_file(request, span.path, headers, request.app[NODE].executor)
 
 
+@routes.post("/content/{name}/check")
 async def check_content(request: web.Request) -> web.Response:
     """Re-hash one content now, as a scrub would: a reader that got bytes of another hash from
     this node asks; a bad copy is quarantined (the master then repairs it from another)."""
@@ -143,6 +146,7 @@ async def check_content(request: web.Request) -> web.Response:
     return _json(ContentChecked(name, problem is not None, problem))
 
 
+@routes.post("/contents/pack")
 async def post_pack(request: web.Request) -> web.StreamResponse:
     """Many contents in one stream (storage_node/pack.py), for copies between nodes."""
     body = await _json_body(request)
@@ -175,6 +179,7 @@ def _chain(request: web.Request) -> list[str]:
     return forward_chain(request.headers.get(FORWARD_HEADER))
 
 
+@routes.post("/contents")
 async def post_contents(request: web.Request) -> web.Response:
     """Many small contents in one request: a pack (archive/pack.py) of up to MAX_NAMES frames,
     passed on down its chain of nodes as it arrived (no framing again) while it is stored here.
@@ -191,6 +196,7 @@ async def post_contents(request: web.Request) -> web.Response:
     return _json(ContentsStored(len(items), UploadReceipt(created, forwarded, failed)))
 
 
+@routes.put("/content/{name}")
 async def put_content(request: web.Request) -> web.Response:
     """One content, passed on down its chain of nodes as it is stored here."""
     name = _name(request)
@@ -222,6 +228,8 @@ async def put_content(request: web.Request) -> web.Response:
     return _json(ContentStored(name, receipt), status=201 if created else 200)
 
 
+@routes.delete("/content/{name}")
+@routes.delete("/structure/{name}")
 async def delete_file(request: web.Request) -> web.Response:
     name = _name(request)
     kind = CONTENT if request.path.startswith("/content/") else STRUCTURE
@@ -256,6 +264,7 @@ def _captures_of(body: object, name: str) -> tuple[str, list[Capture]]:
     return body["url"], captures
 
 
+@routes.post("/structure/{name}")
 async def append_structure(request: web.Request) -> web.Response:
     name = _name(request)
     body = await _json_body(request)
@@ -268,6 +277,7 @@ async def append_structure(request: web.Request) -> web.Response:
 _Entry = tuple[int, str, str, list[Capture]]  # index in the batch, file name, URL, captures
 
 
+@routes.post("/structures")
 async def append_structures(request: web.Request) -> web.Response:
     """Appends to many structure files in one request (an index node's batch); each file gets
     its own result, so one bad file does not cost the others."""
@@ -385,6 +395,7 @@ def _settle(
     return left
 
 
+@routes.put("/structure/{name}")
 async def put_structure(request: web.Request) -> web.Response:
     name = _name(request)
     created = await request.app[NODE].put_structure(name, request.content.iter_chunked(READ_CHUNK))
@@ -416,6 +427,7 @@ def _record_json(capture: Capture, index: int) -> dict[str, object]:
     return {**capture.to_json(), "index": index}
 
 
+@routes.get("/structure/{name}")
 async def get_structure(request: web.Request) -> web.StreamResponse:
     """The raw file without `mode`; otherwise a binary-search query answered in JSON, or with
     `mode=days` the captures from `from` to `to` counted per day (StructureReader.count_days).
@@ -473,6 +485,7 @@ async def get_structure(request: web.Request) -> web.StreamResponse:
         )
 
 
+@routes.get("/status")
 async def get_status(request: web.Request) -> web.Response:
     node = request.app[NODE]
     names = node.filter
@@ -490,6 +503,7 @@ async def get_status(request: web.Request) -> web.Response:
     return _json(status)
 
 
+@routes.get("/metrics")
 async def get_metrics(request: web.Request) -> web.Response:
     node = request.app[NODE]
     lines = [f"{key} {value}" for key, value in sorted(request.app[METRICS].items())]
@@ -516,6 +530,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
 
+@routes.get("/inventory")
 async def get_inventory(request: web.Request) -> web.Response:
     """Inventory entries after `since`, for a master catching up with this node."""
     since = _int_param(request, "since", 0, 0, 1 << 62)
@@ -525,6 +540,7 @@ async def get_inventory(request: web.Request) -> web.Response:
     return _json(Inventory(node.id, node.inventory.seq, entries))
 
 
+@routes.post("/scrub")
 async def post_scrub(request: web.Request) -> web.Response:
     """Scrub the node now and answer with the report (the master's order works without HTTP)."""
     try:
@@ -548,19 +564,5 @@ def build_app(
     app[REQUESTS] = Counter()
     app[STARTED] = time.monotonic()
     app[EXTRA_STATUS] = extra_status
-    app.router.add_get("/content/{name}", get_content)
-    app.router.add_put("/content/{name}", put_content)
-    app.router.add_delete("/content/{name}", delete_file)
-    app.router.add_post("/content/{name}/check", check_content)
-    app.router.add_get("/structure/{name}", get_structure)
-    app.router.add_post("/structure/{name}", append_structure)
-    app.router.add_put("/structure/{name}", put_structure)
-    app.router.add_delete("/structure/{name}", delete_file)
-    app.router.add_get("/status", get_status)
-    app.router.add_get("/metrics", get_metrics)
-    app.router.add_get("/inventory", get_inventory)
-    app.router.add_post("/scrub", post_scrub)
-    app.router.add_post("/contents/pack", post_pack)
-    app.router.add_post("/contents", post_contents)
-    app.router.add_post("/structures", append_structures)
+    app.add_routes(routes)
     return app

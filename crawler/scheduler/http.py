@@ -32,6 +32,7 @@ SCHEDULER = web.AppKey("scheduler", Scheduler)
 TOKEN = web.AppKey("token", str)
 MAX_BODY = 64 * 1024
 T = TypeVar("T")
+routes = web.RouteTableDef()
 
 
 def _answered(answer: Answer, status: int = 200) -> web.Response:
@@ -55,10 +56,12 @@ def _site_of(request: web.Request) -> Site:
     return _numbered(request, "site", _scheduler(request).store.site)
 
 
+@routes.get("/api/status")
 async def status(request: web.Request) -> web.Response:
     return _answered(_scheduler(request).status())
 
 
+@routes.get("/api/sites")
 async def list_sites(request: web.Request) -> web.Response:
     state = request.query.get("state") or None
     try:
@@ -70,6 +73,7 @@ async def list_sites(request: web.Request) -> web.Response:
     return _answered(Sites(tuple(sites)))
 
 
+@routes.get("/api/sites/{id}")
 async def show_site(request: web.Request) -> web.Response:
     site = _site_of(request)
     store = _scheduler(request).store
@@ -82,6 +86,7 @@ async def show_site(request: web.Request) -> web.Response:
     )
 
 
+@routes.post("/api/sites")
 async def add_site(request: web.Request) -> web.Response:
     body = await json_body(request, MAX_BODY)
     # A BadOrder or a BadUrl is a 400 naming what to change (archive/serving.py status_of).
@@ -122,10 +127,12 @@ async def _to_state(request: web.Request, state: str) -> web.Response:
     return _answered(_site_of_id(request, site.id))
 
 
+@routes.post("/api/sites/{id}/blacklist")
 async def blacklist(request: web.Request) -> web.Response:
     return await _to_state(request, "blacklisted")
 
 
+@routes.post("/api/sites/{id}/inject")
 async def inject(request: web.Request) -> web.Response:
     """Crawl this site next, with this priority (also takes a site off the blacklist)."""
     site = _site_of(request)
@@ -141,10 +148,12 @@ async def inject(request: web.Request) -> web.Response:
     return _answered(_site_of_id(request, site.id))
 
 
+@routes.delete("/api/sites/{id}")
 async def remove(request: web.Request) -> web.Response:
     return await _to_state(request, "removed")
 
 
+@routes.post("/api/sites/{id}/second-agent")
 async def second_agent(request: web.Request) -> web.Response:
     site = _site_of(request)
     try:
@@ -154,6 +163,7 @@ async def second_agent(request: web.Request) -> web.Response:
     return _answered(SecondAgentSent(site.id, name))
 
 
+@routes.get("/api/streams")
 async def list_streams(request: web.Request) -> web.Response:
     state = request.query.get("state") or None
     if state is not None and state not in STREAM_STATES:
@@ -166,6 +176,7 @@ def _stream_of(request: web.Request) -> Stream:
     return _numbered(request, "stream", _scheduler(request).store.stream)
 
 
+@routes.get("/api/streams/{id}")
 async def show_stream(request: web.Request) -> web.Response:
     """A stream, its recordings (one per agent it was given to) and the decisions about it."""
     stream = _stream_of(request)
@@ -186,6 +197,7 @@ def _url_of(body: dict[str, Any]) -> str:
     return url
 
 
+@routes.post("/api/streams")
 async def add_stream(request: web.Request) -> web.Response:
     """Record a stream: registered if new, handed to a streaming agent with a free slot."""
     body = await json_body(request, MAX_BODY)
@@ -197,12 +209,14 @@ async def add_stream(request: web.Request) -> web.Response:
     return _answered(stream)
 
 
+@routes.post("/api/streams/stop")
 async def stop_stream(request: web.Request) -> web.Response:
     body = await json_body(request, MAX_BODY)
     stream = await _scheduler(request).streams.stop(_url_of(body))
     return _answered(stream)
 
 
+@routes.post("/api/campaign")
 async def campaign(request: web.Request) -> web.Response:
     body = await json_body(request, MAX_BODY)
     try:
@@ -212,6 +226,7 @@ async def campaign(request: web.Request) -> web.Response:
     return _answered(_scheduler(request).status())
 
 
+@routes.post("/api/agents/{name}/clone")
 async def clone(request: web.Request) -> web.Response:
     try:
         return web.json_response(await _scheduler(request).clone(request.match_info["name"]))
@@ -219,6 +234,7 @@ async def clone(request: web.Request) -> web.Response:
         raise web.HTTPNotFound(reason=str(exc)) from None
 
 
+@routes.get("/")
 async def page(request: web.Request) -> web.Response:
     return web.Response(text=status_page(_scheduler(request)), content_type="text/html")
 
@@ -231,19 +247,5 @@ def build_app(scheduler: Scheduler, token: str) -> web.Application:
     app[SCHEDULER] = scheduler
     app[TOKEN] = token
     scheduler.hip.add_routes(app)
-    app.router.add_get("/", page)
-    app.router.add_get("/api/status", status)
-    app.router.add_get("/api/sites", list_sites)
-    app.router.add_post("/api/sites", add_site)
-    app.router.add_get("/api/sites/{id}", show_site)
-    app.router.add_delete("/api/sites/{id}", remove)
-    app.router.add_post("/api/sites/{id}/blacklist", blacklist)
-    app.router.add_post("/api/sites/{id}/inject", inject)
-    app.router.add_post("/api/sites/{id}/second-agent", second_agent)
-    app.router.add_get("/api/streams", list_streams)
-    app.router.add_post("/api/streams", add_stream)
-    app.router.add_post("/api/streams/stop", stop_stream)
-    app.router.add_get("/api/streams/{id}", show_stream)
-    app.router.add_post("/api/campaign", campaign)
-    app.router.add_post("/api/agents/{name}/clone", clone)
+    app.add_routes(routes)
     return app
