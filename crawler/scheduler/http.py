@@ -8,16 +8,7 @@ from aiohttp import web
 
 from archive.answers import Answer
 from archive.errors import DlwebError
-from archive.scheduler_answers import (
-    Referrer,
-    SecondAgentSent,
-    Site,
-    SiteDetail,
-    Sites,
-    Stream,
-    StreamDetail,
-    Streams,
-)
+from archive.scheduler_answers import SecondAgentSent, Site, Sites, Stream, Streams
 from archive.serving import json_body, token_guard
 from archive.urlkey import canonical_url
 
@@ -75,15 +66,7 @@ async def list_sites(request: web.Request) -> web.Response:
 
 @routes.get("/api/sites/{id}")
 async def show_site(request: web.Request) -> web.Response:
-    site = _site_of(request)
-    store = _scheduler(request).store
-    return _answered(
-        SiteDetail(
-            site,
-            tuple(store.crawls(site.id)),
-            tuple(Referrer(r.id, r.start_url, n) for r, n in store.referrers(site.id)),
-        )
-    )
+    return _answered(_scheduler(request).site_detail(_site_of(request)))
 
 
 @routes.post("/api/sites")
@@ -132,6 +115,11 @@ async def blacklist(request: web.Request) -> web.Response:
     return await _to_state(request, "blacklisted")
 
 
+@routes.delete("/api/sites/{id}")
+async def remove(request: web.Request) -> web.Response:
+    return await _to_state(request, "removed")
+
+
 @routes.post("/api/sites/{id}/inject")
 async def inject(request: web.Request) -> web.Response:
     """Crawl this site next, with this priority (also takes a site off the blacklist)."""
@@ -146,11 +134,6 @@ async def inject(request: web.Request) -> web.Response:
         store.set_state(site.id, "queued", next_crawl=time.time())
     _scheduler(request).wake()
     return _answered(_site_of_id(request, site.id))
-
-
-@routes.delete("/api/sites/{id}")
-async def remove(request: web.Request) -> web.Response:
-    return await _to_state(request, "removed")
 
 
 @routes.post("/api/sites/{id}/second-agent")
@@ -178,16 +161,7 @@ def _stream_of(request: web.Request) -> Stream:
 
 @routes.get("/api/streams/{id}")
 async def show_stream(request: web.Request) -> web.Response:
-    """A stream, its recordings (one per agent it was given to) and the decisions about it."""
-    stream = _stream_of(request)
-    store = _scheduler(request).store
-    return _answered(
-        StreamDetail(
-            stream,
-            tuple(store.stream_recordings(stream.id)),
-            tuple(store.stream_events(stream.id)),
-        )
-    )
+    return _answered(_scheduler(request).streams.detail(_stream_of(request)))
 
 
 def _url_of(body: dict[str, Any]) -> str:

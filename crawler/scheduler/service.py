@@ -28,7 +28,7 @@ from typing import Any, Unpack
 from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Ok, SiteDone
 from archive.errors import DlwebError
 from archive.hip import HipError, HipMaster, Nothing, Peer, RemoteError
-from archive.scheduler_answers import CrawlerAgent, SchedulerStatus
+from archive.scheduler_answers import CrawlerAgent, Referrer, SchedulerStatus, SiteDetail
 from archive.stream_calls import STREAM_REPORT
 from archive.urlkey import BadUrl, canonical_url
 
@@ -370,4 +370,11 @@ class Scheduler:
             stream_agents=self.streams.status(),
             streams=self.store.stream_counts(),
             stream_decisions=self.streams.decisions,
+        )
+
+    def site_detail(self, site: Site) -> SiteDetail:
+        return SiteDetail(
+            site,
+            tuple(self.store.crawls(site.id)),
+            tuple(Referrer(r.id, r.start_url, n) for r, n in self.store.referrers(site.id)),
         )

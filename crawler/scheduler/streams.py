@@ -24,7 +24,7 @@ from typing import Any
 
 from archive.errors import NotFound
 from archive.hip import HipError, Nothing, Peer, RemoteError
-from archive.scheduler_answers import StreamingAgent
+from archive.scheduler_answers import StreamDetail, StreamingAgent
 from archive.stream_calls import RECORD, STATUS, STOP, Ok, StopStream, StreamReport
 
 from ..stream.assignment import Assignment
@@ -231,6 +231,14 @@ class StreamAgents:
         return tuple(
             StreamingAgent(a.name, a.connected, a.capacity, load.get(a.name, 0))
             for a in self.agents.values()
+        )
+
+    def detail(self, stream: Stream) -> StreamDetail:
+        """A stream, its recordings (one per agent it was given to) and the decisions about it."""
+        return StreamDetail(
+            stream,
+            tuple(self.store.stream_recordings(stream.id)),
+            tuple(self.store.stream_events(stream.id)),
         )
 
     # -- inside -------------------------------------------------------------------------------
