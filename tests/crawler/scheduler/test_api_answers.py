@@ -246,6 +246,15 @@ async def test_the_commands_print_tables(
     )
 
 
+def _serving(**handlers: Any) -> TestClient[Any, Any]:
+    """A client of a loopback server answering GET /api/NAME with handlers[NAME]: a scheduler
+    that answers what the test makes it answer."""
+    app = web.Application()
+    for name, handler in handlers.items():
+        app.router.add_get(f"/api/{name}", handler)
+    return TestClient(TestServer(app))
+
+
 async def test_a_bad_answer_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     async def sites(request: web.Request) -> web.Response:
         return web.json_response({"sites": [{"id": 1, "state": "idle"}]})
@@ -253,10 +262,7 @@ async def test_a_bad_answer_is_one_clear_line(capsys: pytest.CaptureFixture[str]
     async def streams(request: web.Request) -> web.Response:
         return web.Response(text="<html>a proxy's page</html>")
 
-    app = web.Application()
-    app.router.add_get("/api/sites", sites)
-    app.router.add_get("/api/streams", streams)
-    async with TestClient(TestServer(app)) as client:
+    async with _serving(sites=sites, streams=streams) as client:
         assert await _dlweb(client, capsys, "sites", "list") == (
             2,
             "",
@@ -284,9 +290,7 @@ async def test_an_answer_too_large_is_one_clear_line(capsys: pytest.CaptureFixtu
             left -= min(left, len(padding))
         return answer
 
-    app = web.Application()
-    app.router.add_get("/api/sites", sites)
-    async with TestClient(TestServer(app)) as client:
+    async with _serving(sites=sites) as client:
         assert await _dlweb(client, capsys, "sites", "list") == (
             2,
             "",
@@ -300,9 +304,7 @@ async def test_a_refusal_without_an_error_object_is_one_clear_line(
     async def sites(request: web.Request) -> web.Response:
         return web.json_response(["busy"], status=503)
 
-    app = web.Application()
-    app.router.add_get("/api/sites", sites)
-    async with TestClient(TestServer(app)) as client:
+    async with _serving(sites=sites) as client:
         assert await _dlweb(client, capsys, "sites", "list") == (
             2,
             "",
