@@ -20,41 +20,10 @@ from typing import Any
 
 from archive.config import ClusterConfig, load_config
 from deploy.testing.ports import free_port
-from deploy.testing.spawn import tail
+from deploy.testing.spawn import end, spawn, tail
 from deploy.testing.waits import answers, wait_until
 
 READY_TIMEOUT = 20.0
-# Every process is started with faulthandler on: one that does not stop in time is sent SIGABRT,
-# which writes the stack of each of its threads into its log, and the log ends the error.
-_FAULTHANDLER = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-
-
-def launch(command: list[str], log_path: Path) -> "subprocess.Popen[bytes]":
-    """Start `command` with its output appended to `log_path`."""
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_FAULTHANDLER)
-
-
-def stop_process(
-    process: "subprocess.Popen[bytes]", sig: int, timeout: float, log_path: Path
-) -> int:
-    """Send `sig` and wait for the exit code; a process still running after `timeout` s has its
-    threads' stacks written to its log, is killed, and fails the caller with the log's end."""
-    if process.poll() is None:
-        process.send_signal(sig)
-    try:
-        return process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGABRT)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        raise TimeoutError(
-            f"{process.args!r} did not exit within {timeout:g} s of signal {sig}; its log ends:\n"
-            + tail(log_path, 20_000)
-        ) from None
 
 
 def write_cluster_config(path: Path, join: str = "all", wait_ms: int = 100) -> ClusterConfig:
@@ -115,7 +84,7 @@ class NodeProcess:
             str(self.config_path),
             *self.extra_args,
         ]
-        self.process = launch(command, self.log_path)
+        self.process = spawn(command, self.log_path)
         self.wait_ready()
         return self
 
@@ -136,7 +105,7 @@ class NodeProcess:
         assert self.process is not None
         process, self.process = self.process, None
         # A node syncs its state before it exits; a shared disk can take long to.
-        return stop_process(process, sig, 60, self.log_path)
+        return end(process, sig, 60, self.log_path)
 
 
 @dataclass
@@ -153,7 +122,7 @@ class Service:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "Service":
-        self.process = launch(self.command, self.log_path)
+        self.process = spawn(self.command, self.log_path)
         wait_until(
             lambda: answers(f"{self.url}/status"),
             f"{self.command[2]} to answer",
@@ -176,7 +145,7 @@ class Service:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         process, self.process = self.process, None
         if process is not None:
-            stop_process(process, sig, 20, self.log_path)
+            end(process, sig, 20, self.log_path)
 
 
 @dataclass

@@ -3,11 +3,13 @@ exit.
 
 Each process started by `spawn` is known to a small watcher process that kills whatever is left
 once the process that started it is gone, however it ended, so a killed test run leaves no
-encoder behind.
+encoder behind. Each runs with Python's faulthandler on: one that `end` finds stuck is sent
+SIGABRT, which writes the stack of each of its threads into its log, and the log ends the error.
 """
 
 import abc
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -38,6 +40,8 @@ for pid, start in live.items():
         pass
 """
 
+_FAULTHANDLER = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+
 _watcher: subprocess.Popen[bytes] | None = None
 _watcher_lock = threading.Lock()
 
@@ -58,24 +62,44 @@ def spawn(command: list[str], log: Path, cwd: Path | None = None) -> subprocess.
     """Start `command` with its output in `log`, in a session of its own (a Ctrl-C in the
     terminal reaches the tests, which stop it), known to the watcher."""
     with open(log, "ab") as output:
-        process = start_in_session(command, output, cwd)
+        process = start_in_session(command, output, cwd, _FAULTHANDLER)
     with contextlib.suppress(OSError, IndexError):
         start = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
         _tell_watcher(f"+ {process.pid} {start}")
     return process
 
 
-def end(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 5.0) -> None:
-    """Stop a process started by `spawn` with `sig` (SIGKILL after `timeout`) and reap it."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(sig)
+def end(
+    process: subprocess.Popen[bytes],
+    sig: int = signal.SIGTERM,
+    timeout: float = 5.0,
+    log: Path | None = None,
+) -> int:
+    """Stop a process started by `spawn` with `sig` and reap it; give its exit code. One still
+    running after `timeout` s is killed; when its `log` is given, that is a failure: its threads'
+    stacks are written to the log first, and the TimeoutError raised ends with the log's end."""
+    try:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(sig)
         try:
-            process.wait(timeout)
+            return process.wait(timeout)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    _tell_watcher(f"- {process.pid}")
+            if log is None:
+                process.kill()
+                return process.wait()
+            process.send_signal(signal.SIGABRT)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            raise TimeoutError(
+                f"{process.args!r} did not exit within {timeout:g} s of signal {sig}; its log"
+                " ends:\n" + tail(log, 20_000)
+            ) from None
+    finally:
+        _tell_watcher(f"- {process.pid}")
 
 
 def tail(path: Path, size: int = 4000) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.testing.cluster import launch, stop_process
+from deploy.testing.spawn import end, spawn
 from deploy.testing.waits import wait_until
 
 _STUCK = """
@@ -22,7 +22,7 @@ waiting_for_ever()
 
 def _started(tmp_path: Path, source: str) -> tuple["subprocess.Popen[bytes]", Path]:
     log = tmp_path / "process.log"
-    process = launch([sys.executable, "-c", source], log)
+    process = spawn([sys.executable, "-c", source], log)
     wait_until(lambda: "ready" in log.read_text(), "the process to start", 20, process=process)
     return process, log
 
@@ -30,7 +30,7 @@ def _started(tmp_path: Path, source: str) -> tuple["subprocess.Popen[bytes]", Pa
 def test_a_process_that_ignores_the_signal_fails_the_stop_with_its_stack(tmp_path: Path) -> None:
     process, log = _started(tmp_path, _STUCK)
     with pytest.raises(TimeoutError) as stopped:
-        stop_process(process, signal.SIGTERM, 0.5, log)
+        end(process, signal.SIGTERM, 0.5, log)
     assert "did not exit within 0.5 s of signal 15" in str(stopped.value)
     assert "in waiting_for_ever" in str(stopped.value)
     assert process.poll() is not None
@@ -38,4 +38,4 @@ def test_a_process_that_ignores_the_signal_fails_the_stop_with_its_stack(tmp_pat
 
 def test_a_process_that_stops_gives_its_exit_code(tmp_path: Path) -> None:
     process, log = _started(tmp_path, 'print("ready", flush=True); import time; time.sleep(1000)')
-    assert stop_process(process, signal.SIGTERM, 10, log) == -signal.SIGTERM
+    assert end(process, signal.SIGTERM, 10, log) == -signal.SIGTERM
