@@ -307,7 +307,7 @@ def _answer(
         doc = searcher.doc(address)
         snippet = snippets.snippet_from_doc(doc)
         fragment = snippet.fragment()
-        highlights = [(span.start, span.end) for span in snippet.highlighted()]
+        highlights = _in_characters(fragment, snippet.highlighted())
         html = snippet.to_html()
         text = str(doc.get_first("text") or "")
         if not fragment:  # only the title matched: the text's beginning
@@ -408,6 +408,21 @@ def _facets(searcher: tantivy.Searcher, query: tantivy.Query) -> dict[str, dict[
         "year": {str(b["key"]): b["doc_count"] for b in sorted(years, key=lambda b: b["key"])},
         "content_type": {str(term): count for term, count in types},
     }
+
+
+def _in_characters(fragment: str, spans: list[Any]) -> list[tuple[int, int]]:
+    """The highlighted spans of a snippet in characters of its fragment: tantivy counts them in
+    bytes of its UTF-8, which differ after the first character beyond ASCII."""
+    if fragment.isascii():
+        return [(span.start, span.end) for span in spans]
+    raw = fragment.encode()
+    return [
+        (
+            len(raw[: span.start].decode(errors="ignore")),
+            len(raw[: span.end].decode(errors="ignore")),
+        )
+        for span in spans
+    ]
 
 
 def _lead(text: str) -> str:
