@@ -87,13 +87,23 @@ def _newest_first(
     return [address for _, address in found.hits]
 
 
+def _term(index: tantivy.Index, field: str, key: str) -> tantivy.Query:
+    return tantivy.Query.term_query(index.schema, field, key, index_option="basic")
+
+
 def backlinks(index: tantivy.Index, url: str) -> list[Backlink]:
-    """The archived pages that link to `url` (its SURT key: http or https, with or without
-    `www.`, any fragment), newest first (a tie by URL); BadLinkQuery for a URL that is not
-    http(s)."""
+    """The archived pages but its own that link to `url` (its SURT key: http or https, with or
+    without `www.`, any fragment), newest first (a tie by URL); BadLinkQuery for a URL that is
+    not http(s)."""
     key = asked_key(url)
     searcher = index.searcher()
-    query = tantivy.Query.term_query(index.schema, "links_to", key, index_option="basic")
+    # A page's links to itself (its own in-page anchors) do not make it a backlink.
+    query = tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, _term(index, "links_to", key)),
+            (tantivy.Occur.MustNot, _term(index, "urlkey", key)),
+        ]
+    )
     found: dict[str, Backlink] = {}
     for address in _newest_first(searcher, query, MAX_LINKING):
         doc = searcher.doc(address)
@@ -119,8 +129,7 @@ def latest_version(
     index has none."""
     key = asked_key(url)
     searcher = index.searcher()
-    query = tantivy.Query.term_query(index.schema, "urlkey", key, index_option="basic")
-    newest = _newest_first(searcher, query, 1)
+    newest = _newest_first(searcher, _term(index, "urlkey", key), 1)
     if not newest:
         raise PageNotIndexed(
             f"{url} has no version in the search index (not archived as HTML, text or PDF, or"
