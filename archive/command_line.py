@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
 from . import collector
-from .config import DEFAULT_SEARCH_INDEX, ClusterConfig, load_config
+from .config import SEARCH_FOLDER, ClusterConfig, load_config
 from .errors import ConfigError, DlwebError
 from .metadata import MetadataUrl, parse_metadata_url
 from .timestamps import BadTime, parse_time
@@ -133,13 +133,24 @@ def add_data_option(
 
 
 def add_search_index_option(
-    parser: argparse.ArgumentParser,
-    text: str,
-    option: str = "--index",
-    default: Path | None = DEFAULT_SEARCH_INDEX,
+    parser: argparse.ArgumentParser, text: str, option: str = "--index"
 ) -> None:
-    """The folder of a search index, as `dlweb search rebuild` and the search indexer write it."""
-    parser.add_argument(option, type=Path, default=default, metavar="DIR", help=text)
+    """The folder of a search index, as `dlweb search rebuild` and the search indexer write it;
+    `search_index` gives the default."""
+    parser.add_argument(
+        option,
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"{text} (default: {SEARCH_FOLDER} beside the configuration file, as `dlweb up`"
+        " keeps it)",
+    )
+
+
+def search_index(given: Path | None, config: Path) -> Path:
+    """The search index a command uses: the one given, else the cluster's own, beside its
+    configuration file (`dlweb up --data DIR` keeps DIR/dlweb.yaml and DIR/search)."""
+    return given if given is not None else config.parent / SEARCH_FOLDER
 
 
 def add_state_options(

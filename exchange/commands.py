@@ -12,8 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from archive import collector
 from archive.cache import ReadCache
-from archive.command_line import Subparsers, add_config_option, add_search_index_option, timestamp
-from archive.config import DEFAULT_SEARCH_INDEX, load_config
+from archive.command_line import (
+    Subparsers,
+    add_config_option,
+    add_search_index_option,
+    search_index,
+    timestamp,
+)
+from archive.config import load_config
 from archive.errors import DlwebError
 
 from .batches import DEFAULT_MAX_RECORD, BatchReader
@@ -167,7 +173,8 @@ async def _export(args: argparse.Namespace) -> int:
     from .exporter import Selection, export_warc
 
     progress = functools.partial(_show_export, bar) if bar is not None else None
-    selection = Selection(args.url_prefix, args.start, args.end, args.search_index)
+    index = search_index(args.search_index, args.config)
+    selection = Selection(args.url_prefix, args.start, args.end, index)
     pages = None
     # The cache keeps the small contents read lately: a bundle of request records is read once,
     # though its records are written among other captures, in time order.
@@ -225,7 +232,7 @@ def register(subparsers: Subparsers) -> None:
     add_search_index_option(
         exporting,
         "a search index whose URL keys find the URLs of --url-prefix without reading every"
-        f" structure file, when it holds them (default {DEFAULT_SEARCH_INDEX})",
+        " structure file, when it holds them",
         "--search-index",
     )
     exporting.add_argument(

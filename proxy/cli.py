@@ -11,9 +11,10 @@ from archive.command_line import (
     argument_type,
     checked_directory,
     command,
+    search_index,
     serve_until_stopped,
 )
-from archive.config import SEARCH_FOLDER, load_config
+from archive.config import load_config
 from archive.errors import ConfigError
 
 from .access import parse_networks
@@ -43,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
         live_allowed=args.allow_live or consultation.live,
         log_requests=args.log_requests,
         auth=None if auth is None else Path(auth),
-        search_index=args.search_index or args.data.parent / SEARCH_FOLDER,
+        search_index=search_index(args.search_index, args.config),
         coherence_span=args.coherence_span,
         live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
         limits=Limits(head_timeout=config.http.head, idle_timeout=config.http.idle),
@@ -93,10 +94,8 @@ def _add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     add_search_index_option(
         parser,
         "the search index folder, whose URL-key index answers http://api.dlweb/cdx prefix,"
-        f" host and domain queries (default: {SEARCH_FOLDER} beside --data, so"
-        f" {DEFAULT_DATA.parent / SEARCH_FOLDER}, where `dlweb search rebuild` writes it)",
+        " host and domain queries",
         "--search-index",
-        None,
     )
     parser.add_argument(
         "--coherence-span",

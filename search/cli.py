@@ -23,9 +23,10 @@ from archive.command_line import (
     add_config_option,
     add_search_index_option,
     positive_int,
+    search_index,
     standalone,
 )
-from archive.config import DEFAULT_SEARCH_INDEX, load_config
+from archive.config import load_config
 from archive.progress import terminal_bar
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ BOLD, PLAIN = "\033[1m", "\033[0m"
 def _run(args: argparse.Namespace) -> int:
     from .errors import BadLinkQuery
 
+    args.index = search_index(args.index, args.config)
     if args.about:
         if args.words:
             raise BadLinkQuery(f"give --about or a query, not both (got {' '.join(args.words)!r})")
@@ -211,12 +213,13 @@ def _indexer(args: argparse.Namespace) -> int:
     from .indexer import keep_current
     from .rebuild import check_target
 
-    check_target(args.index)
+    index = search_index(args.index, args.config)
+    check_target(index)
     config = load_config(args.config)
 
     async def serve() -> None:
         async with ClusterClient(config) as client:
-            await keep_current(client, args.index)
+            await keep_current(client, index)
 
     uvloop.run(serve())
     return 0
@@ -265,7 +268,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='words, "a phrase", title:word, AND/OR/NOT, year:2019; or `rebuild` to make the'
         " index again from the archive",
     )
-    add_search_index_option(parser, f"the index folder (default {DEFAULT_SEARCH_INDEX})")
+    add_search_index_option(parser, "the index folder")
     asked = parser.add_mutually_exclusive_group()
     for option, text in (
         ("--backlinks", "the archived pages that link to URL, with anchor texts"),
@@ -336,7 +339,7 @@ async def _cdx_answer(args: argparse.Namespace, query: Any) -> str:
     from .cdx import answer
 
     async with ClusterClient(load_config(args.config)) as client:
-        return await answer(client, query, args.index)
+        return await answer(client, query, search_index(args.index, args.config))
 
 
 def add_cdx_arguments(parser: argparse.ArgumentParser) -> None:
@@ -363,17 +366,13 @@ def add_cdx_arguments(parser: argparse.ArgumentParser) -> None:
         " ! inverts; repeat to combine",
     )
     parser.add_argument("--fields", metavar="F1,F2", help="the fields shown, e.g. url,timestamp")
-    add_search_index_option(
-        parser, f"the search index folder, with the URL-key index (default {DEFAULT_SEARCH_INDEX})"
-    )
+    add_search_index_option(parser, "the search index folder, with the URL-key index")
     add_config_option(parser)
     parser.set_defaults(run=_cdx, log_level=logging.WARNING, collection=collector.BATCH)
 
 
 def add_indexer_arguments(parser: argparse.ArgumentParser) -> None:
-    add_search_index_option(
-        parser, f"the index folder, built first when empty (default {DEFAULT_SEARCH_INDEX})"
-    )
+    add_search_index_option(parser, "the index folder, built first when empty")
     add_config_option(parser)
     parser.set_defaults(run=_indexer)
 
