@@ -13,12 +13,25 @@ which has no status, as pywb indexes revisits), `status` and `digest` (the paylo
 as `sha256:` and base32, the spelling of `dlweb export`'s WARC-Payload-Digest). `length`,
 `offset` and `filename` locate a record in a WARC file: the archive keeps no WARC files, so a
 line has none (`-` in text, absent in JSON).
+
+Paging, as pywb's zipnum index pages (`showNumPages`, `page`, `pageSize`, `showPagedIndex`):
+pywb cuts its sorted CDX file into blocks of some 3,000 lines and a page is `pageSize` blocks.
+The archive keeps no such file: a range query reads the URLs of the range from the URL-key index,
+then each URL's structure file from the cluster. A block here is BLOCK_KEYS consecutive SURT keys
+of the range, each with every URL of that key and every capture of those URLs. Counting blocks
+then reads the URL-key index alone (no cluster read), a key is never split between two pages (so
+a page's lines are in pywb's order and the pages, in turn, list each capture once), and a page
+costs its keys' structure file reads, which bound its time. Blocks of capture lines would need
+every structure file of the range read to count them, the whole answer's cost for a page count.
+An exact query has one block when the URL has a listed capture, none otherwise.
 """
 
 import asyncio
+import contextlib
+import itertools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -73,12 +86,23 @@ REVISIT_MIME = "warc/revisit"
 UNKNOWN_MIME = "unk"  # pywb's, for a response without Content-Type
 _MIME_END = re.compile("[; ]")
 _DIGITS = re.compile(r"[0-9]{1,14}")
+_NUMBER = re.compile(r"[0-9]{1,12}")  # a page or page size, compared with its bounds
 READS_IN_FLIGHT = 16  # structure files read at once for a range
 MAX_FILTERS = 32
 MAX_FILTER_CHARS = 1_000  # of one filter, its field and value
 # An answer's time: reading the captures, filtering, ordering and writing them, the work done
 # off the event loop (a proxy's other clients are answered meanwhile).
 CDX_BUDGET = 20.0
+# Paging: a block is BLOCK_KEYS SURT keys of the range, a page `pageSize` blocks (pywb's default
+# 10, at most MAX_PAGE_SIZE: a page of MAX_PAGE_SIZE blocks reads 5,000 keys' structure files,
+# some 6 s on a one-node test cluster, well within CDX_BUDGET).
+BLOCK_KEYS = 100
+DEFAULT_PAGE_SIZE = 10
+MAX_PAGE_SIZE = 50
+MAX_PAGE = 10**9
+INDEX_PART = "urlkeys"  # where a block is, in a paged index line: the URL-key index
+PAGE_INFO_TYPE = "application/json"
+PAGED_INDEX_TYPE = "text/plain"
 _ADVICE = "narrow it (a longer prefix, a from and to, a lower limit, fewer filters)"
 # RE2 matches in time linear in the text, whatever the expression, as Python's re does not
 # (`(.|.)*Q` takes it hours on a long URL); it reads no backreference or lookaround. Its errors
@@ -193,10 +217,23 @@ class CdxQuery:
     filters: tuple[CdxFilter, ...] = ()
     fields: tuple[str, ...] | None = None
     output: str = DEFAULT_OUTPUT
+    page: int | None = None  # None: the whole range, unpaged
+    page_size: int = DEFAULT_PAGE_SIZE  # blocks a page
+    show_num_pages: bool = False
+    show_paged_index: bool = False
 
     @property
     def content_type(self) -> str:
+        if self.show_num_pages:
+            return PAGE_INFO_TYPE
+        if self.show_paged_index:
+            return OUTPUTS["json"] if self.output == "json" else PAGED_INDEX_TYPE
         return OUTPUTS[self.output]
+
+    @property
+    def paged(self) -> bool:
+        """Whether the answer is a page's lines or blocks, not the whole range's."""
+        return self.page is not None or self.show_paged_index
 
     def wants(self, name: str) -> bool:
         """Whether the answer shows field `name`."""
@@ -305,6 +342,26 @@ def _fields(single: dict[str, str]) -> tuple[str, ...] | None:
     return fields
 
 
+def _whole_number(name: str, text: str, low: int, high: int) -> int:
+    """A parameter's whole number between `low` and `high`; BadCdxQuery naming it otherwise."""
+    digits = text.strip()
+    if _NUMBER.fullmatch(digits) is None or not low <= int(digits) <= high:
+        raise BadCdxQuery(f"{name}={text!r}: give a whole number from {low} to {high:,}")
+    return int(digits)
+
+
+def _paging(single: dict[str, str]) -> tuple[int | None, int]:
+    """The page asked for (None for none) and the page size, in blocks (pywb's default when it
+    is not given or empty)."""
+    page = None
+    if "page" in single:
+        page = _whole_number("page", single["page"], 0, MAX_PAGE)
+    size = DEFAULT_PAGE_SIZE
+    if single.get("pageSize"):
+        size = _whole_number("pageSize", single["pageSize"], 1, MAX_PAGE_SIZE)
+    return page, size
+
+
 def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
     """The query of pywb's CDX parameters (a name given twice: the first, except `filter`,
     which may be repeated); BadCdxQuery says which parameter is wrong and why."""
@@ -315,6 +372,7 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
     limit = _limit(single)
     from_ts, to_ts = _time_range(single)
     fields = _fields(single)
+    page, page_size = _paging(single)
     key, end_key = search_range(url, match_type)
     return CdxQuery(
         url=url,
@@ -329,6 +387,10 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
         filters=tuple(parse_filter(text) for text in filters),
         fields=fields,
         output=output,
+        page=page,
+        page_size=page_size,
+        show_num_pages=_bool(single.get("showNumPages", "")),
+        show_paged_index=_bool(single.get("showPagedIndex", "")),
     )
 
 
@@ -514,38 +576,195 @@ def _set_mimes(rows: Sequence[Row], blocks: dict[str, bytes | None]) -> None:
             row.mime = mimes.get(row.header, "-")
 
 
+def _exact_urls(query: CdxQuery, index: Path) -> list[str]:
+    """The URL of an exact query and the other URLs of its key (https, www.) in the URL-key
+    index, when there is one."""
+    same = [canonical_url(with_scheme(query.url))]
+    if (index / URLKEYS_FILE).is_file():
+        with UrlKeys(index) as keys:
+            same += [url for _, url in keys.between(query.key, query.end_key)]
+    return sorted(set(same))
+
+
+def _key_groups(
+    query: CdxQuery, keys: UrlKeys, deadline: Deadline
+) -> Generator[tuple[str, list[str]], None, None]:
+    """Each SURT key of a prefix, host or domain range with its URLs, in key order. Closed
+    before `keys` when left unfinished: closing it closes the index's cursor."""
+    rows = keys.between(query.key, query.end_key)
+    listed = (row for row in deadline.watch(rows) if row[1] != PENDING_REGISTRY_URL)
+    try:
+        for key, group in itertools.groupby(listed, key=lambda row: row[0]):
+            yield key, [url for _, url in group]
+    finally:
+        if isinstance(rows, Generator):  # its cursor is closed now, while the index is open
+            rows.close()
+
+
 def _targets(query: CdxQuery, index: Path, deadline: Deadline) -> list[list[str]]:
     """The URLs to read, grouped by SURT key in key order (a group is never split, so that rows
     come in order however the groups are read)."""
     if query.match_type == "exact":
-        url = canonical_url(with_scheme(query.url))
-        same = [url]
-        if (index / URLKEYS_FILE).is_file():  # the same key's other URLs (https, www.)
-            with UrlKeys(index) as keys:
-                same += [u for _, u in keys.between(query.key, query.end_key)]
-        return [sorted(set(same))]
-    groups: list[list[str]] = []
-    last = None
+        return [_exact_urls(query, index)]
     with UrlKeys(index) as keys:
-        for key, url in deadline.watch(keys.between(query.key, query.end_key)):
-            if url == PENDING_REGISTRY_URL:
-                continue
-            if key != last:
-                groups.append([])
-                last = key
-            groups[-1].append(url)
-    return groups
+        return [urls for _, urls in _key_groups(query, keys, deadline)]
+
+
+# -- paging -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """BLOCK_KEYS keys of a range (fewer in its last block), each with its URLs; `number` is
+    its place in the range from 0, `offset` the number of keys of the range before it."""
+
+    number: int
+    offset: int
+    keys: list[tuple[str, list[str]]]
+
+
+def block_count(keys: int) -> int:
+    """The blocks of a range of `keys` SURT keys."""
+    return -(-keys // BLOCK_KEYS)
+
+
+def page_count(blocks: int, page_size: int) -> int:
+    return -(-blocks // page_size)
+
+
+def page_info(blocks: int, page_size: int) -> dict[str, int]:
+    """The answer to showNumPages, pywb's."""
+    return {"pages": page_count(blocks, page_size), "pageSize": page_size, "blocks": blocks}
+
+
+def invalid_page(page: int, pages: int) -> BadCdxQuery:
+    """pywb's error for a page past the last."""
+    return BadCdxQuery(f"Page {page} invalid: First Page is 0, Last Page is {pages - 1}")
+
+
+def cut_blocks(groups: list[tuple[str, list[str]]], first_key: int) -> list[Block]:
+    """Key groups cut into blocks, the first group being key `first_key` of the range (a
+    multiple of BLOCK_KEYS)."""
+    blocks = []
+    for start in range(0, len(groups), BLOCK_KEYS):
+        offset = first_key + start
+        blocks.append(Block(offset // BLOCK_KEYS, offset, groups[start : start + BLOCK_KEYS]))
+    return blocks
+
+
+def _range_blocks(query: CdxQuery, index: Path, deadline: Deadline) -> int:
+    with UrlKeys(index) as keys:
+        return block_count(sum(1 for _ in _key_groups(query, keys, deadline)))
+
+
+def _range_page(query: CdxQuery, index: Path, deadline: Deadline) -> list[Block]:
+    """The blocks of the page asked for (0 when none is), read up to its last key only; none in
+    a range without keys, BadCdxQuery for a page past the last."""
+    page = query.page or 0
+    first = page * query.page_size * BLOCK_KEYS
+    with UrlKeys(index) as keys, contextlib.closing(_key_groups(query, keys, deadline)) as groups:
+        skipped = sum(1 for _ in itertools.islice(groups, first))
+        taken = list(itertools.islice(groups, query.page_size * BLOCK_KEYS))
+    if taken:
+        return cut_blocks(taken, first)
+    blocks = block_count(skipped)
+    if blocks:
+        raise invalid_page(page, page_count(blocks, query.page_size))
+    return []
+
+
+async def _has_lines(reader: _Reader, urls: Sequence[str]) -> bool:
+    """Whether any of the URLs has a capture a CDX server lists."""
+    read = await asyncio.gather(*(reader.captures(url) for url in urls))
+    return any(lines_of(url, captures) for url, captures in read)
+
+
+async def _block_count(reader: _Reader, query: CdxQuery, index: Path, deadline: Deadline) -> int:
+    if query.match_type == "exact":
+        urls = await asyncio.to_thread(_exact_urls, query, index)
+        return 1 if await _has_lines(reader, urls) else 0
+    return await asyncio.to_thread(_range_blocks, query, index, deadline)
+
+
+async def _page_blocks(
+    reader: _Reader, query: CdxQuery, index: Path, deadline: Deadline
+) -> list[Block]:
+    """The blocks of the page asked for. An exact query's page 0 is its one block, answered
+    empty when it has no capture (as pywb's); its paged index and later pages read whether it
+    has one first."""
+    if query.match_type != "exact":
+        return await asyncio.to_thread(_range_page, query, index, deadline)
+    page = query.page or 0
+    urls = await asyncio.to_thread(_exact_urls, query, index)
+    block = Block(0, 0, [(query.key, urls)])
+    if page == 0 and not query.show_paged_index:
+        return [block]
+    if not await _has_lines(reader, urls):
+        return []
+    if page > 0:
+        raise invalid_page(page, 1)
+    return [block]
+
+
+def paged_index_line(query: CdxQuery, block: Block, timestamp: str) -> str:
+    """A block as pywb lists a secondary index line: its first key and that key's first
+    timestamp, then where it is: the URL-key index, the keys before it, its keys, its number."""
+    where = {
+        "urlkey": f"{block.keys[0][0]} {timestamp}",
+        "part": INDEX_PART,
+        "offset": block.offset,
+        "length": len(block.keys),
+        "lineno": block.number,
+    }
+    if query.output == "json":
+        return json.dumps(where)
+    return "\t".join(str(value) for value in where.values())
+
+
+async def _first_timestamp(reader: _Reader, urls: Sequence[str]) -> str:
+    """The timestamp of the first listed capture of the URLs, `-` when they have none."""
+    read = await asyncio.gather(*(reader.captures(url) for url in urls))
+    return min((row.timestamp for url, caps in read for row in lines_of(url, caps)), default="-")
+
+
+async def _paged_index(reader: _Reader, query: CdxQuery, blocks: Sequence[Block]) -> str:
+    firsts = await asyncio.gather(*(_first_timestamp(reader, b.keys[0][1]) for b in blocks))
+    lines = [
+        paged_index_line(query, block, first) for block, first in zip(blocks, firsts, strict=True)
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+# -- answering --------------------------------------------------------------------------------
 
 
 async def answer(client: ClusterClient, query: CdxQuery, index: Path) -> str:
     """The body answering `query`: captures read from the cluster, the URLs of a prefix, host or
     domain range from the URL-key index in the search index folder `index` (NoUrlIndex when it
-    has none). Without closest or reverse, reading stops once `limit` rows are found. The rows
-    are made, filtered, ordered and written on threads, and OverBudget ends an answer that takes
+    has none); with `page`, those of the page's blocks only; with showNumPages or
+    showPagedIndex, the page count or the page's blocks. OverBudget ends an answer that takes
     longer than CDX_BUDGET seconds."""
     deadline = Deadline(CDX_BUDGET, "the CDX query", _ADVICE)
     reader = _Reader(client)
-    groups = await asyncio.to_thread(_targets, query, index, deadline)
+    if query.show_num_pages:
+        count = await _block_count(reader, query, index, deadline)
+        return json.dumps(page_info(count, query.page_size)) + "\n"
+    if not query.paged:
+        groups = await asyncio.to_thread(_targets, query, index, deadline)
+        return await _lines(reader, query, groups, deadline)
+    blocks = await _page_blocks(reader, query, index, deadline)
+    if query.show_paged_index:
+        return await _paged_index(reader, query, blocks)
+    groups = [urls for block in blocks for _, urls in block.keys]
+    return await _lines(reader, query, groups, deadline)
+
+
+async def _lines(
+    reader: _Reader, query: CdxQuery, groups: list[list[str]], deadline: Deadline
+) -> str:
+    """The lines of the captures of the URL groups (in key order). Without closest or reverse,
+    reading stops once `limit` rows are found. The rows are made, filtered, ordered and written
+    on threads."""
     mime_first = query.filters_need("mime")
     everything = query.closest is not None or query.reverse
     found: list[Row] = []

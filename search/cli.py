@@ -323,6 +323,10 @@ def _cdx(args: argparse.Namespace) -> int:
         ("sort", args.sort),
         ("closest", args.closest),
         ("fields", args.fields),
+        ("page", args.page),
+        ("pageSize", args.page_size),
+        ("showNumPages", "true" if args.show_num_pages else None),
+        ("showPagedIndex", "true" if args.show_paged_index else None),
     ]:
         if value is not None:
             params.append((name, value))
@@ -366,6 +370,20 @@ def add_cdx_arguments(parser: argparse.ArgumentParser) -> None:
         " ! inverts; repeat to combine",
     )
     parser.add_argument("--fields", metavar="F1,F2", help="the fields shown, e.g. url,timestamp")
+    parser.add_argument("--page", metavar="N", help="only the lines of page N, from 0")
+    parser.add_argument(
+        "--page-size", metavar="BLOCKS", help="blocks of URL keys a page (10 by default)"
+    )
+    parser.add_argument(
+        "--show-num-pages",
+        action="store_true",
+        help="the number of blocks and pages, as JSON",
+    )
+    parser.add_argument(
+        "--show-paged-index",
+        action="store_true",
+        help="the blocks of a page (--page, else the first), one a line",
+    )
     add_search_index_option(parser, "the search index folder, with the URL-key index")
     add_config_option(parser)
     parser.set_defaults(run=_cdx, log_level=logging.WARNING, collection=collector.BATCH)
