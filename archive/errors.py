@@ -11,6 +11,8 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     +-- ClientFault (4xx): a request its sender must change
     |   +-- BadName, HashMismatch, NotFound                archive/errors.py
     |   |   +-- PageNotIndexed (of NotFound)               search/errors.py
+    |   |   +-- NoCollection (of NotFound)                 archive/archival_urls.py
+    |   +-- BadArchivalUrl                                 archive/archival_urls.py
     |   +-- BadMessage                                     archive/insert_calls.py
     |   +-- BadPack                                        archive/pack.py
     |   +-- BadRecord                                      archive/structure.py

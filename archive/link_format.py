@@ -10,6 +10,11 @@ gets names the same resource, in ASCII only.
 """
 
 import re
+from collections.abc import Callable, Sequence
+
+from .timestamps import format_http_date
+
+LINK_FORMAT = "application/link-format"
 
 # What a URI reference may hold (RFC 3986: unreserved, gen-delims, sub-delims), and `%` only as
 # the start of an escape.
@@ -34,3 +39,32 @@ def _escaped(match: re.Match[str]) -> str:
     except UnicodeEncodeError:
         data = text.encode("utf-8", "surrogatepass")
     return "".join(f"%{byte:02X}" for byte in data)
+
+
+def timemap(
+    url: str,
+    times: Sequence[int],
+    me: str,
+    gate: str,
+    memento: Callable[[int], str],
+    ends_marked: bool = True,
+) -> str:
+    """A Memento TimeMap (RFC 7089, in RFC 6690's link format) of `url`'s captures at `times`
+    (oldest first, at least one): `me` its own address, `gate` the URL's TimeGate, `memento`
+    the address of the capture at a time. With `ends_marked`, the first and last are `first
+    memento` and `last memento`; without, every one is a `memento`, as pywb lists them (and
+    clients that keep only that rel expect). Every URI is escaped."""
+    first, last = format_http_date(times[0]), format_http_date(times[-1])
+    lines = [
+        f'<{escape_uri(url)}>; rel="original"',
+        f'<{escape_uri(me)}>; rel="self"; type="{LINK_FORMAT}"; from="{first}"; until="{last}"',
+        f'<{escape_uri(gate)}>; rel="timegate"',
+    ]
+    last_index = len(times) - 1
+    for index, time in enumerate(times):
+        ends = ("first " if index == 0 else "") + ("last " if index == last_index else "")
+        rel = f"{ends if ends_marked else ''}memento"
+        lines.append(
+            f'<{escape_uri(memento(time))}>; rel="{rel}"; datetime="{format_http_date(time)}"'
+        )
+    return ",\n".join(lines) + "\n"

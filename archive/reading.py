@@ -112,16 +112,17 @@ class CaptureReader:
         """The capture a request gets; NotFound when none, ArchiveFault when its files cannot
         be read."""
         key, found, head, fuzzy = await self.find(asked)
-        return await self._reading(key, found, head, fuzzy)
+        return await self.reading(key, found, head, fuzzy)
 
     async def read_at(self, url: str, at: int, mode: str) -> Reading:
         """The capture of exactly `url` before, after, closest to or exactly at `at`."""
         found = _replayable(await self.client.closest(url, at, mode), url)
-        return await self._reading(url, found, await self._head(found), None)
+        return await self.reading(url, found, await self._head(found), None)
 
-    async def _reading(
+    async def reading(
         self, key: str, found: FoundCapture, head: "_Head", fuzzy: FuzzyMatch | None
     ) -> Reading:
+        """The capture `find` gave, read: for a caller that looks at it before its body."""
         try:
             body = await self.client.content_or_holder(found.capture.content, STREAMED_OVER)
         except DlwebError as exc:

@@ -10,16 +10,15 @@ import json
 from urllib.parse import quote
 
 from archive.errors import DlwebError, NotFound
-from archive.link_format import escape_uri
+from archive.link_format import LINK_FORMAT, timemap
 from archive.serving import status_of
 from archive.structure import Capture
-from archive.timestamps import format_http_date, format_iso
+from archive.timestamps import format_iso
 
 from . import calendar, page
 from .answer import Answer, HarborContext
 from .request import BadParameter, HarborRequest
 
-LINK_FORMAT = "application/link-format"
 HOME = "http://captures.dlweb/"
 
 
@@ -53,22 +52,9 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
 
 
 def _timemap(url: str, captures: list[Capture]) -> str:
+    """In proxy mode the original URL is its own time gate and names each of its mementos."""
     me = f"http://captures.dlweb/?format=link&url={quote(url, safe='')}"
-    first, last = format_http_date(captures[0].time), format_http_date(captures[-1].time)
-    url = escape_uri(url)
-    lines = [
-        f'<{url}>; rel="original"',
-        f'<{me}>; rel="self"; type="{LINK_FORMAT}"; from="{first}"; until="{last}"',
-        f'<{url}>; rel="timegate"',
-    ]
-    for index, capture in enumerate(captures):
-        rel = "memento"
-        if index == 0:
-            rel = "first memento"
-        if index == len(captures) - 1:
-            rel = "last memento" if index else "first last memento"
-        lines.append(f'<{url}>; rel="{rel}"; datetime="{format_http_date(capture.time)}"')
-    return ",\n".join(lines) + "\n"
+    return timemap(url, [c.time for c in captures], me, url, lambda time: url)
 
 
 async def _page(

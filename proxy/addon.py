@@ -20,6 +20,7 @@ from mitmproxy import ctx, http
 from mitmproxy.addonmanager import Loader
 
 import harbors
+from archive.archival_urls import ArchivalUrls
 from archive.config import DEFAULT_SEARCH_INDEX
 from archive.errors import clipped
 from archive.reading import CaptureReader
@@ -73,6 +74,13 @@ class ArchiveAddon:
             "the search index folder, with the URL-key index of the CDX API",
         )
         loader.add_option(
+            "dlweb_direct_root",
+            str,
+            "",
+            "the direct front's root, such as http://host:8090/web, whose URI-Ms the Memento"
+            " headers name; empty when it does not run",
+        )
+        loader.add_option(
             "dlweb_coherence_span",
             int,
             DEFAULT_SPAN,
@@ -91,8 +99,14 @@ class ArchiveAddon:
             Path(options.dlweb_search_index),
         )
         self.record_mode = RecordMode(self.reader.client, self.settings, self.live_allowed)
+        root = options.dlweb_direct_root
         self.replay = Replay(
-            self.reader, self.settings, self.streams, self.live_allowed, options.dlweb_log_requests
+            self.reader,
+            self.settings,
+            self.streams,
+            self.live_allowed,
+            options.dlweb_log_requests,
+            ArchivalUrls.at(root) if root else None,
         )
 
     def http_connect(self, flow: http.HTTPFlow) -> None:

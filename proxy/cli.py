@@ -2,6 +2,7 @@
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archive.command_line import (
     add_config_option,
@@ -11,6 +12,7 @@ from archive.command_line import (
     argument_type,
     checked_directory,
     command,
+    parse_listen,
     search_index,
     serve_until_stopped,
 )
@@ -23,6 +25,10 @@ from .limits import Limits
 
 DEFAULT_DATA = Path("dlweb-data") / "proxy"
 _span = argument_type(parse_span, BadSpan, "span=")
+
+
+if TYPE_CHECKING:
+    from archive.archival_urls import ArchivalUrls
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -48,8 +54,49 @@ def _run(args: argparse.Namespace) -> int:
         coherence_span=args.coherence_span,
         live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
         limits=Limits(head_timeout=config.http.head, idle_timeout=config.http.idle),
+        direct=args.direct,
+        direct_urls=_direct_urls(args),
     )
     return serve_until_stopped(serve(options))
+
+
+def _direct_urls(args: argparse.Namespace) -> "ArchivalUrls | None":
+    """The addresses the direct front gives captures: under --direct-base, else its --direct
+    address; None when it does not run."""
+    from archive.archival_urls import ArchivalUrls, check_collection
+
+    if args.direct is None:
+        if args.direct_base is not None:
+            raise ConfigError("--direct-base goes with --direct HOST:PORT")
+        return None
+    host, port = args.direct
+    base = args.direct_base or f"http://{host}:{port}"
+    if not base.startswith(("http://", "https://")) or "?" in base or "#" in base:
+        raise ConfigError(f"--direct-base {base[:100]!r} must be an http(s) URL without a query")
+    return ArchivalUrls(base.rstrip("/"), check_collection(args.direct_collection))
+
+
+def _add_direct_arguments(parser: argparse.ArgumentParser) -> None:
+    """The direct front, which serves captures at pywb's archival URLs to clients without a
+    proxy setting."""
+    parser.add_argument(
+        "--direct",
+        type=parse_listen,
+        metavar="HOST:PORT",
+        help="also serve the archive at pywb's archival URLs here, such as"
+        " http://HOST:PORT/web/2019id_/http://example.org/ (default: off)",
+    )
+    parser.add_argument(
+        "--direct-base",
+        metavar="URL",
+        help="the front's address as its clients reach it, in the URI-Ms it gives"
+        " (default http://HOST:PORT of --direct)",
+    )
+    parser.add_argument(
+        "--direct-collection",
+        default="web",
+        help="the collection name in the front's URLs (default web: /web/TIMESTAMP/URL)",
+    )
 
 
 def _add_access_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,6 +163,7 @@ def _add_replay_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_access_arguments(parser)
     _add_replay_arguments(parser)
+    _add_direct_arguments(parser)
     parser.set_defaults(run=_run)
 
 

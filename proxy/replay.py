@@ -12,16 +12,14 @@ flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner
 
 import logging
 from dataclasses import InitVar, dataclass, field
-from urllib.parse import quote
 
 from mitmproxy import http
 
 import harbors
+from archive.archival_urls import ArchivalUrls
 from archive.cache import Lru
-from archive.cluster import FoundCapture, LargeContent
+from archive.cluster import LargeContent
 from archive.errors import DlwebError, NotFound, clipped
-from archive.header_block import valid_field
-from archive.link_format import escape_uri
 from archive.ranges import (
     ByteRange,
     RangeNotSatisfiable,
@@ -33,33 +31,18 @@ from archive.reading import CaptureQuery, CaptureReader, PendingRevisit, Reading
 from archive.streams import PLAYLIST_TYPES
 from archive.structure import RecordKind
 from archive.tasks import Background
-from archive.timestamps import format_http_date, format_iso
+from archive.timestamps import format_iso
 
 from .dates import AT
 from .faults import fault
 from .guard import client_of
 from .large_bodies import STREAMED, LargeBody, node_answered, node_failed, send_to_node
+from .mementos import archived_headers, memento_headers
 from .responses import encoded, made
 from .stream_play import StreamPlayback
 
 log = logging.getLogger(__name__)
 
-# Hop-by-hop and framing headers belong to the archived connection, not to this one; the length
-# is that of the payload as stored (chunked encoding removed).
-NOT_REPLAYED = frozenset(
-    {
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authenticate",
-        "te",
-        "trailer",
-        "upgrade",
-        "content-length",
-    }
-)
-TIMEMAP = "http://captures.dlweb/?format=link&url="
 MADE_OVERHEAD = 1024  # what a kept answer weighs beside its body
 LIVE = "dlweb-live"
 MADE = "dlweb-made"  # the key of the answer a streamed replay was made from
@@ -93,6 +76,7 @@ class Replay:
     streams: StreamPlayback
     live_allowed: bool = False
     log_requests: bool = False
+    urls: ArchivalUrls | None = None  # the direct front's, when it runs: each capture's URI-M
     cache_bytes: InitVar[int] = 64 * 1024 * 1024
     # Answers made, for as long as the cluster client keeps structure answers: a hot page
     # is sent without being made again.
@@ -201,7 +185,7 @@ class Replay:
         key = (asked.key, asked.at)
         prepared = self._made.get(key)
         if prepared is None:
-            prepared = _prepare(asked.url, await self.reader.read(asked))
+            prepared = _prepare(asked.url, await self.reader.read(asked), self.urls)
             body = prepared.body
             self._made.put(
                 key, prepared, MADE_OVERHEAD + (len(body) if isinstance(body, bytes) else 0)
@@ -258,18 +242,10 @@ class Replay:
             log.debug("not archived: %s", exc)
 
 
-def _prepare(url: str, reading: Reading) -> ReadyCapture:
+def _prepare(url: str, reading: Reading, urls: ArchivalUrls | None) -> ReadyCapture:
     header = reading.header
-    headers = [(k, v) for k, v in header.headers if k.lower() not in NOT_REPLAYED]
-    if not all(valid_field(k, v) for k, v in headers):
-        dropped = ", ".join(repr(k[:40]) for k, v in headers if not valid_field(k, v))
-        log.warning(
-            "replay of %s: archived header fields not valid HTTP, left out: %s",
-            clipped(url),
-            clipped(dropped),
-        )
-        headers = [(k, v) for k, v in headers if valid_field(k, v)]
-    headers.extend(memento_headers(url, reading.found))
+    headers = archived_headers(url, header)
+    headers.extend(memento_headers(url, reading.found, urls))
     headers.append(("Accept-Ranges", "bytes"))
     if reading.fuzzy is not None:
         headers.append(("X-Dlweb-Match", f"fuzzy; url={reading.key}; rule={reading.fuzzy.rule}"))
@@ -287,29 +263,6 @@ def _prepare(url: str, reading: Reading) -> ReadyCapture:
         None if previous is None else previous.time,
         None if following is None else following.time,
     )
-
-
-def memento_headers(url: str, found: FoundCapture) -> list[tuple[str, str]]:
-    """RFC 7089 headers of a memento served in proxy mode, where the original URL is also its
-    own time gate (the date comes with Accept-Datetime or the client's date harbor). The URL
-    is escaped for `<...>`: a `>` or a quote in it would end its entry and start another."""
-    timemap = f"{TIMEMAP}{quote(url, safe='')}"
-    url = escape_uri(url)
-    links = [
-        f'<{url}>; rel="original"',
-        f'<{url}>; rel="timegate"',
-        f'<{timemap}>; rel="timemap"; type="application/link-format"',
-    ]
-    for key in ("first", "last", "prev", "next"):
-        other = found.neighbours.get(key)
-        if other is not None:
-            links.append(f'<{url}>; rel="{key} memento"; datetime="{format_http_date(other.time)}"')
-    links.append(f'<{url}>; rel="memento"; datetime="{format_http_date(found.capture.time)}"')
-    return [
-        ("Memento-Datetime", format_http_date(found.capture.time)),
-        ("Link", ", ".join(links)),
-        ("Vary", "accept-datetime"),
-    ]
 
 
 def _preflight(request: http.Request) -> http.Response:

@@ -18,8 +18,10 @@ from mitmproxy.addons import (
     tlsconfig,
 )
 from mitmproxy.master import Master
+from passlib.apache import HtpasswdFile
 
 import harbors
+from archive.archival_urls import ArchivalUrls
 from archive.cache import ReadCache
 from archive.cluster import ClusterClient
 from archive.config import DEFAULT_SEARCH_INDEX, ClusterConfig
@@ -29,6 +31,8 @@ from . import mitm_limits, mitm_tuning
 from .access import Access, Network
 from .addon import ArchiveAddon
 from .coherence import DEFAULT_SPAN
+from .direct import DirectFront
+from .harbor_addon import HarborAddon
 from .limits import Limits
 from .listener import Listener
 from .stream_play import StreamPlayback
@@ -54,6 +58,8 @@ class ProxyOptions:
     coherence_span: int = DEFAULT_SPAN  # seconds: the banner marks resources farther from the page
     live_networks: list[Network] = field(default_factory=list)  # private ones live may reach
     limits: Limits = field(default_factory=Limits)
+    direct: tuple[str, int] | None = None  # where the direct front listens, if it runs
+    direct_urls: ArchivalUrls | None = None  # the addresses it gives captures
 
 
 class _Ready:
@@ -118,16 +124,21 @@ async def serve(opts: ProxyOptions) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
     async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
+        reader = CaptureReader(client)
         streams = StreamPlayback(client)
         await streams.start()
+        own = [(opts.host, listener.port)]
+        front = await _direct_front(opts, reader, settings)
+        if opts.direct is not None:
+            own.append(opts.direct)
         gate = UpstreamGate(
             lambda address: _may_go_live(opts.live_allowed, settings.get(address)),
             client.members,
             opts.live_networks,
-            [(opts.host, listener.port)],
+            own,
         )
         master.addons.add(  # type: ignore[no-untyped-call]
-            ArchiveAddon(CaptureReader(client), settings, Access(opts.allowed), streams, gate=gate),
+            ArchiveAddon(reader, settings, Access(opts.allowed), streams, gate=gate),
             gate,
             _Ready(listener, master),
         )
@@ -136,12 +147,28 @@ async def serve(opts: ProxyOptions) -> None:
             dlweb_log_requests=opts.log_requests,
             dlweb_search_index=str(opts.search_index),
             dlweb_coherence_span=opts.coherence_span,
+            dlweb_direct_root="" if opts.direct_urls is None else opts.direct_urls.root,
         )
         try:
             await master.run()
         finally:
             listener.close()
             await streams.close()
+            if front is not None:
+                await front.close()
+
+
+async def _direct_front(
+    opts: ProxyOptions, reader: CaptureReader, settings: harbors.ClientSettings
+) -> DirectFront | None:
+    """The direct front, listening, when the options ask for it."""
+    if opts.direct is None or opts.direct_urls is None:
+        return None
+    context = HarborAddon(settings, reader, False, opts.data / CA_FOLDER, opts.search_index)
+    users = None if opts.auth is None else HtpasswdFile(str(opts.auth))
+    front = DirectFront(reader, opts.direct_urls, Access(opts.allowed), context, users)
+    await front.start(*opts.direct)
+    return front
 
 
 def _may_go_live(allowed: bool, setting: harbors.ClientSetting) -> bool:
