@@ -78,6 +78,8 @@ def _up(args: argparse.Namespace) -> int:
         f"cluster ready: master {launch.master}, an index node and {nodes}\n"
         f"browse the archive: set {launch.proxy} as your browser's HTTP and HTTPS proxy,"
         f" pick the date at http://date.dlweb/\n"
+        f"or, without a proxy, open {launch.direct}/2019/http://example.org/ (a capture near"
+        " 2019; id_ after the date for its bytes as archived)\n"
         f"configuration {data / CONFIG_FILE}, logs in {data / LOG_DIR}\n"
         f"see it with: dlweb status -c {data / CONFIG_FILE}; stop it with: dlweb down --data {data}"
     )

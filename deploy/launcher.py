@@ -61,6 +61,7 @@ class Launch:
     data: Path
     master: str
     proxy: str
+    direct: str = ""  # the root of the proxy's direct front, /web/TIMESTAMP/URL under it
     started: list[str] = field(default_factory=list)
     already: list[str] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
@@ -271,10 +272,20 @@ def _node_spec(root: Path, name: str, host: str, port: int, config: list[str]) -
     }
 
 
-def _proxy_spec(root: Path, host: str, port: int, config: list[str]) -> dict[str, Any]:
+def _proxy_spec(root: Path, host: str, port: int, direct: int, config: list[str]) -> dict[str, Any]:
+    """The proxy, and its direct front on port `direct` (archival URLs without a proxy)."""
     return {
         "port": port,
-        "command": _python("proxy", "--data", str(root / "proxy"), *_listen(host, port), *config),
+        "direct": direct,
+        "command": _python(
+            "proxy",
+            "--data",
+            str(root / "proxy"),
+            *_listen(host, port),
+            "--direct",
+            f"{host}:{direct}",
+            *config,
+        ),
     }
 
 
@@ -301,7 +312,9 @@ def _commands(
     for i in range(1, settings.nodes + 1):
         name = f"node{i}"
         commands[name] = _node_spec(root, name, host, port(name, 1 + i), config)
-    commands["proxy"] = _proxy_spec(root, host, settings.proxy_port, config)
+    recorded = record["processes"].get("proxy", {}).get("direct")
+    direct = recorded if isinstance(recorded, int) else free_port(host)
+    commands["proxy"] = _proxy_spec(root, host, settings.proxy_port, direct, config)
     if settings.search:
         commands["search"] = _search_spec(root, config)
     return commands
@@ -420,7 +433,8 @@ def up(plan: Plan) -> Launch:
         assert config.master is not None
         master = config.master.rstrip("/")
         commands = _commands(data, settings, config_path, old)
-        launch = Launch(data, master, proxy)
+        direct = proxy_url(settings.host, commands["proxy"]["direct"])
+        launch = Launch(data, master, proxy, f"{direct}/web")
         processes: dict[str, dict[str, Any]] = {
             name: {
                 **spec,

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import yaml
 
 from archive.cluster import ClusterClient
 from archive.config import load_config, write_new_config
+from archive.timestamps import format_digits
 from deploy.launcher import write_config
 from deploy.testing.ports import free_block
 from deploy.testing.waits import wait_until
@@ -76,6 +78,13 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
     corpus = make_corpus(20, urls=5)
     async with ClusterClient(load_config(data / "dlweb.yaml")) as client:
         await client.insert(corpus.captures, corpus.bodies.__getitem__)
+    # Without a proxy, a capture is at its archival URL on the direct front.
+    direct = re.search(r"open (http://\S+/web)/2019/", started.stdout)
+    assert direct is not None, started.stdout
+    shown = corpus.captures[3]
+    memento = f"{direct.group(1)}/{format_digits(shown.time)}id_/{shown.url}"
+    with urllib.request.urlopen(memento, timeout=10) as answer:
+        assert answer.read() == corpus.bodies[shown.content]
 
     stopped = dlweb("down", "--data", str(data))
     assert "stopped" in stopped.stdout
@@ -86,6 +95,8 @@ async def test_up_down_and_up_again_keeps_the_data(data: Path) -> None:
     dlweb("up", "--data", str(data), "--proxy-port", "0")
     assert load_config(data / "dlweb.yaml").secret == secret
     assert load_config(data / "dlweb.yaml").proxy == proxy  # the same port again
+    with urllib.request.urlopen(memento, timeout=10) as answer:  # and the front's
+        assert answer.status == 200
     status = dlweb_json("status", "-c", config)
     assert sorted(n["id"] for n in status["nodes"]) == ["node1", "node2", "node3"]
     assert status["files"]["content"] == len(corpus.bodies)
