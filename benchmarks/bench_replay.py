@@ -13,15 +13,19 @@ proxies up side by side:
    p99 latency, and every wrong answer (status, body length) counted;
 2. closest-capture lookup among the N captures of one URL: single requests with Accept-Datetime,
    one at a time, each at another date, through dlweb's proxy and pywb's; median latency, and
-   the capture served checked by its Memento-Datetime.
+   the capture served checked by its Memento-Datetime;
+3. identity replay without a proxy: the same clients fetch the pages' latest captures over HTTP
+   at their archival URLs, `{timestamp}id_/{url}`, from dlweb's direct front (the proxy's
+   `--direct`, which `dlweb up` starts) and from pywb's `/coll/` (the same wayback process);
+   req/s, latency and wrong answers as in 1.
 
 Then media, in the same cluster: a capture of 1 GiB (streamed by the proxy from its storage node)
 beside one of 4 KB, each comparison's sides taking turns for several rounds (min, median, max):
 
-3. throughput of a whole GET through dlweb's proxy and straight from the storage node;
-4. time to the first byte of the 1 GiB capture and of the 4 KB one through the proxy: the first
+4. throughput of a whole GET through dlweb's proxy and straight from the storage node;
+5. time to the first byte of the 1 GiB capture and of the 4 KB one through the proxy: the first
    request, then repeated, then each at another date (which the proxy has no answer kept for);
-5. random 64 KiB Range requests over the 1 GiB capture, on 1 and on 4 keep-alive connections,
+6. random 64 KiB Range requests over the 1 GiB capture, on 1 and on 4 keep-alive connections,
    through the proxy and straight from the node.
 
 And the captures harbor on a URL of N captures (one content, an hour apart, inserted through the
@@ -79,7 +83,7 @@ from archive.cluster import ClusterClient, LargeContent, NewCapture  # noqa: E40
 from archive.config import load_config  # noqa: E402
 from archive.reading import STREAMED_OVER  # noqa: E402
 from archive.timestamps import parse_time  # noqa: E402
-from deploy.launcher import CONFIG_FILE  # noqa: E402
+from deploy.launcher import CONFIG_FILE, read_record  # noqa: E402
 from deploy.processes import RUN_DIR  # noqa: E402
 from deploy.testing.ports import free_port  # noqa: E402
 from deploy.testing.pywb import PYWB_VERSION, pywb_bin  # noqa: E402
@@ -109,7 +113,7 @@ STOP_TIMEOUT = 20.0
 REQUEST_TIMEOUT = 120.0
 # As browsers send it: pywb keeps a CONNECT tunnel open for another request only when asked so.
 KEEP_ALIVE = {"Connection": "keep-alive"}
-TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8}
+TARGETS = {"http": 2.5, "https": 4.0, "lookup": 1000.0, "ceiling": 0.8, "direct": 5.0}
 FILM_URL = "http://media.example/film.mp4"
 STILL_URL = "http://media.example/still.jpg"
 MISSING_URL = "http://media.example/never-captured.html"
@@ -378,9 +382,12 @@ def quantile(ordered: Sequence[float], q: float) -> float:
 
 
 async def fetch(
-    session: aiohttp.ClientSession, proxy: str, url: str, headers: dict[str, str] | None = None
+    session: aiohttp.ClientSession,
+    proxy: str | None,
+    url: str,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, bytes, str]:
-    """Status, raw body and Memento-Datetime of one request through `proxy`."""
+    """Status, raw body and Memento-Datetime of one request through `proxy` (None: straight)."""
     sent = {**KEEP_ALIVE, **(headers or {})}
     async with session.get(url, proxy=proxy, headers=sent, allow_redirects=False) as r:
         return r.status, await r.read(), r.headers.get("Memento-Datetime", "")
@@ -395,7 +402,11 @@ def client_session(cafile: Path | None, limit: int) -> aiohttp.ClientSession:
 
 
 async def load(
-    proxy: str, pages: list[tuple[str, int]], seconds: float, warmup: float, cafile: Path | None
+    proxy: str | None,
+    pages: list[tuple[str, int]],
+    seconds: float,
+    warmup: float,
+    cafile: Path | None,
 ) -> dict[str, Any]:
     """Req/s and latency of CONCURRENCY clients fetching `pages` in a loop for `seconds`, after
     `warmup` seconds on the same connections (handshakes, certificates, caches)."""
@@ -494,6 +505,45 @@ def throughput(
             "first_error": next((f["first_error"] for f in tried if f["first_error"]), ""),
         }
     return best
+
+
+def archival_pages(pages: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The HTTP pages at their archival URL's end, `{timestamp}id_/{url}` of the latest capture
+    (page i was captured i seconds after the latest date)."""
+    latest: list[tuple[str, int]] = []
+    for url, length in pages:
+        if url.startswith("http://"):
+            number = int(url.rsplit("/", 1)[1].split(".")[0])
+            stamp = (DATES[-1] + timedelta(seconds=number)).strftime("%Y%m%d%H%M%S")
+            latest.append((f"{stamp}id_/{url}", length))
+    return latest
+
+
+def direct_throughput(
+    roots: dict[str, str], pages: list[tuple[str, int]], args: argparse.Namespace
+) -> dict[str, dict[str, Any]]:
+    """Load on each side's archival URLs under its root in turn, no proxy, for `args.rounds`
+    rounds; each side's best round, and every error."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for round_ in range(args.rounds):
+        for name, root in roots.items():
+            asked = [(f"{root}/{end}", length) for end, length in pages]
+            figures = uvloop.run(load(None, asked, args.seconds, args.warmup, None))
+            errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
+            print(
+                f"  round {round_ + 1}, {name:<5} {root:<40}"
+                f" {figures['req_per_s']:>7,.0f} req/s{errors}"
+            )
+            runs.setdefault(name, []).append(figures)
+    return {
+        name: {
+            **max(tried, key=lambda figures: float(figures["req_per_s"])),
+            "rounds": [figures["req_per_s"] for figures in tried],
+            "errors": sum(figures["errors"] for figures in tried),
+            "first_error": next((f["first_error"] for f in tried if f["first_error"]), ""),
+        }
+        for name, tried in runs.items()
+    }
 
 
 # -- media ---------------------------------------------------------------------------------------
@@ -983,6 +1033,10 @@ def compare_pages(
         report[name]["lookup"] = figures = uvloop.run(lookups(proxies[name].url, dates))
         errors = f", {figures['errors']:,} ERRORS" if figures["errors"] else ""
         print(f"  {proxies[name].label:<26} median {figures['median_ms']:,.1f} ms{errors}")
+    direct = read_record(cluster)["processes"]["proxy"]["direct"]
+    roots = {"pywb": f"{pywb_url}/coll", "dlweb": f"http://127.0.0.1:{direct}/web"}
+    print("identity replay without a proxy (id_ archival URLs, HTTP) ...")
+    report["direct"] = direct_throughput(roots, archival_pages(pages), args)
     return report
 
 
@@ -1011,6 +1065,11 @@ def ratios(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     result["lookup"] = {
         "ratio": quotient(pywb["lookup"]["median_ms"], ours["lookup"]["median_ms"]),
         "clean": clean(ours["lookup"], pywb["lookup"]),
+    }
+    direct = report["direct"]
+    result["direct"] = {
+        "ratio": quotient(direct["dlweb"]["req_per_s"], direct["pywb"]["req_per_s"]),
+        "clean": clean(direct["dlweb"], direct["pywb"]),
     }
     result["ceiling"] = {
         "ratio": min(quotient(rate(ours, scheme), rate(bare, scheme)) for scheme in SCHEMES),
@@ -1053,6 +1112,15 @@ def show_pages(report: dict[str, Any]) -> None:
                 f"{row['p99_ms']:>9.1f}{row['errors']:>8,}"
             )
     print()
+    print("Identity replay without a proxy ({timestamp}id_/{url}, HTTP)")
+    direct = report["direct"]
+    for label, name in ((f"pywb {PYWB_VERSION} /coll/", "pywb"), ("dlweb direct front", "dlweb")):
+        row = direct[name]
+        print(
+            f"  {label:<28}{'http':<8}{row['req_per_s']:>9,.0f}{row['p50_ms']:>9.1f}"
+            f"{row['p99_ms']:>9.1f}{row['errors']:>8,}"
+        )
+    print()
     print(
         f"Closest capture among {warcs['captures']:,} of one URL, Accept-Datetime, one request"
         f" at a time"
@@ -1071,11 +1139,17 @@ def show_pages(report: dict[str, Any]) -> None:
     print(f"  ratio (dlweb / pywb, HTTPS req/s)         {checks['https']['ratio']:>8.2f}")
     print(f"  ratio (pywb / dlweb, lookup latency)      {checks['lookup']['ratio']:>8.0f}")
     print(f"  ratio (dlweb / bare mitmproxy, the lower) {checks['ceiling']['ratio']:>8.2f}")
+    print(f"  ratio (dlweb / pywb, id_ req/s, no proxy) {checks['direct']['ratio']:>8.2f}")
     errors = [
         f"{label} {part}: {side[part]['errors']:,} ({side[part]['first_error']})"
         for label, side in rows
         for part in (*SCHEMES, "lookup")
         if part in side and side[part]["errors"]
+    ]
+    errors += [
+        f"{name} direct: {row['errors']:,} ({row['first_error']})"
+        for name, row in direct.items()
+        if row["errors"]
     ]
     if errors:
         print("\nWRONG ANSWERS (a target resting on them is a MISS):")
@@ -1087,6 +1161,7 @@ def show_pages(report: dict[str, Any]) -> None:
         "https": "dlweb >= 4x pywb req/s over HTTPS",
         "lookup": f"closest capture among {warcs['captures']:,} >= 1000x faster than pywb",
         "ceiling": "dlweb >= 0.8x bare mitmproxy req/s, HTTP and HTTPS",
+        "direct": "dlweb's direct front >= 5x pywb's id_ replay req/s",
     }
     for key, name in names.items():
         print(f"target: {name}: {'PASS' if checks[key]['met'] else 'MISS'}")
