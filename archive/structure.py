@@ -76,6 +76,17 @@ _PENDING_CODE = int(RecordKind.PENDING)
 PENDING_REGISTRY_URL = "http://pending-revisits.dlweb/"
 
 
+# A capture of a content written in full (a response) or as a revisit of an earlier one: which of
+# the two a WARC file holds depends on what came before it in that file, not on the capture.
+_WRITTEN_EITHER_WAY = frozenset((RecordKind.RESPONSE, RecordKind.REVISIT))
+_SIDE_KINDS = frozenset((RecordKind.REQUEST, RecordKind.METADATA))
+# A bundled record's metadata field (exchange/bundles.py): where its bytes start in the bundle,
+# bits 32 to 49, is where it was kept; the other bits, its length (bits 0 to 16) and 28 bits of
+# its SHA-256, say what it is. A record bundled before those bits were kept has them 0.
+BUNDLE_START_BITS = ((1 << 18) - 1) << 32
+BUNDLE_LENGTH_BITS = (1 << 17) - 1
+
+
 class RecordFlag(enum.IntFlag):
     NONE = 0
     TRUNCATED = 1  # the capture was cut short (size limit, time limit, connection lost)
@@ -128,6 +139,30 @@ class Capture:
         except (ValueError, struct.error) as exc:
             raise BadRecord(f"capture record cannot be stored: {exc}") from None
         return body[:_CRC_SPAN] + struct.pack(">I", zlib.crc32(body[:_CRC_SPAN]))
+
+    def identity(self) -> tuple[object, ...]:
+        """What makes two records the same capture, whichever file or tool brought it: its time,
+        kind, status, content and header block, not where it came from (the flags) nor what an
+        import noted of its source (the metadata field of a response or side record). A revisit
+        is the same capture as a response of the same content; a bundled record is known by its
+        length and checksum, whichever bundle holds it. Other kinds compare whole."""
+        kind = self.kind
+        if kind in _WRITTEN_EITHER_WAY:
+            return (self.time, RecordKind.RESPONSE, self.status, self.content, self.header)
+        if kind is RecordKind.NOT_MODIFIED:
+            return (self.time, kind, self.status, self.content, self.header)
+        if kind in _SIDE_KINDS:
+            if self.flags & RecordFlag.BUNDLED:
+                return (self.time, kind, True, self.offset & ~BUNDLE_START_BITS)
+            return (self.time, kind, False, self.content)
+        return (self.time, kind, self.status, self.content, self.header, self.flags, self.offset)
+
+    def legacy_identity(self) -> tuple[object, ...] | None:
+        """The identity of the same bundled record as kept before its checksum was (its length
+        alone), which an import must find too; None for any other record."""
+        if self.kind in _SIDE_KINDS and self.flags & RecordFlag.BUNDLED:
+            return (self.time, self.kind, True, self.offset & BUNDLE_LENGTH_BITS)
+        return None
 
     def _check_ranges(self) -> None:
         """Raise BadRecord naming the first number that does not fit its field of a record."""
@@ -192,6 +227,15 @@ class Capture:
         capture = cls(time, content, header, status, kind, flags, offset)
         capture._check_ranges()
         return capture
+
+
+def _known(identity: tuple[object, ...], capture: Capture, known: set[tuple[object, ...]]) -> bool:
+    """Whether a capture's identity, or the one a record kept before bundles had checksums would
+    have, is among those of the records stored."""
+    if identity in known:
+        return True
+    legacy = capture.legacy_identity()
+    return legacy is not None and legacy in known
 
 
 def _kind_names() -> str:
@@ -472,6 +516,8 @@ class StructureFile:
 
     def plan_append(self, captures: Sequence[Capture]) -> tuple[list[Capture], bool]:
         """The captures that are not stored yet, and whether they all go after the last record.
+        A capture is stored when a record of the same identity is (`Capture.identity`); of those
+        of one identity given together, the first is kept.
 
         Only captures no later than the last record are looked for in the file: a capture after
         it cannot be there, so appending newer captures to a file of any size costs no search.
@@ -479,19 +525,24 @@ class StructureFile:
         much longer than their number (a batch imported again), else each is searched for."""
         reader = self.reader
         last = reader.time_at(reader.count - 1) if reader.count else None
-        unique = sorted(dict.fromkeys(captures), key=lambda c: c.time)  # ties keep their order
-        earlier = [c for c in unique if last is not None and c.time <= last]
-        stored: set[Capture] = set()
+        firsts: dict[tuple[object, ...], Capture] = {}
+        for capture in captures:
+            firsts.setdefault(capture.identity(), capture)
+        # Ties keep their order.
+        unique = sorted(firsts.items(), key=lambda identified: identified[1].time)
+        earlier = [c for _, c in unique if last is not None and c.time <= last]
+        stored: list[Capture] = []
         if earlier:
             start = reader.bisect_left(earlier[0].time)
             stop = reader.bisect_right(earlier[-1].time)
             if stop - start <= _SPAN_READ_FACTOR * len(earlier) + _SPAN_READ_MIN:
-                stored = set(reader.records(start, stop))
+                stored = reader.records(start, stop)
             else:
                 for capture in earlier:
                     first = reader.bisect_left(capture.time)
-                    stored.update(reader.records(first, reader.bisect_right(capture.time)))
-        fresh = [c for c in unique if c not in stored]
+                    stored.extend(reader.records(first, reader.bisect_right(capture.time)))
+        known = {record.identity() for record in stored}
+        fresh = [c for identity, c in unique if not _known(identity, c, known)]
         in_order = last is None or not fresh or fresh[0].time >= last
         return fresh, in_order
 

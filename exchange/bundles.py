@@ -12,21 +12,33 @@ Where a bundle ends depends only on the records: after a record whose SHA-256 st
 multiple of BOUNDARY (64 records on average), at BUNDLE_RECORDS records or BUNDLE_BYTES bytes,
 and at the end of each file. The same file always makes the same bundles, whatever the batches
 it is read in, so importing it again changes nothing; the same records in another file (several
-files joined into one) make the same bundles except around the joins.
+files joined into one, or an export of the archive) make the same bundles except around the joins
+or in another order. A record's slice carries a checksum of its bytes, by which it is known in any
+bundle (archive/structure.py, `Capture.identity`), so it is not added again either way.
 """
 
 import hashlib
 from dataclasses import dataclass
 
 from archive.errors import CorruptFile
-from archive.structure import Capture, RecordFlag
+from archive.structure import BUNDLE_LENGTH_BITS, BUNDLE_START_BITS, Capture, RecordFlag
 from archive.warc.reader import SIDE_TYPES, SourceRecord
 
 BUNDLED_MAX_RECORD = 64 * 1024
 BUNDLE_RECORDS = 256
 BUNDLE_BYTES = 256 * 1024
 BOUNDARY = 64
-_LENGTH_BITS = 32
+# The metadata field of a bundled record, from its lowest bit: its length (17 bits), 15 bits of its
+# SHA-256, where it starts in the bundle (18 bits), 13 more bits of its SHA-256.
+_LENGTH_BITS = 17
+_LOW_CHECK_BITS = 15
+_LOW_CHECK = (1 << _LOW_CHECK_BITS) - 1
+_START_SHIFT = 32
+_HIGH_CHECK_SHIFT = 50
+# A record starts before BUNDLE_BYTES (the bundle closes once it holds that many) and is at most
+# BUNDLED_MAX_RECORD long: both fit their bits.
+assert ((BUNDLE_BYTES - 1) << _START_SHIFT) & ~BUNDLE_START_BITS == 0
+assert (BUNDLED_MAX_RECORD & ~BUNDLE_LENGTH_BITS) == 0
 
 __all__ = ["Bundle", "Bundler", "bundled_body", "slice_field"]
 
@@ -79,16 +91,21 @@ class Bundler:
         return Bundle(hashlib.sha256(body).hexdigest(), body, slices)
 
 
-def slice_field(start: int, length: int) -> int:
-    """The metadata field of a bundled record: where its bytes start in the bundle, and how many."""
-    return start << _LENGTH_BITS | length
+def slice_field(start: int, length: int, name: str) -> int:
+    """The metadata field of a bundled record: where its bytes start in the bundle, how many
+    they are, and 28 bits of their SHA-256 (`name`, in hex), by which the same record is known in
+    another bundle (archive/structure.py, `Capture.identity`)."""
+    check = int(name[8:15], 16)  # the bits after those that end bundles
+    low, high = check & _LOW_CHECK, check >> _LOW_CHECK_BITS
+    return high << _HIGH_CHECK_SHIFT | start << _START_SHIFT | low << _LENGTH_BITS | length
 
 
 def bundled_body(capture: Capture, content: bytes) -> bytes:
     """A side record's stored body: the content itself, or its slice of a bundle."""
     if not capture.flags & RecordFlag.BUNDLED:
         return content
-    start, length = capture.offset >> _LENGTH_BITS, capture.offset & ((1 << _LENGTH_BITS) - 1)
+    start = (capture.offset & BUNDLE_START_BITS) >> _START_SHIFT
+    length = capture.offset & BUNDLE_LENGTH_BITS
     if capture.offset < 0 or start + length > len(content):
         raise CorruptFile(
             f"bundled record at {capture.time}: slice {start}+{length} is outside its bundle"

@@ -40,7 +40,7 @@ from archive.structure import (
 from archive.structure_walk import read_structures, walk_structures
 from archive.timestamps import format_iso
 from archive.url_index import NoUrlIndex, UrlKeys
-from archive.warc.reader import RECOMPUTED_FIELDS, split_kept
+from archive.warc.reader import split_kept
 from archive.warc.writer import (
     HTTP_RESPONSE,
     PROFILE_IDENTICAL,
@@ -65,11 +65,6 @@ COMPRESSING_AHEAD = 8
 # A content of more than STREAMED_OVER bytes (as the proxy streams, and too large for a pack) is
 # never held whole: its record is written as it is read, compressed by pieces of this size.
 STREAMED_PIECE = 1024 * 1024
-# The fields a record gets from the writer, so a kept copy of them is not written twice.
-WRITER_FIELDS = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
-# The fields of a pending revisit not written again: those the writer makes or recomputes, but
-# its payload digest, which names its original's payload.
-PENDING_DROPPED = WRITER_FIELDS | (RECOMPUTED_FIELDS - {"warc-payload-digest"})
 SOFTWARE = "dlweb"
 
 
@@ -384,8 +379,9 @@ def _record_of(
     if capture.kind in (RecordKind.REQUEST, RecordKind.METADATA):
         assert content is not None
         rec_type = capture.kind.name.lower()
-        kept, block = split_kept(bundled_body(capture, content))
-        fields = [kv for kv in kept if kv[0].lower() not in WRITER_FIELDS]
+        # Its fields as they were read, in their order (its type, date and URI too), so that
+        # importing the record again keeps the same body.
+        fields, block = split_kept(bundled_body(capture, content))
         concurrent = responses.get((url, when))
         if concurrent is not None:
             fields.append(("WARC-Concurrent-To", concurrent))
@@ -394,7 +390,7 @@ def _record_of(
         assert content is not None
         url = original_url(url)
         revisit = Revisit.decode(content, capture.content)
-        fields = [kv for kv in revisit.fields if kv[0].lower() not in PENDING_DROPPED]
+        fields = revisit.written_fields()
         record = make_record("revisit", url, when, [revisit.http_header or b""], fields)
         responses[(url, when)] = record.record_id
         return "revisit", record

@@ -6,10 +6,12 @@ cluster client, which uploads only the contents the index node does not know yet
 are resolved to the content of the record they repeat: from the records already read, by their
 payload digest, or else from the archive (WARC-Refers-To-Target-URI and -Date, or the same URL's
 earlier captures); one whose original is in neither is kept pending until an import brings it
-(exchange/pending.py). A record is inserted only once it was read whole and checked, so a damaged
-one leaves nothing. The response to a request other than GET or HEAD (a POST of a form or of JSON)
-is inserted under the lookup URL its request makes (archive/requestkey.py), as pywb indexes it, so
-that the proxy finds it by the method and body a browser sends again.
+(exchange/pending.py), or left as it is when the archive keeps it pending already. A record is
+inserted only once it was read whole and checked, so a damaged one leaves nothing. The response
+to a request other than GET or HEAD (a POST of a form or of JSON) is inserted under the lookup URL
+its request makes (archive/requestkey.py), as pywb indexes it, so that the proxy finds it by the
+method and body a browser sends again. The captures of records read again, from the same file or
+from an export of the archive, are not added twice (archive/structure.py, `Capture.identity`).
 """
 
 import asyncio
@@ -43,6 +45,7 @@ from archive.warc.reader import Ignored, Item, Problem, SourceRecord, kept_field
 from .batches import BatchReader, discard_all
 from .bundles import Bundle, Bundler, slice_field
 from .pending import (
+    BadDescription,
     Revisit,
     SeenUrls,
     Stored,
@@ -233,7 +236,9 @@ class Importer:
         for record, start, length in bundle.records:
             stored = Stored(bundle.name, bundle.name, record.status, len(bundle.body))
             captures.append(
-                stored.capture(record, record.type, flags, offset=slice_field(start, length))
+                stored.capture(
+                    record, record.type, flags, offset=slice_field(start, length, record.body.name)
+                )
             )
 
     def _problem(self, problem: Problem) -> None:
@@ -261,7 +266,7 @@ class Importer:
         if record.type == "response":
             assert record.http_header is not None
             header = record.http_header
-            if record.truncated:
+            if record.truncated or record.field("WARC-Truncated"):
                 flags |= RecordFlag.TRUNCATED
         elif record.type == "resource":
             content_type = record.field("Content-Type") or "application/octet-stream"
@@ -308,7 +313,10 @@ class Importer:
             stored = Stored(original.content, header_name, record.status, original.size)
         profile = record.field("WARC-Profile") or ""
         kind = RecordKind.NOT_MODIFIED if NOT_MODIFIED_PROFILE in profile else RecordKind.REVISIT
-        return stored.capture(record, kind.name.lower(), header_size=len(header))
+        flags = RecordFlag.IMPORTED
+        if record.field("WARC-Truncated"):
+            flags |= RecordFlag.TRUNCATED
+        return stored.capture(record, kind.name.lower(), flags, len(header))
 
     async def _resolve_pending(self, pending: list[_Pending], inserts: InsertQueue) -> None:
         """Revisits whose original came later in the file or is already in the archive; the
@@ -322,16 +330,25 @@ class Importer:
             async with gate:
                 return await self._find_in_archive(item.record, item.digest)
 
+        async def kept_already(item: _Pending, original: Stored | None) -> bool:
+            if original is not None:
+                return False
+            async with gate:
+                return await self._pending_already(Revisit.of(item.record))
+
         originals = await asyncio.gather(*map(original_of, pending))
+        kept = await asyncio.gather(*map(kept_already, pending, originals))
         captures: list[NewCapture] = []
         entries: list[NewCapture] = []
         bodies: dict[str, bytes | Path] = {}
-        for item, original in zip(pending, originals, strict=True):
+        for item, original, already in zip(pending, originals, kept, strict=True):
             record = item.record
             self.summary.records["revisit"] += 1
             if original is not None:
                 self.seen.add(record.key)
                 captures.append(self._revisit(record, original, bodies))
+                continue
+            if already:
                 continue
             revisit = Revisit.of(record)
             name, body = described(revisit)
@@ -344,6 +361,19 @@ class Importer:
         if entries:
             # Not counted as captures: the registry is the archive's own.
             await self.client.insert(entries, _body_of(bodies))
+
+    async def _pending_already(self, revisit: Revisit) -> bool:
+        """Whether the archive keeps this revisit pending already: imported before, from this
+        file or from an export of the archive, whose description differs in the fields an
+        export makes anew."""
+        try:
+            found = (await self.client.closest(revisit.uri, revisit.time, "exact")).capture
+            if found.kind is not RecordKind.PENDING:
+                return False
+            kept = Revisit.decode(await self.client.get_content(found.content), found.content)
+        except (NotFound, BadDescription):
+            return False
+        return kept.same_as(revisit)
 
     async def _registry_exists(self) -> bool:
         """Whether the registry of pending revisits holds an entry."""

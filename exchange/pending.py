@@ -27,8 +27,13 @@ from archive.errors import DlwebError
 from archive.structure import PENDING_REGISTRY_URL, Capture, RecordFlag, RecordKind
 from archive.urlkey import BadUrl, canonical_url
 from archive.warc.digests import Digest, parse_digest
-from archive.warc.reader import SourceRecord
+from archive.warc.reader import RECOMPUTED_FIELDS, SourceRecord
 
+# The fields of a pending revisit an export does not write again: those its writer makes anew or
+# recomputes, but its payload digest, which names its original's payload.
+NOT_WRITTEN_AGAIN = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"}) | (
+    RECOMPUTED_FIELDS - {"warc-payload-digest"}
+)
 _MARK_BITS = 0x7FFFFFFF
 # The URLs an import captured, as bits of their marks: 8 Mi bits (1 MiB), so that even an import
 # of millions of records gives few false candidates (which cost a description read each).
@@ -56,6 +61,21 @@ class Revisit:
     def field(self, name: str) -> str | None:
         wanted = name.lower()
         return next((v for k, v in self.fields if k.lower() == wanted), None)
+
+    def written_fields(self) -> list[tuple[str, str]]:
+        """The WARC fields an export writes again, in their order."""
+        return [kv for kv in self.fields if kv[0].lower() not in NOT_WRITTEN_AGAIN]
+
+    def same_as(self, other: "Revisit") -> bool:
+        """Whether two descriptions are of the same revisit, read from its source or from an
+        export of it: the same URL, time, status, HTTP header block and the fields written
+        again."""
+        return (self.uri, self.time, self.status, self.http_header) == (
+            other.uri,
+            other.time,
+            other.status,
+            other.http_header,
+        ) and self.written_fields() == other.written_fields()
 
     @property
     def payload_digest(self) -> Digest | None:

@@ -26,6 +26,8 @@ HTTP_RESPONSE = "application/http; msgtype=response"
 HTTP_REQUEST = "application/http; msgtype=request"
 
 
+# The fields of a record's header that a caller may give as they were read.
+_KEEPABLE = frozenset({"warc-type", "warc-date", "warc-target-uri"})
 # What ends every record, after its block.
 _RECORD_END = b"\r\n\r\n"
 
@@ -111,14 +113,19 @@ def record_header(
     length: int,
 ) -> tuple[str, bytes]:
     """The record id and the header of a record whose block has `length` bytes and these
-    digests: the block follows the header, so they are known before it is written."""
+    digests: the block follows the header, so they are known before it is written. A
+    `WARC-Type`, `WARC-Date` or `WARC-Target-URI` among `fields` is written as given, in its
+    place (a record kept as it was read), instead of the one made of `rec_type`, `time` and
+    `uri`."""
     date = format_iso(time)
     record_id = (
         f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{rec_type} {uri} {date} {block_digest}')}>"
     )
-    head = [("WARC-Type", rec_type), ("WARC-Record-ID", record_id), ("WARC-Date", date)]
+    given = {name.lower() for name, _ in fields}
+    made = [("WARC-Type", rec_type), ("WARC-Record-ID", record_id), ("WARC-Date", date)]
     if uri is not None:
-        head.append(("WARC-Target-URI", uri))
+        made.append(("WARC-Target-URI", uri))
+    head = [(name, value) for name, value in made if name.lower() not in given & _KEEPABLE]
     head.extend(fields)
     head.append(("WARC-Block-Digest", block_digest))
     if payload_digest is not None:
