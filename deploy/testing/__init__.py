@@ -21,6 +21,9 @@ these), and nothing of dlweb's own runtime imports this package.
 - `pywb`: pywb as a peer: `running_pywb` (replay), `recording_pywb` (a recording proxy),
   `replay`, `get`.
 - `icecast`: `Icecast`, Debian's icecast2 with ffmpeg encoders feeding its mounts.
-- `spawn`: `spawn` and `end`, processes that die with the run that started them; `Started`, a
-  thing started on entry and closed on exit.
+- `spawn`: `spawn` and `end`, processes that die with the run that started them (a stop that
+  hangs fails with their stacks); `Started`, a thing started on entry and closed on exit.
+- `cdx_toolkit`, `memento_clients`, `replayweb`: other projects' clients of the archive, each
+  in an environment of its own: cdx-toolkit's paging and `wb=` fetches, memento-cli and
+  memento-client, ReplayWeb.page's viewer serving an exported WACZ.
 """
