@@ -74,6 +74,10 @@ _PENDING_CODE = int(RecordKind.PENDING)
 # The URL whose structure file is the registry of pending revisits (exchange/pending.py): one of
 # the harbors' domain, which no crawl or WARC file archives and which the proxy answers itself.
 PENDING_REGISTRY_URL = "http://pending-revisits.dlweb/"
+# Where an import keeps the WARC records that are not captures (warcinfo, conversion, a metadata or
+# resource record of another scheme than http(s)), as metadata records, one URL by WARC type
+# (archive/warc/reader.py, `kept_url`): of the harbors' domain too, so never replayed.
+KEPT_RECORDS_URL = "http://records.dlweb/"
 
 
 # A capture of a content written in full (a response) or as a revisit of an earlier one: which of

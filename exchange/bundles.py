@@ -1,4 +1,5 @@
-"""Bundles: the small request and metadata records of an import, stored together as one content.
+"""Bundles: the small request and metadata records of an import (and the records kept that are not
+captures: warcinfo, a crawler's log), stored together as one content.
 
 A crawl's WARC file holds a request record beside nearly every response. Each is small (about
 half a kilobyte), unique (the WARC fields kept with it hold its URL and date, so it never
@@ -62,7 +63,8 @@ class Bundler:
     @staticmethod
     def takes(record: SourceRecord) -> bool:
         """Whether a record goes into a bundle (a larger one is a content of its own)."""
-        return record.type in SIDE_TYPES and record.body.size <= BUNDLED_MAX_RECORD
+        side = record.type in SIDE_TYPES or record.kept
+        return side and record.body.size <= BUNDLED_MAX_RECORD
 
     def add(self, record: SourceRecord) -> Bundle | None:
         """Add a record `takes` accepted; the bundle it closes, if it closes one."""

@@ -6,9 +6,11 @@ response record with its header block and payload; a later capture of the same c
 a revisit record pointing at that first one (WARC-Refers-To-Target-URI and -Date), so the export
 is deduplicated as the archive is. Request and metadata records kept by an import are written
 again, linked to the response they came with, and so is a revisit kept pending since its original
-is not archived (exchange/pending.py), as it was read. A response archived under the lookup URL of
-a request other than GET (archive/requestkey.py) is written under the URL it was made from, as the
-WARC file it came from had it. A content too large to hold whole is read twice instead, once for
+is not archived (exchange/pending.py), as it was read; so are the records kept that are not
+captures (warcinfo, conversion, a crawler's log: archive/structure.py, KEPT_RECORDS_URL), a
+warcinfo before the records of its time. A response archived under the lookup URL of a request
+other than GET (archive/requestkey.py) is written under the URL it was made from, as the WARC
+file it came from had it. A content too large to hold whole is read twice instead, once for
 the digests its record's header gives, once to write it. The file is written under a temporary
 name and renamed when complete.
 """
@@ -31,6 +33,7 @@ from archive.header_block import declares_chunked, parse_header_block
 from archive.reading import STREAMED_OVER
 from archive.requestkey import original_url
 from archive.structure import (
+    KEPT_RECORDS_URL,
     PENDING_REGISTRY_URL,
     REPLAYED_KINDS,
     Capture,
@@ -40,7 +43,7 @@ from archive.structure import (
 from archive.structure_walk import read_structures, walk_structures
 from archive.timestamps import format_iso
 from archive.url_index import NoUrlIndex, UrlKeys
-from archive.warc.reader import split_kept
+from archive.warc.reader import kept_url, split_kept
 from archive.warc.writer import (
     HTTP_RESPONSE,
     PROFILE_IDENTICAL,
@@ -66,6 +69,9 @@ COMPRESSING_AHEAD = 8
 # never held whole: its record is written as it is read, compressed by pieces of this size.
 STREAMED_PIECE = 1024 * 1024
 SOFTWARE = "dlweb"
+# The block of the warcinfo record an export starts with (an import does not keep it).
+EXPORT_INFO = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
+_KEPT_WARCINFO = kept_url("warcinfo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +111,14 @@ class _Entry:
     capture: Capture
 
     @property
-    def order(self) -> tuple[int, str, int, str]:
-        """Time order, and each response just before the request and metadata it came with (a
+    def order(self) -> tuple[int, bool, str, int, str]:
+        """Time order, a warcinfo kept before the records of its time (those of the file it
+        describes), and each response just before the request and metadata it came with (a
         pending revisit too, which is written as a revisit)."""
         kind = self.capture.kind
         rank = int(RecordKind.REVISIT if kind is RecordKind.PENDING else kind)
-        return self.capture.time, original_url(self.url), rank, self.url
+        warcinfo = self.url == _KEPT_WARCINFO
+        return self.capture.time, not warcinfo, original_url(self.url), rank, self.url
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +141,11 @@ async def export_warc(
     entries = await _select(client, selection, summary)
     entries.sort(key=lambda e: e.order)
     with atomic_file(out, shared=True) as fh:
-        info = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
         warcinfo = make_record(
             "warcinfo",
             None,
             time.time_ns() // 1000,
-            [info],
+            [EXPORT_INFO],
             [("WARC-Filename", out.name), ("Content-Type", "application/warc-fields")],
         )
         fh.write(compress(warcinfo))
@@ -378,14 +385,7 @@ def _record_of(
     url, when = entry.url, capture.time
     if capture.kind in (RecordKind.REQUEST, RecordKind.METADATA):
         assert content is not None
-        rec_type = capture.kind.name.lower()
-        # Its fields as they were read, in their order (its type, date and URI too), so that
-        # importing the record again keeps the same body.
-        fields, block = split_kept(bundled_body(capture, content))
-        concurrent = responses.get((url, when))
-        if concurrent is not None:
-            fields.append(("WARC-Concurrent-To", concurrent))
-        return rec_type, make_record(rec_type, url, when, [block], fields)
+        return _side_record(entry, content, responses)
     if capture.kind is RecordKind.PENDING:
         assert content is not None
         url = original_url(url)
@@ -423,6 +423,25 @@ def _record_of(
     assert record.payload_digest is not None
     _remember(plan, layout.url, record.record_id, record.payload_digest, firsts, responses)
     return layout.rec_type, record
+
+
+def _side_record(
+    entry: _Entry, content: bytes, responses: dict[tuple[str, int], str]
+) -> tuple[str, Record]:
+    """A request or metadata record, or a record kept that is not a capture, with its fields as
+    they were read, in their order (its type, date and URI too), so that importing it again
+    keeps the same body; and its WARC type."""
+    capture, url, when = entry.capture, entry.url, entry.capture.time
+    rec_type = capture.kind.name.lower()
+    fields, block = split_kept(bundled_body(capture, content))
+    if url.startswith(KEPT_RECORDS_URL):
+        # Its own type, and its own URI if it had one (a warcinfo has none).
+        rec_type = next((v for k, v in fields if k.lower() == "warc-type"), rec_type)
+        return rec_type, make_record(rec_type, None, when, [block], fields)
+    concurrent = responses.get((url, when))
+    if concurrent is not None:
+        fields.append(("WARC-Concurrent-To", concurrent))
+    return rec_type, make_record(rec_type, url, when, [block], fields)
 
 
 def _layout(plan: _Plan, header: bytes, size: int) -> _Layout:

@@ -12,6 +12,9 @@ to a request other than GET or HEAD (a POST of a form or of JSON) is inserted un
 its request makes (archive/requestkey.py), as pywb indexes it, so that the proxy finds it by the
 method and body a browser sends again. The captures of records read again, from the same file or
 from an export of the archive, are not added twice (archive/structure.py, `Capture.identity`).
+The records that are not captures (a warcinfo, a conversion, a crawler's log under `metadata://`
+or `urn:`) are kept whole for export, as metadata records at a URL of KEPT_RECORDS_URL; but the
+warcinfo a dlweb export starts with, which each export makes anew.
 """
 
 import asyncio
@@ -44,6 +47,7 @@ from archive.warc.reader import Ignored, Item, Problem, SourceRecord, kept_field
 
 from .batches import BatchReader, discard_all
 from .bundles import Bundle, Bundler, slice_field
+from .exporter import EXPORT_INFO
 from .pending import (
     BadDescription,
     Revisit,
@@ -66,6 +70,7 @@ MAX_ORIGINALS = 500_000  # about 200 MB of memory at most
 # A request body larger than this (an upload) is folded into its lookup URL from its start only.
 MAX_FOLDED_BODY = 16 * 1024 * 1024
 _PLAIN_METHODS = (b"GET ", b"HEAD ")
+EXPORT_WARCINFO = "the warcinfo of a dlweb export"
 
 
 @dataclass
@@ -212,7 +217,9 @@ class Importer:
             if isinstance(item, Problem):
                 self._problem(item)
             elif isinstance(item, Ignored):
-                self.summary.ignored[item.reason if item.type != "warcinfo" else "warcinfo"] += 1
+                self.summary.ignored[item.reason] += 1
+            elif _export_warcinfo(item):
+                self.summary.ignored[EXPORT_WARCINFO] += 1
             else:
                 self.summary.read_bytes += item.read_bytes
                 if self.bundler.takes(item):
@@ -235,9 +242,10 @@ class Importer:
         flags = RecordFlag.IMPORTED | RecordFlag.BUNDLED
         for record, start, length in bundle.records:
             stored = Stored(bundle.name, bundle.name, record.status, len(bundle.body))
+            kind = "metadata" if record.kept else record.type
             captures.append(
                 stored.capture(
-                    record, record.type, flags, offset=slice_field(start, length, record.body.name)
+                    record, kind, flags, offset=slice_field(start, length, record.body.name)
                 )
             )
 
@@ -268,7 +276,7 @@ class Importer:
             header = record.http_header
             if record.truncated or record.field("WARC-Truncated"):
                 flags |= RecordFlag.TRUNCATED
-        elif record.type == "resource":
+        elif record.type == "resource" and not record.kept:
             content_type = record.field("Content-Type") or "application/octet-stream"
             header = encode_header_block(
                 200,
@@ -278,7 +286,8 @@ class Importer:
             flags |= RecordFlag.SYNTHETIC_HEADERS
             status = 200
         else:
-            # The stored body holds the WARC fields and the block: no header block of its own.
+            # The stored body holds the WARC fields and the block: no header block of its own. A
+            # record that is not a capture (warcinfo, a crawler's log...) is kept so too.
             kind = RecordKind.REQUEST if record.type == "request" else RecordKind.METADATA
             header = b""
         header_name = hashlib.sha256(header).hexdigest() if header else content
@@ -597,6 +606,15 @@ def _keyed(response: SourceRecord, folded: _Folded) -> Item:
         reason = f"the lookup URL of its {folded.method} request cannot be archived: {exc}"
         return Problem(response.path, response.offset, reason)
     return dataclasses.replace(response, uri=key, key=canonical)
+
+
+def _export_warcinfo(record: SourceRecord) -> bool:
+    """Whether a record is the warcinfo a dlweb export starts with, which describes that export
+    only and is written anew by each: keeping it would make every re-import add one."""
+    if record.type != "warcinfo":
+        return False
+    body = record.body.body()
+    return isinstance(body, bytes) and body.endswith(b"\r\n\r\n" + EXPORT_INFO)
 
 
 def _body_of(bodies: dict[str, bytes | Path]) -> Callable[[str], bytes | Path]:

@@ -33,6 +33,7 @@ from warcio.statusandheaders import StatusAndHeadersParserException
 
 from ..errors import DlwebError
 from ..header_block import MAX_HEADER_BLOCK, declares_chunked, status_of
+from ..structure import KEPT_RECORDS_URL
 from ..timestamps import BadTime, check_capture_time, parse_time
 from ..urlkey import canonical_url
 from .block_readers import (
@@ -54,11 +55,20 @@ READ_SIZE = 256 * 1024
 MAX_HTTP_HEADER = MAX_HEADER_BLOCK
 SCAN_SIZE = 256 * 1024
 HTTP_TYPES = ("response", "revisit", "request")
-IMPORTED_TYPES = ("response", "revisit", "resource", "request", "metadata")
-NOT_IMPORTED = {
-    "warcinfo": "describes the WARC file, not a capture",
-    "conversion": "a conversion record; the original it converts is imported instead",
-}
+IMPORTED_TYPES = (
+    "response",
+    "revisit",
+    "resource",
+    "request",
+    "metadata",
+    "warcinfo",
+    "conversion",
+)
+# Records that are not captures, kept whole for export under a URL of KEPT_RECORDS_URL: every
+# warcinfo and conversion record, and a metadata or resource record of another scheme than http(s)
+# (a crawler's log, its manifest, its arguments).
+KEPT_TYPES = ("warcinfo", "conversion")
+KEPT_OTHER_SCHEMES = ("metadata", "resource")
 # Fields recomputed or re-linked when a record is written again.
 RECOMPUTED_FIELDS = frozenset(
     {
@@ -107,7 +117,7 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class Ignored:
-    """A sound record that has no place in the archive (warcinfo, a dns: response...)."""
+    """A sound record that has no place in the archive (a dns: response...)."""
 
     path: Path
     offset: int
@@ -133,6 +143,7 @@ class SourceRecord:
     truncated: bool = False
     extra: dict[str, str] = field(default_factory=dict)
     key: str = ""  # the canonical form of `uri` (archive/urlkey.py)
+    kept: bool = False  # not a capture: kept whole under a URL of KEPT_RECORDS_URL
 
     def field(self, name: str) -> str | None:
         wanted = name.lower()
@@ -153,9 +164,11 @@ class _Raw:
     stream: Any
 
 
-def kept_fields(fields: list[tuple[str, str]]) -> bytes:
-    """The WARC fields an export writes again, as `Name: value` lines, then an empty line."""
-    lines = [f"{k}: {v}\r\n" for k, v in fields if k.lower() not in RECOMPUTED_FIELDS]
+def kept_fields(fields: list[tuple[str, str]], rec_type: str = "") -> bytes:
+    """The WARC fields an export writes again, as `Name: value` lines, then an empty line; a
+    warcinfo record keeps its WARC-Filename, which names the file it describes."""
+    dropped = RECOMPUTED_FIELDS - {"warc-filename"} if rec_type == "warcinfo" else RECOMPUTED_FIELDS
+    lines = [f"{k}: {v}\r\n" for k, v in fields if k.lower() not in dropped]
     return ("".join(lines) + "\r\n").encode("utf-8")
 
 
@@ -533,6 +546,18 @@ class _Declared:
     length: int
     block_digest: Digest | None
     payload_digest: Digest | None
+    kept: bool
+
+
+def kept_url(rec_type: str) -> str:
+    """The URL whose structure file holds the kept records of a WARC type."""
+    return f"{KEPT_RECORDS_URL}{rec_type}"
+
+
+def _kept(rec_type: str, http: bool) -> bool:
+    """Whether a record is one kept that is not a capture, by its type and whether its URI is
+    an http(s) URL."""
+    return rec_type in KEPT_TYPES or (rec_type in KEPT_OTHER_SCHEMES and not http)
 
 
 def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_dir: Path) -> Item:
@@ -543,8 +568,6 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
         shown = None if length_text is None else length_text[:40]
         raise _BadRecord(f"malformed record header: Content-Length {shown!r} is not a number")
     length: int = record.length
-    if rec_type in NOT_IMPORTED:
-        return Ignored(path, offset, rec_type, NOT_IMPORTED[rec_type])
     if rec_type not in IMPORTED_TYPES:
         return Problem(path, offset, f"{rec_type[:40] or 'untyped'} records are not supported")
     if fields.get("warc-segment-number") is not None:
@@ -552,8 +575,11 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
     uri = fields.get("warc-target-uri", "").strip()
     if uri[:1] == "<" and uri[-1:] == ">" or " " in uri:
         uri, record = _uri_as_warcio_reads_it(record, uri)
-    scheme = uri.partition(":")[0].lower()
-    if scheme not in ("http", "https"):
+    http = uri.partition(":")[0].lower() in ("http", "https")
+    kept = _kept(rec_type, http)
+    if kept:
+        uri = kept_url(rec_type)
+    elif not http:
         # One reason for all (the summary counts records by reason): no URL quoted.
         return Ignored(path, offset, rec_type, "not an http(s) URL")
     try:
@@ -582,7 +608,7 @@ def _read_record(record: _Raw, path: Path, offset: int, max_record: int, spool_d
     except ValueError as exc:
         return Problem(path, offset, str(exc))
     declared = _Declared(
-        path, offset, rec_type, uri, key, time, length, block_digest, payload_digest
+        path, offset, rec_type, uri, key, time, length, block_digest, payload_digest, kept
     )
     spool = Spool(spool_dir)
     try:
@@ -609,8 +635,8 @@ def _read_block(record: _Raw, declared: _Declared, spool: Spool) -> Item:
         return split
     head, status, rest = split
     payload, dechunked, payload_checks = _payload_readers(declared, head, rest, block_check)
-    if declared.type in SIDE_TYPES:
-        spool.write(kept_fields(record.fields))
+    if declared.type in SIDE_TYPES or declared.kept:
+        spool.write(kept_fields(record.fields, declared.type))
         if head is not None:
             spool.write(head)
     while data := payload.read(READ_SIZE):
@@ -641,6 +667,7 @@ def _read_block(record: _Raw, declared: _Declared, spool: Spool) -> Item:
         declared.payload_digest,
         dechunked is not None and dechunked.broken,
         key=declared.key,
+        kept=declared.kept,
     )
 
 

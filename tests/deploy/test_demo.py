@@ -236,7 +236,7 @@ def test_a_second_demo_on_the_same_data_starts_again_and_sigterm_stops_it(
         assert demo.stop(signal.SIGTERM) == 0, f"run {number}:\n{demo.output}"
         assert "Traceback" not in demo.output
         assert processes_naming(data) == []
-    assert "imported museum.warc.gz: 6 captures, 0 new" in demos[1].out
+    assert "imported museum.warc.gz: 7 captures, 0 new" in demos[1].out
 
 
 def test_a_busy_proxy_port_is_refused_in_one_line_and_nothing_starts(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from warcio.warcwriter import WARCWriter
 
-from archive.warc.reader import SourceRecord
+from archive.warc.reader import SourceRecord, kept_url
 from archive.warc.spool import SPOOL_IN_MEMORY
 from exchange import batches
 from exchange.batches import BatchReader
@@ -24,7 +24,11 @@ async def test_batches_hold_every_record_in_order_and_mark_each_file_end(tmp_pat
         while (batch := await reading.next()) is not None:
             got.append(batch)
     uris = [i.uri for b in got for i in b.items if isinstance(i, SourceRecord)]
-    expected = [e.url for e in first.entries + second.entries if e.type != "warcinfo"]
+    # A warcinfo is kept too, under its reserved URL (archive/warc/reader.py, `kept_url`).
+    expected = [
+        kept_url("warcinfo") if e.type == "warcinfo" else e.url
+        for e in first.entries + second.entries
+    ]
     assert uris == expected
     assert all(len(b.items) <= 3 for b in got)
     ends = [b.end_of for b in got if b.end_of is not None]
