@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 WACZ_REQUIREMENTS = ("wacz==0.6.0",)
@@ -35,40 +35,45 @@ def run(command: list[str], cwd: Path | None = None) -> None:
         )
 
 
-def peer_venv(name: str, requirements: Sequence[str]) -> Path:
-    """The `bin` directory of a cached virtual environment holding `requirements`, built on
-    first use.
+def cached_build(name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name` of the peers' cache, made by `build` on first use.
 
-    A virtual environment cannot be moved (its scripts name their interpreter by absolute path),
-    so it is built in a directory of its own and published by atomically replacing a symbolic
-    link: the name only ever points to a complete environment.
+    A folder is built in a directory of its own (a virtual environment cannot be moved: its
+    scripts name their interpreter by absolute path), under a lock that makes parallel workers
+    (pytest-xdist's, or two runs) wait for the one building, and published by atomically
+    replacing a symbolic link: the name only ever points to a complete folder.
     """
     cache = _cache_dir()
-    venv = cache / name
-    if (venv / COMPLETE).exists():
-        return venv / "bin"
+    done = cache / name
+    if (done / COMPLETE).exists():
+        return done
     cache.mkdir(parents=True, exist_ok=True)
-    # One process builds at a time (pytest-xdist's workers, or two runs): the others wait for it
-    # and then find the environment complete, instead of each installing it again.
     with (cache / f".{name}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / COMPLETE).exists():  # another process built it while this one waited
-            return venv / "bin"
-        build = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
+        if (done / COMPLETE).exists():  # another process built it while this one waited
+            return done
+        folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
         try:
-            run([sys.executable, "-m", "venv", str(build)])
-            run([str(build / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
-            (build / COMPLETE).write_text(" ".join(requirements) + "\n")
-            if (venv / COMPLETE).exists():  # another process finished first
-                shutil.rmtree(build)
-            else:
-                link = cache / f".{build.name}.link"
-                link.symlink_to(build.name)
-                os.replace(link, venv)
+            build(folder)
+            (folder / COMPLETE).write_text(name + "\n")
+            link = cache / f".{folder.name}.link"
+            link.symlink_to(folder.name)
+            os.replace(link, done)
         except BaseException:
-            shutil.rmtree(build, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
             raise
-    return venv / "bin"
+    return done
+
+
+def peer_venv(name: str, requirements: Sequence[str]) -> Path:
+    """The `bin` directory of a cached virtual environment holding `requirements`, built on
+    first use (`cached_build`)."""
+
+    def build(folder: Path) -> None:
+        run([sys.executable, "-m", "venv", str(folder)])
+        run([str(folder / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
+
+    return cached_build(name, build) / "bin"
 
 
 def wacz_validate(path: Path) -> subprocess.CompletedProcess[str]:

@@ -19,12 +19,9 @@ site and one package there, with range requests.
 """
 
 import base64
-import fcntl
 import hashlib
-import os
 import shutil
 import tarfile
-import tempfile
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +30,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from deploy.testing.peers import COMPLETE, _cache_dir, run
+from deploy.testing.peers import cached_build, run
 from deploy.testing.web_server import WebServer
 
 REPLAYWEB_VERSION = "2.5.3"
@@ -90,35 +87,11 @@ def _build_site(build: Path) -> None:
             (build / path).write_bytes(source.read())
     tarball.unlink()
     (build / "index.html").write_text(INDEX_HTML)
-    (build / COMPLETE).write_text(f"replaywebpage@{REPLAYWEB_VERSION}\n")
 
 
 def replayweb_site() -> Path:
-    """The folder of ReplayWeb.page's static site, built on first use.
-
-    As `peer_venv` does: built in a folder of its own, under a lock that makes parallel workers
-    wait for the one building, and published by atomically replacing a symbolic link, so that the
-    name only ever points to a complete site.
-    """
-    cache = _cache_dir()
-    site = cache / SITE_NAME
-    if (site / COMPLETE).exists():
-        return site
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / f".{SITE_NAME}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (site / COMPLETE).exists():  # another process built it while this one waited
-            return site
-        build = Path(tempfile.mkdtemp(prefix=f"{SITE_NAME}-", dir=cache))
-        try:
-            _build_site(build)
-            link = cache / f".{build.name}.link"
-            link.symlink_to(build.name)
-            os.replace(link, site)
-        except BaseException:
-            shutil.rmtree(build, ignore_errors=True)
-            raise
-    return site
+    """The folder of ReplayWeb.page's static site, built on first use (`cached_build`)."""
+    return cached_build(SITE_NAME, _build_site)
 
 
 @dataclass(frozen=True)
