@@ -337,14 +337,20 @@ class DeleteOrder(_FileOrder):
 
 @dataclass(frozen=True, slots=True)
 class DeleteAnswer(Fields):
-    """The names of the files that were there and are deleted."""
+    """The names of the files that were there and are deleted, and of those that were not there:
+    the master's record of those copies is wrong, and no delete will ever take them away."""
 
     deleted: list[str]
+    missing: list[str]
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
-        deleted = field(as_object(data, method), "deleted", list, method)
-        return cls([name for name in deleted if isinstance(name, str)])
+        p = as_object(data, method)
+        deleted, missing = field(p, "deleted", list, method), field(p, "missing", list, method)
+        return cls(
+            [name for name in deleted if isinstance(name, str)],
+            [name for name in missing if isinstance(name, str)],
+        )
 
 
 class StaleCopies(Names):

@@ -205,13 +205,17 @@ class Copier:
         for ref, src in gone:
             by_source[src].append((ref.kind, ref.name))
         for src, keys in by_source.items():
-            log.warning(
-                "node %s does not hold %d files recorded on it (%s %s, ...): copies forgotten",
-                src,
-                len(keys),
-                *keys[0],
-            )
-            self.db.remove_locations(src, keys)
+            self._forget(src, keys)
+
+    def _forget(self, node: str, keys: list[tuple[str, str]]) -> None:
+        """Forget copies a node said it does not hold; the files are looked at again."""
+        log.warning(
+            "node %s does not hold %d files recorded on it (%s %s, ...): copies forgotten",
+            node,
+            len(keys),
+            *keys[0],
+        )
+        self.db.remove_locations(node, keys)
 
     async def merge(self, pairs: list[tuple[str, str, str]]) -> tuple[list[tuple[str, str]], int]:
         """For each (structure name, node, active node), append to the active copy the records
@@ -232,19 +236,24 @@ class Copier:
         return merged, added
 
     async def delete(self, node: str, files: list[tuple[str, str]]) -> list[str]:
-        """Have a node delete files; those it did not delete are looked at again."""
+        """Have a node delete files; those it did not delete are looked at again, and those it
+        does not hold are forgotten there (a delete asked again would fail again, forever)."""
         peer = self.members.links.get(node)
         if not files:
             return []
         deleted: set[str] = set()
+        missing: set[str] = set()
         if peer is not None:
             order = DeleteOrder(tuple(NodeFile(kind, name) for kind, name in files))
             try:
-                deleted = set((await DELETE.call(peer, order, timeout=CALL_TIMEOUT)).deleted)
+                answer = await DELETE.call(peer, order, timeout=CALL_TIMEOUT)
+                deleted, missing = set(answer.deleted), set(answer.missing) - set(answer.deleted)
             except (HipError, RemoteError) as exc:
                 log.warning("node %s could not delete %d files: %s", node, len(files), exc)
         self.db.remove_locations(node, [(k, n) for k, n in files if n in deleted])
-        self.db.mark((k, n) for k, n in files if n not in deleted)
+        if gone := [(k, n) for k, n in files if n in missing]:
+            self._forget(node, gone)
+        self.db.mark((k, n) for k, n in files if n not in deleted | missing)
         return list(deleted)
 
 

@@ -347,10 +347,11 @@ class MasterLink:
         return None
 
     async def _delete(self, peer: Peer, order: DeleteOrder) -> DeleteAnswer:
-        deleted = [
-            item.name for item in order.files if await self.node.delete(item.kind, item.name)
-        ]
-        return DeleteAnswer(deleted)
+        deleted: list[str] = []
+        missing: list[str] = []
+        for item in order.files:
+            (deleted if await self.node.delete(item.kind, item.name) else missing).append(item.name)
+        return DeleteAnswer(deleted, missing)
 
     async def _stale(self, peer: Peer, notice: StaleCopies) -> StaleAnswer:
         """Structure files whose copy here lacks records of the active copy (a notification of

@@ -171,3 +171,34 @@ async def test_a_copy_its_source_does_not_hold_is_forgotten_not_asked_for_again(
     assert holders(cluster, victim) == []
     assert f"node {wrong} does not hold 1 files recorded on it" in cluster.master.log()
     assert receiver not in holders(cluster, victim)
+
+
+async def test_a_copy_a_draining_node_does_not_hold_is_forgotten_and_the_drain_ends(
+    cluster_factory,
+) -> None:
+    cluster, corpus = await settled_with_corpus(cluster_factory(3))
+    assert cluster.master is not None
+    victim = corpus.captures[4].content
+    wrong = next(node for node in sorted(cluster.nodes) if node not in holders(cluster, victim))
+    cluster.post(f"/admin/nodes/{wrong}/state", {"state": "draining"})
+    cluster.wait_for(
+        lambda s: next(n for n in s["nodes"] if n["id"] == wrong)["drained"] and settled(s),
+        f"{wrong} to be drained",
+    )
+
+    # The master's record says the drained node still holds a copy: its delete answers that the
+    # node does not hold it, which a delete asked again would answer forever.
+    cluster.master.stop(signal.SIGKILL)
+    record_location(cluster, victim, wrong)
+    master = cluster.start_master()
+    cluster.wait_for(
+        lambda s: (
+            all(n["connected"] for n in s["nodes"])
+            and s["repairs"]["full_scans"] >= 1
+            and settled(s)
+            and "does not hold" in master.log()
+        ),
+        "the wrong record forgotten",
+    )
+    assert f"node {wrong} does not hold 1 files recorded on it" in master.log()
+    assert wrong not in holders(cluster, victim)
