@@ -7,6 +7,7 @@ dependency, needs werkzeug 3), so it lives in a virtual environment of its own
 
 import hashlib
 import http.client
+import tarfile
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from deploy.testing.peers import peer_venv, run
+from deploy.testing.peers import cached_build, peer_venv, run
 from deploy.testing.ports import free_port
 from deploy.testing.spawn import end, spawn
 from deploy.testing.waits import wait_until
@@ -46,6 +47,36 @@ ACCEPT_ENCODING = "gzip, deflate, br"
 def pywb_bin() -> Path:
     """The `bin` directory of a virtual environment with pywb, built on first use."""
     return peer_venv(VENV_NAME, REQUIREMENTS)
+
+
+def pywb_source() -> Path:
+    """pywb's source release, unpacked once into the peers' cache: its sample archive
+    (`sample_archive/`) and its own tests (`pywb/warcserver/index/test/`...), which the wheel
+    leaves out."""
+
+    def build(folder: Path) -> None:
+        python = pywb_bin() / "python"
+        run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "-d",
+                str(folder),
+                f"pywb=={PYWB_VERSION}",
+            ]
+        )
+        (archive,) = folder.glob("pywb-*.tar.gz")
+        with tarfile.open(archive) as tar:
+            tar.extractall(folder, filter="data")
+        archive.unlink()
+
+    return cached_build(f"pywb-{PYWB_VERSION}-source", build) / f"pywb-{PYWB_VERSION}"
 
 
 def _answers(base: str) -> bool:
