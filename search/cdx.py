@@ -579,11 +579,17 @@ def _set_mimes(rows: Sequence[Row], blocks: dict[str, bytes | None]) -> None:
 def _exact_urls(query: CdxQuery, index: Path) -> list[str]:
     """The URL of an exact query and the other URLs of its key (https, www.) in the URL-key
     index, when there is one."""
-    same = [canonical_url(with_scheme(query.url))]
+    same = [with_scheme(query.url)]
     if (index / URLKEYS_FILE).is_file():
         with UrlKeys(index) as keys:
             same += [url for _, url in keys.between(query.key, query.end_key)]
-    return sorted(set(same))
+    return _distinct(same)
+
+
+def _distinct(urls: Iterable[str]) -> list[str]:
+    """One URL of each structure file, sorted: the index lists a URL as it was captured
+    (`http://iana.org`), which reads the same structure file as its canonical form."""
+    return sorted({canonical_url(url) for url in urls})
 
 
 def _key_groups(
@@ -595,7 +601,7 @@ def _key_groups(
     listed = (row for row in deadline.watch(rows) if row[1] != PENDING_REGISTRY_URL)
     try:
         for key, group in itertools.groupby(listed, key=lambda row: row[0]):
-            yield key, [url for _, url in group]
+            yield key, _distinct(url for _, url in group)
     finally:
         if isinstance(rows, Generator):  # its cursor is closed now, while the index is open
             rows.close()
