@@ -69,18 +69,16 @@ IMPORTED_TYPES = (
 # (a crawler's log, its manifest, its arguments).
 KEPT_TYPES = ("warcinfo", "conversion")
 KEPT_OTHER_SCHEMES = ("metadata", "resource")
-# Fields recomputed or re-linked when a record is written again.
-RECOMPUTED_FIELDS = frozenset(
-    {
-        "content-length",
-        "warc-block-digest",
-        "warc-payload-digest",
-        "warc-record-id",
-        "warc-concurrent-to",
-        "warc-warcinfo-id",
-        "warc-filename",
-    }
-)
+# Fields recomputed from the block when a record is written again.
+BLOCK_FIELDS = frozenset({"content-length", "warc-block-digest", "warc-payload-digest"})
+# Those, and the fields a capture's records are given anew when written again (their ids, and
+# their links to the records written with them).
+RECOMPUTED_FIELDS = BLOCK_FIELDS | {
+    "warc-record-id",
+    "warc-concurrent-to",
+    "warc-warcinfo-id",
+    "warc-filename",
+}
 # Where reading may go on after a damaged record: the next gzip member, or the next line that
 # starts `WARC/1.` in any case (warcio reads `warc/1.0` as `WARC/1.0`).
 _NEXT_MEMBER = re.compile(re.escape(GZIP_MAGIC))
@@ -164,10 +162,12 @@ class _Raw:
     stream: Any
 
 
-def kept_fields(fields: list[tuple[str, str]], rec_type: str = "") -> bytes:
-    """The WARC fields an export writes again, as `Name: value` lines, then an empty line; a
-    warcinfo record keeps its WARC-Filename, which names the file it describes."""
-    dropped = RECOMPUTED_FIELDS - {"warc-filename"} if rec_type == "warcinfo" else RECOMPUTED_FIELDS
+def kept_fields(fields: list[tuple[str, str]], whole: bool = False) -> bytes:
+    """The WARC fields an export writes again, as `Name: value` lines, then an empty line. A
+    record kept `whole` (not a capture: a warcinfo, a crawler's log) keeps its id and its links
+    too, so that the links between the records kept from one file (a log's WARC-Concurrent-To
+    its manifest, every record's WARC-Warcinfo-ID) hold in an export."""
+    dropped = BLOCK_FIELDS if whole else RECOMPUTED_FIELDS
     lines = [f"{k}: {v}\r\n" for k, v in fields if k.lower() not in dropped]
     return ("".join(lines) + "\r\n").encode("utf-8")
 
@@ -636,7 +636,7 @@ def _read_block(record: _Raw, declared: _Declared, spool: Spool) -> Item:
     head, status, rest = split
     payload, dechunked, payload_checks = _payload_readers(declared, head, rest, block_check)
     if declared.type in SIDE_TYPES or declared.kept:
-        spool.write(kept_fields(record.fields, declared.type))
+        spool.write(kept_fields(record.fields, declared.kept))
         if head is not None:
             spool.write(head)
     while data := payload.read(READ_SIZE):

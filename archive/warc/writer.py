@@ -27,7 +27,7 @@ HTTP_REQUEST = "application/http; msgtype=request"
 
 
 # The fields of a record's header that a caller may give as they were read.
-_KEEPABLE = frozenset({"warc-type", "warc-date", "warc-target-uri"})
+_KEEPABLE = frozenset({"warc-type", "warc-record-id", "warc-date", "warc-target-uri"})
 # What ends every record, after its block.
 _RECORD_END = b"\r\n\r\n"
 
@@ -114,11 +114,12 @@ def record_header(
 ) -> tuple[str, bytes]:
     """The record id and the header of a record whose block has `length` bytes and these
     digests: the block follows the header, so they are known before it is written. A
-    `WARC-Type`, `WARC-Date` or `WARC-Target-URI` among `fields` is written as given, in its
-    place (a record kept as it was read), instead of the one made of `rec_type`, `time` and
-    `uri`."""
+    `WARC-Type`, `WARC-Record-ID`, `WARC-Date` or `WARC-Target-URI` among `fields` is written
+    as given, in its place (a record kept as it was read), instead of the one made of
+    `rec_type`, `time` and `uri`."""
     date = format_iso(time)
-    record_id = (
+    given_id = next((v for k, v in fields if k.lower() == "warc-record-id"), None)
+    record_id = given_id or (
         f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{rec_type} {uri} {date} {block_digest}')}>"
     )
     given = {name.lower() for name, _ in fields}

@@ -32,11 +32,14 @@ Seen = tuple[str, str | None, str | None, bytes]
 
 def crawl_file(path: Path) -> None:
     """A crawl's WARC file: its warcinfo, a response, the crawler's log as a metadata:// record,
-    a larger log as a urn: resource and a conversion of the page."""
+    a larger log as a urn: resource concurrent to it, and a conversion of the page; the records
+    that are not captures name the warcinfo, as wget's do."""
     with path.open("wb") as fh:
         writer = WARCWriter(fh, gzip=True)
         info = {"software": "a crawler/1.0", "format": "WARC File Format 1.1"}
-        writer.write_record(writer.create_warcinfo_record(CRAWL_FILE, info))
+        warcinfo = writer.create_warcinfo_record(CRAWL_FILE, info)
+        writer.write_record(warcinfo)
+        links = {"WARC-Warcinfo-ID": warcinfo.rec_headers.get_header("WARC-Record-ID")}
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1")
         writer.write_record(
             writer.create_warc_record(
@@ -48,11 +51,16 @@ def crawl_file(path: Path) -> None:
             (URN, "resource", LARGE_LOG),
             (PAGE, "conversion", b"kept page, as text\n"),
         ):
-            writer.write_record(
-                writer.create_warc_record(
-                    uri, rec_type, payload=io.BytesIO(block), warc_content_type="text/plain"
-                )
+            record = writer.create_warc_record(
+                uri,
+                rec_type,
+                payload=io.BytesIO(block),
+                warc_content_type="text/plain",
+                warc_headers_dict=dict(links),
             )
+            writer.write_record(record)
+            if uri == LOG_URI:
+                links["WARC-Concurrent-To"] = record.rec_headers.get_header("WARC-Record-ID")
 
 
 def records_of(path: Path) -> list[Seen]:
@@ -74,6 +82,24 @@ def records_of(path: Path) -> list[Seen]:
                 )
             )
     return seen
+
+
+def links_of(path: Path) -> dict[str | None, tuple[str, str | None, str | None]]:
+    """The records of a WARC file that are not captures, by target URI (None: the warcinfo of
+    the crawl), each with its id and the ids its WARC-Concurrent-To and -Warcinfo-ID name."""
+    links = {}
+    with path.open("rb") as fh:
+        for record in ArchiveIterator(fh, no_record_parse=True):
+            headers = record.rec_headers
+            if record.rec_type in ("warcinfo", "metadata", "resource", "conversion"):
+                if record.rec_type == "warcinfo" and record.raw_stream.read() == EXPORT_INFO:
+                    continue
+                links[headers.get_header("WARC-Target-URI")] = (
+                    headers.get_header("WARC-Record-ID"),
+                    headers.get_header("WARC-Concurrent-To"),
+                    headers.get_header("WARC-Warcinfo-ID"),
+                )
+    return links
 
 
 def listed(config: Path, url: str) -> list[dict[str, object]]:
@@ -110,6 +136,13 @@ def test_records_that_are_not_captures_survive_the_round_trip(
     written = records_of(out)
     assert written[0][0] == "warcinfo", "the warcinfo kept comes before the records it describes"
     assert sorted(written) == sorted(records_of(source))
+    # Each keeps its id, so the links between them hold: the log's concurrent record, the
+    # warcinfo of each.
+    links = links_of(out)
+    assert links == links_of(source)
+    warcinfo_id, log_id = links[None][0], links[LOG_URI][0]
+    assert links[URN][1:] == (log_id, warcinfo_id)
+    assert {links[uri][2] for uri in (LOG_URI, URN, PAGE)} == {warcinfo_id}
 
     summary = import_ok(config, out)
     match = re.search(r"([\d,]+) records imported.*\n  ([\d,]+) new captures", summary)
