@@ -12,6 +12,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import surt
@@ -96,6 +97,33 @@ class UrlKeys:
             )
         except sqlite3.DatabaseError as exc:
             raise NoUrlIndex(f"the URL-key index cannot be read ({exc}): rebuild it") from None
+
+    def count_keys(self, start: str, end: str) -> int:
+        """How many distinct keys are at least `start` and below `end`: counted in the index,
+        not in rows read out of it (a million keys in a fraction of a second)."""
+        row = self._read(
+            "SELECT COUNT(DISTINCT urlkey) FROM urls WHERE urlkey >= ? AND urlkey < ?",
+            (start, end),
+        )
+        return 0 if row is None else int(row[0])
+
+    def key_at(self, start: str, end: str, skipped: int) -> str | None:
+        """The key that has `skipped` distinct keys of the range before it, None past its last:
+        where a late page of the range starts, found without reading the keys before it out."""
+        row = self._read(
+            "SELECT DISTINCT urlkey FROM urls WHERE urlkey >= ? AND urlkey < ?"
+            " ORDER BY urlkey LIMIT 1 OFFSET ?",
+            (start, end, skipped),
+        )
+        return None if row is None else str(row[0])
+
+    def _read(self, query: str, params: tuple[object, ...]) -> tuple[Any, ...] | None:
+        """The first row of a query, or None."""
+        try:
+            row: tuple[Any, ...] | None = self._connection.execute(query, params).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise NoUrlIndex(f"the URL-key index cannot be read ({exc}): rebuild it") from None
+        return row
 
     def with_prefix(self, prefix: str) -> list[tuple[str, str]] | None:
         """`(url, structure)` of every URL starting with `prefix`, in URL order; None for a

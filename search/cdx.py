@@ -593,11 +593,11 @@ def _distinct(urls: Iterable[str]) -> list[str]:
 
 
 def _key_groups(
-    query: CdxQuery, keys: UrlKeys, deadline: Deadline
+    query: CdxQuery, keys: UrlKeys, deadline: Deadline, start: str | None = None
 ) -> Generator[tuple[str, list[str]], None, None]:
-    """Each SURT key of a prefix, host or domain range with its URLs, in key order. Closed
-    before `keys` when left unfinished: closing it closes the index's cursor."""
-    rows = keys.between(query.key, query.end_key)
+    """Each SURT key of a prefix, host or domain range (from `start` on) with its URLs, in key
+    order. Closed before `keys` when left unfinished: closing it closes the index's cursor."""
+    rows = keys.between(start or query.key, query.end_key)
     listed = (row for row in deadline.watch(rows) if row[1] != PENDING_REGISTRY_URL)
     try:
         for key, group in itertools.groupby(listed, key=lambda row: row[0]):
@@ -658,25 +658,26 @@ def cut_blocks(groups: list[tuple[str, list[str]]], first_key: int) -> list[Bloc
     return blocks
 
 
-def _range_blocks(query: CdxQuery, index: Path, deadline: Deadline) -> int:
+def _range_blocks(query: CdxQuery, index: Path) -> int:
     with UrlKeys(index) as keys:
-        return block_count(sum(1 for _ in _key_groups(query, keys, deadline)))
+        return block_count(keys.count_keys(query.key, query.end_key))
 
 
 def _range_page(query: CdxQuery, index: Path, deadline: Deadline) -> list[Block]:
-    """The blocks of the page asked for (0 when none is), read up to its last key only; none in
-    a range without keys, BadCdxQuery for a page past the last."""
+    """The blocks of the page asked for (0 when none is), read from its first key (found in the
+    index) up to its last; none in a range without keys, BadCdxQuery for a page past the last."""
     page = query.page or 0
     first = page * query.page_size * BLOCK_KEYS
-    with UrlKeys(index) as keys, contextlib.closing(_key_groups(query, keys, deadline)) as groups:
-        skipped = sum(1 for _ in itertools.islice(groups, first))
-        taken = list(itertools.islice(groups, query.page_size * BLOCK_KEYS))
-    if taken:
-        return cut_blocks(taken, first)
-    blocks = block_count(skipped)
-    if blocks:
-        raise invalid_page(page, page_count(blocks, query.page_size))
-    return []
+    with UrlKeys(index) as keys:
+        start = keys.key_at(query.key, query.end_key, first) if first else query.key
+        if start is None:
+            blocks = block_count(keys.count_keys(query.key, query.end_key))
+            if blocks:
+                raise invalid_page(page, page_count(blocks, query.page_size))
+            return []
+        with contextlib.closing(_key_groups(query, keys, deadline, start)) as groups:
+            taken = list(itertools.islice(groups, query.page_size * BLOCK_KEYS))
+    return cut_blocks(taken, first) if taken else []
 
 
 async def _has_lines(reader: _Reader, urls: Sequence[str]) -> bool:
@@ -689,7 +690,7 @@ async def _block_count(reader: _Reader, query: CdxQuery, index: Path, deadline: 
     if query.match_type == "exact":
         urls = await asyncio.to_thread(_exact_urls, query, index)
         return 1 if await _has_lines(reader, urls) else 0
-    return await asyncio.to_thread(_range_blocks, query, index, deadline)
+    return await asyncio.to_thread(_range_blocks, query, index)
 
 
 async def _page_blocks(

@@ -1,10 +1,12 @@
 """SURT keys made without the surt library for plain URLs are the library's, to the letter."""
 
 import random
+import sqlite3
+from pathlib import Path
 
 import surt
 
-from archive.url_index import surt_key
+from archive.url_index import URLKEYS_FILE, UrlKeys, surt_key
 
 EDGES = [
     "http://example.org",
@@ -46,3 +48,23 @@ def test_every_key_is_the_surt_librarys() -> None:
         (url, surt_key(url), surt.surt(url)) for url in urls if surt_key(url) != surt.surt(url)
     ]
     assert not differ, differ[:10]
+
+
+def test_a_range_counts_and_skips_its_distinct_keys_in_the_index(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / URLKEYS_FILE) as db:
+        db.execute("CREATE TABLE urls (urlkey TEXT, url TEXT, structure TEXT)")
+        for n in range(5):  # each key twice: its http and https URLs
+            for scheme in ("http", "https"):
+                url = f"{scheme}://example.org/{n}"
+                db.execute("INSERT INTO urls VALUES (?, ?, ?)", (surt_key(url), url, "-"))
+        db.execute("INSERT INTO urls VALUES ('org,other)/', 'http://other.org/', '-')")
+    start, end = "org,example)/", "org,example)0"
+    with UrlKeys(tmp_path) as keys:
+        assert keys.count_keys(start, end) == 5
+        assert keys.count_keys("org,example)/9", end) == 0
+        assert [keys.key_at(start, end, n) for n in (0, 3, 4, 5)] == [
+            "org,example)/0",
+            "org,example)/3",
+            "org,example)/4",
+            None,
+        ]
