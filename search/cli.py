@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive import collector
@@ -41,11 +42,11 @@ BOLD, PLAIN = "\033[1m", "\033[0m"
 def _run(args: argparse.Namespace) -> int:
     from .errors import BadLinkQuery
 
-    args.index = search_index(args.index, args.config)
+    index = search_index(args.index, args.config)
     if args.about:
         if args.words:
             raise BadLinkQuery(f"give --about or a query, not both (got {' '.join(args.words)!r})")
-        return _about(args)
+        return _about(args, index)
     asked = next(
         (url for url in (args.backlinks, args.similar, args.history) if url is not None), None
     )
@@ -55,17 +56,17 @@ def _run(args: argparse.Namespace) -> int:
                 "give --backlinks, --similar or --history, or a query, not both"
                 f" (got {' '.join(args.words)!r})"
             )
-        return _links(args, asked)
+        return _links(args, asked, index)
     if not args.words:
         raise BadLinkQuery(
             "give a query, `rebuild`, --backlinks URL, --similar URL or --history URL"
         )
     if args.words == [REBUILD]:
-        return asyncio.run(_rebuild(args))
-    return _query(args)
+        return asyncio.run(_rebuild(args, index))
+    return _query(args, index)
 
 
-def _links(args: argparse.Namespace, url: str) -> int:
+def _links(args: argparse.Namespace, url: str, folder: Path) -> int:
     """`--backlinks URL`, `--similar URL` or `--history URL`."""
     from .backlinks import backlinks, similar
     from .history import history
@@ -73,7 +74,7 @@ def _links(args: argparse.Namespace, url: str) -> int:
     from .keys import asked_key
 
     asked_key(url)  # a bad URL is told before the index is opened
-    index = open_index(args.index)
+    index = open_index(folder)
     if args.history is not None:
         versions = history(index, url)
         if args.json:
@@ -102,7 +103,7 @@ def _links(args: argparse.Namespace, url: str) -> int:
     return 0
 
 
-def _about(args: argparse.Namespace) -> int:
+def _about(args: argparse.Namespace, folder: Path) -> int:
     """`--about`: what the index holds, how far it follows the master's changes, and the
     versions it set aside (those it could not take), the last few of them."""
     from .catalog import Catalog
@@ -110,9 +111,9 @@ def _about(args: argparse.Namespace) -> int:
     from .rebuild import set_aside_lines
     from .updating import SET_ASIDE_SHOWN
 
-    documents = open_index(args.index).searcher().num_docs
-    built = read_built(args.index)
-    catalog = Catalog(args.index)
+    documents = open_index(folder).searcher().num_docs
+    built = read_built(folder)
+    catalog = Catalog(folder)
     try:
         position = catalog.position()[1]
         count, last = catalog.set_aside(SET_ASIDE_SHOWN)
@@ -120,7 +121,7 @@ def _about(args: argparse.Namespace) -> int:
         catalog.close()
     if args.json:
         about = {
-            "index": str(args.index),
+            "index": str(folder),
             "schema": built.get("schema"),
             "built": built.get("built"),
             "documents": documents,
@@ -131,7 +132,7 @@ def _about(args: argparse.Namespace) -> int:
         print(json.dumps(about, ensure_ascii=False))
         return 0
     lines = [
-        f"search index in {args.index}: {documents:,} page versions, built {built.get('built')}",
+        f"search index in {folder}: {documents:,} page versions, built {built.get('built')}",
         f"up to change {position:,} of the master's feed",
         f"{count:,} versions set aside (their reading failed, or the index cannot take them)",
         *set_aside_lines(last),
@@ -178,12 +179,12 @@ def _history_lines(found: "History") -> list[str]:
     return lines
 
 
-async def _rebuild(args: argparse.Namespace) -> int:
+async def _rebuild(args: argparse.Namespace, folder: Path) -> int:
     from archive.cluster import ClusterClient  # here: a query needs no network modules
 
     from .rebuild import check_target, rebuild
 
-    check_target(args.index)
+    check_target(folder)
     config = load_config(args.config)
     bar = terminal_bar(unit=" pages", desc="indexing")
 
@@ -194,14 +195,14 @@ async def _rebuild(args: argparse.Namespace) -> int:
 
     try:
         async with ClusterClient(config) as client:
-            summary = await rebuild(client, args.index, progress if bar is not None else None)
+            summary = await rebuild(client, folder, progress if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
     if args.json:
-        print(json.dumps({"index": str(args.index), **summary.as_json()}))
+        print(json.dumps({"index": str(folder), **summary.as_json()}))
     else:
-        print("\n".join(summary.lines(args.index)))
+        print("\n".join(summary.lines(folder)))
     return 0
 
 
@@ -225,12 +226,12 @@ def _indexer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _query(args: argparse.Namespace) -> int:
+def _query(args: argparse.Namespace, folder: Path) -> int:
     from .index import open_index, search, time_range
 
     query = " ".join(args.words)
     start, end = time_range(args.from_date, args.to_date)  # told before the index is opened
-    index = open_index(args.index)
+    index = open_index(folder)
     answer = search(index, query, args.limit or 10, args.offset, start, end, facets=args.json)
     if args.json:
         print(json.dumps(answer.as_json(query), ensure_ascii=False))
