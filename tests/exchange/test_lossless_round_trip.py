@@ -9,6 +9,8 @@ import hashlib
 import io
 import json
 import re
+import subprocess
+import sys
 import time
 import urllib.request
 import zipfile
@@ -44,6 +46,10 @@ CUT = f"{EXTRAS_HOST}/cut"
 WARC_MEMBER = "archive/data.warc.gz"
 # The fields that name other records by id, which may differ from one export to the next.
 LINKS = frozenset({"warc-record-id", "warc-concurrent-to"})
+INDEX_FIELDS = (
+    "warc-type,warc-target-uri,warc-date,warc-record-id,warc-concurrent-to,warc-refers-to-date,"
+    "warc-payload-digest,warc-block-digest,length,http:status"
+)
 
 
 def name(text: str) -> str:
@@ -245,6 +251,18 @@ def warc_records(data: bytes) -> list[tuple[str, tuple[tuple[str, str], ...], by
     return records
 
 
+def warcio_index(path: Path) -> list[str]:
+    """`warcio index` of a WARC file, as a user would compare two: each record's type, URI, date,
+    id, links, digests, length and HTTP status, but the export's own warcinfo."""
+    done = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "index", "-f", INDEX_FIELDS, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line for line in done.stdout.splitlines() if '"warcinfo"' not in line]
+
+
 def packaged(path: Path) -> tuple[bytes, bytes]:
     """The WARC file and the pages of a WACZ package."""
     with zipfile.ZipFile(path) as package:
@@ -289,6 +307,8 @@ async def test_a_warc_export_imported_again_adds_nothing(
     copy = tmp_path / "copy.warc.gz"
     export_ok(empty, copy)
     assert warc_records(copy.read_bytes()) == written
+    indexed = warcio_index(out)
+    assert len(indexed) == len(written) and warcio_index(copy) == indexed
     imported_again(empty.config_path, copy)
 
 
