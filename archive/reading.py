@@ -28,6 +28,7 @@ from .cluster import ClusterClient, FoundCapture, LargeContent
 from .errors import DlwebError, NotFound, ServerFault
 from .fuzzy import FuzzyMatch, FuzzyRules
 from .header_block import HeaderBlock, parse_header_block
+from .ranges import ByteRange
 from .requestkey import lookup_url
 from .structure import Capture, RecordKind
 from .timestamps import format_iso
@@ -136,13 +137,15 @@ class CaptureReader:
             return reading.body
         return b"".join([piece async for piece in self.pieces(reading)])
 
-    async def pieces(self, reading: Reading) -> AsyncIterator[bytes]:
-        """A reading's body as it arrives, verified; ArchiveFault when it cannot be read."""
+    async def pieces(self, reading: Reading, span: ByteRange | None = None) -> AsyncIterator[bytes]:
+        """A reading's body, or the bytes of `span` in it, as they arrive (a held body read from
+        its node over that span only, verified when whole); ArchiveFault when it cannot be read."""
         if isinstance(reading.body, bytes):
-            yield reading.body
+            yield reading.body if span is None else reading.body[span.start : span.end + 1]
             return
+        first, last = (0, None) if span is None else (span.start, span.end)
         try:
-            async for piece in self.client.stream_content(reading.body):
+            async for piece in self.client.stream_content(reading.body, first, last):
                 yield piece
         except DlwebError as exc:
             raise ArchiveFault(str(exc)) from None

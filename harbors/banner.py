@@ -29,6 +29,7 @@ The markup is ASCII only, so that it fits in a page of any ASCII-compatible char
 import base64
 import hashlib
 import html
+from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from archive.timestamps import format_iso
@@ -199,6 +200,17 @@ def figure_url(url: str) -> str:
     return f"{scheme}://{COHERENCE_HOST}{FIGURE_PATH}?url={quote(url, safe='')}"
 
 
+@dataclass(frozen=True)
+class BarLinks:
+    """Where the bar's links lead: a neighbour capture (`opens`), all the captures, the coherence
+    figure's frame (None: the bar has no figure) and the page without the bar."""
+
+    opens: Opens
+    captures: str
+    figure: str | None
+    hide: str
+
+
 def bar(
     url: str,
     time: int,
@@ -208,23 +220,40 @@ def bar(
     client: str,
     consent: Consent,
 ) -> bytes:
-    """The bar for the capture of `url` at `time`, browsed by `client` (whose link tokens its
-    neighbours' links carry): its host and closed shadow root, then its script, in ASCII. `at`,
-    the date browsed at, is not written in: the page may read its bytes (a script of the page
-    can ask for it again)."""
+    """The proxy's bar for the capture of `url` at `time`, browsed by `client` (whose link tokens
+    its neighbours' links carry), in ASCII. `at`, the date browsed at, is not written in: the
+    page may read its bytes (a script of the page can ask for it again)."""
     back = quote(url, safe="")
-    opens = opens_for(consent, client)
+    links = BarLinks(
+        opens_for(consent, client),
+        f"http://captures.dlweb/?url={back}",
+        figure_url(url),
+        f"http://date.dlweb/set?banner=off&back={back}",
+    )
+    return linked_bar(url, time, previous, following, links)
+
+
+def linked_bar(
+    url: str, time: int, previous: int | None, following: int | None, links: BarLinks
+) -> bytes:
+    """The bar for the capture of `url` at `time`, its links leading where `links` say: its host
+    and closed shadow root, then its script, in ASCII."""
+    figure = links.figure
+    frame = (
+        ""
+        if figure is None
+        else f'<iframe id="{FIGURE_ID}" title="Temporal coherence of this page"'
+        f' src="{html.escape(figure)}"></iframe>\n'
+    )
     # No text between the host and the script: in a frame, the script leaves nothing behind.
     markup = f"""<div id="{BAR_ID}"><template shadowrootmode="closed"><style>{STYLE}</style>\
 <div class="bar" role="region" aria-label="dlweb: archived page">
 <span class="dlweb-part">Archived page, captured <time datetime="{format_iso(time)}">\
 {_when(time)}</time></span>
-{_neighbour(url, previous, "prev", "&larr; previous capture", "no earlier capture", opens)}
-{_neighbour(url, following, "next", "next capture &rarr;", "no later capture", opens)}
-<a class="dlweb-part" href="http://captures.dlweb/?url={back}">all captures</a>
-<iframe id="{FIGURE_ID}" title="Temporal coherence of this page" src="{html.escape(figure_url(url))}">\
-</iframe>
-<a class="dlweb-part" href="http://date.dlweb/set?banner=off&amp;back={back}">hide the bar</a>
+{_neighbour(url, previous, "prev", "&larr; previous capture", "no earlier capture", links.opens)}
+{_neighbour(url, following, "next", "next capture &rarr;", "no later capture", links.opens)}
+<a class="dlweb-part" href="{html.escape(links.captures)}">all captures</a>
+{frame}<a class="dlweb-part" href="{html.escape(links.hide)}">hide the bar</a>
 </div></template></div><script>{SCRIPT}</script>"""
     return markup.encode("ascii", "xmlcharrefreplace")
 

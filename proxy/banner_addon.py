@@ -26,6 +26,7 @@ The bar goes only where it cannot break the page or mislead:
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -111,12 +112,12 @@ class Banner:
         if not self.settings.get(client).banner:
             return
         request = flow.request
-        if not _navigation(request):
+        if not navigation(request.headers):
             time = prepared.time if isinstance(prepared, ReadyCapture) else None
             referer = request.headers.get("referer")
             self.coherence.resource(client, request.pretty_url, referer, at, time)
             return
-        if not isinstance(prepared, ReadyCapture) or not _shown(prepared.status):
+        if not isinstance(prepared, ReadyCapture) or not shown(prepared.status):
             return
         if media_type(_field(prepared.fields, b"content-type")) != "text/html":
             return
@@ -141,9 +142,9 @@ class Banner:
             response.headers["Cache-Control"] = "no-store"
 
 
-def _navigation(request: http.Request) -> bool:
-    """Whether the request loads a top-level page, as far as its headers tell."""
-    headers = request.headers
+def navigation(headers: Mapping[str, str]) -> bool:
+    """Whether a request loads a top-level page, as far as its header fields (read without
+    regard to case) tell."""
     destination: str | None = headers.get("sec-fetch-dest")
     if destination is not None:
         return destination.strip().lower() == "document"
@@ -152,7 +153,7 @@ def _navigation(request: http.Request) -> bool:
     return upgrades.strip() == "1" and accept.lstrip().lower().startswith("text/html")
 
 
-def _shown(status: int) -> bool:
+def shown(status: int) -> bool:
     """Whether a browser shows the body of an answer of this status."""
     return 200 <= status < 300 and status not in (204, 205, 206) or status >= 400
 
@@ -167,20 +168,27 @@ def _field(fields: list[tuple[bytes, bytes]], name: bytes) -> str:
 
 def _with_bar(response: http.Response, markup: bytes) -> bytes | None:
     """The page's decoded body with the bar in it, or None where the bar must not go."""
-    content_type = (response.headers.get("content-type") or "").lower()
-    if re.search(r"charset\s*=\s*[\"']?utf-?(16|32)", content_type):
-        return None
     try:
         body = inflate(
             response.headers.get("content-encoding", ""), response.raw_content or b"", MAX_DECODED
         )
     except (BadCoding, TooLarge):  # several codings, a broken one, or too large to go through
         return None
+    content_type = response.headers.get("content-type") or ""
+    return with_bar(body, content_type, response.headers.get_all("content-security-policy"), markup)
+
+
+def with_bar(
+    body: bytes, content_type: str, policies: Sequence[str], markup: bytes
+) -> bytes | None:
+    """A decoded HTML page with the bar in it, or None where it must not go: its charset, its
+    tokens or its Content-Security-Policy (the header's `policies` and its `<meta>`) forbid it."""
+    if re.search(r"charset\s*=\s*[\"']?utf-?(16|32)", content_type.lower()):
+        return None
     if body.startswith(_WIDE_MARKS) or b"\x1b" in body:
         return None
     place = placement(body.decode("latin-1"), len(_UTF8_MARK) if body.startswith(_UTF8_MARK) else 0)
-    policies = [*response.headers.get_all("content-security-policy"), *place.policies]
-    if place.at is None or any(refusal(policy) for policy in policies):
+    if place.at is None or any(refusal(policy) for policy in [*policies, *place.policies]):
         return None
     return body[: place.at] + markup + body[place.at :]
 

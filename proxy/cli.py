@@ -28,7 +28,7 @@ _span = argument_type(parse_span, BadSpan, "span=")
 
 
 if TYPE_CHECKING:
-    from archive.archival_urls import ArchivalUrls
+    from .direct import DirectOptions
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -54,26 +54,28 @@ def _run(args: argparse.Namespace) -> int:
         coherence_span=args.coherence_span,
         live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
         limits=Limits(head_timeout=config.http.head, idle_timeout=config.http.idle),
-        direct=args.direct,
-        direct_urls=_direct_urls(args),
+        direct=_direct(args),
     )
     return serve_until_stopped(serve(options))
 
 
-def _direct_urls(args: argparse.Namespace) -> "ArchivalUrls | None":
-    """The addresses the direct front gives captures: under --direct-base, else its --direct
-    address; None when it does not run."""
+def _direct(args: argparse.Namespace) -> "DirectOptions | None":
+    """The direct front's options: its --direct address, and the addresses it gives captures,
+    under --direct-base, else that address; None when it does not run."""
     from archive.archival_urls import ArchivalUrls, check_collection
 
+    from .direct import DirectOptions
+
     if args.direct is None:
-        if args.direct_base is not None:
-            raise ConfigError("--direct-base goes with --direct HOST:PORT")
+        if args.direct_base is not None or args.direct_banner:
+            raise ConfigError("--direct-base and --direct-banner go with --direct HOST:PORT")
         return None
     host, port = args.direct
     base = args.direct_base or f"http://{host}:{port}"
     if not base.startswith(("http://", "https://")) or "?" in base or "#" in base:
         raise ConfigError(f"--direct-base {base[:100]!r} must be an http(s) URL without a query")
-    return ArchivalUrls(base.rstrip("/"), check_collection(args.direct_collection))
+    urls = ArchivalUrls(base.rstrip("/"), check_collection(args.direct_collection))
+    return DirectOptions(host, port, urls, args.direct_banner)
 
 
 def _add_direct_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +98,12 @@ def _add_direct_arguments(parser: argparse.ArgumentParser) -> None:
         "--direct-collection",
         default="web",
         help="the collection name in the front's URLs (default web: /web/TIMESTAMP/URL)",
+    )
+    parser.add_argument(
+        "--direct-banner",
+        action="store_true",
+        help="put the proxy's bar atop the HTML pages a browser loads at the front's"
+        " /web/TIMESTAMP/URL (never at TIMESTAMPid_; default: off)",
     )
 
 

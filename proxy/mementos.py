@@ -1,6 +1,6 @@
 """What a memento is sent with, by the proxy (replay.py) and the direct front (direct.py) alike:
-its archived header fields that may be sent on this connection, and the Memento headers of RFC
-7089.
+its archived header fields that may be sent on this connection, the Memento headers of RFC
+7089, and the byte range a Range field asks of it (archive/ranges.py).
 
 In proxy mode the original URL is also its own time gate (the date comes with Accept-Datetime or
 the client's date harbor). When the direct front runs, each capture has an address of its own
@@ -10,6 +10,7 @@ its entry and start another.
 """
 
 import logging
+from collections.abc import Mapping
 from urllib.parse import quote
 
 from archive.archival_urls import ArchivalUrls
@@ -17,6 +18,7 @@ from archive.cluster import FoundCapture
 from archive.errors import clipped
 from archive.header_block import HeaderBlock, valid_field
 from archive.link_format import escape_uri
+from archive.ranges import ByteRange, if_range_holds, requested_range
 from archive.timestamps import format_http_date
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,22 @@ def archived_headers(url: str, header: HeaderBlock) -> list[tuple[str, str]]:
         clipped(dropped),
     )
     return [(k, v) for k, v in headers if valid_field(k, v)]
+
+
+def memento_span(
+    asked: Mapping[str, str], status: int, size: int, etag: str | None, last_modified: str | None
+) -> ByteRange | None:
+    """The bytes to send of a memento of `size` bytes for the request's header fields `asked`
+    (case-insensitive): a range of an archived 200 only, while If-Range holds for its validators;
+    None for the whole body, RangeNotSatisfiable for none of it."""
+    wanted = asked.get("range")
+    if (
+        wanted is None
+        or status != 200
+        or not if_range_holds(asked.get("if-range"), etag, last_modified)
+    ):
+        return None
+    return requested_range(wanted, size)
 
 
 def memento_headers(

@@ -20,13 +20,7 @@ from archive.archival_urls import ArchivalUrls
 from archive.cache import Lru
 from archive.cluster import LargeContent
 from archive.errors import DlwebError, NotFound, clipped
-from archive.ranges import (
-    ByteRange,
-    RangeNotSatisfiable,
-    if_range_holds,
-    requested_range,
-    unsatisfied_range,
-)
+from archive.ranges import RangeNotSatisfiable, unsatisfied_range
 from archive.reading import CaptureQuery, CaptureReader, PendingRevisit, Reading
 from archive.streams import PLAYLIST_TYPES
 from archive.structure import RecordKind
@@ -37,7 +31,7 @@ from .dates import AT
 from .faults import fault
 from .guard import client_of
 from .large_bodies import STREAMED, LargeBody, node_answered, node_failed, send_to_node
-from .mementos import archived_headers, memento_headers
+from .mementos import archived_headers, memento_headers, memento_span
 from .responses import encoded, made
 from .stream_play import StreamPlayback
 
@@ -197,7 +191,9 @@ class Replay:
         request = flow.request
         size = prepared.body.size if isinstance(prepared.body, LargeContent) else len(prepared.body)
         try:
-            span = self._span(request, prepared, size)
+            span = memento_span(
+                request.headers, prepared.status, size, prepared.etag, prepared.last_modified
+            )
         except RangeNotSatisfiable:
             flow.response = made(416, prepared.fields, b"", 0)
             flow.response.headers["Content-Range"] = unsatisfied_range(size)
@@ -217,18 +213,6 @@ class Replay:
         flow.response = made(status, prepared.fields, body, length)
         if span is not None:
             flow.response.headers["Content-Range"] = span.content_range(size)
-
-    @staticmethod
-    def _span(request: http.Request, prepared: ReadyCapture, size: int) -> ByteRange | None:
-        """The byte range to send: only of an archived 200, and only while If-Range holds."""
-        wanted = request.headers.get("range")
-        if wanted is None or prepared.status != 200:
-            return None
-        if not if_range_holds(
-            request.headers.get("if-range"), prepared.etag, prepared.last_modified
-        ):
-            return None
-        return requested_range(wanted, size)
 
     def _log_missing(self, flow: http.HTTPFlow, exc: NotFound) -> None:
         if self.log_requests:

@@ -2,6 +2,7 @@
 archive addon answering every request."""
 
 import asyncio
+import contextlib
 import logging
 import signal
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from mitmproxy.master import Master
 from passlib.apache import HtpasswdFile
 
 import harbors
-from archive.archival_urls import ArchivalUrls
 from archive.cache import ReadCache
 from archive.cluster import ClusterClient
 from archive.config import DEFAULT_SEARCH_INDEX, ClusterConfig
@@ -31,7 +31,7 @@ from . import mitm_limits, mitm_tuning
 from .access import Access, Network
 from .addon import ArchiveAddon
 from .coherence import DEFAULT_SPAN
-from .direct import DirectFront
+from .direct import DirectFront, DirectOptions
 from .harbor_addon import HarborAddon
 from .limits import Limits
 from .listener import Listener
@@ -58,8 +58,7 @@ class ProxyOptions:
     coherence_span: int = DEFAULT_SPAN  # seconds: the banner marks resources farther from the page
     live_networks: list[Network] = field(default_factory=list)  # private ones live may reach
     limits: Limits = field(default_factory=Limits)
-    direct: tuple[str, int] | None = None  # where the direct front listens, if it runs
-    direct_urls: ArchivalUrls | None = None  # the addresses it gives captures
+    direct: DirectOptions | None = None  # the direct front, if it runs
 
 
 class _Ready:
@@ -110,7 +109,6 @@ async def serve(opts: ProxyOptions) -> None:
     mitm_tuning.install()
     opts.data.mkdir(parents=True, exist_ok=True)
     settings = harbors.ClientSettings(opts.data / SETTINGS_FILE, opts.config.secret)
-    listener = Listener(opts.host, opts.port)
     # mitmproxy's own server listens on an ephemeral loopback port, closed once it runs: the
     # listener hands it the connections.
     mitm = options.Options(
@@ -123,14 +121,24 @@ async def serve(opts: ProxyOptions) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
-    async with ClusterClient(opts.config, name="proxy", cache=ReadCache()) as client:
+    # What is started is closed, in the reverse order, whatever stops the proxy: a port that is
+    # taken (the proxy's or the front's) as well as a signal.
+    async with contextlib.AsyncExitStack() as started:
+        client = await started.enter_async_context(
+            ClusterClient(opts.config, name="proxy", cache=ReadCache())
+        )
         reader = CaptureReader(client)
         streams = StreamPlayback(client)
         await streams.start()
-        own = [(opts.host, listener.port)]
-        front = await _direct_front(opts, reader, settings)
+        started.push_async_callback(streams.close)
+        own: list[tuple[str, int]] = []  # the addresses the live web must not lead back to
         if opts.direct is not None:
-            own.append(opts.direct)
+            front = _direct_front(opts, opts.direct, reader, settings)
+            own.append((opts.direct.host, await front.start()))
+            started.push_async_callback(front.close)
+        listener = Listener(opts.host, opts.port)
+        started.callback(listener.close)
+        own.append((opts.host, listener.port))
         gate = UpstreamGate(
             lambda address: _may_go_live(opts.live_allowed, settings.get(address)),
             client.members,
@@ -147,28 +155,21 @@ async def serve(opts: ProxyOptions) -> None:
             dlweb_log_requests=opts.log_requests,
             dlweb_search_index=str(opts.search_index),
             dlweb_coherence_span=opts.coherence_span,
-            dlweb_direct_root="" if opts.direct_urls is None else opts.direct_urls.root,
+            dlweb_direct_root="" if opts.direct is None else opts.direct.urls.root,
         )
-        try:
-            await master.run()
-        finally:
-            listener.close()
-            await streams.close()
-            if front is not None:
-                await front.close()
+        await master.run()
 
 
-async def _direct_front(
-    opts: ProxyOptions, reader: CaptureReader, settings: harbors.ClientSettings
-) -> DirectFront | None:
-    """The direct front, listening, when the options ask for it."""
-    if opts.direct is None or opts.direct_urls is None:
-        return None
+def _direct_front(
+    opts: ProxyOptions,
+    direct: DirectOptions,
+    reader: CaptureReader,
+    settings: harbors.ClientSettings,
+) -> DirectFront:
+    """The direct front, over the proxy's reader, harbors, client networks and users."""
     context = HarborAddon(settings, reader, False, opts.data / CA_FOLDER, opts.search_index)
     users = None if opts.auth is None else HtpasswdFile(str(opts.auth))
-    front = DirectFront(reader, opts.direct_urls, Access(opts.allowed), context, users)
-    await front.start(*opts.direct)
-    return front
+    return DirectFront(reader, direct, Access(opts.allowed), context, users)
 
 
 def _may_go_live(allowed: bool, setting: harbors.ClientSetting) -> bool:

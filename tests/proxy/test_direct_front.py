@@ -2,12 +2,18 @@
 --direct, asked by a plain HTTP client with no proxy setting."""
 
 import asyncio
+import gzip
 import hashlib
 import json
 import re
+import socket
+import subprocess
+import sys
 
 import aiohttp
+import lxml.html
 import pytest
+from multidict import CIMultiDictProxy
 from passlib.apache import HtpasswdFile
 
 from archive.timestamps import format_http_date, parse_time
@@ -16,7 +22,9 @@ from deploy.testing.memento_clients import memento_info, memento_list
 from deploy.testing.ports import free_port
 
 from .conftest import Proxy, Version, archive, header_block
+from .test_banner import NAVIGATION
 from .test_proxy import LOST, MOVED, NEW, OLD, PAGE, fetch
+from .test_streaming import stored_copies
 
 QUERIED = Version(
     "http://old.example/find?q=lamp&page=2",
@@ -31,6 +39,13 @@ LARGE = Version(
     200,
     header_block(200, "OK", ("Content-Type", "video/webm")),
     bytes(range(256)) * 8192,  # 2 MiB: streamed from its node, not read whole
+)
+ZIPPED = Version(
+    "http://old.example/zipped.html",
+    "2022-01-01T00:00:00Z",
+    200,
+    header_block(200, "OK", ("Content-Type", "text/html"), ("Content-Encoding", "gzip")),
+    gzip.compress(b"<html><body>a compressed page</body></html>", mtime=0),
 )
 _LINK = re.compile(r'<([^>]+)>; rel="([^"]+)"(?:; type="[^"]+")?(?:; datetime="([^"]+)")?')
 
@@ -234,3 +249,125 @@ async def test_cdx_toolkit_lists_from_the_front_and_fetches_each_capture_there(f
         ("20200101000000", hashlib.sha256(OLD.body).hexdigest()),
         ("20220101000000", hashlib.sha256(NEW.body).hexdigest()),
     ]
+
+
+async def test_a_range_of_a_memento_is_those_bytes_with_206_and_content_range(front) -> None:
+    root, _ = front
+    size = len(NEW.body)
+    for mode in ("id_", ""):
+        memento = f"{root}/20220101000000{mode}/{PAGE}"
+        status, headers, body = await _get(memento, Range="bytes=6-11")
+        assert (status, body) == (206, NEW.body[6:12]), mode
+        assert headers["Content-Range"] == f"bytes 6-11/{size}"
+        assert headers["Content-Length"] == "6"
+        status, headers, body = await _get(memento, Range="bytes=-4")
+        assert (status, body, headers["Content-Range"]) == (
+            206,
+            NEW.body[-4:],
+            f"bytes {size - 4}-{size - 1}/{size}",
+        )
+    memento = f"{root}/20220101000000id_/{PAGE}"
+    # As the proxy answers them: a range past the end is a 416, disjoint ranges the whole body.
+    status, headers, body = await _get(memento, Range=f"bytes={size}-")
+    assert (status, headers["Content-Range"], body) == (416, f"bytes */{size}", b"")
+    status, headers, body = await _get(memento, Range="bytes=0-1,5-6")
+    assert (status, body, headers["Accept-Ranges"]) == (200, NEW.body, "bytes")
+    status, headers, body = await _get(memento, "HEAD", Range="bytes=0-9")
+    assert (status, headers["Content-Length"], body) == (206, "10", b"")
+
+
+async def test_a_range_of_a_large_content_is_read_from_its_node_over_that_span_only(
+    cluster_factory, proxy_factory
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [LARGE])
+    # A byte outside the span, damaged: a whole read would end on a wrong hash.
+    (stored,) = stored_copies(cluster, LARGE.body)
+    with open(stored, "r+b") as out:
+        out.seek(len(LARGE.body) - 1)
+        out.write(bytes([LARGE.body[-1] ^ 0xFF]))
+    port = free_port()
+    proxy_factory(cluster, "--direct", f"127.0.0.1:{port}")
+    memento = f"http://127.0.0.1:{port}/web/20210505000000id_/{LARGE.url}"
+    size = len(LARGE.body)
+    status, headers, body = await _get(memento, Range="bytes=1000000-1199999")
+    assert (status, body) == (206, LARGE.body[1_000_000:1_200_000])
+    assert headers["Content-Range"] == f"bytes 1000000-1199999/{size}"
+    assert headers["Content-Length"] == "200000"
+
+
+async def test_the_banner_is_on_browser_mode_html_mementos_when_on_and_never_on_id_(
+    cluster_factory, proxy_factory, tmp_path
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [OLD, NEW, ZIPPED])
+    on, off = free_port(), free_port()
+    proxy_factory(cluster, "--direct", f"127.0.0.1:{on}", "--direct-banner")
+    proxy_factory(cluster, "--direct", f"127.0.0.1:{off}", data=tmp_path / "off")
+    root = f"http://127.0.0.1:{on}/web"
+    status, headers, body = await _get(f"{root}/20200101000000/{PAGE}", **NAVIGATION)
+    assert status == 200 and b'id="dlweb-banner"' in body
+    assert headers["Content-Length"] == str(len(body))
+    assert headers["Cache-Control"] == "no-store"
+    page = lxml.html.fromstring(body)
+    assert page.xpath('//a[@rel="next"]/@href') == [f"{root}/20220101000000/{PAGE}"]
+    assert page.xpath('//a[text()="hide the bar"]/@href') == [f"{root}/20200101000000id_/{PAGE}"]
+    assert page.xpath("//iframe") == []  # the coherence figure is the proxy's
+    start = body.index(b'<div id="dlweb-banner">')
+    end = body.index(b"</script>", start) + len(b"</script>")
+    assert body[:start] + body[end:] == OLD.body
+    # `id_`, another modifier, a load that is not a page's, a compressed page: as archived.
+    for memento, headers_sent, archived in (
+        (f"{root}/20200101000000id_/{PAGE}", NAVIGATION, OLD.body),
+        (f"{root}/20200101000000mp_/{PAGE}", NAVIGATION, OLD.body),
+        (f"{root}/20200101000000/{PAGE}", {"Accept": "*/*"}, OLD.body),
+        (f"{root}/20220101000000/{ZIPPED.url}", NAVIGATION, ZIPPED.body),
+        (f"http://127.0.0.1:{off}/web/20200101000000/{PAGE}", NAVIGATION, OLD.body),
+    ):
+        status, _, body = await _get(memento, **headers_sent)
+        assert (status, body) == (200, archived), memento
+
+
+def test_a_taken_direct_port_ends_the_proxy_with_one_clear_line(cluster_factory, tmp_path) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "proxy",
+                "--listen",
+                f"127.0.0.1:{free_port()}",
+                "--data",
+                str(tmp_path / "proxy"),
+                "-c",
+                str(cluster.config_path),
+                "--direct",
+                f"127.0.0.1:{port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        f"python -m proxy: error: the direct front cannot listen on 127.0.0.1:{port}:"
+        " Address already in use"
+    ]
+
+
+async def test_the_front_s_cdx_answers_carry_the_harbors_guard_headers(front, sessions) -> None:
+    root, proxy = front
+    query = f"cdx?url={PAGE}&output=json"
+    status, proxied, body = await fetch(sessions(), proxy, f"http://api.dlweb/{query}")
+    got, direct, same = await _get(f"{root}/{query}")
+    assert (status, got, same) == (200, 200, body)
+    assert _fields(direct) == _fields(proxied)
+    assert {"X-Content-Type-Options", "X-Frame-Options", "Content-Security-Policy"} <= set(direct)
+
+
+def _fields(headers: CIMultiDictProxy[str]) -> list[tuple[str, str]]:
+    """A harbor's header fields, in order, without those of the connection that sent them."""
+    made_here = ("date", "server", "content-length", "connection", "keep-alive")
+    return [(k.lower(), v) for k, v in headers.items() if k.lower() not in made_here]
