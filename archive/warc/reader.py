@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fastwarc import ArchiveIterator as FastIterator
-from fastwarc import WarcRecordType
+from fastwarc import WarcHeader, WarcRecordType
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
@@ -191,8 +191,10 @@ class _BadRecord(DlwebError):
 
 class _Unsure(Exception):
     """A record FastWARC would read otherwise than warcio, so warcio reads it: fields that are
-    not UTF-8 (warcio decodes them as Latin-1, FastWARC puts U+FFFD) or lines ended by a bare
-    CR or LF (warcio ends the field there, FastWARC goes on)."""
+    not UTF-8 (warcio decodes them as Latin-1, FastWARC puts U+FFFD), lines ended by a bare
+    CR or LF (warcio ends the field there, FastWARC goes on), or two Content-Length fields
+    (warcio ends a header at a line of white space, CR CR LF say, where FastWARC reads on into
+    the HTTP header block or the next record's header)."""
 
 
 # What ends FastWARC's reading at a record warcio then reads again.
@@ -320,6 +322,8 @@ def _from_fastwarc(record: Any) -> "_Raw":
     text = "".join(map("".join, fields))
     if _NOT_DECODED in text or "\n" in text or "\r" in text:
         raise _Unsure("WARC fields that are not UTF-8 or hold a line break")
+    if len(record.headers.get_multiple(WarcHeader.CONTENT_LENGTH)) > 1:
+        raise _Unsure("two Content-Length fields")
     rec_type = _FASTWARC_TYPES.get(int(record.record_type)) or record.headers.get("WARC-Type", "")
     return _Raw(rec_type, list(fields), record.content_length, record.reader)
 
@@ -643,7 +647,7 @@ def _read_block(record: _Raw, declared: _Declared, spool: Spool) -> Item:
         spool.write(data)
     read, length = counted.count, declared.length
     if read < length:
-        raise _BadRecord(f"truncated record: the file ends after {read} of its {length} bytes")
+        raise _truncated(read, length)
     path, offset = declared.path, declared.offset
     if block_check is not None and not block_check.matches():
         return Problem(path, offset, f"WARC-Block-Digest {block_digest} does not match the block")
@@ -669,6 +673,10 @@ def _read_block(record: _Raw, declared: _Declared, spool: Spool) -> Item:
         key=declared.key,
         kept=declared.kept,
     )
+
+
+def _truncated(read: int, length: int) -> _BadRecord:
+    return _BadRecord(f"truncated record: the file ends after {read} of its {length} bytes")
 
 
 def _payload_readers(
@@ -703,6 +711,11 @@ def _read_head(
         return None, 0, block
     data = block.read(READ_SIZE)
     if not data:
+        if declared.length:
+            # No byte of a block that declares some: the file ends there, or FastWARC read on
+            # past the record's header to the end of the file (see _Unsure) and warcio reads
+            # the record again.
+            raise _truncated(0, declared.length)
         if rec_type == "response":
             return Problem(path, offset, "malformed response record: it holds no HTTP header block")
         return None, 0, EMPTY

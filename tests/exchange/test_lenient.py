@@ -161,6 +161,34 @@ def test_a_quirk_is_read_as_warcio_reads_it(tmp_path, quirk: Quirk, gzipped: boo
     assert described(read_all(path, spool)) == described(read_by_warcio(path, spool))
 
 
+CR_CR_LF_HEAD = b"HTTP/1.0 302 \r\r\nLocation: http://lenient.example/to\r\r\n\r\r\n"
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["warc", "warc.gz"])
+@pytest.mark.parametrize("followed", [False, True], ids=["alone", "then-as-long"])
+def test_a_warc_header_of_lines_ended_by_cr_cr_lf_ends_at_its_blank_line(
+    tmp_path, gzipped: bool, followed: bool
+):
+    """As in pywb's missing-status-text.warc: warcio ends the header at the line CR CR LF;
+    FastWARC reads on, into the HTTP header block to the end of the file when the record is
+    alone, else into the next record's header, whose block (as long as this one's) it would take
+    for this record's."""
+    url = f"{HOST}/cr-cr-lf-warc"
+    records = [record("response", url, DATE, CR_CR_LF_HEAD, b"", eol=b"\r\r\n")]
+    if followed:
+        block = b"HTTP/1.1 200 OK\r\n\r\n"
+        block += b"x" * (len(CR_CR_LF_HEAD) - len(block))
+        records.append(record("response", f"{url}/next", DATE, block, None))
+    path = tmp_path / f"cr-cr-lf.warc{'.gz' if gzipped else ''}"
+    path.write_bytes(b"".join(gzip.compress(r) for r in records) if gzipped else b"".join(records))
+    items = read_all(path, tmp_path)
+    assert [getattr(item, "uri", None) for item in items] == [url, f"{url}/next"][: len(records)]
+    first = items[0]
+    assert isinstance(first, SourceRecord)
+    assert (first.status, first.http_header) == (302, CR_CR_LF_HEAD)
+    assert described(read_all(path, tmp_path)) == described(read_by_warcio(path, tmp_path))
+
+
 def test_a_request_of_headers_only_is_read(tmp_path):
     path = tmp_path / "request.warc"
     path.write_bytes(record("request", REQUEST_URL, DATE, REQUEST_HEAD, None))

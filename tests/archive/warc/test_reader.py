@@ -36,6 +36,17 @@ def test_a_response_without_headers_is_reported(tmp_path):
     assert "no HTTP header block" in problem.reason
 
 
+def test_a_response_cut_short_before_its_block_is_reported_as_truncated(tmp_path):
+    path = tmp_path / "cut.warc"
+    path.write_bytes(
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://cut.example/\r\n"
+        b"WARC-Date: 2024-01-01T00:00:00Z\r\nContent-Length: 100\r\n\r\n"
+    )
+    (problem,) = read_all(path, tmp_path)
+    assert isinstance(problem, Problem) and problem.offset == 0
+    assert problem.reason == "truncated record: the file ends after 0 of its 100 bytes"
+
+
 def read_by_warcio(path: Path, spool: Path) -> list[SourceRecord | Problem | Ignored]:
     """What warcio alone reads of a file, the reader FastWARC hands damaged records to."""
     with open(path, "rb") as fh:
