@@ -68,12 +68,14 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-def counting_to(highest: int) -> Callable[[str], int]:
-    """An argparse type for a whole number from 1 to `highest`."""
+def counting_to(highest: int, lowest: int = 1) -> Callable[[str], int]:
+    """An argparse type for a whole number from `lowest` to `highest`."""
 
     def count(text: str) -> int:
-        if not text.isdigit() or not 1 <= int(text) <= highest:
-            raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to {highest}")
+        if not text.isdigit() or not lowest <= int(text) <= highest:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} must be a whole number from {lowest} to {highest}"
+            )
         return int(text)
 
     return count

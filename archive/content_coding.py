@@ -28,15 +28,16 @@ class TooLarge(DlwebError):
     """A payload that inflates past the cap."""
 
 
-def inflate(coding: str, payload: bytes, cap: int, whole: bool = True) -> bytes:
+def inflate(coding: str, payload: bytes, cap: int, whole: bool = True, cut: bool = False) -> bytes:
     """`payload` without its Content-Encoding `coding` (identity or empty for none), at most
-    `cap` bytes of it: TooLarge when it inflates past, BadCoding when it is damaged, cut short
-    (unless not `whole`: what it gives is then taken) or in a coding not read."""
+    `cap` bytes of it: TooLarge when it inflates past (with `cut`, its first `cap` bytes
+    instead: a crawler reads that much of a page for its links), BadCoding when it is damaged,
+    cut short (unless not `whole`: what it gives is then taken) or in a coding not read."""
     coding = coding.strip().lower()
     if coding in ("identity", ""):
-        if len(payload) > cap:
+        if len(payload) > cap and not cut:
             raise TooLarge(f"the payload is larger than {cap:,} bytes")
-        return payload
+        return payload[:cap]
     if coding not in CODINGS:
         raise BadCoding(f"the payload is {coding[:40]}-encoded, which is not read here")
     try:
@@ -50,6 +51,8 @@ def inflate(coding: str, payload: bytes, cap: int, whole: bool = True) -> bytes:
     except (zlib.error, brotlicffi.error, zstandard.ZstdError) as exc:
         raise BadCoding(f"the payload is not valid {coding}: {str(exc)[:200]}") from None
     if len(inflated) > cap:
+        if cut:
+            return inflated[:cap]
         raise TooLarge(f"the payload inflates past {cap:,} bytes")
     if whole and not ended:
         raise BadCoding(f"the payload is not valid {coding}: it ends before its stream does")

@@ -57,6 +57,8 @@ POLITENESS_KEYS: dict[str, type[float] | type[int]] = {
     "read_timeout": float,
     "max_time": float,
     "max_size": int,
+    "retries": int,
+    "retry_delay": float,
 }
 # The fields of an order that delimit its site (crawler/delimitation.py Delimitation), and their
 # types.

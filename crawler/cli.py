@@ -13,6 +13,7 @@ from archive.command_line import (
     add_config_option,
     checked_directory,
     command,
+    counting_to,
     non_negative,
     parse_listen,
     positive_int,
@@ -21,6 +22,7 @@ from archive.config import load_config
 from archive.errors import DlwebError
 
 DEFAULT_WORK = Path("dlweb-crawler")
+MAX_RETRIES = 10  # --retries at most
 
 __all__ = [
     "add_agent_arguments",
@@ -82,6 +84,8 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
         "max_pages": args.max_pages,
         "max_bytes": args.max_bytes,
         "period": args.period,
+        "retries": args.retries,
+        "retry_delay": args.retry_delay,
     }
     orders = []
     for url in args.urls:
@@ -203,6 +207,20 @@ def _add_politeness_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative,
         default=60.0,
         help="the period of --max-pages and --max-bytes, in seconds (default 60)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=counting_to(MAX_RETRIES, lowest=0),
+        default=2,
+        help="times a URL is tried again later in the crawl after a 5xx, a 429, a reset or a"
+        " timeout (default 2)",
+    )
+    parser.add_argument(
+        "--retry-delay",
+        type=non_negative,
+        default=5.0,
+        help="seconds before the first try again, twice as long each time; a Retry-After"
+        " is obeyed (default 5)",
     )
 
 

@@ -5,6 +5,11 @@ about connections: each server address gets exactly one, reused while requests f
 other, closed when idle for 15 s or when the accumulated temporisation is spent as one pause.
 The response's status line and header fields are kept as they arrived, the body as it was sent
 (chunked transfer coding removed, content coding kept) and hashed with SHA-256 while it arrives.
+Every request asks for a compressed answer (ACCEPT_ENCODING): a server compresses what
+compresses (HTML, CSS, scripts, JSON, XML, text), the archive stores it as sent, and readers of its
+text undo the coding within a bound (`Fetched.decoded`). Brotli is asked for over HTTPS only, as
+browsers ask: a capture is replayed to a browser over its own scheme, and a browser reads no
+Brotli over plain HTTP.
 """
 
 import asyncio
@@ -23,6 +28,7 @@ from urllib.parse import urlsplit
 
 import h11
 
+from archive.content_coding import inflate
 from archive.errors import DlwebError
 
 __all__ = ["Body", "FetchError", "Fetched", "Fetcher", "Politeness", "Resolver"]
@@ -32,6 +38,7 @@ log = logging.getLogger(__name__)
 READ_SIZE = 64 * 1024
 IN_MEMORY = 4 * 1024 * 1024
 USER_AGENT = "dlweb-crawler/0.1 (web archive; +https://github.com/dlweb)"
+ACCEPT_ENCODING = {"https": "gzip, br", "http": "gzip"}
 
 
 class FetchError(DlwebError):
@@ -58,6 +65,8 @@ class Politeness:
     read_timeout: float = 30.0
     max_time: float = 300.0  # for one whole response
     max_size: int = 100 * 1024 * 1024
+    retries: int = 2  # tries more of a fetch that failed for a reason that may pass (retries.py)
+    retry_delay: float = 5.0  # seconds before the first of them; twice as long each time
     user_agent: str = USER_AGENT
 
 
@@ -133,6 +142,12 @@ class Fetched:
     @property
     def content_type(self) -> str | None:
         return self.header("content-type")
+
+    def decoded(self, cap: int) -> bytes:
+        """The body with its content coding undone, its first `cap` bytes at most (a bomb is
+        never made whole); BadCoding when the coding is damaged or not one read here."""
+        coding = self.header("content-encoding") or ""
+        return inflate(coding, b"".join(self.body.chunks()), cap, whole=False, cut=True)
 
 
 @dataclass
@@ -241,7 +256,7 @@ class Fetcher:
                         h11.Request(
                             method=method,
                             target=target.encode("ascii", "replace"),
-                            headers=self._headers(netloc, extra_headers, body),
+                            headers=self._headers(scheme, netloc, extra_headers, body),
                         ),
                         body,
                     ),
@@ -303,13 +318,16 @@ class Fetcher:
         return _Connection(reader, writer)
 
     def _headers(
-        self, netloc: str, extra: list[tuple[str, str]] | None, body: bytes | None
+        self, scheme: str, netloc: str, extra: list[tuple[str, str]] | None, body: bytes | None
     ) -> list[tuple[str, str]]:
-        """The crawler's own fields, then the caller's (an Accept of its own replaces ours)."""
+        """The crawler's own fields, then the caller's (an Accept or Accept-Encoding of its own
+        replaces ours)."""
         given = {name.lower() for name, _ in extra or ()}
         headers = [("Host", netloc), ("User-Agent", self.politeness.user_agent)]
         if "accept" not in given:
             headers.append(("Accept", "*/*"))
+        if "accept-encoding" not in given:
+            headers.append(("Accept-Encoding", ACCEPT_ENCODING[scheme]))
         headers.extend(extra or ())
         if body is not None:
             headers.append(("Content-Length", str(len(body))))

@@ -10,6 +10,7 @@ from typing import Any
 import xxhash
 
 from .language_guess import guess_language, words_of
+from .retries import RetryReport
 
 __all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
@@ -95,6 +96,7 @@ class SiteReport:
     text: TextStats = field(default_factory=TextStats)
     signature_file: str = ""
     chunk_file: str = ""
+    retries: RetryReport = field(default_factory=RetryReport)
 
     def error(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -154,4 +156,5 @@ class SiteReport:
             },
             "signature_file": self.signature_file,
             "chunk_file": self.chunk_file,
+            "retries": self.retries.to_json(),
         }

@@ -61,8 +61,8 @@ class Robots:
         if fetched.status != 200:
             log.info("%s/robots.txt: status %d, keeping away", origin, fetched.status)
             return _Rules(None, allow_all=False)
-        text = b"".join(fetched.body.chunks())[:MAX_ROBOTS].decode("utf-8", "replace")
         try:
+            text = fetched.decoded(MAX_ROBOTS).decode("utf-8", "replace")
             parser = Protego.parse(text)
         except Exception as exc:  # protego documents no exception; a bad file must not stop us
             log.info("%s/robots.txt: unreadable (%s), no rules applied", origin, exc)

@@ -6,19 +6,20 @@ redirect targets) are fetched right after their page, depth-first, so a page is 
 everything needed to see it. Requisite components are fetched even outside the site.
 """
 
+import asyncio
 import dataclasses
 import hashlib
 import logging
 import time
-import zlib
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
 from archive.atomic import AtomicFile
 from archive.cluster import ClusterClient
+from archive.content_coding import BadCoding, TooLarge, inflate
 from archive.errors import DlwebError
 from archive.header_block import media_type, parse_header_block
 from archive.requestkey import lookup_url
@@ -33,6 +34,7 @@ from .links import Link, LinkKind
 from .order import Order, Signature, SignatureLog, read_signatures
 from .parsers.common import ParseResult
 from .report import SiteReport
+from .retries import RETRIED_ERRORS, Retries, Retry
 from .robots import Robots, origin_of
 from .scripted import HEAD, built_by_scripts
 from .storage import CaptureSink
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 ROBOTS_AGENT = "dlweb-crawler"
 MAX_REDIRECTS = 10
 MAX_PARSED = 16 * 1024 * 1024  # a decoded document is parsed up to this size
+MAX_BROWSER_BODY = 64 * 1024 * 1024  # a decoded body the browser is given, at most
 LAST_URLS = 20
 # Responses the browser got lately, kept to answer its next page's asks for the same scripts,
 # styles and images without asking the server again: at most this many bytes, each at most
@@ -114,6 +117,8 @@ class SiteCrawler:
         self.report = SiteReport(order.delimitation.start_url)
         self.seen = SeenSet()
         self.traps = TrapGuard()
+        politeness = order.politeness
+        self.retries = Retries(politeness.retries, politeness.retry_delay, self.report.retries)
         self.previous: dict[str, Signature] = {}
         self.known: set[str] = set()
         self._sink = CaptureSink(client)
@@ -172,7 +177,10 @@ class SiteCrawler:
         self.seen.add(start)
         frontier.push(start, 0, "")
         sitemaps_done = False
-        while (item := frontier.next()) is not None:
+        while (item := await self._next(frontier)) is not None:
+            if isinstance(item, Retry):
+                await self._again(item, frontier)
+                continue
             url, level, via = item
             await self._page(url, level, frontier, requisite=level == 0)
             if not sitemaps_done:
@@ -181,22 +189,53 @@ class SiteCrawler:
                     if (canonical := self._canonical(sitemap)) is not None:
                         self._queue_page(canonical, "", 1, frontier)
 
+    async def _next(self, frontier: Frontier) -> "tuple[str, int, str] | Retry | None":
+        """A URL whose wait for another try is over, else the frontier's next; once the
+        frontier is empty, the URLs still waiting, each when due; None at the end."""
+        while True:
+            if (due := self.retries.take_due()) is not None:
+                return due
+            if (item := frontier.next()) is not None:
+                return item
+            wait = self.retries.next_wait()
+            if wait is None:
+                return None
+            await asyncio.sleep(wait)
+
+    async def _again(self, retry: Retry, frontier: Frontier) -> None:
+        """Fetch a URL again: a page with its components, or a component alone."""
+        if retry.page:
+            await self._page(retry.url, retry.level, frontier, retry.requisite, again=True)
+            return
+        self._level = retry.level
+        await self._components(
+            [(Link(retry.url, LinkKind.COMPONENT, retry.requisite), False)], retry.level, frontier
+        )
+
     # -- one page and its components -------------------------------------------------------
 
-    async def _page(self, url: str, level: int, frontier: Frontier, requisite: bool) -> None:
-        self.report.levels[level] += 1
+    async def _page(
+        self, url: str, level: int, frontier: Frontier, requisite: bool, again: bool = False
+    ) -> None:
+        if not again:
+            self.report.levels[level] += 1
+            self.report.pages += 1
+            self.progress.pages += 1
         self._level = level
-        self.report.pages += 1
-        self.progress.pages += 1
         self._page_url = url
         if self.order.browser == "always" and await self._browse(url, level, frontier):
             return
         components: list[tuple[Link, bool]] = []
-        for link in await self._visit(url, requisite):
+        for link in await self._visit(url, requisite, page=True):
             self._route(link, level, frontier, components, requisite)
         if url in self._scripted and await self._browse(url, level, frontier):
             return
-        # Depth-first among the page's components: a style sheet's images come with it.
+        await self._components(components, level, frontier)
+
+    async def _components(
+        self, components: list[tuple[Link, bool]], level: int, frontier: Frontier
+    ) -> None:
+        """Fetch a page's components, depth-first: a style sheet's images come with it."""
         stack = list(reversed(components))
         while stack:
             link, inherited = stack.pop()
@@ -243,9 +282,10 @@ class SiteCrawler:
             self.report.robots_excluded += 1
             raise ServeError("robots")
         fields = [(k, v) for k, v in request.headers if k.lower() not in NOT_PASSED]
-        fetched = await self._download(request.url, False, request.method, request.body, fields)
-        if fetched is None:
-            raise ServeError("fetch")
+        try:
+            fetched = await self._download(request.url, False, request.method, request.body, fields)
+        except FetchError:
+            raise ServeError("fetch") from None
         try:
             raw = b"".join(fetched.body.chunks())
             content_type = next((v for k, v in fields if k.lower() == "content-type"), None)
@@ -312,15 +352,25 @@ class SiteCrawler:
             log.info("invalid URL skipped: %s", exc)
             return None
 
-    async def _visit(self, url: str, requisite: bool) -> list[Link]:
-        """Fetch and store one URL; the links found in it (a redirect's target among them)."""
+    async def _visit(self, url: str, requisite: bool, page: bool = False) -> list[Link]:
+        """Fetch and store one URL; the links found in it (a redirect's target among them). A
+        fetch that failed for a reason that may pass is tried again later (retries.py)."""
         if not await self._robots.allowed(url):
             self.report.robots_excluded += 1
             return []
-        fetched = await self._download(url)
-        if fetched is None:
+        asked = Retry(0.0, url, self._level, page, requisite)
+        try:
+            fetched = await self._download(url)
+        except FetchError as exc:
+            if exc.kind in RETRIED_ERRORS:
+                self.retries.failed(asked, str(exc))
             return []
         try:
+            if self.retries.retried(fetched.status) and self.retries.failed(
+                asked, f"status {fetched.status}", fetched.header("retry-after")
+            ):
+                return []
+            self.retries.answered(url)
             return await self._keep(fetched)
         finally:
             fetched.body.discard()
@@ -332,7 +382,9 @@ class SiteCrawler:
         method: str = "GET",
         body: bytes | None = None,
         fields: list[tuple[str, str]] | None = None,
-    ) -> Fetched | None:
+    ) -> Fetched:
+        """Fetch a URL (conditionally when the previous crawl has it); a FetchError is counted
+        in the report, then raised."""
         assert self._fetcher is not None
         previous = self.previous.get(url) if conditional else None
         conditions = list(fields or ())
@@ -348,15 +400,16 @@ class SiteCrawler:
             self.report.error(exc.kind)
             self.progress.errors += 1
             log.info("%s", exc)
-            return None
+            raise
         if self.order.politeness.delay and (delay := self._robots.delays.get(origin_of(url))):
             self._fetcher.set_delay(delay)
         return fetched
 
     async def _fetch_robots(self, url: str) -> Fetched | None:
         # Always in full: the rules must be read, and the file is small.
-        fetched = await self._download(url, conditional=False)
-        if fetched is None:
+        try:
+            fetched = await self._download(url, conditional=False)
+        except FetchError:
             return None
         try:
             await self._keep(fetched, parse=False)
@@ -404,12 +457,13 @@ class SiteCrawler:
             return self._redirect(fetched)
         if not parse or fetched.truncated:
             return []
-        result = self._parse(fetched.url, fetched.content_type, _decoded(fetched))
+        document = _decoded(fetched)
+        result = self._parse(fetched.url, fetched.content_type, document)
         if (
             fetched.url == self._page_url
             and self.order.browser == "auto"
             and self.browser is not None
-            and built_by_scripts(fetched.body.data[:HEAD], result.text)
+            and built_by_scripts(document[:HEAD], result.text)
         ):
             self._scripted.add(fetched.url)
             self._documents[fetched.url] = _for_browser(fetched, fetched.body.data)
@@ -440,7 +494,8 @@ class SiteCrawler:
             encoding = None
         else:
             encoding = block.get("content-encoding")
-        return self._parse(previous.url, previous.content_type, _decode(body, encoding)).links
+        document = _archived_document(body, encoding)
+        return self._parse(previous.url, previous.content_type, document).links
 
     def _redirect(self, fetched: Fetched) -> list[Link]:
         location = fetched.header("location")
@@ -459,15 +514,10 @@ class SiteCrawler:
             return []
         return [Link(canonical, LinkKind.COMPONENT, False, _REDIRECT)]
 
-    def _parse(self, url: str, content_type: str | None, chunks: Iterator[bytes]) -> ParseResult:
-        first = next(chunks, b"")
-        parser = parsers.parser_for(url, content_type, first[:512])
-        if parser is None:
+    def _parse(self, url: str, content_type: str | None, document: bytes) -> ParseResult:
+        result = parsers.parse(url, content_type, document)
+        if result is None:
             return ParseResult([])
-        parser.feed(first)
-        for chunk in chunks:
-            parser.feed(chunk)
-        result = parser.close()
         if result.problems:
             self.report.error("malformed")
             log.info("%s: %s", url, "; ".join(result.problems[:3]))
@@ -505,17 +555,13 @@ class _Recent:
 
 
 def _for_browser(fetched: Fetched, raw: bytes) -> BrowserResponse:
-    """A fetched response as the browser gets it: its content coding undone."""
-    coding = (fetched.header("content-encoding") or "").strip().lower()
-    body = raw
-    if coding in ("gzip", "x-gzip", "deflate"):
-        try:
-            inflate = zlib.decompressobj(47 if coding != "deflate" else 15)
-            body = inflate.decompress(raw) + inflate.flush()
-        except zlib.error:
-            raise ServeError("content-coding") from None
-    elif coding not in ("", "identity"):
-        raise ServeError("content-coding")
+    """A fetched response as the browser gets it: its content coding undone, within
+    MAX_BROWSER_BODY."""
+    coding = fetched.header("content-encoding") or ""
+    try:
+        body = inflate(coding, raw, MAX_BROWSER_BODY)
+    except (BadCoding, TooLarge):
+        raise ServeError("content-coding") from None
     fields = [(k, v) for k, v in fetched.headers if k.lower() not in WIRE_FIELDS]
     return BrowserResponse(fetched.status, fetched.reason, fields, body)
 
@@ -527,27 +573,18 @@ def _kept(body: Body) -> Body:
     return kept
 
 
-def _decoded(fetched: Fetched) -> Iterator[bytes]:
-    encoding = fetched.header("content-encoding")
-    if not encoding or encoding.strip().lower() in ("identity", ""):
-        yield from fetched.body.chunks()
-        return
-    yield from _decode(b"".join(fetched.body.chunks()), encoding)
+def _decoded(fetched: Fetched) -> bytes:
+    """The bytes a parser reads: the content coding undone, within MAX_PARSED; none when the
+    coding is damaged or not one read here."""
+    try:
+        return fetched.decoded(MAX_PARSED)
+    except BadCoding:
+        return b""
 
 
-def _decode(body: bytes, encoding: str | None) -> Iterator[bytes]:
-    """The bytes a parser reads: the content coding undone, within MAX_PARSED."""
-    coding = (encoding or "").strip().lower()
-    if coding in ("gzip", "x-gzip", "deflate"):
-        wbits = 47 if coding != "deflate" else 15
-        try:
-            yield zlib.decompressobj(wbits).decompress(body, MAX_PARSED)
-        except zlib.error:
-            try:
-                yield zlib.decompressobj(-15).decompress(body, MAX_PARSED)
-            except zlib.error:
-                return
-        return
-    if coding and coding != "identity":
-        return
-    yield body
+def _archived_document(body: bytes, coding: str | None) -> bytes:
+    """An archived copy's bytes as a parser reads them (see _decoded)."""
+    try:
+        return inflate(coding or "", body, MAX_PARSED, whole=False, cut=True)
+    except BadCoding:
+        return b""

@@ -17,6 +17,7 @@ import calendar
 import contextlib
 import datetime
 import email.utils
+import gzip
 import hashlib
 import http.client
 import json
@@ -37,8 +38,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import brotlicffi
 from aiohttp import web
 
+from archive.header_block import media_type
 from deploy.testing.waits import wait_until
 from deploy.testing.web_server import WebServer
 
@@ -56,6 +59,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 HTML = "text/html; charset=utf-8"
 PNG_TYPE = "image/png"
+CSS_TYPE = "text/css; charset=utf-8"
+JS_TYPE = "text/javascript; charset=utf-8"
+# What the sites compress when asked (`coded`).
+COMPRESSED_TYPES = frozenset(
+    {
+        "text/html",
+        "text/css",
+        "text/javascript",
+        "application/javascript",
+        "text/plain",
+        "text/xml",
+        "application/xml",
+        "application/rss+xml",
+        "application/json",
+    }
+)
 
 
 def url(host: str, path: str, port: int) -> str:
@@ -459,9 +478,9 @@ def alpha(port: int, version: int) -> dict[str, Resource]:
                 "/private/secret.html",
                 Resource(page("Staff only", "<p>robots.txt keeps crawlers out.</p>\n")),
             ),
-            ("/css/main.css", Resource(ALPHA_CSS, "text/css; charset=utf-8")),
-            ("/css/theme.css", Resource(ALPHA_THEME, "text/css; charset=utf-8")),
-            ("/js/app.js", Resource(ALPHA_JS, "text/javascript; charset=utf-8")),
+            ("/css/main.css", Resource(ALPHA_CSS, CSS_TYPE)),
+            ("/css/theme.css", Resource(ALPHA_THEME, CSS_TYPE)),
+            ("/js/app.js", Resource(ALPHA_JS, JS_TYPE)),
             ("/fonts/alpha-sans.woff2", Resource(FONT, "font/woff2")),
             ("/favicon.ico", image("favicon")),
             *(
@@ -678,10 +697,29 @@ def not_modified(request: web.Request, tag: str, modified: datetime.datetime) ->
     return modified <= when
 
 
+def coded(request: web.Request, resource: Resource) -> tuple[str, bytes] | None:
+    """The content coding a server set up as most are (nginx's gzip and Brotli modules) sends a
+    resource with, and its bytes: text types only, Brotli for styles and scripts when the client
+    takes it, else gzip; None for identity. The bytes are the same at every request (gzip's
+    time 0), as a server's cache gives them."""
+    if media_type(resource.content_type) not in COMPRESSED_TYPES:
+        return None
+    accepted = {
+        part.split(";")[0].strip().lower()
+        for part in request.headers.get("Accept-Encoding", "").split(",")
+    }
+    if "br" in accepted and resource.content_type in (CSS_TYPE, JS_TYPE):
+        return "br", brotlicffi.compress(resource.body)
+    if "gzip" in accepted:
+        return "gzip", gzip.compress(resource.body, mtime=0)
+    return None
+
+
 async def send_resource(
     request: web.Request, entry: dict[str, Any], resource: Resource
 ) -> web.StreamResponse:
-    """Answer with a resource, 304 when the request's validators match it; noted in entry."""
+    """Answer with a resource, 304 when the request's validators match it, compressed when the
+    client asks for it (`coded`); noted in entry."""
     status, body = resource.status, resource.body
     headers = {"Content-Type": resource.content_type, **dict(resource.headers)}
     if status == 200:
@@ -691,6 +729,9 @@ async def send_resource(
         if not_modified(request, tag, resource.modified):
             status, body = 304, b""
             del headers["Content-Type"]
+    if status == 200 and (coding := coded(request, resource)) is not None:
+        headers["Content-Encoding"], body = coding
+        headers["Vary"] = "Accept-Encoding"
     response = web.Response(status=status, body=body, headers=headers)
     entry["status"] = status
     await response.prepare(request)
@@ -725,7 +766,8 @@ class TestWeb:
         """Answer one request, its response sent in full before the request counts as done.
 
         The log gets the request when it arrives: time, address, peer, host (the Host header),
-        method, path (with its query, as sent), if_modified_since, if_none_match, user_agent;
+        method, path (with its query, as sent), if_modified_since, if_none_match, user_agent,
+        accept_encoding;
         then the status sent (None if none was) and the time it ended.
         """
         transport = request.transport
@@ -746,6 +788,7 @@ class TestWeb:
             "if_modified_since": request.headers.get("If-Modified-Since"),
             "if_none_match": request.headers.get("If-None-Match"),
             "user_agent": request.headers.get("User-Agent"),
+            "accept_encoding": request.headers.get("Accept-Encoding"),
             "status": None,
             "end": None,
         }

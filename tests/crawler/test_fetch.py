@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import brotlicffi
 import pytest
 
+from archive.content_coding import BadCoding
 from crawler.fetch import IN_MEMORY, Fetcher, FetchError, Politeness, Resolver
 
 A, B = "127.0.0.2", "127.0.0.3"
@@ -319,16 +321,50 @@ async def test_chunked_response_is_stored_dechunked(serve: Serve, tmp_path: Path
     assert site.servers[A].accepted == 1  # the end of a chunked body leaves the connection usable
 
 
-async def test_gzip_content_encoding_is_kept_as_sent(serve: Serve, tmp_path: Path) -> None:
+async def test_gzip_content_encoding_is_asked_for_and_kept_as_sent(
+    serve: Serve, tmp_path: Path
+) -> None:
     plain = b"compress me, but store me compressed\n" * 100
     packed = gzip.compress(plain)
     site = await serve(lambda r: Reply(headers=[("Content-Encoding", "gzip")], body=packed))
     async with fetcher(tmp_path, {HOST_A: [A]}) as client:
         fetched = await client.fetch(site.url(HOST_A, "/packed"))
+        given = await client.fetch(site.url(HOST_A, "/own"), [("Accept-Encoding", "identity")])
+    first, second = site.servers[A].requests
+    assert first.headers["accept-encoding"] == "gzip"  # Brotli over HTTPS only, as browsers
+    assert second.headers["accept-encoding"] == "identity"  # a caller's replaces the crawler's
     assert fetched.body.data == packed
     assert fetched.size == len(packed)
     assert fetched.sha256 == sha256(packed)
     assert fetched.header("content-encoding") == "gzip"
+    assert fetched.decoded(1 << 20) == plain
+    assert fetched.decoded(10) == plain[:10]  # a bomb is cut where the reader stops
+    given.body.discard()
+
+
+async def test_a_brotli_body_is_decoded_for_its_readers(serve: Serve, tmp_path: Path) -> None:
+    plain = b"body { color: red }\n" * 50
+    packed = brotlicffi.compress(plain)
+    site = await serve(lambda r: Reply(headers=[("Content-Encoding", "br")], body=packed))
+    async with fetcher(tmp_path, {HOST_A: [A]}) as client:
+        fetched = await client.fetch(site.url(HOST_A, "/style.css"))
+    assert fetched.body.data == packed and fetched.decoded(1 << 20) == plain
+
+
+async def test_a_body_whose_coding_is_damaged_or_unknown_is_not_decoded(
+    serve: Serve, tmp_path: Path
+) -> None:
+    def coded(request: Request) -> Reply:
+        coding = "gzip" if request.target == "/damaged" else "x-unheard-of"
+        return Reply(headers=[("Content-Encoding", coding)], body=b"not what it says")
+
+    site = await serve(coded)
+    async with fetcher(tmp_path, {HOST_A: [A]}) as client:
+        for path in ("/damaged", "/unknown"):
+            fetched = await client.fetch(site.url(HOST_A, path))
+            with pytest.raises(BadCoding):
+                fetched.decoded(1 << 20)
+            assert fetched.body.data == b"not what it says"  # stored as sent all the same
 
 
 OLD_STYLE_HEAD = b"HTTP/1.1 200 OK\r\nX-Old: yes\r\n\r\n"  # no length, no chunks, no close
