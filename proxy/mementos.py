@@ -40,6 +40,7 @@ NOT_REPLAYED = frozenset(
 )
 CAPTURES_TIMEMAP = "http://captures.dlweb/?format=link&url="
 NEIGHBOURS = ("first", "last", "prev", "next")
+MAX_CODINGS = 32  # items of an Accept-Encoding looked at
 
 
 def archived_headers(url: str, header: HeaderBlock) -> list[tuple[str, str]]:
@@ -108,3 +109,34 @@ def memento_headers(
         if urls is not None:
             headers.append(("Content-Location", memento(found.capture.time)))
     return headers
+
+
+def accepts(accept_encoding: str | None, coding: str) -> bool:
+    """Whether a client that sent this Accept-Encoding takes a body in content coding `coding`:
+    any coding when it sent none (RFC 9110), else one it lists, or `*`, without `q=0`
+    (`x-gzip` is `gzip`)."""
+    if accept_encoding is None:
+        return True
+    wanted = _coding_name(coding)
+    for part in accept_encoding.split(",")[:MAX_CODINGS]:
+        name, _, params = part.partition(";")
+        if _coding_name(name) in (wanted, "*") and not _refused(params):
+            return True
+    return False
+
+
+def _coding_name(text: str) -> str:
+    name = text.strip().lower()
+    return "gzip" if name == "x-gzip" else name
+
+
+def _refused(params: str) -> bool:
+    """Whether the parameters of an Accept-Encoding item give it q=0."""
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "q":
+            try:
+                return float(value.strip()[:10]) == 0
+            except ValueError:
+                return False
+    return False

@@ -11,7 +11,7 @@ flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner
 """
 
 import logging
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 
 from mitmproxy import http
 
@@ -19,6 +19,7 @@ import harbors
 from archive.archival_urls import ArchivalUrls
 from archive.cache import Lru
 from archive.cluster import LargeContent
+from archive.content_coding import BadCoding, TooLarge, inflate
 from archive.errors import DlwebError, NotFound, clipped
 from archive.ranges import RangeNotSatisfiable, unsatisfied_range
 from archive.reading import CaptureQuery, CaptureReader, PendingRevisit, Reading
@@ -31,13 +32,14 @@ from .dates import AT
 from .faults import fault
 from .guard import client_of
 from .large_bodies import STREAMED, LargeBody, node_answered, node_failed, send_to_node
-from .mementos import archived_headers, memento_headers, memento_span
+from .mementos import accepts, archived_headers, memento_headers, memento_span
 from .responses import encoded, made
 from .stream_play import StreamPlayback
 
 log = logging.getLogger(__name__)
 
 MADE_OVERHEAD = 1024  # what a kept answer weighs beside its body
+MAX_DECODED = 64 * 1024 * 1024  # a body decoded for a client that does not take its coding
 LIVE = "dlweb-live"
 MADE = "dlweb-made"  # the key of the answer a streamed replay was made from
 SERVED = "dlweb-served"  # the ReadyCapture capture a request was answered from
@@ -75,12 +77,15 @@ class Replay:
     # Answers made, for as long as the cluster client keeps structure answers: a hot page
     # is sent without being made again.
     _made: Lru[tuple[str, int], ReadyCapture] = field(init=False)
+    # The same, decoded for clients that do not take the archived content coding.
+    _decoded: Lru[tuple[str, int], ReadyCapture] = field(init=False)
     _reports: Background = field(init=False, default_factory=Background)
 
     def __post_init__(self, cache_bytes: int) -> None:
         cache = self.reader.client.cache
         ttl = cache.answers.ttl if cache is not None else None
         self._made = Lru(cache_bytes if ttl else 0, ttl)
+        self._decoded = Lru(cache_bytes // 4 if ttl else 0, ttl)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         at = flow.metadata.get(AT)
@@ -121,6 +126,7 @@ class Replay:
             flow, prepared.stream_url, at, prepared
         ):
             return
+        prepared = self._for_client(flow, prepared)
         self._send(flow, prepared)
         flow.metadata[SERVED] = prepared
         if self.log_requests:
@@ -185,6 +191,30 @@ class Replay:
                 key, prepared, MADE_OVERHEAD + (len(body) if isinstance(body, bytes) else 0)
             )
         return prepared
+
+    def _for_client(self, flow: http.HTTPFlow, prepared: ReadyCapture) -> ReadyCapture:
+        """The capture as this client can read it: a body in a content coding its
+        Accept-Encoding leaves out (Brotli to a browser over plain HTTP, any coding to a client
+        that asks for identity) decoded, within MAX_DECODED; as archived otherwise, or when it
+        cannot be decoded."""
+        coding = next((v for k, v in prepared.fields if k.lower() == b"content-encoding"), None)
+        if coding is None or not isinstance(prepared.body, bytes):
+            return prepared
+        name = coding.decode("latin-1")
+        if accepts(flow.request.headers.get("accept-encoding"), name):
+            return prepared
+        key = flow.metadata[MADE]
+        decoded = self._decoded.get(key)
+        if decoded is None:
+            try:
+                body = inflate(name, prepared.body, MAX_DECODED)
+            except (BadCoding, TooLarge) as exc:
+                log.info("%s sent as archived: %s", clipped(flow.request.pretty_url), exc)
+                return prepared
+            fields = [(k, v) for k, v in prepared.fields if k.lower() != b"content-encoding"]
+            decoded = replace(prepared, fields=fields, body=body)
+            self._decoded.put(key, decoded, MADE_OVERHEAD + len(body))
+        return decoded
 
     def _send(self, flow: http.HTTPFlow, prepared: ReadyCapture) -> None:
         """Answer from memory, or send the request on to the node that streams the body."""

@@ -8,6 +8,7 @@ import re
 import ssl
 
 import aiohttp
+import brotlicffi
 import pytest
 from passlib.apache import HtpasswdFile
 
@@ -397,3 +398,36 @@ async def test_the_date_harbor_calendar(cluster_factory, proxy_factory, sessions
     assert (await fetch(session, proxy, PAGE))[2] == OLD.body
     async with session.get("http://date.dlweb/set?at=someday", proxy=proxy.url) as r:
         assert r.status == 400 and "someday" in await r.text()
+
+
+STYLE = Version(
+    "http://news.example/style.css",
+    "2021-03-04T05:06:07Z",
+    200,
+    header_block(200, "OK", ("Content-Type", "text/css"), ("Content-Encoding", "br")),
+    brotlicffi.compress(b"p { color: red }\n" * 20),
+)
+
+
+async def test_a_body_in_a_coding_the_client_does_not_take_is_sent_decoded(
+    cluster_factory, proxy_factory, sessions
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    await archive(cluster, [ARTICLE, STYLE])
+    proxy = proxy_factory(cluster)
+    session = sessions()
+    # A browser over plain HTTP takes gzip, not Brotli: the style comes decoded, the page as
+    # archived; a client that takes Brotli, or says nothing, gets the archived bytes.
+    for url, accepted, coding, body in [
+        (STYLE.url, "gzip, deflate", None, brotlicffi.decompress(STYLE.body)),
+        (STYLE.url, "gzip, br;q=0", None, brotlicffi.decompress(STYLE.body)),
+        (STYLE.url, "gzip, deflate, br", "br", STYLE.body),
+        (ARTICLE.url, "gzip, deflate", "gzip", ARTICLE.body),
+        (ARTICLE.url, "identity", None, gzip.decompress(ARTICLE.body)),
+    ]:
+        for _ in range(2):  # made once, then kept
+            status, headers, got = await fetch(session, proxy, url, accept_encoding=accepted)
+            assert (status, headers.get("Content-Encoding"), got) == (200, coding, body), accepted
+            assert headers["Content-Length"] == str(len(body))
+    async with session.get(STYLE.url, proxy=proxy.url, skip_auto_headers=["Accept-Encoding"]) as r:
+        assert r.headers.get("Content-Encoding") == "br" and await r.read() == STYLE.body
