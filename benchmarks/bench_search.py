@@ -63,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_tools import MB, BenchError, run_benchmark  # noqa: E402
 
 from archive.header_block import parse_header_block  # noqa: E402
+from archive.simhash import simhash  # noqa: E402
 from archive.structure import Capture as StructureCapture  # noqa: E402
 from archive.urlkey import structure_name  # noqa: E402
 from search.extract import Extracted, extract, extract_many  # noqa: E402
@@ -71,7 +72,6 @@ from search.index import Page, create, mark_built, new_writer, open_index, searc
 from search.keys import link_key  # noqa: E402
 from search.language import guess_language  # noqa: E402
 from search.shards import search_shards  # noqa: E402
-from search.simhash import simhash  # noqa: E402
 from search.updating import CHUNK, Fetched, index_fetched  # noqa: E402
 from search.updating import page_of as document_page  # noqa: E402
 from search.versions import Version  # noqa: E402

@@ -97,6 +97,9 @@ class SiteReport:
     signature_file: str = ""
     chunk_file: str = ""
     retries: RetryReport = field(default_factory=RetryReport)
+    # Content traps (crawler/traps.py NearDuplicates): why each stopped, a page it stopped at,
+    # and how many pages it stopped.
+    content_traps: dict[str, list[Any]] = field(default_factory=dict)
 
     def error(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -109,6 +112,14 @@ class SiteReport:
             texts = self.external[url] = []
         if text and text not in texts and len(texts) < MAX_TEXTS:
             texts.append(text)
+
+    def content_trap(self, why: str, url: str) -> None:
+        """Count a page whose links a content trap stopped; the first is its example."""
+        found = self.content_traps.get(why)
+        if found is not None:
+            found[1] += 1
+        elif len(self.content_traps) < MAX_LISTED:
+            self.content_traps[why] = [url, 1]
 
     def listed(self, into: set[str], url: str) -> None:
         if len(into) < MAX_LISTED:
@@ -157,4 +168,8 @@ class SiteReport:
             "signature_file": self.signature_file,
             "chunk_file": self.chunk_file,
             "retries": self.retries.to_json(),
+            "content_traps": [
+                {"why": why, "example": url, "pages": pages}
+                for why, (url, pages) in self.content_traps.items()
+            ],
         }

@@ -38,7 +38,7 @@ from .retries import RETRIED_ERRORS, Retries, Retry
 from .robots import Robots, origin_of
 from .scripted import HEAD, built_by_scripts
 from .storage import CaptureSink
-from .traps import TrapGuard
+from .traps import NearDuplicates, TrapGuard, space_of
 
 __all__ = ["Progress", "SiteCrawler"]
 
@@ -117,6 +117,7 @@ class SiteCrawler:
         self.report = SiteReport(order.delimitation.start_url)
         self.seen = SeenSet()
         self.traps = TrapGuard()
+        self.near = NearDuplicates()
         politeness = order.politeness
         self.retries = Retries(politeness.retries, politeness.retry_delay, self.report.retries)
         self.previous: dict[str, Signature] = {}
@@ -217,6 +218,9 @@ class SiteCrawler:
     async def _page(
         self, url: str, level: int, frontier: Frontier, requisite: bool, again: bool = False
     ) -> None:
+        if self.near.stopped(url):
+            self.report.content_trap(f"in a content trap: {space_of(url)}", url)
+            return
         if not again:
             self.report.levels[level] += 1
             self.report.pages += 1
@@ -467,6 +471,10 @@ class SiteCrawler:
         ):
             self._scripted.add(fetched.url)
             self._documents[fetched.url] = _for_browser(fetched, fetched.body.data)
+        if fetched.url == self._page_url and (trap := self.near.check(fetched.url, result.text)):
+            self.report.content_trap(trap, fetched.url)
+            log.info("%s: its links are not followed: %s", fetched.url, trap)
+            return []
         return result.links
 
     async def _not_modified(self, fetched: Fetched, previous: Signature, parse: bool) -> list[Link]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import xxhash
 
+from archive.simhash import distance, simhash
+
 from .delimitation import split_url
 
 DATE_MASK = "{date}"
@@ -54,6 +56,12 @@ def calendar_pattern(url: str) -> str | None:
     return origin + rest if dates else None
 
 
+def space_of(url: str) -> str:
+    """The URL space a URL is one of: its script when it has a query, else its directory."""
+    origin, path, query = split_url(url)
+    return origin + (path if query else path[: path.rfind("/") + 1])
+
+
 class TrapGuard:
     """Counts the URLs of a crawl by directory, script and calendar pattern, and stops each at its
     limit; also refuses overlong URLs and paths that are too deep or repeat themselves."""
@@ -84,7 +92,7 @@ class TrapGuard:
             calendar_key = xxhash.xxh64_intdigest(pattern.encode())
             if self._calendars.get(calendar_key, 0) >= limits.max_calendar:
                 return f"calendar-like space capped at {limits.max_calendar}: {pattern}"
-        space = origin + (path if query else path[: path.rfind("/") + 1])
+        space = space_of(url)
         variant_key = xxhash.xxh64_intdigest(space.encode())
         variants = self._variants.get(variant_key, 0)
         if variants >= limits.max_variants:
@@ -93,3 +101,55 @@ class TrapGuard:
         if pattern is not None:
             self._calendars[calendar_key] = self._calendars.get(calendar_key, 0) + 1
         return None
+
+
+@dataclass(frozen=True)
+class NearLimits:
+    max_near: int = 30  # pages of one space nearly the same before their links are not followed
+    max_distance: int = 3  # simhash bits two near-duplicates differ by, at most (archive/simhash)
+    max_shapes: int = 8  # distinct texts followed per space
+    max_spaces: int = 100_000  # spaces followed per crawl; beyond, new ones are not checked
+
+
+class NearDuplicates:
+    """Content traps: one page under ever-new URLs of a directory or script (a catalogue that
+    answers any id with the same page, a page that links to itself with a counter), which the
+    URL rules let through up to their variant limit. Each space keeps the simhashes of a few
+    texts and how many of its pages came near each; past `max_near`, a page's links are no
+    longer followed: the branch stops there."""
+
+    def __init__(self, limits: NearLimits = NearLimits()) -> None:
+        self.limits = limits
+        self._spaces: dict[int, list[list[int]]] = {}
+        self._stopped: set[int] = set()
+
+    def stopped(self, url: str) -> bool:
+        """Whether a URL is of a space found to be a trap: not fetched, though queued before."""
+        return bool(self._stopped) and _key(space_of(url)) in self._stopped
+
+    def check(self, url: str, text: str) -> str | None:
+        """None while a page's links may be followed; else why not."""
+        if not text.strip():
+            return None
+        space = space_of(url)
+        key = _key(space)
+        shapes = self._spaces.get(key)
+        if shapes is None:
+            if len(self._spaces) >= self.limits.max_spaces:
+                return None
+            shapes = self._spaces[key] = []
+        signature = simhash(text)
+        for shape in shapes:
+            if distance(shape[0], signature) <= self.limits.max_distance:
+                shape[1] += 1
+                if shape[1] > self.limits.max_near:
+                    self._stopped.add(key)
+                    return f"more than {self.limits.max_near} nearly identical pages under {space}"
+                return None
+        if len(shapes) < self.limits.max_shapes:
+            shapes.append([signature, 1])
+        return None
+
+
+def _key(space: str) -> int:
+    return xxhash.xxh64_intdigest(space.encode())

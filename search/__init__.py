@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from archive.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from archive.simhash import distance, simhash
+
     from .backlinks import Backlink, Neighbours, Similar, backlinks, similar
     from .cdx import CdxQuery, parse_query
     from .domains import host_of, registered_domain
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from .language import guess_language
     from .rebuild import RebuildSummary, rebuild
     from .shards import search_shards
-    from .simhash import distance, simhash
     from .versions import Version
 
 __all__ = [

@@ -16,10 +16,11 @@ from typing import Any
 
 import tantivy
 
+from archive.simhash import distance
+
 from .errors import PageNotIndexed
 from .index import outlinks_of
 from .keys import asked_key, bands, link_key
-from .simhash import distance
 
 MAX_DISTANCE = 12  # of 64 bits: one paragraph of eight rewritten moves a page about 9 bits
 SCAN_ALL = 100_000  # an index of at most so many versions is compared whole

@@ -20,11 +20,11 @@ from lxml import etree
 
 from archive.content_coding import CODINGS, BadCoding, TooLarge, inflate
 from archive.header_block import HeaderBlock, charset_of, media_type
+from archive.simhash import simhash
 from archive.visible_text import title_of, visible_text
 
 from .errors import NotIndexed
 from .language import guess_language
-from .simhash import simhash
 
 if TYPE_CHECKING:
     from pypdf import PageObject

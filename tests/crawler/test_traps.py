@@ -3,9 +3,11 @@ an ordinary site, however deep, passes untouched."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from crawler.traps import TrapGuard, TrapLimits, calendar_pattern
+from crawler.traps import NearDuplicates, NearLimits, TrapGuard, TrapLimits, calendar_pattern
 
 
 def accepted(guard: TrapGuard, urls: list[str]) -> list[str]:
@@ -137,3 +139,32 @@ def test_calendar_urls_refused_do_not_use_their_directory() -> None:
     assert len(accepted(guard, days)) == 5
     others = [f"http://a.fr/day/page{n}.html" for n in range(25)]
     assert accepted(guard, others) == others
+
+
+BOILERPLATE = " ".join(
+    f"The catalogue lists every product we sell, section {n}, with its price and its photo."
+    for n in range(12)
+)
+
+
+def item_page(number: int) -> str:
+    return f"{BOILERPLATE} This is item {number}."
+
+
+def test_one_page_under_ever_new_urls_stops_its_space_past_the_limit() -> None:
+    near = NearDuplicates(NearLimits(max_near=5))
+    verdicts = [near.check(f"http://shop.test/item?id={n}", item_page(n)) for n in range(1, 8)]
+    assert verdicts[:5] == [None] * 5
+    assert verdicts[5] == "more than 5 nearly identical pages under http://shop.test/item"
+    assert near.stopped("http://shop.test/item?id=99")
+    assert not near.stopped("http://shop.test/other?id=1")
+
+
+def test_pages_whose_texts_differ_are_never_a_content_trap() -> None:
+    near = NearDuplicates(NearLimits(max_near=5))
+    vocabulary = [f"word{n}" for n in range(1000)]
+    for n in range(40):
+        text = " ".join(random.Random(n).choices(vocabulary, k=120))  # each page its own text
+        assert near.check(f"http://site.test/docs/page{n}.html", text) is None
+    assert near.check("http://site.test/empty?id=1", "   ") is None  # no text: no verdict
+    assert not near.stopped("http://site.test/docs/page1.html")

@@ -8,11 +8,11 @@ import pypdf
 import pytest
 
 from archive.header_block import parse_header_block
+from archive.simhash import distance, simhash
 from search import extract as extract_module
 from search.domains import host_of, registered_domain
 from search.errors import NotIndexed
 from search.extract import MAX_BYTES, extract, extract_many
-from search.simhash import distance, simhash
 
 PAGE = "http://www.example.co.uk/dir/page.html"
 

@@ -14,13 +14,13 @@ import pytest
 import tantivy
 
 import harbors
+from archive.simhash import simhash
 from archive.timestamps import parse_time
 from search import cli as search_cli
 from search.domains import host_of, registered_domain
 from search.errors import BadLinkQuery, BadQuery, PageNotIndexed
 from search.history import compare, history
 from search.index import Page, create, mark_built, new_writer, open_index, search, time_range
-from search.simhash import simhash
 
 MUSEUM = "http://museum.test/"
 # The museum's home page: its first text, a sentence changed, the same text again under another
