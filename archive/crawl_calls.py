@@ -113,6 +113,8 @@ class CrawlOrder(Fields):
     max_dynamic_depth: int | None = left_out(None)
     previous: str | None = left_out(None)  # the signature file of the site's previous crawl
     browser_budget: float | None = left_out(None)  # seconds a page may take in the browser
+    # Walk the previous crawl's URLs level by level, parsing only what changed (crawler/site.py).
+    quick: bool = left_out(False)
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -149,6 +151,9 @@ class CrawlOrder(Fields):
         budget = data.get("browser_budget")
         if budget is not None and (not is_number(budget) or budget <= 0):
             raise _refused("order field browser_budget must be a number of seconds > 0")
+        quick = data.get("quick", False)
+        if not isinstance(quick, bool) or (quick and previous is None):
+            raise _refused("order field quick must be true or false, and true only with previous")
         return cls(
             **delimitation,
             keywords=tuple(keywords),
@@ -157,6 +162,7 @@ class CrawlOrder(Fields):
             resolve={host: list(addresses) for host, addresses in resolve.items()},
             browser=browser,
             browser_budget=None if budget is None else float(budget),
+            quick=quick,
         )
 
 

@@ -105,6 +105,8 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
             order["max_dynamic_depth"] = args.dynamic_depth
         if args.previous is not None:
             order["previous"] = str(args.previous)
+        if args.quick:
+            order["quick"] = True
         Order.from_json(order)
         orders.append(order)
     return orders
@@ -246,6 +248,12 @@ def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
         "--previous",
         type=Path,
         help="the signature file of this site's previous crawl: conditional requests, known contents",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="with --previous: ask again for each URL of the previous crawl, level by level, and"
+        " parse only the pages that changed (new pages found there are crawled as usual)",
     )
     _add_work_option(
         parser,

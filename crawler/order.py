@@ -33,6 +33,8 @@ class Signature(Fields):
     content_type: str = ""
     etag: str = ""
     last_modified: str = ""
+    level: int = 0  # of the page it is or came with
+    page: bool = True  # a page of its level, not one of its components
 
     def capture(self, time: int, kind: str = "response", flags: int = 0) -> NewCapture:
         """The capture to insert for this URL's content and header block at `time`."""
@@ -60,6 +62,7 @@ class Order:
     # suggests scripts build them (auto).
     browser: str = "never"
     browser_budget: float = DEFAULT_PAGE_BUDGET  # seconds a page may take in the browser
+    quick: bool = False  # walk the previous crawl's URLs, parsing only what changed
 
     @classmethod
     def from_json(cls, data: object) -> "Order":
@@ -98,6 +101,7 @@ class Order:
             browser_budget=(
                 DEFAULT_PAGE_BUDGET if message.browser_budget is None else message.browser_budget
             ),
+            quick=message.quick,
         )
 
 

@@ -177,18 +177,38 @@ class SiteCrawler:
             raise DlwebError(f"start URL {self.delimitation.start_url!r} is not a valid URL")
         self.seen.add(start)
         frontier.push(start, 0, "")
+        if self.order.quick:
+            self._walk_previous(start, frontier)
         sitemaps_done = False
         while (item := await self._next(frontier)) is not None:
             if isinstance(item, Retry):
                 await self._again(item, frontier)
                 continue
             url, level, via = item
+            if via == _FORMER_COMPONENT:
+                self._level = level
+                await self._components(
+                    [(Link(url, LinkKind.COMPONENT, False), False)], level, frontier
+                )
+                continue
             await self._page(url, level, frontier, requisite=level == 0)
             if not sitemaps_done:
                 sitemaps_done = True
                 for sitemap in self._robots.sitemaps.get(origin_of(start), []):
                     if (canonical := self._canonical(sitemap)) is not None:
                         self._queue_page(canonical, "", 1, frontier)
+
+    def _walk_previous(self, start: str, frontier: Frontier) -> None:
+        """Queue every URL of the previous crawl at its level, pages and components, each seen
+        already: a quick re-crawl asks for each again (conditionally), and only what changed
+        is parsed for links that are new."""
+        for signature in sorted(self.previous.values(), key=lambda s: s.level):
+            # A robots.txt is read again, in full, by the rules' own fetch.
+            robots = signature.url.endswith("/robots.txt")
+            if signature.url == start or robots or not self.seen.add(signature.url):
+                continue
+            via = "" if signature.page else _FORMER_COMPONENT
+            frontier.push(signature.url, max(signature.level, 1), via)
 
     async def _next(self, frontier: Frontier) -> "tuple[str, int, str] | Retry | None":
         """A URL whose wait for another try is over, else the frontier's next; once the
@@ -451,6 +471,7 @@ class SiteCrawler:
             etag=fetched.header("etag") or "",
             last_modified=fetched.header("last-modified") or "",
         )
+        signature = self._placed(signature)
         flags = RecordFlag.TRUNCATED if fetched.truncated else RecordFlag.NONE
         await self._sink.add(
             signature.capture(fetched.time, flags=int(flags)),
@@ -477,16 +498,27 @@ class SiteCrawler:
             return []
         return result.links
 
+    def _placed(self, signature: Signature) -> Signature:
+        """A signature with where this crawl met its URL: the level, and page or component."""
+        return dataclasses.replace(
+            signature, level=self._level, page=signature.url == self._page_url
+        )
+
     async def _not_modified(self, fetched: Fetched, previous: Signature, parse: bool) -> list[Link]:
-        """Record the unchanged capture; its links come from the archived copy."""
+        """Record the unchanged capture; its links come from the archived copy, but in a quick
+        re-crawl, which walks the previous crawl's URLs instead of reading them again."""
         self.report.not_modified += 1
         self.report.known_contents += 1
         self.report.known_by_level[self._level] += 1
         await self._sink.add(
             previous.capture(fetched.time, kind=RecordKind.NOT_MODIFIED.name.lower()), []
         )
-        self._signatures.add(previous)
-        if not parse or parsers.parser_for(previous.url, previous.content_type, b"") is None:
+        self._signatures.add(self._placed(previous))
+        if (
+            not parse
+            or self.order.quick
+            or parsers.parser_for(previous.url, previous.content_type, b"") is None
+        ):
             return []
         try:
             body = await self.client.get_content(previous.content)
@@ -535,6 +567,8 @@ class SiteCrawler:
 
 # Marks the link a redirect produced, so it inherits its source's need to be fetched.
 _REDIRECT = "\x00redirect"
+# Marks a component of the previous crawl queued by a quick re-crawl (fetched, not a page).
+_FORMER_COMPONENT = "\x00component"
 
 
 class _Recent:

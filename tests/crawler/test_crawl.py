@@ -2,6 +2,7 @@
 
 import asyncio
 import gzip
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,39 @@ def test_bad_command_line_input_is_refused_clearly(cluster_factory, crawl, sites
         assert done.returncode != 0
         assert message in done.output, done.output
         assert "Traceback" not in done.output
+
+
+def test_a_quick_recrawl_asks_conditionally_and_parses_only_what_changed(
+    cluster_factory, crawl, sites, tmp_path
+):
+    cluster = cluster_factory(nodes=1, replicas=1)
+    work = str(tmp_path / "work")
+    first = crawl(cluster, *QUICK, "--work", work, start(sites)).report
+    sites.change(ALPHA)
+    sites.reset()
+    previous = first["signature_file"]
+    second = crawl(
+        cluster, *QUICK, "--work", work, "--previous", previous, "--quick", start(sites)
+    ).report
+    log = sites.log()
+    # Every URL of the first crawl is asked again, conditionally where its answer had an ETag
+    # or a Last-Modified (robots.txt aside, read in full for its rules).
+    former = [json.loads(line) for line in Path(previous).read_text().splitlines()]
+    asked = {sites.url(e["host"].split(":")[0], e["path"]): e for e in log}
+    assert {entry["url"] for entry in former} - asked.keys() == set()
+    validated = {e["url"] for e in former if e["etag"] or e["last_modified"]}
+    unconditional = [
+        url
+        for url, e in asked.items()
+        if url in validated and not (e["if_none_match"] or e["if_modified_since"])
+    ]
+    assert all(url.endswith("/robots.txt") for url in unconditional), unconditional
+    assert len(validated) > len(EXPECTED_ALPHA["pages"])
+    # Only the two changed pages are parsed: their documents, and no archived copy, are read.
+    changed = {sites.url(ALPHA, p) for p in ("/level1/a.html", "/level1/level2/level3/c.html")}
+    assert {
+        url for url, e in asked.items() if e["status"] == 200 and url.endswith(".html")
+    } >= changed
+    assert second["text"]["documents"] == len(changed)
+    assert second["not_modified"] > len(EXPECTED_ALPHA["pages"])
+    assert second["new_contents"] == len(changed) + 1  # and the changed image
