@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from archive.header_block import charset_of, media_type
 
-from . import css, feeds, html, javascript, playlists, sitemap, text
+from . import css, feeds, html, imagemap, javascript, playlists, sitemap, swf, text
 from .common import SNIFF_SIZE, Parser, ParseResult
 
 __all__ = ["ParseResult", "Parser", "ParserFactory", "parse", "parser_for", "register"]
@@ -178,4 +178,8 @@ register(
     playlists.ASX_CONTENT_TYPES,
     playlists.sniff_asx,
     playlists.ASX_SUFFIXES,
+)
+register("swf", swf.SwfParser, swf.CONTENT_TYPES, swf.sniff, swf.SUFFIXES)
+register(
+    "imagemap", imagemap.ImageMapParser, imagemap.CONTENT_TYPES, imagemap.sniff, imagemap.SUFFIXES
 )
