@@ -15,7 +15,21 @@ from urllib.parse import urlsplit
 
 from archive.header_block import charset_of, media_type
 
-from . import css, feeds, html, imagemap, javascript, playlists, sitemap, swf, text
+from . import (
+    css,
+    feeds,
+    html,
+    imagemap,
+    javascript,
+    msdoc,
+    ooxml,
+    pdf,
+    playlists,
+    rtf,
+    sitemap,
+    swf,
+    text,
+)
 from .common import SNIFF_SIZE, Parser, ParseResult
 
 __all__ = ["ParseResult", "Parser", "ParserFactory", "parse", "parser_for", "register"]
@@ -183,3 +197,7 @@ register("swf", swf.SwfParser, swf.CONTENT_TYPES, swf.sniff, swf.SUFFIXES)
 register(
     "imagemap", imagemap.ImageMapParser, imagemap.CONTENT_TYPES, imagemap.sniff, imagemap.SUFFIXES
 )
+register("pdf", pdf.PdfParser, pdf.CONTENT_TYPES, pdf.sniff, pdf.SUFFIXES)
+register("docx", ooxml.DocxParser, ooxml.CONTENT_TYPES, ooxml.sniff, ooxml.SUFFIXES)
+register("doc", msdoc.MsDocParser, msdoc.CONTENT_TYPES, msdoc.sniff, msdoc.SUFFIXES)
+register("rtf", rtf.RtfParser, rtf.CONTENT_TYPES, rtf.sniff, rtf.SUFFIXES)
