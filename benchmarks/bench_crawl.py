@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,8 @@ READY_TIMEOUT = 60.0
 KB = 1024
 TARGET_SPEED = 2.0  # dlweb pages/s over Scrapy's
 TARGET_AGENT_MB = 20.0  # peak PSS of one site agent
+TARGET_QUICK_SPEEDUP = 3.0  # a full re-crawl's seconds over a quick one's, unchanged sites
+TARGET_QUICK_BYTES = 5.0  # and its bytes
 # Browser mode. What Browsertrix Crawler's users report on script-heavy sites, in pages per
 # minute per browser window: the slow and the fast end.
 BROWSERTRIX_PPM = (1.3, 3.0)
@@ -381,23 +384,60 @@ def check_report(path: Path, farm: Farm) -> dict[str, int]:
     return totals
 
 
-def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
+def crawl_command(
+    farm: Farm, config: Path, agents: int, report: Path, crawler_work: Path, *extra: str
+) -> list[str]:
+    """`dlweb crawl` of every site of the farm, with no delay, into the cluster of `config`."""
+    command = dlweb("crawl", *farm.urls(), "-c", str(config), "--delay", "0", *extra)
+    for name, ip in farm.hosts().items():
+        command += ["--resolve", f"{name}:{ip}"]
+    return command + ["--agents", str(agents), "--report", str(report), "--work", str(crawler_work)]
+
+
+def bench_recrawls(
+    work: Path, farm: Farm, config: Path, agents: int, rounds: int
+) -> dict[str, Any]:
+    """Re-crawls of the unchanged farm after a first crawl, alternated: a full one (every page
+    downloaded and parsed again) and a quick one (the first crawl's URLs asked conditionally,
+    only what changed parsed): seconds and bytes of each, medians."""
+    crawler_work = work / "recrawler"
+    first = work / "first-report.json"
+    measured(crawl_command(farm, config, agents, first, crawler_work), work / "first.log", "first")
+    figures: dict[str, list[tuple[float, int]]] = {"full": [], "quick": []}
+    for number in range(rounds):
+        for kind, extra in (("full", ()), ("quick", ("--previous", str(crawler_work), "--quick"))):
+            farm.reset()
+            report = work / f"{kind}-{number}-report.json"
+            folder = crawler_work if kind == "quick" else work / "full-work"
+            command = crawl_command(farm, config, agents, report, folder, *extra)
+            run = measured(command, work / f"{kind}-{number}.log", f"dlweb crawl ({kind})")
+            check_farm(farm, f"the {kind} re-crawl")
+            stored = check_report(report, farm)
+            figures[kind].append((run["seconds"], stored["bytes"]))
+            print(
+                f"  round {number + 1}, {kind:<5} {run['seconds']:7.2f} s {stored['bytes']:>12,} bytes"
+            )
+    medians = {
+        kind: {
+            "seconds": statistics.median(seconds for seconds, _ in runs),
+            "bytes": statistics.median(size for _, size in runs),
+        }
+        for kind, runs in figures.items()
+    }
+    return {
+        **medians,
+        "speedup": medians["full"]["seconds"] / medians["quick"]["seconds"],
+        "bytes_ratio": medians["full"]["bytes"] / max(medians["quick"]["bytes"], 1),
+    }
+
+
+def bench_dlweb(work: Path, farm: Farm, agents: int, recrawl_rounds: int = 0) -> dict[str, Any]:
     data = work / "cluster"
     config = data / CONFIG_FILE
     report = work / "crawl-report.json"
     try:
         cluster_up(data, 1, 1)
-        command = dlweb("crawl", *farm.urls(), "-c", str(config), "--delay", "0")
-        for name, ip in farm.hosts().items():
-            command += ["--resolve", f"{name}:{ip}"]
-        command += [
-            "--agents",
-            str(agents),
-            "--report",
-            str(report),
-            "--work",
-            str(work / "crawler"),
-        ]
+        command = crawl_command(farm, config, agents, report, work / "crawler")
         cluster = list(cluster_pids(data / RUN_DIR).values())
         cpu = cpu_seconds([farm.pid]), cpu_seconds(cluster)
         run = measured(command, work / "crawl.log", "dlweb crawl", processes=agents)
@@ -410,7 +450,12 @@ def bench_dlweb(work: Path, farm: Farm, agents: int) -> dict[str, Any]:
             f" {stored['bytes'] / MB:.1f} MB"
         )
         figures = crawl_figures(run, served, farm_cpu)
-        return {**figures, "agents": agents, "report": stored, "cluster_cpu_s": cluster_cpu}
+        result = {**figures, "agents": agents, "report": stored, "cluster_cpu_s": cluster_cpu}
+        if recrawl_rounds:
+            print(f"re-crawls of the unchanged farm, full and quick, {recrawl_rounds} rounds ...")
+            farm.reset()
+            result["recrawl"] = bench_recrawls(work, farm, config, agents, recrawl_rounds)
+        return result
     finally:
         cluster_down(data)
 
@@ -580,7 +625,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if not args.skip_dlweb:
                 print(f"dlweb crawl: {args.agents} agents into a cluster (1 node, replica 1) ...")
                 try:
-                    report["dlweb"] = bench_dlweb(work, farm, args.agents)
+                    report["dlweb"] = bench_dlweb(work, farm, args.agents, args.recrawl)
                 except BenchError as exc:
                     report["dlweb_failed"] = str(exc)
     finally:
@@ -588,7 +633,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"kept {work}")
         else:
             subprocess.run(["rm", "-rf", str(work)], check=False)
-    targets: dict[str, bool | None] = {"speed": None, "agent_memory": None}
+    targets: dict[str, bool | None] = {"speed": None, "agent_memory": None, "quick": None}
+    if "recrawl" in report.get("dlweb", {}):
+        again = report["dlweb"]["recrawl"]
+        targets["quick"] = (
+            again["speedup"] >= TARGET_QUICK_SPEEDUP and again["bytes_ratio"] >= TARGET_QUICK_BYTES
+        )
     if "dlweb" in report:
         agent_pss = report["dlweb"]["memory"]["child_max"]["pss_mb"]
         targets["agent_memory"] = 0 < agent_pss <= TARGET_AGENT_MB
@@ -697,6 +747,13 @@ def show(report: dict[str, Any]) -> None:
         )
         print(memory_line("dlweb, all processes", "", memory["total_pss_mb"]))
         print(f"  cluster CPU during the crawl: {report['dlweb']['cluster_cpu_s']:.1f} s")
+    if "recrawl" in report.get("dlweb", {}):
+        again = report["dlweb"]["recrawl"]
+        print(f"  re-crawl of the unchanged farm (medians)  {'seconds':>9}{'bytes':>14}")
+        for kind in ("full", "quick"):
+            print(f"  {kind:<41}{again[kind]['seconds']:>9.2f}{again[kind]['bytes']:>14,.0f}")
+        print(f"  ratio (full / quick, seconds)           {again['speedup']:>7.2f}")
+        print(f"  ratio (full / quick, bytes)             {again['bytes_ratio']:>7.1f}")
     if "dlweb_failed" in report:
         print(f"  dlweb: FAILED: {report['dlweb_failed']}")
     if "ratios" in report:
@@ -708,6 +765,10 @@ def show(report: dict[str, Any]) -> None:
         f"target: dlweb pages/s >= {TARGET_SPEED:g}x Scrapy's, storage included: {verdict(speed)}"
     )
     print(f"target: <= {TARGET_AGENT_MB:g} MB (peak PSS) per site agent: {verdict(memory_met)}")
+    print(
+        f"target: a quick re-crawl >= {TARGET_QUICK_SPEEDUP:g}x faster and >= "
+        f"{TARGET_QUICK_BYTES:g}x fewer bytes than a full one: {verdict(report['targets']['quick'])}"
+    )
 
 
 def verdict(met: bool | None) -> str:
@@ -721,6 +782,13 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=8, help="dlweb's site-crawler agents")
     parser.add_argument("--skip-scrapy", action="store_true", help="run dlweb only")
     parser.add_argument("--skip-dlweb", action="store_true", help="run Scrapy only")
+    parser.add_argument(
+        "--recrawl",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="after dlweb's crawl, this many rounds of a full and a quick re-crawl of the farm",
+    )
     parser.add_argument(
         "--browser",
         action="store_true",

@@ -31,6 +31,7 @@ import random
 import signal
 import socket
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,12 +133,14 @@ class Counts:
     favicon: int = 0
     outside: int = 0
     unknown: int = 0
+    not_modified: int = 0  # pages answered 304: the request named the page's ETag
     fetched: set[str] = field(default_factory=set)
 
     def report(self) -> dict[str, int]:
         return {
             "requests": self.requests,
             "pages": len(self.fetched),
+            "not_modified": self.not_modified,
             "robots": self.robots,
             "favicon": self.favicon,
             "outside": self.outside,
@@ -218,7 +221,11 @@ class Farm:
         body = site.pages.get(path)
         if body is not None:
             counts.fetched.add(path)
-            return web.Response(body=body, headers={"Content-Type": HTML})
+            tag = f'"{zlib.crc32(body):08x}"'
+            if request.headers.get("If-None-Match") == tag:
+                counts.not_modified += 1
+                return web.Response(status=304, headers={"ETag": tag})
+            return web.Response(body=body, headers={"Content-Type": HTML, "ETag": tag})
         if path.startswith("/ref/"):
             counts.outside += 1
             return web.Response(body=REF_PAGE, headers={"Content-Type": HTML})

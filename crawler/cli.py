@@ -71,10 +71,17 @@ def resolve_map(args: argparse.Namespace) -> dict[str, list[str]]:
 def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One order per start URL, each checked here so a mistake is told before anything starts."""
     from .order import BadOrder, Order
+    from .pool import latest_signatures
 
     resolve = resolve_map(args)
-    if args.previous is not None and len(args.urls) > 1:
-        raise BadOrder("--previous names one site's signature file: give one start URL with it")
+    folder = args.previous is not None and args.previous.is_dir()
+    if args.previous is not None and not folder and len(args.urls) > 1:
+        raise BadOrder(
+            "--previous FILE names one site's signature file: give one start URL with it,"
+            " or the folder of the previous crawl"
+        )
+    if args.quick and args.previous is None:
+        raise BadOrder("--quick walks the previous crawl: give --previous with it")
     politeness = {
         "delay": args.delay,
         "burst": args.burst,
@@ -103,10 +110,10 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
             order["max_depth"] = args.depth
         if args.dynamic_depth is not None:
             order["max_dynamic_depth"] = args.dynamic_depth
-        if args.previous is not None:
-            order["previous"] = str(args.previous)
-        if args.quick:
-            order["quick"] = True
+        previous = latest_signatures(args.previous, url) if folder else args.previous
+        if previous is not None:
+            order["previous"] = str(previous)
+            order["quick"] = args.quick
         Order.from_json(order)
         orders.append(order)
     return orders
@@ -132,8 +139,8 @@ def _run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     orders = _orders(args)
-    if args.previous is not None and not args.previous.is_file():
-        raise DlwebError(f"--previous {args.previous}: no such file")
+    if args.previous is not None and not args.previous.exists():
+        raise DlwebError(f"--previous {args.previous}: no such file or folder")
     work = checked_directory(args.work, "--work")
     started = time.monotonic()
     reports = crawl_sites(config, orders, work, agents=args.agents, monitor=args.monitor)
@@ -247,7 +254,8 @@ def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--previous",
         type=Path,
-        help="the signature file of this site's previous crawl: conditional requests, known contents",
+        help="the signature file of this site's previous crawl, or the --work folder of a"
+        " previous crawl of several (each site's latest): conditional requests, known contents",
     )
     parser.add_argument(
         "--quick",

@@ -7,6 +7,7 @@ compact structures of the site it is crawling.
 
 import asyncio
 import gc
+import glob
 import logging
 import multiprocessing
 import os
@@ -30,16 +31,29 @@ from .monitor import start_monitor
 from .order import Order
 from .site import Progress, SiteCrawler
 
-__all__ = ["Agent", "crawl_sites"]
+__all__ = ["Agent", "crawl_sites", "latest_signatures"]
 
 log = logging.getLogger(__name__)
 
 
 def signature_path(work: Path, start_url: str) -> Path:
     """Where a crawl of this site leaves its signature file: host and time in the name."""
-    host = re.sub(r"[^a-z0-9.-]+", "_", start_url.split("//", 1)[-1].split("/", 1)[0].lower())
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
-    return work / f"{host}-{stamp}-{os.getpid()}.signatures"
+    return work / f"{_host_part(start_url)}-{stamp}-{os.getpid()}.signatures"
+
+
+def latest_signatures(work: Path, start_url: str) -> Path | None:
+    """The signature file the latest crawl of this site left in `work`, None if none did."""
+    found = sorted(
+        work.glob(f"{glob.escape(_host_part(start_url))}-*.signatures"),
+        key=lambda path: (path.name.rsplit("-", 2)[-2], path.stat().st_mtime),
+    )
+    return found[-1] if found else None
+
+
+def _host_part(start_url: str) -> str:
+    """A site's host (and port) as its files name it."""
+    return re.sub(r"[^a-z0-9.-]+", "_", start_url.split("//", 1)[-1].split("/", 1)[0].lower())
 
 
 @dataclass

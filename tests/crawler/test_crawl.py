@@ -223,6 +223,8 @@ def test_bad_command_line_input_is_refused_clearly(cluster_factory, crawl, sites
         (("--resolve", "www.alpha.test", start(sites)), "is not HOST:IP"),
         (("--accept", "re:(", start(sites)), "invalid regular expression"),
         (("--previous", str(tmp_path / "none"), start(sites)), "no such file"),
+        (("--quick", start(sites)), "--quick walks the previous crawl: give --previous"),
+        (("--retries", "11", start(sites)), "must be a whole number from 0 to 10"),
         (("ftp://example.org/",), "start"),
     ):
         done = crawl(cluster, *args, check=False)
@@ -240,8 +242,9 @@ def test_a_quick_recrawl_asks_conditionally_and_parses_only_what_changed(
     sites.change(ALPHA)
     sites.reset()
     previous = first["signature_file"]
+    # The previous crawl's folder: each site's latest signature file in it.
     second = crawl(
-        cluster, *QUICK, "--work", work, "--previous", previous, "--quick", start(sites)
+        cluster, *QUICK, "--work", work, "--previous", work, "--quick", start(sites)
     ).report
     log = sites.log()
     # Every URL of the first crawl is asked again, conditionally where its answer had an ETag
