@@ -135,7 +135,7 @@ async def test_join_stream_fetch_delete_and_scrub(node_factory, cluster, master)
             )
 
         deleted = await b.call("delete", {"files": [{"kind": "content", "name": names[0]}]})
-        assert deleted == {"deleted": [names[0]]}
+        assert deleted == {"deleted": [names[0]], "missing": []}
         async with session.get(f"{second.url}/content/{names[0]}") as r:
             assert r.status == 404
 
@@ -613,7 +613,9 @@ async def test_bad_orders_get_bad_params(node_factory, hip_master, method, param
     assert message in caught.value.message
 
 
-async def test_delete_lists_only_what_was_there(node_factory, cluster, hip_master) -> None:
+async def test_delete_lists_what_was_there_and_what_was_not(
+    node_factory, cluster, hip_master
+) -> None:
     config = cluster[1]
     node = await start_node(node_factory, "a", "--master", hip_master.url)
     await hip_master.wait_for(lambda: hip_master.joins, "node.join")
@@ -626,7 +628,7 @@ async def test_delete_lists_only_what_was_there(node_factory, cluster, hip_maste
         {"kind": "content", "name": sha(b"never here")},
     ]
     answer = await hip_master.peer("a").call("delete", {"files": order})
-    assert answer == {"deleted": [gone, structure]}
+    assert answer == {"deleted": [gone, structure], "missing": [sha(b"never here")]}
     assert stored_content(node.root, kept) is not None
     assert stored_content(node.root, gone) is None
     await hip_master.wait_for(lambda: hip_master.stored("a") == 5, "the two removals")
