@@ -46,6 +46,8 @@ def test_monitoring_page_shows_the_crawl_as_it_goes(cluster_factory, sites, tmp_
             "100",
             "--timeout",
             "2",
+            "--retry-delay",
+            "0.5",
             "--depth",
             "2",
             "--work",

@@ -3,6 +3,7 @@ its requisites, and nothing is asked of the live web."""
 
 from tests.browser import chromium
 from tests.crawler.sites import ALPHA, EXPECTED_ALPHA
+from tests.crawler.test_crawl import QUICK
 
 PAGES = sorted(path for host, path in EXPECTED_ALPHA["pages"] | EXPECTED_ALPHA["sitemap"])
 NOT_LINKED = ("/favicon.ico",)  # browsers ask for it; no page names it, so it was never crawled
@@ -12,7 +13,7 @@ def test_every_crawled_page_replays_with_all_its_requisites(
     cluster_factory, crawl, sites, proxy_factory, tmp_path
 ):
     cluster = cluster_factory(nodes=2, replicas=1)
-    crawl(cluster, "--delay", "0", "--timeout", "2", "--max-size", "200000", sites.url(ALPHA))
+    crawl(cluster, *QUICK, sites.url(ALPHA))
     proxy = proxy_factory(cluster, "--log-requests")
     sites.reset()
     doms = {}
