@@ -534,7 +534,7 @@ class SiteCrawler:
             encoding = None
         else:
             encoding = block.get("content-encoding")
-        document = _archived_document(body, encoding)
+        document = _document(body, encoding)
         return self._parse(previous.url, previous.content_type, document).links
 
     def _redirect(self, fetched: Fetched) -> list[Link]:
@@ -616,16 +616,13 @@ def _kept(body: Body) -> Body:
 
 
 def _decoded(fetched: Fetched) -> bytes:
+    """The bytes a parser reads of a fetched document (see _document)."""
+    return _document(b"".join(fetched.body.chunks()), fetched.header("content-encoding"))
+
+
+def _document(body: bytes, coding: str | None) -> bytes:
     """The bytes a parser reads: the content coding undone, within MAX_PARSED; none when the
     coding is damaged or not one read here."""
-    try:
-        return fetched.decoded(MAX_PARSED)
-    except BadCoding:
-        return b""
-
-
-def _archived_document(body: bytes, coding: str | None) -> bytes:
-    """An archived copy's bytes as a parser reads them (see _decoded)."""
     try:
         return inflate(coding or "", body, MAX_PARSED, whole=False, cut=True)
     except BadCoding:

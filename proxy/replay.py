@@ -10,6 +10,7 @@ a revisit whose original is not archived yet, a fault content of status 500 that
 flow keeps what was served (SERVED) or that nothing was (MISSED), for the banner (banner_addon.py).
 """
 
+import asyncio
 import logging
 from dataclasses import InitVar, dataclass, field, replace
 
@@ -126,7 +127,7 @@ class Replay:
             flow, prepared.stream_url, at, prepared
         ):
             return
-        prepared = self._for_client(flow, prepared)
+        prepared = await self._for_client(flow, prepared)
         self._send(flow, prepared)
         flow.metadata[SERVED] = prepared
         if self.log_requests:
@@ -192,11 +193,11 @@ class Replay:
             )
         return prepared
 
-    def _for_client(self, flow: http.HTTPFlow, prepared: ReadyCapture) -> ReadyCapture:
+    async def _for_client(self, flow: http.HTTPFlow, prepared: ReadyCapture) -> ReadyCapture:
         """The capture as this client can read it: a body in a content coding its
         Accept-Encoding leaves out (Brotli to a browser over plain HTTP, any coding to a client
-        that asks for identity) decoded, within MAX_DECODED; as archived otherwise, or when it
-        cannot be decoded."""
+        that asks for identity) decoded, within MAX_DECODED, on a thread (the other clients are
+        answered meanwhile); as archived otherwise, or when it cannot be decoded."""
         coding = next((v for k, v in prepared.fields if k.lower() == b"content-encoding"), None)
         if coding is None or not isinstance(prepared.body, bytes):
             return prepared
@@ -207,7 +208,7 @@ class Replay:
         decoded = self._decoded.get(key)
         if decoded is None:
             try:
-                body = inflate(name, prepared.body, MAX_DECODED)
+                body = await asyncio.to_thread(inflate, name, prepared.body, MAX_DECODED)
             except (BadCoding, TooLarge) as exc:
                 log.info("%s sent as archived: %s", clipped(flow.request.pretty_url), exc)
                 return prepared

@@ -3,6 +3,7 @@ whole, a reading that never raises and has a deadline, and the reading of Word's
 
 import re
 import time
+from abc import ABC, abstractmethod
 
 from ..links import LinkKind
 from .common import ByteBuffer, LinkSink, ParseResult, TextBuffer
@@ -62,7 +63,7 @@ def field_link(instruction: str) -> tuple[str, LinkKind] | None:
     return None
 
 
-class DocumentParser:
+class DocumentParser(ABC):
     """Keeps a whole document, then reads it in close(); what the reading raises becomes a
     problem named after the format, and what was found before is kept."""
 
@@ -99,5 +100,6 @@ class DocumentParser:
             url, kind = found
             self._sink.add(url, kind, kind is LinkKind.COMPONENT, text)
 
+    @abstractmethod
     def _read(self, data: bytes, deadline: Deadline) -> None:
-        raise NotImplementedError
+        """Read the whole document: its links into the sink, its text, its problems."""
