@@ -144,8 +144,10 @@ class Claimed:
 @dataclass(frozen=True, slots=True)
 class Appended:
     """The copies of a structure file that took an insert's records: those appended to as its
-    active copy (one, unless changes of several inserts were gathered) and the other copies.
-    Both empty when they are not known (an insert whose appends failed)."""
+    active copy (one, unless changes of several inserts were gathered, or an insert that failed
+    names each copy it sent them to: one whose node died before answering may hold them) and
+    the other copies. Both empty when they are not known (an insert whose appends failed, told
+    again once none can land)."""
 
     active: frozenset[str] = frozenset()
     others: frozenset[str] = frozenset()

@@ -72,11 +72,14 @@ class StructureAppends(MasterLink):
         groups: dict[str, list[Incoming]],
         where: dict[str, str],
         results: dict[str, tuple[int, bool]],
+        sent: dict[str, set[str]],
     ) -> None:
         """Append to every structure file, one request per node for many files; a file the batch
         did not take is appended alone, and claimed again if its node fails. Each file's records
-        added and whether it was created go into `results` as they land, so that a caller whose
-        appends fail knows those that did not."""
+        added and whether it was created go into `results` as they land, and the addresses each
+        file's records were sent to as its active copy into `sent`, so that a caller whose
+        appends fail knows those that landed and those that may have (a node that took an
+        append can die before it answers)."""
         by_node: dict[str, list[str]] = {}
         for name in groups:
             by_node.setdefault(where[name], []).append(name)
@@ -90,6 +93,8 @@ class StructureAppends(MasterLink):
                     {"name": n, "url": groups[n][0].url, "records": _records(groups[n])}
                     for n in part
                 ]
+                for n in part:
+                    sent.setdefault(n, set()).add(address)
                 try:
                     results.update(await self._post_many(address, files, refused))
                 except (*NODE_ERRORS, AppendFailed) as exc:
@@ -107,7 +112,7 @@ class StructureAppends(MasterLink):
             raise RemoteError("bad_params", f"insert: a storage node refused {refused[0]}")
         left = [name for name in groups if name not in results]
         alone = await asyncio.gather(
-            *(self._append(name, groups[name], where, gone) for name in left),
+            *(self._append(name, groups[name], where, gone, sent) for name in left),
             return_exceptions=True,
         )
         failed: BaseException | None = None
@@ -253,10 +258,16 @@ class StructureAppends(MasterLink):
         return taken
 
     async def _append(
-        self, name: str, items: list[Incoming], where: dict[str, str], gone: set[str]
+        self,
+        name: str,
+        items: list[Incoming],
+        where: dict[str, str],
+        gone: set[str],
+        sent: dict[str, set[str]],
     ) -> tuple[int, bool]:
         """Append captures to the active copy; claim it again once if its node fails, at once
-        if its node is `gone` (it just failed a batch without answering)."""
+        if its node is `gone` (it just failed a batch without answering). Each address tried
+        goes into `sent`."""
         body = {"url": items[0].url, "records": _records(items)}
         first = 1
         if (lost := where[name]) in gone:
@@ -271,6 +282,7 @@ class StructureAppends(MasterLink):
                 )
         for attempt in range(first, 3):
             address = where[name]
+            sent.setdefault(name, set()).add(address)
             try:
                 return await self._post(address, name, body)
             except (*NODE_ERRORS, AppendFailed) as exc:

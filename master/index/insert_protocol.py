@@ -164,21 +164,23 @@ class InsertProtocol(StructureAppends):
         if unclaimed:
             where.update(await self._claim(unclaimed))
         results: dict[str, tuple[int, bool]] = {}
+        sent: dict[str, set[str]] = {}
         try:
-            await self._append_all(groups, where, results)
+            await self._append_all(groups, where, results, sent)
             replicas = await self._append_replicas(groups, results, where)
         except BaseException:
-            # The appends that landed are told at once, so that their other copies are marked
-            # stale and refreshed now, not when the insert's last append can no longer land; one
-            # whose answer was lost, or still travelling, may land until its deadline: every
-            # file is told again after that.
-            landed = {
-                name: Appended(frozenset([where[name]]))
-                for name, (added, _) in results.items()
-                if added
+            # The appends that landed, and those whose node failed before it answered (it may
+            # have taken them), are told at once with the copies they were sent to, so that
+            # their other copies are marked stale and refreshed now, or merged when a lost
+            # copy returns, not when the insert's last append can no longer land; one still
+            # travelling may land until its deadline: every file is told again after that.
+            maybe = {
+                name: Appended(frozenset(addresses))
+                for name, addresses in sent.items()
+                if results.get(name, (1, False))[0]
             }
-            if landed:
-                self._spawn_work(self._tell_now(landed))
+            if maybe:
+                self._spawn_work(self._tell_now(maybe))
             self._spawn(self._tell_later(list(groups)))
             raise
         # A file just created has no replica yet: the master's copies of it will be fresh. One

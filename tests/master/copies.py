@@ -94,6 +94,11 @@ async def lose_the_active_copy(
         lambda s: any(n["id"] == lost and n["state"] == "down" for n in s["nodes"]),
         f"{lost} to be down",
     )
+    # Whether the insert was acknowledged or not, the master heard that the lost copy may hold
+    # records its replicas lack: it waits, as diverged, for the node's return.
+    cluster.wait_for(
+        lambda s: s["structures_diverged"] >= 1, f"the master to know {lost}'s copy changed"
+    )
     return first, only_there, lost
 
 

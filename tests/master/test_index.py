@@ -458,12 +458,15 @@ async def test_popular_counts_are_reported_as_they_change(tmp_path: Path) -> Non
         node.contents.close()
 
 
-AppendAll = Callable[[dict[str, Any], dict[str, str], dict[str, Any]], Awaitable[None]]
+AppendAll = Callable[
+    [dict[str, Any], dict[str, str], dict[str, Any], dict[str, set[str]]], Awaitable[None]
+]
 
 
 async def append_every_record(
-    groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+    groups: dict[str, Any], where: dict[str, str], results: dict[str, Any], sent: dict[str, Any]
 ) -> None:
+    sent.update((name, {where[name]}) for name in groups)
     results.update((name, (len(items), False)) for name, items in groups.items())
 
 
@@ -513,11 +516,14 @@ async def test_an_insert_is_answered_before_its_records_are_appended(tmp_path: P
     appending, appended = asyncio.Event(), asyncio.Event()
 
     async def append_all(
-        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+        groups: dict[str, Any],
+        where: dict[str, str],
+        results: dict[str, Any],
+        sent: dict[str, Any],
     ) -> None:
         appending.set()
         await appended.wait()
-        await append_every_record(groups, where, results)
+        await append_every_record(groups, where, results, sent)
 
     node = unit_index(tmp_path, append_all)
     client = object()
@@ -541,7 +547,10 @@ async def test_an_insert_is_answered_before_its_records_are_appended(tmp_path: P
 
 async def test_an_insert_whose_appends_failed_confirms_nothing(tmp_path: Path) -> None:
     async def append_all(
-        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+        groups: dict[str, Any],
+        where: dict[str, str],
+        results: dict[str, Any],
+        sent: dict[str, Any],
     ) -> None:
         raise RemoteError("bad_params", "insert: a storage node refused files[0]: bad record")
 
@@ -559,32 +568,49 @@ async def test_an_insert_whose_appends_failed_confirms_nothing(tmp_path: Path) -
         node.contents.close()
 
 
-async def test_the_appends_of_a_failed_insert_that_landed_are_told_at_once(
+async def test_the_appends_of_a_failed_insert_that_landed_or_may_have_are_told_at_once(
     tmp_path: Path,
 ) -> None:
-    """An insert whose append to one file failed still changed the files whose appends landed:
-    the master hears of those at once, so their other copies are refreshed now (it hears of
-    every file again once no append of the insert can land any more)."""
-    other = {**GOOD, "url": "http://example.com/other"}
-    name, other_name = (parse_captures({"captures": [c]})[0].structure for c in (GOOD, other))
+    """An insert whose appends failed still changed the files whose appends landed, and may
+    have changed those whose node failed before it answered (each with every copy it was sent
+    to): the master hears of those at once, so their other copies are refreshed now, or merged
+    once a lost copy returns. A file whose append added nothing, or was never sent, is not told
+    (the master hears of every file again once no append of the insert can land any more)."""
+    captures = [{**GOOD, "url": f"http://example.com/{i}"} for i in range(4)]
+    landed, unanswered, nothing_new, unsent = (
+        parse_captures({"captures": [c]})[0].structure for c in captures
+    )
 
     async def append_all(
-        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+        groups: dict[str, Any],
+        where: dict[str, str],
+        results: dict[str, Any],
+        sent: dict[str, Any],
     ) -> None:
-        results[name] = (1, False)
-        raise RemoteError("error", f"cannot append to structure {other_name}: no answer")
+        sent.update({landed: {"http://n"}, unanswered: {"http://n", "http://m"}})
+        sent[nothing_new] = {"http://n"}
+        results.update({landed: (1, False), nothing_new: (0, False)})
+        raise RemoteError("error", f"cannot append to structure {unanswered}: no answer")
 
     node = unit_index(tmp_path, append_all)
-    node.claims[other_name] = "http://n"
+    node.claims.update((name, "http://n") for name in (landed, unanswered, nothing_new, unsent))
     upstream: Upstream = node.upstream  # type: ignore[assignment]
     client = object()
     try:
-        answer = await node._insert(client, {"captures": [GOOD, other]})  # type: ignore[arg-type]
+        answer = await node._insert(client, {"captures": captures})  # type: ignore[arg-type]
         with pytest.raises(RemoteError, match="cannot append to structure"):
             await node._stored(client, {"names": [], "insert": answer["insert"]})  # type: ignore[arg-type]
         await asyncio.wait_for(told(upstream), 5)
-        appended = {"active": ["http://n"], "others": []}
-        assert upstream.told == [("structure.changed", [name], {name: appended})]
+        assert upstream.told == [
+            (
+                "structure.changed",
+                sorted([landed, unanswered]),
+                {
+                    landed: {"active": ["http://n"], "others": []},
+                    unanswered: {"active": ["http://m", "http://n"], "others": []},
+                },
+            )
+        ]
     finally:
         node._background.cancel()
         node.contents.close()
@@ -619,8 +645,12 @@ async def test_appends_count_as_under_way_until_the_master_heard_of_them(
     name = parse_captures({"captures": [GOOD]})[0].structure
 
     async def append_all(
-        groups: dict[str, Any], where: dict[str, str], results: dict[str, Any]
+        groups: dict[str, Any],
+        where: dict[str, str],
+        results: dict[str, Any],
+        sent: dict[str, Any],
     ) -> None:
+        sent[name] = {"http://n"}
         results[name] = (1, False)
         if fails:
             raise RemoteError("error", "cannot append to structure: no answer")
