@@ -8,43 +8,26 @@ budget runs out, and the search goes on to its end on its thread, which takes no
 meanwhile; so costly queries sent again and again hold those threads, and nothing else.
 """
 
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as Late
 from typing import ParamSpec, TypeVar
+
+from archive.deadline import Deadline
 
 from .errors import OverBudget
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-CHECK_EVERY = 1024  # items of a long loop between two looks at the clock
 
+def answer_deadline(seconds: float, what: str, advice: str) -> Deadline:
+    """A deadline whose overrun tells the asker that `what` ran out of time, and what to do."""
 
-class Deadline:
-    """The end of the time an answer has; `check` raises OverBudget once it is past."""
+    def overrun(budget: float) -> OverBudget:
+        return OverBudget(f"{what} took longer than {budget:g} s: {advice}")
 
-    def __init__(self, seconds: float, what: str, advice: str) -> None:
-        self.seconds = seconds
-        self.what = what
-        self.advice = advice
-        self.end = time.monotonic() + seconds
-
-    def check(self) -> None:
-        if time.monotonic() > self.end:
-            raise self.overrun()
-
-    def overrun(self) -> OverBudget:
-        """The error telling the asker that the answer ran out of time, and what to do."""
-        return OverBudget(f"{self.what} took longer than {self.seconds:g} s: {self.advice}")
-
-    def watch(self, items: Iterable[T]) -> Iterator[T]:
-        """The items, the clock looked at every CHECK_EVERY of them."""
-        for count, item in enumerate(items):
-            if count % CHECK_EVERY == 0:
-                self.check()
-            yield item
+    return Deadline(seconds, overrun)
 
 
 class Budgeted:
@@ -60,7 +43,7 @@ class Budgeted:
     def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`call`'s result; OverBudget when it is not there within the budget (a call not begun
         by then is dropped, one begun runs on to its end)."""
-        deadline = Deadline(self.seconds, self.what, self.advice)
+        deadline = answer_deadline(self.seconds, self.what, self.advice)
         future = self._pool.submit(call, *args, **kwargs)
         try:
             return future.result(timeout=deadline.seconds)

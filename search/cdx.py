@@ -40,6 +40,7 @@ import re2
 from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to_sec
 
 from archive.cluster import ClusterClient
+from archive.deadline import Deadline
 from archive.errors import DlwebError, NotFound
 from archive.header_block import parse_header_block
 from archive.link_format import escape_uri
@@ -49,7 +50,7 @@ from archive.url_index import URLKEYS_FILE, UrlKeys, surt_key
 from archive.urlkey import canonical_url, structure_name
 from archive.warc.digests import sha256_digest
 
-from .budget import Deadline
+from .budget import answer_deadline
 from .errors import BadCdxQuery
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
@@ -751,7 +752,7 @@ async def answer(client: ClusterClient, query: CdxQuery, index: Path) -> str:
     has none); with `page`, those of the page's blocks only; with showNumPages or
     showPagedIndex, the page count or the page's blocks. OverBudget ends an answer that takes
     longer than CDX_BUDGET seconds."""
-    deadline = Deadline(CDX_BUDGET, "the CDX query", _ADVICE)
+    deadline = answer_deadline(CDX_BUDGET, "the CDX query", _ADVICE)
     reader = _Reader(client)
     if query.show_num_pages:
         count = await _block_count(reader, query, index, deadline)

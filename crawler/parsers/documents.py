@@ -2,8 +2,9 @@
 whole, a reading that never raises and has a deadline, and the reading of Word's field codes."""
 
 import re
-import time
 from abc import ABC, abstractmethod
+
+from archive.deadline import Deadline
 
 from ..links import LinkKind
 from .common import ByteBuffer, LinkSink, ParseResult, TextBuffer
@@ -27,17 +28,8 @@ class OutOfTime(Unreadable):
     """The deadline for one document passed."""
 
 
-class Deadline:
-    """The time a document may still take, checked between the steps of its reading."""
-
-    def __init__(self, seconds: float) -> None:
-        self._end = time.monotonic() + seconds
-        self._seconds = seconds
-
-    def check(self, *_: object) -> None:
-        """Raises OutOfTime once the deadline passed (takes and ignores a callback's arguments)."""
-        if time.monotonic() > self._end:
-            raise OutOfTime(f"reading stopped after {self._seconds:g} s")
+def _out_of_time(seconds: float) -> OutOfTime:
+    return OutOfTime(f"reading stopped after {seconds:g} s")
 
 
 def field_link(instruction: str) -> tuple[str, LinkKind] | None:
@@ -81,7 +73,7 @@ class DocumentParser(ABC):
         if self._buffer.cut:
             self.problem(f"cut at {MAX_DOCUMENT // (1024 * 1024)} MiB")
         try:
-            self._read(self._buffer.data(), Deadline(MAX_SECONDS))
+            self._read(self._buffer.data(), Deadline(MAX_SECONDS, _out_of_time))
         except Unreadable as exc:
             self.problem(str(exc))
         except Exception as exc:  # a library's error on a damaged file may be of any type

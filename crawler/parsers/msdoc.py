@@ -12,8 +12,10 @@ import re
 import struct
 from typing import TYPE_CHECKING
 
+from archive.deadline import Deadline
+
 from .common import MAX_LINKS
-from .documents import MAX_INSTRUCTION, Deadline, DocumentParser, Unreadable
+from .documents import MAX_INSTRUCTION, DocumentParser, Unreadable
 
 if TYPE_CHECKING:
     from olefile import OleFileIO

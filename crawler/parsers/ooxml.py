@@ -17,9 +17,11 @@ from typing import Any
 
 from lxml import etree
 
+from archive.deadline import Deadline
+
 from ..links import LinkKind
 from .common import MAX_LINK_TEXT, MAX_LINKS, SNIFF_SIZE, local_name
-from .documents import MAX_INSTRUCTION, Deadline, DocumentParser, OutOfTime, Unreadable
+from .documents import MAX_INSTRUCTION, DocumentParser, OutOfTime, Unreadable
 from .xml_reader import XmlReader
 
 CONTENT_TYPES = ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",)

@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from archive.deadline import Deadline
+
 from ..links import LinkKind
 from .common import shorten
-from .documents import Deadline, DocumentParser, Unreadable
+from .documents import DocumentParser, Unreadable
 
 if TYPE_CHECKING:
     from pypdf import PageObject, PdfReader

@@ -10,8 +10,10 @@ import codecs
 import re
 from dataclasses import dataclass
 
+from archive.deadline import Deadline
+
 from .common import code_point
-from .documents import MAX_INSTRUCTION, Deadline, DocumentParser
+from .documents import MAX_INSTRUCTION, DocumentParser
 
 CONTENT_TYPES = ("application/rtf", "text/rtf", "application/x-rtf")
 SUFFIXES = (".rtf",)

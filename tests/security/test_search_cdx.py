@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from search import cdx
-from search.budget import Deadline
+from search.budget import answer_deadline
 from search.errors import BadCdxQuery, OverBudget
 
 # Rows with long fields: a backtracking engine takes 2**40 steps over them for `.*(a|a)*Q`.
@@ -76,8 +76,10 @@ def test_any_filter_is_refused_in_one_line_or_matched_in_linear_time(text: str) 
 def test_a_cdx_answer_past_its_budget_stops_in_its_filtering_with_503() -> None:
     query = cdx.parse_query([("url", "x.test/*"), ("filter", "~url:.*a$")])
     rows = ROWS[:1] * 10_000
-    spent = Deadline(0.0, "the CDX query", "narrow it")
+    spent = answer_deadline(0.0, "the CDX query", "narrow it")
     with pytest.raises(OverBudget, match="the CDX query took longer than 0 s: narrow it") as over:
         cdx.apply_filters(query, rows, spent)
     assert over.value.status == 503
-    assert len(cdx.apply_filters(query, rows, Deadline(600.0, "the CDX query", ""))) == len(rows)
+    assert len(cdx.apply_filters(query, rows, answer_deadline(600.0, "the CDX query", ""))) == len(
+        rows
+    )
