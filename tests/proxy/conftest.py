@@ -52,30 +52,41 @@ class Proxy:
         self.process.wait(timeout=20)
 
 
+def proxy_command(config: Path, data: Path, port: int, *extra: str) -> list[str]:
+    """`python -m proxy` on a port of loopback with its `--data` folder and cluster."""
+    return [
+        sys.executable,
+        "-m",
+        "proxy",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--data",
+        str(data),
+        "-c",
+        str(config),
+        *extra,
+    ]
+
+
 def start_proxy(cluster: Cluster, data: Path, log: Path, *extra: str) -> Proxy:
     """`python -m proxy` on a free port with its `--data` folder (its search index is `search`
     beside it), answering once it does."""
     port = free_port()
+    command = proxy_command(cluster.config_path, data, port, *extra)
     with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "proxy",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--data",
-                str(data),
-                "-c",
-                str(cluster.config_path),
-                *extra,
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     proxy = Proxy(process, port, data, log)
     wait_until(proxy.answers, "the proxy to answer")
     return proxy
+
+
+def run_proxy_to_its_end(
+    config: Path, data: Path, *extra: str
+) -> "subprocess.CompletedProcess[str]":
+    """A proxy that is expected to stop at its start: its exit status and what it printed."""
+    return subprocess.run(
+        proxy_command(config, data, free_port(), *extra), capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ import hashlib
 import json
 import re
 import socket
-import subprocess
-import sys
 
 import aiohttp
 import lxml.html
@@ -21,7 +19,7 @@ from deploy.testing.cdx_toolkit import iterate
 from deploy.testing.memento_clients import memento_info, memento_list
 from deploy.testing.ports import free_port
 
-from .conftest import Proxy, Version, archive, header_block
+from .conftest import Proxy, Version, archive, header_block, run_proxy_to_its_end
 from .test_banner import NAVIGATION
 from .test_proxy import LOST, MOVED, NEW, OLD, PAGE, fetch
 from .test_streaming import stored_copies
@@ -332,23 +330,8 @@ def test_a_taken_direct_port_ends_the_proxy_with_one_clear_line(cluster_factory,
     cluster = cluster_factory(nodes=1, replicas=1)
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "proxy",
-                "--listen",
-                f"127.0.0.1:{free_port()}",
-                "--data",
-                str(tmp_path / "proxy"),
-                "-c",
-                str(cluster.config_path),
-                "--direct",
-                f"127.0.0.1:{port}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
+        done = run_proxy_to_its_end(
+            cluster.config_path, tmp_path / "proxy", "--direct", f"127.0.0.1:{port}"
         )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [

@@ -3,15 +3,12 @@ fuzzy fallback (and saying so), requests with a body found by a key that folds i
 preflights answered, and redirects to the URL itself passed over so that replay never loops."""
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 from archive.requestkey import lookup_url
-from deploy.testing.ports import free_port
 from tests.browser import load_error
 
-from .conftest import Version, archive, header_block
+from .conftest import Version, archive, header_block, run_proxy_to_its_end
 from .test_streaming import request
 
 SITE = "http://scripted.example"
@@ -168,21 +165,7 @@ def test_a_rules_file_with_a_bad_pattern_stops_the_proxy_at_start_naming_its_lin
     rules.write_text("rules:\n  - name: broken\n    ignore:\n      - name_pattern: 'utm_(['\n")
     config = tmp_path / "with-rules.yaml"
     config.write_text(cluster.config_path.read_text() + f"consultation:\n  fuzzy_rules: {rules}\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "proxy",
-            "--listen",
-            f"127.0.0.1:{free_port()}",
-            "--data",
-            str(tmp_path / "p"),
-        ]
-        + ["-c", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_proxy_to_its_end(config, tmp_path / "p")
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert f"{rules}, line 4" in done.stderr
