@@ -12,7 +12,7 @@ import yaml
 
 from .atomic import atomic_write
 from .errors import ConfigError
-from .hip import Fields
+from .hip import Fields, HttpProxy, parse_proxy
 from .metadata import parse_metadata_url
 from .multicast import MulticastSettings
 
@@ -84,6 +84,7 @@ class ClusterConfig:
     multicast: MulticastSettings = field(default_factory=MulticastSettings)
     master: str | None = None
     proxy: str | None = None  # the consultation proxy researchers set in their browser
+    hip_proxy: HttpProxy | None = None  # the HTTP proxy agents reach the scheduler through
     nodes: tuple[NodeEntry, ...] = ()
     replication: Replication = field(default_factory=Replication)
     consultation: Consultation = field(default_factory=Consultation)
@@ -217,6 +218,14 @@ def _http(section: _Section) -> HttpTimeouts:
     return HttpTimeouts(head=seconds["head_timeout"], idle=seconds["idle_timeout"])
 
 
+def _hip_proxy(top: _Section) -> HttpProxy | None:
+    url = top.get("hip_proxy", str)
+    try:
+        return None if url is None else parse_proxy(url)
+    except ValueError as exc:
+        raise top.fail("hip_proxy", str(exc)) from None
+
+
 def parse_config(data: object, source: str) -> ClusterConfig:
     top = _Section(data, "", source)
     cluster = top.section("cluster")
@@ -233,6 +242,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
     for key, url in (("master", master), ("proxy", proxy)):
         if url is not None and not url.startswith(("http://", "https://")):
             raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
+    hip_proxy = _hip_proxy(top)
     discovery = top.get("discovery", bool, True)
     metadata = top.get("metadata", str)
     if metadata is not None:
@@ -262,6 +272,7 @@ def parse_config(data: object, source: str) -> ClusterConfig:
         multicast=multicast,
         master=master,
         proxy=proxy,
+        hip_proxy=hip_proxy,
         nodes=tuple(nodes),
         replication=replication,
         consultation=consultation,

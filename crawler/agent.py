@@ -114,6 +114,8 @@ class AgentService:
         ]
         if args.monitor is not None:
             command += ["--monitor", f"{args.monitor[0]}:0"]
+        if args.hip_proxy is not None:
+            command += ["--hip-proxy", args.hip_proxy.url]
         process = subprocess.Popen(command, start_new_session=True)
         return Cloned(process.pid, name)
 
@@ -130,7 +132,12 @@ async def _serve(args: argparse.Namespace) -> None:
     async with ClusterClient(config, agent.name) as client:
         service = AgentService(agent, client, args)
         slave = HipSlave(
-            hip_url(args.scheduler), config.secret, agent.name, service.handlers(), role="crawler"
+            hip_url(args.scheduler),
+            config.secret,
+            agent.name,
+            service.handlers(),
+            role="crawler",
+            proxy=args.hip_proxy or config.hip_proxy,
         )
         service.slave = slave
         loop = asyncio.get_running_loop()

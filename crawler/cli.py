@@ -20,6 +20,7 @@ from archive.command_line import (
 )
 from archive.config import load_config
 from archive.errors import DlwebError
+from archive.hip import HttpProxy, parse_proxy
 
 DEFAULT_WORK = Path("dlweb-crawler")
 MAX_RETRIES = 10  # --retries at most
@@ -311,6 +312,20 @@ def add_scheduler_options(parser: argparse.ArgumentParser, kind: str) -> None:
         " on the LAN)",
     )
     parser.add_argument("--name", help=f"this agent's name (default: {kind}-PID)")
+    parser.add_argument(
+        "--hip-proxy",
+        type=_hip_proxy,
+        metavar="URL",
+        help="reach the scheduler through this HTTP proxy's CONNECT tunnel"
+        " (http://[user:password@]host:port; default: the configuration's hip_proxy)",
+    )
+
+
+def _hip_proxy(text: str) -> HttpProxy:
+    try:
+        return parse_proxy(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:

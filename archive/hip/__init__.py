@@ -33,6 +33,10 @@ A malformed request with a usable id is answered with a bad_frame error; any oth
 is logged and dropped, and 20 in a row close the connection (1008). A frame over max_frame bytes
 closes the connection (1009); outgoing frames over it are refused locally. WebSocket ping/pong
 heartbeats detect a dead peer; the slave reconnects with capped, jittered exponential backoff.
+
+A slave behind a firewall may reach its master through an HTTP proxy (HttpProxy, parse_proxy):
+each connection is then a tunnel the proxy opens with CONNECT, over which the WebSocket (and TLS
+for a wss:// URL) runs as over a direct connection (_tunnel.py).
 """
 
 from typing import TYPE_CHECKING
@@ -42,6 +46,7 @@ from archive.hip._errors import HipError, RemoteError
 from archive.hip._messages import Fields, Message, Names, is_number, left_out
 from archive.hip._methods import Method, Nothing, Wire, as_object, bad_params, field
 from archive.hip._params import name_list
+from archive.hip._proxy import HttpProxy, parse_proxy
 from archive.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -69,11 +74,13 @@ __all__ = [
     "HipError",
     "HipMaster",
     "HipSlave",
+    "HttpProxy",
     "Peer",
     "PeerHook",
     "RemoteError",
     "hip_url",
     "name_list",
+    "parse_proxy",
 ]
 
 

@@ -14,6 +14,8 @@ from archive.hip._errors import HipError
 from archive.hip._frames import CODECS
 from archive.hip._handshake import TIMEOUT, AuthRefused, Redirected, connect
 from archive.hip._peer import Handler, Peer, PeerHook, run_hook, serve
+from archive.hip._proxy import HttpProxy
+from archive.hip._tunnel import TUNNEL_TIMEOUT, TunnelConnector
 from archive.network import NETWORK_ERRORS
 
 log = logging.getLogger("archive.hip")
@@ -29,7 +31,8 @@ class _Ended(enum.Enum):
 
 
 class HipSlave:
-    """Keeps one authenticated connection to a master, reconnecting until stopped."""
+    """Keeps one authenticated connection to a master, reconnecting until stopped; through an
+    HTTP proxy's CONNECT tunnel when given one (archive/hip/_tunnel.py)."""
 
     def __init__(
         self,
@@ -45,6 +48,7 @@ class HipSlave:
         heartbeat: float = 5.0,
         backoff: tuple[float, float] = (0.05, 5.0),
         max_frame: int = 16 * 1024 * 1024,
+        proxy: HttpProxy | None = None,
     ) -> None:
         unknown = [fmt for fmt in formats if fmt not in CODECS]
         if unknown or not formats:
@@ -62,6 +66,7 @@ class HipSlave:
         self._heartbeat = heartbeat
         self._backoff = backoff
         self._max_frame = max_frame
+        self._proxy = proxy
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
         self._changed = asyncio.Event()
@@ -73,7 +78,10 @@ class HipSlave:
         """Start connecting in the background; returns at once."""
         if self._task is not None:
             raise HipError(f"slave {self.name} was already started")
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        connector = None if self._proxy is None else TunnelConnector(self._proxy)
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None), connector=connector
+        )
         self._task = asyncio.create_task(self._run(self._session), name=f"hip slave {self.name}")
 
     async def stop(self) -> None:
@@ -165,7 +173,7 @@ class HipSlave:
         """Connect once, serve the connection until it ends, and say how it ended."""
         ws: aiohttp.ClientWebSocketResponse | None = None
         try:
-            async with asyncio.timeout(TIMEOUT):
+            async with asyncio.timeout(TIMEOUT + (TUNNEL_TIMEOUT if self._proxy else 0.0)):
                 ws = await session.ws_connect(
                     self.url, heartbeat=self._heartbeat, max_msg_size=self._max_frame
                 )
@@ -195,7 +203,8 @@ class HipSlave:
                     await ws.close()
 
     async def _serve(self, peer: Peer) -> None:
-        log.info("slave %s connected to %s at %s (%s)", self.name, peer.name, self.url, peer.format)
+        via = f"{self.url} through proxy {self._proxy}" if self._proxy else self.url
+        log.info("slave %s connected to %s at %s (%s)", self.name, peer.name, via, peer.format)
         self.peer = peer
         self._notify_change()
         try:

@@ -221,7 +221,14 @@ async def _serve(args: argparse.Namespace) -> None:
     async with ClusterClient(config, name) as client:
         store = StreamStore(client)
         agent = StreamAgent(name, args.capacity, store, args.report_every)
-        slave = HipSlave(hip_url(args.scheduler), config.secret, name, agent.handlers(), role=ROLE)
+        slave = HipSlave(
+            hip_url(args.scheduler),
+            config.secret,
+            name,
+            agent.handlers(),
+            role=ROLE,
+            proxy=args.hip_proxy or config.hip_proxy,
+        )
         agent.slave = slave
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
