@@ -4,7 +4,7 @@ serves them and the `dlweb sites`, `dlweb streams` and `dlweb campaign` commands
 `/api/status` and `/api/campaign` answer a SchedulerStatus; `/api/sites` a Sites, or the
 Site it added; `/api/sites/{id}` a SiteDetail, or (blacklist, inject, remove) the Site
 changed; `/api/sites/{id}/second-agent` a SecondAgentSent; `/api/streams` a Streams, or the
-Stream added or stopped; `/api/streams/{id}` a StreamDetail. `/api/agents/{name}/clone`
+Stream added or stopped; `/api/streams/{id}` a StreamDetail; `/api/clusters` a SiteClusters. `/api/agents/{name}/clone`
 answers the agent's Cloned (archive/crawl_calls.py). An entry is a row of the scheduler's
 database, its fields those of the scheduler's record in their order (`of` copies them).
 
@@ -23,6 +23,8 @@ __all__ = [
     "Referrer",
     "SchedulerStatus",
     "SecondAgentSent",
+    "SiteCluster",
+    "SiteClusters",
     "SiteDetail",
     "Site",
     "Sites",
@@ -205,3 +207,24 @@ class SchedulerStatus(Answer):
     stream_agents: tuple[StreamingAgent, ...]
     streams: dict[str, int]  # streams by state and in all
     stream_decisions: int
+
+
+@dataclass(frozen=True, slots=True)
+class SiteCluster(Answer):
+    """Sites about one topic (crawler/scheduler/clusters.py): their ids and start URLs, and the
+    phrases they weigh most."""
+
+    sites: tuple[int, ...]
+    start_urls: tuple[str, ...]
+    phrases: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SiteClusters(Answer):
+    """The crawled sites grouped by their phrases, at a likeness threshold: clusters, largest
+    first, and the sites like no other."""
+
+    threshold: float
+    sites: int  # sites with phrases, clustered
+    clusters: tuple[SiteCluster, ...]
+    alone: tuple[int, ...]

@@ -9,14 +9,18 @@ from typing import Any
 
 import xxhash
 
+from .keywords import PhraseCounter
 from .language_guess import guess_language, words_of
+from .page_changes import PageChanges
 from .retries import RetryReport
+from .site_graph import SiteGraph
 
 __all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
 MAX_LISTED = 10_000  # external links, feeds, streams kept per site
 MAX_TEXTS = 5  # anchor texts kept per external link
 LANGUAGE_SAMPLE = 2_000  # words of a site's text its language is told from
+TOP_PHRASES = 30  # the site's characteristic phrases reported (keywords.py)
 # A chunk ends after a word whose last letter and length fall on one value in 16: about 16 words
 # per chunk, with boundaries set by the text alone, so an edit changes its own chunk's signature
 # and leaves the others be. (Cheap on purpose: it runs on every word of every page.)
@@ -43,14 +47,16 @@ class TextStats:
     characters: int = 0
     words: int = 0
     chunks: int = 0
-    keywords: Counter[str] = field(default_factory=Counter)
+    keywords: Counter[str] = field(default_factory=Counter)  # the campaign's, counted
+    phrases: PhraseCounter = field(default_factory=PhraseCounter)  # the site's own
     sample: list[str] = field(default_factory=list)  # the first words of the site, for its language
     # Where the chunk signatures go, 8 bytes each (little-endian), as they are found.
     out: Callable[[bytes], None] | None = None
 
-    def add(self, text: str, keywords: tuple[str, ...]) -> None:
+    def add(self, text: str, keywords: tuple[str, ...]) -> list[int]:
+        """Count a document's text; its chunk signatures."""
         if not text:
-            return
+            return []
         self.documents += 1
         self.characters += len(text)
         words = words_of(text)
@@ -62,10 +68,12 @@ class TextStats:
             for keyword in keywords:
                 if found := lowered.count(keyword):
                     self.keywords[keyword] += found
+        self.phrases.add(text)
         signatures = chunk_signatures(words)
         self.chunks += len(signatures)
         if self.out is not None:
             self.out(array("Q", signatures).tobytes())
+        return signatures
 
 
 @dataclass
@@ -100,6 +108,13 @@ class SiteReport:
     # Content traps (crawler/traps.py NearDuplicates): why each stopped, a page it stopped at,
     # and how many pages it stopped.
     content_traps: dict[str, list[Any]] = field(default_factory=dict)
+    # Links between the site's pages (site_graph.py), the file it is written to, and how it
+    # changed since the previous crawl's (None: no previous graph).
+    graph: SiteGraph = field(default_factory=SiteGraph)
+    graph_file: str = ""
+    graph_change: dict[str, Any] | None = None
+    # New pages, changed pages and new text in each against the previous crawl (None: none).
+    changes: PageChanges | None = None
 
     def error(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -162,11 +177,23 @@ class SiteReport:
                 "characters": self.text.characters,
                 "words": self.text.words,
                 "keywords": dict(self.text.keywords),
+                "phrases": [
+                    {"phrase": phrase, "count": count}
+                    for phrase, count in self.text.phrases.phrases(TOP_PHRASES)
+                ],
                 "chunks": self.text.chunks,
                 "language": guess_language(" ".join(self.text.sample)),
             },
             "signature_file": self.signature_file,
             "chunk_file": self.chunk_file,
+            "graph": {
+                "file": self.graph_file,
+                "pages": len(self.graph.pages),
+                "edges": len(self.graph.edges),
+                "truncated": self.graph.truncated,
+                "change": self.graph_change,
+            },
+            "change": None if self.changes is None else self.changes.to_json(),
             "retries": self.retries.to_json(),
             "content_traps": [
                 {"why": why, "example": url, "pages": pages}

@@ -32,11 +32,13 @@ from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
 from .links import Link, LinkKind
 from .order import Order, Signature, SignatureLog, read_signatures
+from .page_changes import PageChanges
 from .parsers.common import ParseResult
 from .report import SiteReport
 from .retries import RETRIED_ERRORS, Retries, Retry
 from .robots import Robots, origin_of
 from .scripted import HEAD, built_by_scripts
+from .site_graph import GRAPH_SUFFIX, SiteGraph, graph_change, out_links, read_graph
 from .storage import CaptureSink
 from .traps import NearDuplicates, TrapGuard, space_of
 
@@ -132,12 +134,19 @@ class SiteCrawler:
         self._scripted: set[str] = set()
         self._documents: dict[str, BrowserResponse] = {}
         self._recent = _Recent(RECENT_BYTES, RECENT_ITEM)
+        # The previous crawl's links by page, for the pages a quick re-crawl does not parse.
+        self._previous_graph: SiteGraph | None = None
+        self._previous_links: dict[str, list[str]] = {}
 
     async def run(self, signature_path: Path) -> SiteReport:
         """Crawl the site; the report is returned once every capture is stored."""
         if self.order.previous is not None:
             self.previous = read_signatures(self.order.previous)
             self.known = {s.content for s in self.previous.values()}
+            self.report.changes = PageChanges.since(self.order.previous, self.previous)
+            self._previous_graph = read_graph(self.order.previous.with_suffix(GRAPH_SUFFIX))
+            if self._previous_graph is not None and self.order.quick:
+                self._previous_links = out_links(self._previous_graph)
         self.work.mkdir(parents=True, exist_ok=True)
         self.progress.site = self.delimitation.start_url
         self.progress.started = time.time()
@@ -162,6 +171,7 @@ class SiteCrawler:
             self.progress.queues = dict
         signatures.commit()
         chunks.commit()
+        self._write_graph(signature_path.with_suffix(GRAPH_SUFFIX))
         self.report.chunk_file = str(chunks.path)
         self.report.uploaded = stored.uploaded
         self.report.uploaded_bytes = stored.bytes
@@ -169,6 +179,13 @@ class SiteCrawler:
         self.report.finished = time.time()
         self.progress.sites_done += 1
         return self.report
+
+    def _write_graph(self, path: Path) -> None:
+        """Write the site graph beside the signature file; compare it with the previous one."""
+        self.report.graph.write(path)
+        self.report.graph_file = str(path)
+        if self._previous_graph is not None:
+            self.report.graph_change = graph_change(self._previous_graph, self.report.graph)
 
     async def _crawl(self, frontier: Frontier, signatures: SignatureLog) -> None:
         self._signatures = signatures
@@ -242,6 +259,7 @@ class SiteCrawler:
             self.report.content_trap(f"in a content trap: {space_of(url)}", url)
             return
         if not again:
+            self.report.graph.page(url)
             self.report.levels[level] += 1
             self.report.pages += 1
             self.progress.pages += 1
@@ -349,6 +367,8 @@ class SiteCrawler:
             elif self._new(url):
                 components.append((Link(url, link.kind, needed, link.text), requisite))
             return
+        if self.delimitation.inside(url):
+            self.report.graph.link(self._page_url, url)
         self._queue_page(url, link.text, level + 1, frontier)
 
     def _queue_page(self, url: str, text: str, level: int, frontier: Frontier) -> None:
@@ -472,6 +492,8 @@ class SiteCrawler:
             last_modified=fetched.header("last-modified") or "",
         )
         signature = self._placed(signature)
+        if signature.page and self.report.changes is not None:
+            self.report.changes.page(signature.url, signature.content)
         flags = RecordFlag.TRUNCATED if fetched.truncated else RecordFlag.NONE
         await self._sink.add(
             signature.capture(fetched.time, flags=int(flags)),
@@ -513,7 +535,13 @@ class SiteCrawler:
         await self._sink.add(
             previous.capture(fetched.time, kind=RecordKind.NOT_MODIFIED.name.lower()), []
         )
-        self._signatures.add(self._placed(previous))
+        placed = self._placed(previous)
+        self._signatures.add(placed)
+        if placed.page and self.report.changes is not None:
+            self.report.changes.page(placed.url, placed.content)
+        if self.order.quick:
+            for target in self._previous_links.get(placed.url, ()):
+                self.report.graph.link(placed.url, target)
         if (
             not parse
             or self.order.quick
@@ -561,7 +589,9 @@ class SiteCrawler:
         if result.problems:
             self.report.error("malformed")
             log.info("%s: %s", url, "; ".join(result.problems[:3]))
-        self.report.text.add(result.text, self.order.keywords)
+        chunks = self.report.text.add(result.text, self.order.keywords)
+        if self.report.changes is not None:
+            self.report.changes.text(url, chunks)
         return result
 
 

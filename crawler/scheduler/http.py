@@ -13,6 +13,7 @@ from archive.serving import json_body, token_guard
 from archive.urlkey import canonical_url
 
 from ..delimitation import Delimitation
+from .clusters import DEFAULT_THRESHOLD, SiteTopics, cluster
 from .service import Scheduler
 from .status_page import status_page
 from .stream_registry import STREAM_STATES
@@ -21,6 +22,7 @@ __all__ = ["build_app"]
 
 SCHEDULER = web.AppKey("scheduler", Scheduler)
 TOKEN = web.AppKey("token", str)
+TOPICS = web.AppKey("topics", SiteTopics)
 MAX_BODY = 64 * 1024
 T = TypeVar("T")
 routes = web.RouteTableDef()
@@ -200,6 +202,19 @@ async def campaign(request: web.Request) -> web.Response:
     return _answered(_scheduler(request).status())
 
 
+@routes.get("/api/clusters")
+async def clusters(request: web.Request) -> web.Response:
+    """The crawled sites grouped by the phrases of their last crawls (clusters.py)."""
+    try:
+        threshold = float(request.query.get("threshold", DEFAULT_THRESHOLD))
+    except ValueError:
+        threshold = -1.0
+    if not 0.0 < threshold <= 1.0:
+        raise web.HTTPBadRequest(reason="threshold must be a number above 0, at most 1")
+    topics = request.app[TOPICS].topics(_scheduler(request).store)
+    return _answered(cluster(topics, threshold))
+
+
 @routes.post("/api/agents/{name}/clone")
 async def clone(request: web.Request) -> web.Response:
     try:
@@ -220,6 +235,7 @@ def build_app(scheduler: Scheduler, token: str) -> web.Application:
     )
     app[SCHEDULER] = scheduler
     app[TOKEN] = token
+    app[TOPICS] = SiteTopics()
     scheduler.hip.add_routes(app)
     app.add_routes(routes)
     return app

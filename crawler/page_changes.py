@@ -1,0 +1,91 @@
+"""How a re-crawl's pages differ from the previous crawl's: pages that are new, old pages whose
+content changed, and the text chunks (report.py chunk_signatures) new in each kind. A change
+rate made of new pages and one made of new text in old pages call for different schedules."""
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from .order import Signature
+
+__all__ = ["PageChanges"]
+
+log = logging.getLogger(__name__)
+
+CHUNKS_SUFFIX = ".chunks"
+MAX_PREVIOUS_CHUNKS = 8_000_000  # signatures of the previous crawl read, at most (64 MB)
+
+
+def previous_chunks(path: Path) -> npt.NDArray[np.uint64] | None:
+    """The previous crawl's distinct text-chunk signatures, sorted; None when its chunk file is
+    missing, damaged or too large to read."""
+    try:
+        size = path.stat().st_size
+        if size % 8 or size > 8 * MAX_PREVIOUS_CHUNKS:
+            log.warning("%s: %d bytes, chunk signatures not compared", path, size)
+            return None
+        return np.unique(np.fromfile(path, dtype="<u8"))
+    except OSError as exc:
+        log.info("%s: no previous chunk signatures: %s", path, exc)
+        return None
+
+
+@dataclass
+class PageChanges:
+    previous: dict[str, "Signature"]
+    before: npt.NDArray[np.uint64] | None  # the previous crawl's chunk signatures, sorted
+    new_pages: int = 0
+    changed_pages: int = 0
+    chunks_in_old_pages: int = 0
+    chunks_in_new_pages: int = 0
+    counted: set[str] = field(default_factory=set)
+
+    @classmethod
+    def since(cls, signature_file: Path, previous: dict[str, "Signature"]) -> "PageChanges":
+        """Changes against the crawl that left this signature file (and its chunk file)."""
+        return cls(previous, previous_chunks(signature_file.with_suffix(CHUNKS_SUFFIX)))
+
+    def page(self, url: str, content: str) -> None:
+        """A page fetched with this content (SHA-256)."""
+        if url in self.counted:
+            return
+        self.counted.add(url)
+        former = self.previous.get(url)
+        if former is None:
+            self.new_pages += 1
+        elif former.content != content:
+            self.changed_pages += 1
+
+    def text(self, url: str, signatures: list[int]) -> None:
+        """The chunk signatures of a document's text: those the previous crawl lacked are new."""
+        if self.before is None or not signatures:
+            return
+        new = len(signatures)
+        if len(self.before):
+            found = np.asarray(signatures, dtype=np.uint64)
+            at = np.searchsorted(self.before, found).clip(max=len(self.before) - 1)
+            new = int((self.before[at] != found).sum())
+        if url in self.previous:
+            self.chunks_in_old_pages += new
+        else:
+            self.chunks_in_new_pages += new
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "new_pages": self.new_pages,
+            "changed_pages": self.changed_pages,
+            "removed_pages": sum(
+                1 for url, s in self.previous.items() if s.page and url not in self.counted
+            ),
+            "new_text_chunks_in_old_pages": (
+                None if self.before is None else self.chunks_in_old_pages
+            ),
+            "new_text_chunks_in_new_pages": (
+                None if self.before is None else self.chunks_in_new_pages
+            ),
+        }
