@@ -4,7 +4,8 @@
   with links that open it at its date (through the date harbor, which sets the client's date and
   then opens the URL), list the pages linking to it, the pages similar to it and its text
   history; beside them the facets of every match (domains, years, content types), each a link
-  that narrows the query by a clause (`domain:"example.org"`, `year:2019`);
+  that narrows the query by a clause (`domain:"example.org"`, `year:2019`); a hit that is a
+  title a recorded stream announced opens the stream's player from the moment it came on air;
 - `/history?url=URL`: the URL's versions in the index, each with what changed in its text;
 - `/backlinks?url=URL` and `/similar?url=URL`: the pages linking to it, and those nearest it.
 
@@ -28,6 +29,7 @@ from . import page
 from .answer import Answer, HarborContext
 from .calendar import Opens, opens_for
 from .request import HarborRequest
+from .streams import player
 
 if TYPE_CHECKING:
     import tantivy
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from search.backlinks import Backlink, Neighbours
     from search.history import History
     from search.index import Answer as SearchAnswer
+    from search.index import Hit
 
 T = TypeVar("T")
 
@@ -130,20 +133,7 @@ def _hits_html(
         f'<ol class="hits" start="{first}">',
     ]
     for hit in found.hits:
-        opened = html.escape(_open_at(opens, hit.url, hit.time))
-        about = quote(escape_uri(hit.url), safe="")
-        parts.append(
-            f'<li class="hit"><a class="title" href="{opened}">'
-            f"{html.escape(hit.title or '(no title)')}</a><br>"
-            f'<span class="url">{html.escape(hit.url)}</span> '
-            f'<span class="date">{html.escape(hit.time)}</span> '
-            f'<span class="type">{html.escape(hit.content_type)}</span><br>'
-            f'<span class="snippet">{hit.snippet_html}</span><br>'  # escaped, words in <b>
-            f'<span class="links"><a class="open" href="{opened}">open at this date</a>'
-            f'<a class="backlinks" href="/backlinks?url={about}">pages linking here</a>'
-            f'<a class="similar" href="/similar?url={about}">similar pages</a>'
-            f'<a class="history" href="/history?url={about}">text history</a></span></li>'
-        )
+        parts.append(_hit_html(hit, opens))
     parts.append("</ol>")
     moves = []
     if found.offset > 0:
@@ -153,6 +143,38 @@ def _hits_html(
         moves.append(f'<a rel="next" href="{_link(request, offset=last)}">next</a>')
     parts.append(f'<p class="pages">{" ".join(moves)}</p>')
     return "\n".join(parts)
+
+
+def _hit_html(hit: "Hit", opens: Opens) -> str:
+    """One hit: its title, URL, date, type and snippet, and its links. A stream's title opens the
+    stream's player from the moment the title came on air, and links to the stream's timeline."""
+    from search.stream_titles import STREAM_TITLE_TYPE
+
+    about = quote(escape_uri(hit.url), safe="")
+    if hit.content_type == STREAM_TITLE_TYPE:
+        opened = html.escape(_open_at(opens, player(hit.url, "icy"), hit.time))
+        links = (
+            f'<a class="open" href="{opened}">play from this moment</a>'
+            f'<a class="timeline" href="http://streams.dlweb/?url={about}">the stream\'s'
+            " timeline</a>"
+        )
+    else:
+        opened = html.escape(_open_at(opens, hit.url, hit.time))
+        links = (
+            f'<a class="open" href="{opened}">open at this date</a>'
+            f'<a class="backlinks" href="/backlinks?url={about}">pages linking here</a>'
+            f'<a class="similar" href="/similar?url={about}">similar pages</a>'
+            f'<a class="history" href="/history?url={about}">text history</a>'
+        )
+    return (
+        f'<li class="hit"><a class="title" href="{opened}">'
+        f"{html.escape(hit.title or '(no title)')}</a><br>"
+        f'<span class="url">{html.escape(hit.url)}</span> '
+        f'<span class="date">{html.escape(hit.time)}</span> '
+        f'<span class="type">{html.escape(hit.content_type)}</span><br>'
+        f'<span class="snippet">{hit.snippet_html}</span><br>'  # escaped, words in <b>
+        f'<span class="links">{links}</span></li>'
+    )
 
 
 def _facets_html(request: HarborRequest, query: str, found: "SearchAnswer") -> str:

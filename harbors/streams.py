@@ -23,7 +23,7 @@ from .answer import Answer, HarborContext
 from .calendar import Opens, opens_for
 from .request import BadParameter, HarborRequest
 
-__all__ = ["answer"]
+__all__ = ["answer", "player"]
 
 HOME = "http://streams.dlweb/"
 
@@ -82,11 +82,16 @@ def _as_json(line: Timeline) -> dict[str, Any]:
     }
 
 
+def player(url: str, protocol: str) -> str:
+    """The address of the page that plays the stream `url` (recorded by `protocol`) at the
+    client's date: opened through the date harbor, from a moment of it."""
+    kind = "video" if protocol == "hls" else "audio"
+    return f"http://streams.dlweb/play?kind={kind}&url={quote(escape_uri(url), safe='')}"
+
+
 def _listen(url: str, at: int, protocol: str, text: str, opens: Opens) -> str:
     """A link that sets the date and opens the player of the stream."""
-    kind = "video" if protocol == "hls" else "audio"
-    player = f"http://streams.dlweb/play?kind={kind}&url={quote(escape_uri(url), safe='')}"
-    return f'<a href="{html.escape(opens(at, player))}">{html.escape(text)}</a>'
+    return f'<a href="{html.escape(opens(at, player(url, protocol)))}">{html.escape(text)}</a>'
 
 
 def _page(url: str, lines: list[Timeline], opens: Opens) -> str:

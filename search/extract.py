@@ -1,5 +1,6 @@
 """What a search indexes of one capture: title, visible text, language, outlinks with their
-anchor texts, and a near-duplicate signature, from its header block and payload.
+anchor texts, and a near-duplicate signature, from its header block and payload; of a recorded
+stream's chunk log, the titles it announced (stream_titles.py).
 
 HTML is parsed with lxml's HTML parser into plain elements (lxml.html's element classes cost
 a lookup for every element and give nothing read here); plain text is taken as it is; a PDF is read with pypdf (its first
@@ -21,10 +22,12 @@ from lxml import etree
 from archive.content_coding import CODINGS, BadCoding, TooLarge, inflate
 from archive.header_block import HeaderBlock, charset_of, media_type
 from archive.simhash import simhash
+from archive.streams.log import LOG_TYPE
 from archive.visible_text import title_of, visible_text
 
 from .errors import NotIndexed
 from .language import guess_language
+from .stream_titles import StreamTitles, stream_titles
 
 if TYPE_CHECKING:
     from pypdf import PageObject
@@ -81,10 +84,10 @@ class Extracted(NamedTuple):
 
 
 def indexed_type(header: HeaderBlock) -> str:
-    """The media type of a response the index reads; NotIndexed for any other, so that the
-    payload of an image or a video is never fetched."""
+    """The media type of a response the index reads (or of a stream's chunk log); NotIndexed for
+    any other, so that the payload of an image or a video is never fetched."""
     kind = media_type(header.get("Content-Type"))
-    if kind in HTML_TYPES or kind in TEXT_TYPES or kind == PDF_TYPE:
+    if kind in HTML_TYPES or kind in TEXT_TYPES or kind in (PDF_TYPE, LOG_TYPE):
         return kind
     raise NotIndexed("not HTML or text", kind or "no Content-Type")
 
@@ -103,17 +106,20 @@ def extract(url: str, header: HeaderBlock, payload: bytes) -> Extracted:
         raise NotIndexed(EXTRACTION_FAILED, got.error)
     if isinstance(got, NotIndexed):
         raise got
+    if isinstance(got, StreamTitles):
+        raise NotIndexed("a stream log", "its titles are documents of their own: extract_many")
     return got
 
 
 def extract_many(
     items: Sequence[tuple[str, HeaderBlock, bytes]],
-) -> list[Extracted | NotIndexed | Failed]:
+) -> list[Extracted | StreamTitles | NotIndexed | Failed]:
     """What the index keeps of each capture (URL, header block, payload), or why it keeps
     nothing, read one step at a time over them all: the markup of each, then the language of
     each, then the signature of each. Taken page by page, each step finds the caches full of
     the others' code and tables, and a page costs a third more. A page that fails a step is
-    Failed, and the others are read."""
+    Failed, and the others are read. A stream's chunk log gives its titles, which have no
+    language or signature."""
     reads = [_attempt(_read, url, header, payload) for url, header, payload in items]
     languages = [_attempt(guess_language, r.text) if isinstance(r, _Read) else r for r in reads]
     signatures = [_attempt(simhash, r.text) if isinstance(r, _Read) else r for r in reads]
@@ -134,10 +140,10 @@ def _attempt(step: Callable[P, V], *args: P.args, **kwargs: P.kwargs) -> V | Not
 
 
 def _extracted(
-    read: "_Read | NotIndexed | Failed",
-    language: str | NotIndexed | Failed,
-    signature: int | NotIndexed | Failed,
-) -> Extracted | NotIndexed | Failed:
+    read: "_Read | StreamTitles | NotIndexed | Failed",
+    language: str | StreamTitles | NotIndexed | Failed,
+    signature: int | StreamTitles | NotIndexed | Failed,
+) -> Extracted | StreamTitles | NotIndexed | Failed:
     """What the steps of a page gave put together, or the first reason one gave nothing."""
     if not isinstance(read, _Read):
         return read
@@ -157,11 +163,13 @@ class _Read(NamedTuple):
     links: tuple[Link, ...]
 
 
-def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read:
+def _read(url: str, header: HeaderBlock, payload: bytes) -> _Read | StreamTitles:
     kind = indexed_type(header)
     if len(payload) > MAX_BYTES:
         raise NotIndexed(TOO_LARGE, f"{len(payload):,} bytes")
     body = _decoded(header, payload)
+    if kind == LOG_TYPE:
+        return stream_titles(url, body)
     if kind == PDF_TYPE:
         return _pdf(url, body)
     if b"\0" in body[:1024]:

@@ -24,6 +24,7 @@ from archive.header_block import HeaderBlock
 from .errors import NotIndexed
 from .extract import Extracted, Failed, extract_many
 from .language import load, preload
+from .stream_titles import StreamTitles
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,9 @@ CRASHED = "extractor crashed"
 
 # A page to read: its URL, header block and payload.
 Item = tuple[str, HeaderBlock, bytes]
-# What a page gave, the reason it was left out, or the error its reading failed with.
-Outcome = Extracted | str | Failed
+# What a page (or a stream's chunk log) gave, the reason it was left out, or the error its reading
+# failed with.
+Outcome = Extracted | StreamTitles | str | Failed
 
 
 def default_workers() -> int:

@@ -43,7 +43,7 @@ FIELDS = (
     ("domain", "raw", "its registered domain (bbc.co.uk)"),
     ("time", "date", "when it was captured first in this version (UTC), indexed and fast"),
     ("year", "int", "the year of `time`"),
-    ("content_type", "raw", "text/html or text/plain"),
+    ("content_type", "raw", "text/html, text/plain, application/pdf or a stream title's"),
     ("status", "int", "its HTTP status"),
     ("digest", "raw", "the SHA-256 of its payload (the content's name in the archive), stored"),
     ("title", "text", "the HTML title, stored"),
@@ -106,6 +106,8 @@ class Page:
     lang: str
     outlinks: Sequence[tuple[str, str]]  # (url, anchor text)
     simhash: int
+    # The capture whose version this is, when not at `time`: a stream title's chunk log.
+    version_time: int | None = None
 
     def document(self) -> tantivy.Document:
         """Its tantivy document."""
@@ -118,7 +120,8 @@ class Page:
         doc.add_integer("status", self.status)
         doc.add_unsigned("simhash", self.simhash)
         doc.add_text("urlkey", link_key(self.url))
-        doc.add_text("version", version_key(structure_name(self.url), self.time))
+        version = self.time if self.version_time is None else self.version_time
+        doc.add_text("version", version_key(structure_name(self.url), version))
         for key in sorted({link_key(url) for url, _ in self.outlinks}):
             doc.add_text("links_to", key)
         if self.simhash:  # a page without words is like no other

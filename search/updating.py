@@ -7,7 +7,8 @@ earlier, or its payload differs) is deleted by its `version` term, a new one is 
 cluster (its header block first, so that the payload of an image or a video is never fetched),
 extracted (extract.py) on worker processes (extract_workers.py) while the next ones are fetched, and
 added in place of any document of the same term. Nothing is visible before `commit`, which writes tantivy, then the
-catalog with the new position in the change feed.
+catalog with the new position in the change feed. A recorded stream's chunk log is a version too,
+whose titles are each a document of their own (stream_titles.py), all under the log's term.
 
 The archive is not trusted: a version whose reading fails, or whose document tantivy refuses (a
 date it cannot hold, a URL too long to key), is set aside with its reason, logged and listed in
@@ -28,7 +29,8 @@ from archive.cluster import ClusterClient, LargeContent
 from archive.errors import DlwebError, NotFound
 from archive.header_block import HeaderBlock, parse_header_block
 from archive.requestkey import original_url
-from archive.structure import PENDING_REGISTRY_URL, REPLAYED_KINDS, Capture
+from archive.streams.log import LOG_TYPE, REGISTRY_URL
+from archive.structure import PENDING_REGISTRY_URL, REPLAYED_KINDS, Capture, RecordKind
 
 from .catalog import Catalog, FileEntry, SetAside
 from .domains import host_of, registered_domain
@@ -44,6 +46,7 @@ from .extract import (
 )
 from .extract_workers import Extractors, Outcome
 from .index import Page, new_writer, version_key
+from .stream_titles import STREAM_TITLE_TYPE, StreamTitles
 from .versions import Version, versions
 
 log = logging.getLogger(__name__)
@@ -112,10 +115,11 @@ class Fetched:
 
 def page_versions(state: FileState) -> list[Version]:
     """The versions of a file's URL that are pages: none for a response to another method than
-    GET (archived under a lookup URL) or the registry of pending revisits."""
+    GET (archived under a lookup URL), the registry of pending revisits or that of recorded
+    streams (whose logs are the first of each stream's, indexed there)."""
     if (
         state.url is None
-        or state.url == PENDING_REGISTRY_URL
+        or state.url in (PENDING_REGISTRY_URL, REGISTRY_URL)
         or original_url(state.url) != state.url
     ):
         return []
@@ -281,7 +285,10 @@ async def _fetch(
         try:
             block = blocks.get(name) or await client.get_header_block(name)
             header = parse_header_block(block, f"header block {name}")
-            indexed_type(header)
+            kind = indexed_type(header)
+            if (kind == LOG_TYPE) != (version.capture.kind is RecordKind.STREAM_LOG):
+                # A page that says it is a stream log, or a stream log that says it is a page.
+                raise NotIndexed("not HTML or text", kind)
         except NotIndexed as exc:
             skipped[exc.reason] += 1
             continue
@@ -324,13 +331,19 @@ def _add_chunk(
             indexed.set_aside.append(set_aside(item, EXTRACTION_FAILED, got.error))
             continue
         try:
-            document = page_of(item.version, got).document()
+            pages = (
+                title_pages(item.version, got)
+                if isinstance(got, StreamTitles)
+                else [page_of(item.version, got)]
+            )
+            documents = [page.document() for page in pages]
         except Exception as exc:  # whatever tantivy or the keys refuse of what the archive holds
             error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
             indexed.set_aside.append(set_aside(item, NO_DOCUMENT, error))
             continue
-        writer.add_document(document)
-        indexed.documents += 1
+        for document in documents:
+            writer.add_document(document)
+        indexed.documents += len(documents)
     indexed.skipped.update(entry.reason for entry in indexed.set_aside)
     return indexed
 
@@ -363,3 +376,28 @@ def page_of(version: Version, got: Extracted) -> Page:
         outlinks=got.links,
         simhash=got.simhash,
     )
+
+
+def title_pages(version: Version, got: StreamTitles) -> list[Page]:
+    """A document of each title of a stream's chunk log: the stream's URL at the time the title
+    came on air, all under the log's version (replaced or deleted with it)."""
+    url, capture = version.url, version.capture
+    host = host_of(url)
+    return [
+        Page(
+            url=url,
+            host=host,
+            domain=registered_domain(host),
+            time=time,
+            content_type=STREAM_TITLE_TYPE,
+            status=capture.status,
+            digest=capture.content,
+            title=title,
+            text=title,
+            lang="",
+            outlinks=(),
+            simhash=0,  # like no other page: a title is no page to be near
+            version_time=capture.time,
+        )
+        for time, title in got.titles
+    ]

@@ -4,9 +4,12 @@ from dataclasses import dataclass
 
 from archive.structure import Capture, RecordKind
 
-# Captures whose payload is the page itself: a stream segment is a piece of media, and a
-# request, metadata, variant or pending record is no response.
-PAGE_KINDS = frozenset((RecordKind.RESPONSE, RecordKind.REVISIT, RecordKind.NOT_MODIFIED))
+# Captures whose payload is the page itself, or a recorded stream's chunk log (whose titles are
+# indexed, stream_titles.py): a stream segment is a piece of media, and a request, metadata,
+# variant or pending record is no response.
+PAGE_KINDS = frozenset(
+    (RecordKind.RESPONSE, RecordKind.REVISIT, RecordKind.NOT_MODIFIED, RecordKind.STREAM_LOG)
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,18 @@
 """`dlweb stream`: live streams from real servers recorded for a minute into a real cluster
-(tests/stream_recording.py), checked against what the servers sent."""
+(tests/stream_recording.py), checked against what the servers sent; the titles a radio announced
+are found by a search of the index rebuilt from the recording."""
 
 import hashlib
+import subprocess
+import sys
+from pathlib import Path
 
 from archive.streams import drift_of, scanner_for
 from archive.structure import RecordKind
+from archive.timestamps import from_micros
 from crawler.stream.icy import IcyDemuxer
+from search.index import open_index, search
+from search.stream_titles import STREAM_TITLE_TYPE
 from tests.stream_recording import (
     CHUNK_SECONDS,
     IN_FLIGHT,
@@ -61,6 +68,32 @@ def test_titles_are_logged_with_the_time_they_came_on_air(stream_recording: Reco
         assert set_at <= logged_at <= set_at + 6, (title, logged_at - set_at)
     stored = [t.title for log in stream_recording.logs["radio"] for t in log.titles]
     assert stored == ["First song", "Second song", "Third song"]
+
+
+def test_a_search_for_a_title_finds_the_stream_at_the_moment_it_came_on_air(
+    stream_recording: Recorded, tmp_path: Path
+) -> None:
+    index = tmp_path / "search"
+    config = str(stream_recording.cluster.config_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "dlweb", "search", "rebuild", "-c", config, "--index", str(index)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    on_air = next(
+        title.time
+        for log in stream_recording.logs["radio"]
+        for title in log.titles
+        if title.title == "Second song"
+    )
+    hits = search(open_index(index), '"Second song"').hits
+    assert [(hit.url, hit.time, hit.content_type) for hit in hits] == [
+        (
+            stream_recording.urls["radio"],
+            from_micros(on_air).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            STREAM_TITLE_TYPE,
+        )
+    ]
 
 
 def true_drift(recorded: Recorded, name: str) -> float:
