@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from archive.answers import Answer
 from archive.hip import (
     Fields,
     Message,
@@ -174,15 +175,19 @@ class CrawlAccepted(Message):
 
 
 @dataclass(frozen=True, slots=True)
-class AgentStatus(Message):
-    """A site crawler agent's monitoring figures, as its monitoring page shows them."""
+class AgentStatus(Answer):
+    """A site crawler agent's monitoring figures: its monitoring page shows them, the scheduler
+    polls them (`status`) and shows them on its own status page and in its `/api/status`."""
 
     name: str
     state: str  # idle or crawling
     pid: int
-    crawl: dict[str, Any]  # the progress of the crawl (crawler/monitor.py Progress)
+    uptime: float  # seconds since the agent started
+    rss_mb: float  # its resident memory now
+    sites: tuple[str, ...]  # the start URLs of the sites it is crawling (none when idle)
+    pages: int  # pages of the current crawl so far
+    crawl: dict[str, Any]  # the progress of the crawl (crawler/site.py Progress)
     errors: dict[str, int]  # errors of every crawl, by kind
-    rss_mb: float
     browser: dict[str, Any]  # the browser's memory and figures
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .answers import Answer
+from .crawl_calls import AgentStatus
+from .hip import left_out
 
 __all__ = [
     "Crawl",
@@ -178,11 +180,15 @@ class StreamDetail(Answer):
 
 @dataclass(frozen=True, slots=True)
 class CrawlerAgent(Answer):
-    """A site crawler agent, and the site it crawls (-1: one given before a restart)."""
+    """A site crawler agent, the site it crawls (-1: one given before a restart) and its state as
+    it last answered the scheduler's poll (None before its first answer)."""
 
     name: str
     connected: bool
     site: int | None
+    status: AgentStatus | None = left_out(None)
+    polled: float = left_out(0.0)  # when it last answered
+    unanswered: str = left_out("")  # why its last poll got no answer; "" when it answered
 
 
 @dataclass(frozen=True, slots=True)

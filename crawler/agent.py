@@ -2,8 +2,8 @@
 
 The scheduler calls `crawl` with an order (the agent answers at once and crawls in the
 background), `status` for the monitoring figures, `clone` to start one more agent like this one,
-and `stop`. When a site is done, the agent calls the scheduler's `site_done` with the report,
-again until it is acknowledged, so a report is never lost to a dropped connection. The calls and
+and `stop`. When a site is done, the agent calls the scheduler's `site_done` with the report
+(and the depth it was crawled to, `max_depth`), again until it is acknowledged, so a report is never lost to a dropped connection. The calls and
 their messages are archive/crawl_calls.py's, which the scheduler uses too.
 """
 
@@ -76,6 +76,8 @@ class AgentService:
     async def _run(self, order: Order) -> None:
         try:
             report = await self.agent.crawl(self.client, order)
+            # How deep it went: the scheduler compares a crawl with one that went as deep.
+            report["max_depth"] = order.delimitation.max_depth
         except DlwebError as exc:
             report = {"start_url": order.delimitation.start_url, "failed": str(exc)}
         except Exception as exc:

@@ -51,6 +51,15 @@ def latest_signatures(work: Path, start_url: str) -> Path | None:
     return found[-1] if found else None
 
 
+def resident_memory() -> int:
+    """The bytes of this process's memory now resident (its peak where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * resource.getpagesize()
+    except (OSError, IndexError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _host_part(start_url: str) -> str:
     """A site's host (and port) as its files name it."""
     return re.sub(r"[^a-z0-9.-]+", "_", start_url.split("//", 1)[-1].split("/", 1)[0].lower())
@@ -68,6 +77,7 @@ class Agent:
     def __post_init__(self) -> None:
         self.name = self.name or f"crawler-{os.getpid()}"
         self.progress = Progress()
+        self.started = time.monotonic()
         self.state = "idle"
         self.errors: dict[str, int] = {}
         self.monitor_url = ""
@@ -80,14 +90,17 @@ class Agent:
 
     def status_message(self) -> AgentStatus:
         """The monitoring figures, as the scheduler's `status` call is answered them."""
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        crawling = self.state == "crawling"
         return AgentStatus(
             name=self.name,
             state=self.state,
             pid=os.getpid(),
+            uptime=round(time.monotonic() - self.started, 1),
+            rss_mb=round(resident_memory() / 2**20, 1),
+            sites=(self.progress.site,) if crawling and self.progress.site else (),
+            pages=self.progress.pages if crawling else 0,
             crawl=self.progress.to_json(),
             errors=self.errors,
-            rss_mb=round(rss, 1),
             browser={
                 "memory_mb": round(self.browser.memory() / 2**20, 1),
                 **self.browser.stats.to_json(),

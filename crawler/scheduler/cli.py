@@ -17,6 +17,7 @@ from archive.command_line import (
     add_state_options,
     checked_db,
     checked_directory,
+    counting_to,
     non_negative,
     positive_int,
     positive_seconds,
@@ -76,6 +77,9 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         longest=args.longest,
         feed_interval=args.feed_interval,
         agent_grace=args.agent_grace,
+        agent_poll=args.agent_poll,
+        quiet_crawls=args.quiet_crawls,
+        full_crawl_every=args.full_crawl_every,
         paused=args.paused,
         record_streams=args.record_streams,
         stream_settings=StreamSettings(
@@ -178,6 +182,26 @@ def _add_interval_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds a vanished agent's site or streams wait before going to another agent"
         " (default 10)",
+    )
+    parser.add_argument(
+        "--agent-poll",
+        type=positive_seconds,
+        default=30.0,
+        help="seconds between polls of each agent's state for the status page (default 30)",
+    )
+    parser.add_argument(
+        "--quiet-crawls",
+        type=counting_to(1000, 0),
+        default=3,
+        help="the levels of a site where this many crawls in a row found no change are left out"
+        " of its next crawls (default 3; 0: every crawl goes to the site's full depth)",
+    )
+    parser.add_argument(
+        "--full-crawl-every",
+        type=counting_to(1000, 0),
+        default=10,
+        help="every this many crawls of a site goes to its full depth again (default 10;"
+        " 0: never, once levels are cut)",
     )
     parser.add_argument("--paused", action="store_true", help="start with the campaign paused")
 

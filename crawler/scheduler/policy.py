@@ -1,5 +1,5 @@
 """The scheduler's policies: which crawled sites belong to the campaign and how relevant they are,
-which unknown site to crawl first (expansion), and when to crawl a site again (temporal)."""
+which unknown site to crawl first (expansion), when to crawl a site again and how deep (temporal)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ from archive.errors import CorruptFile, DlwebError
 from ..language_guess import guess_language
 
 __all__ = [
+    "DepthHint",
     "Filters",
     "Verdict",
     "change_rate",
+    "depth_hint",
     "guess_language",
     "judge",
     "new_chunk_share",
@@ -119,6 +121,60 @@ def next_interval(
     else:
         interval = previous
     return min(max(interval, shortest), longest)
+
+
+@dataclass(frozen=True)
+class DepthHint:
+    """The depth of a site's next crawl, and why."""
+
+    depth: int
+    full: int  # the site's own maximum depth
+    reason: str
+
+    @property
+    def cut(self) -> bool:
+        return self.depth < self.full
+
+
+def depth_hint(
+    full: int, reports: Sequence[Mapping[str, Any]], crawls: int, quiet: int = 3, every: int = 10
+) -> DepthHint:
+    """How deep a site's next crawl goes, from its last crawls' reports (newest first) and how
+    many crawls it had: the deepest level where any of its last `quiet` crawls found new contents,
+    the levels below it being cut; the site's full depth while it had fewer crawls, when one of
+    them tells no levels (a failed crawl, or a crawler from before levels), and every `every`-th
+    crawl, which so looks for change where the others no longer go. A level a crawl did not
+    reach counts as unchanged in it: a cut level stays cut until a deeper crawl finds change
+    there. `quiet` 0 never cuts; `every` 0 never comes back to the full depth by itself."""
+    if quiet <= 0:
+        return DepthHint(full, full, "depth hints off")
+    if every > 0 and (crawls + 1) % every == 0:
+        return DepthHint(full, full, f"every {every}th crawl goes to the full depth")
+    recent = reports[:quiet]
+    if len(recent) < quiet:
+        return DepthHint(full, full, f"fewer than {quiet} crawls")
+    deepest = 0
+    for report in recent:
+        changed = _changed_levels(report)
+        if changed is None:
+            return DepthHint(full, full, "a recent crawl tells no levels")
+        deepest = max(deepest, *changed)
+    if deepest >= full:
+        return DepthHint(full, full, f"changes down to level {deepest}")
+    return DepthHint(deepest, full, f"no change below level {deepest} in {quiet} crawls")
+
+
+def _changed_levels(report: Mapping[str, Any]) -> list[int] | None:
+    """The levels where a crawl found new contents (0 for none), None when its report tells no
+    levels (reports come from the network: keys that are not levels are left out)."""
+    levels = _mapping(report.get("levels"))
+    if not levels:
+        return None
+    changed = [0]
+    for level, counts in levels.items():
+        if isinstance(level, str) and level.isdigit() and _count(_mapping(counts), "new_contents"):
+            changed.append(int(level))
+    return changed
 
 
 def change_rate(report: Mapping[str, Any], previous_chunks: Path | None, chunks: Path) -> float:

@@ -40,6 +40,9 @@ class ServerOptions:
     longest: float = 30 * 86_400.0
     feed_interval: float = 900.0
     agent_grace: float = 10.0
+    agent_poll: float = 30.0
+    quiet_crawls: int = 3
+    full_crawl_every: int = 10
     paused: bool = False
     record_streams: bool = False
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
@@ -65,6 +68,9 @@ async def serve(options: ServerOptions) -> None:
                 longest=options.longest,
                 feed_interval=options.feed_interval,
                 agent_grace=options.agent_grace,
+                agent_poll=options.agent_poll,
+                quiet_crawls=options.quiet_crawls,
+                full_crawl_every=options.full_crawl_every,
                 record_streams=options.record_streams,
                 stream_settings=options.stream_settings,
             ),

@@ -9,7 +9,10 @@ or the site is blacklisted; a passing site's external links are matched against 
 sites (the graph table) or register new sites, queued with a priority from their referrers'
 relevance and hub ranks and their own authority (HITS on the graph). Temporal: each crawled site
 is crawled again after an interval halved when it changed much since its previous crawl and
-doubled when it hardly changed; a change in one of its feeds brings the next crawl forward.
+doubled when it hardly changed; a change in one of its feeds brings the next crawl forward; and
+its next crawl goes only as deep as its last crawls found change (policy.py depth_hint).
+
+Every connected agent is asked its state on a schedule (agent_poll.py), for the operator.
 
 The expansion policy's graph is expansion.py's, the feeds feeds.py's. The stream links crawls
 report are registered with their sites, and recorded by streaming agents when the operator says
@@ -35,9 +38,10 @@ from archive.urlkey import BadUrl, canonical_url
 from ..stream.assignment import ROLE as STREAMER
 from ..stream.settings import StreamSettings
 from .agent_link import AgentLink, gone_longer_than, has_left
+from .agent_poll import Polled
 from .expansion import Expansion
 from .feeds import FeedWatch
-from .policy import Filters, change_rate, judge, next_interval
+from .policy import DepthHint, Filters, change_rate, depth_hint, judge, next_interval
 from .reports import existing_file, with_change_by_level
 from .store import Site, SiteOptions, Store
 from .streams import StreamAgents
@@ -64,6 +68,10 @@ class SchedulerOptions:
     longest: float = 30 * 86_400.0
     feed_interval: float = 900.0
     agent_grace: float = 10.0  # a vanished agent's sites and streams wait this long for it
+    agent_poll: float = 30.0  # seconds between polls of each agent's state
+    agent_poll_timeout: float = 10.0  # an agent that takes longer is shown as not answering
+    quiet_crawls: int = 3  # levels unchanged in this many crawls are cut (0: never)
+    full_crawl_every: int = 10  # every this many crawls goes to the full depth (0: never)
     record_streams: bool = False  # record every stream a crawl reports, not only those added
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
 
@@ -72,6 +80,7 @@ class SchedulerOptions:
 class AgentState(AgentLink):
     site: int | None = None
     busy_since: float = 0.0
+    polled: Polled = field(default_factory=Polled)
 
 
 class Scheduler:
@@ -111,6 +120,7 @@ class Scheduler:
             asyncio.create_task(self._dispatch_loop()),
             asyncio.create_task(self.expansion.rank_loop()),
             asyncio.create_task(self.feeds.loop()),
+            asyncio.create_task(self._poll_loop()),
         ]
 
     async def stop(self) -> None:
@@ -165,6 +175,21 @@ class Scheduler:
                 log.info("site %d handed back: agent %s is gone", site_id, agent.name)
             del self.agents[agent.name]
 
+    async def _poll_loop(self) -> None:
+        """Ask every connected agent its state, all at once, every `agent_poll` seconds."""
+        while True:
+            try:
+                await asyncio.gather(
+                    *(
+                        agent.polled.poll(agent.peer, self.options.agent_poll_timeout)
+                        for agent in list(self.agents.values())
+                        if agent.peer is not None and not agent.peer.closed
+                    )
+                )
+            except Exception:
+                log.exception("polling the agents failed; trying again")
+            await asyncio.sleep(self.options.agent_poll)
+
     async def clone(self, name: str) -> dict[str, Any]:
         agent = self.agents.get(name)
         if agent is None or agent.peer is None:
@@ -208,7 +233,7 @@ class Scheduler:
             log.info("%s given to agent %s", site.start_url, agent.name)
             assert agent.peer is not None
             try:
-                await CRAWL.call(agent.peer, self._order(site), timeout=30)
+                await CRAWL.call(agent.peer, self.order(site), timeout=30)
             except (HipError, RemoteError) as exc:
                 log.warning("agent %s refused %s: %s", agent.name, site.start_url, exc)
                 self.store.release_agent(agent.name)
@@ -217,18 +242,52 @@ class Scheduler:
                 agent.site = BUSY_ELSEWHERE if busy else None
                 agent.busy_since = time.monotonic()
 
-    def _order(self, site: Site) -> CrawlOrder:
-        previous = site.signature_file
+    def order(self, site: Site) -> CrawlOrder:
+        """The order an agent is given for `site`: as deep as its depth hint says, with the
+        signature file of the latest crawl that went as deep."""
+        hint = self.depth_hint(site)
+        previous, _ = self._baseline(site, hint.depth)
+        if hint.cut:
+            log.info(
+                "%s: to depth %d of %d, %s",
+                site.start_url,
+                hint.depth,
+                hint.full,
+                hint.reason,
+            )
         return CrawlOrder(
             site.start_url,
             site.accept,
             site.reject,
-            max_depth=site.max_depth,
+            max_depth=hint.depth,
             keywords=tuple(self.options.filters.keywords),
             previous=previous if previous and Path(previous).is_file() else None,
             politeness=dict(self.options.politeness),
             resolve=self.options.resolve,
             browser=self.options.browser,
+        )
+
+    def _baseline(self, site: Site, depth: int) -> tuple[str, str]:
+        """The signature and chunk files of the site's latest crawl that went `depth` deep or
+        deeper (a report without its depth went as deep as the site goes): what a crawl to
+        `depth` is compared with, since a crawl cut above knows nothing of the levels below."""
+        window = self.options.quiet_crawls + self.options.full_crawl_every
+        if site.crawls and window:
+            for crawl in self.store.crawls(site.id, limit=window):
+                reached = crawl.report.get("max_depth")
+                if not isinstance(reached, int) or reached >= depth:
+                    report = crawl.report
+                    return str(report.get("signature_file", "")), str(report.get("chunk_file", ""))
+        return site.signature_file, site.chunk_file
+
+    def depth_hint(self, site: Site) -> DepthHint:
+        """The depth of the site's next crawl, from the reports of its last crawls."""
+        quiet = self.options.quiet_crawls
+        reports = (
+            [crawl.report for crawl in self.store.crawls(site.id, limit=quiet)] if quiet else []
+        )
+        return depth_hint(
+            site.max_depth, reports, site.crawls, quiet, self.options.full_crawl_every
         )
 
     # -- a site is done -----------------------------------------------------------------------
@@ -285,7 +344,7 @@ class Scheduler:
         self.second_agents[agent.name] = site.id
         assert agent.peer is not None
         try:
-            await CRAWL.call(agent.peer, self._order(site), timeout=30)
+            await CRAWL.call(agent.peer, self.order(site), timeout=30)
         except (HipError, RemoteError) as exc:
             agent.site = None
             self.second_agents.pop(agent.name, None)
@@ -327,7 +386,9 @@ class Scheduler:
             return
         signature_file = str(report.get("signature_file", ""))
         chunk_file = str(report.get("chunk_file", ""))
-        chunks, previous = existing_file(chunk_file), existing_file(site.chunk_file)
+        depth = report.get("max_depth")
+        _, baseline = self._baseline(site, depth if isinstance(depth, int) else site.max_depth)
+        chunks, previous = existing_file(chunk_file), existing_file(baseline)
         change = change_rate(report, previous, chunks) if chunks is not None else 1.0
         self.store.finish(site.id, with_change_by_level(report), signature_file, chunk_file, now)
         text = report.get("text")
@@ -363,7 +424,15 @@ class Scheduler:
         return SchedulerStatus(
             campaign="running" if self.running else "paused",
             agents=tuple(
-                CrawlerAgent(a.name, a.peer is not None, a.site) for a in self.agents.values()
+                CrawlerAgent(
+                    a.name,
+                    a.peer is not None,
+                    a.site,
+                    a.polled.status,
+                    a.polled.at,
+                    a.polled.unanswered,
+                )
+                for a in self.agents.values()
             ),
             counts=self.store.counts(),
             decisions=self.decisions,

@@ -1,13 +1,16 @@
-"""The scheduler's status page: the campaign, its agents, the queue, the sites by authority, the
-last crawls and the streams, as HTML that refreshes itself every five seconds."""
+"""The scheduler's status page: the campaign, its agents (with their state as last polled), the
+queue, the sites by authority with the depth of their next crawls, the last crawls and the
+streams, as HTML that refreshes itself every five seconds."""
 
 import html
 import time
 
+from archive.scheduler_answers import CrawlerAgent
+
 from .service import Scheduler
 from .store import Store
 
-__all__ = ["status_page"]
+__all__ = ["agent_row", "status_page"]
 
 PAGE_SITES = 50
 
@@ -20,8 +23,12 @@ def status_page(scheduler: Scheduler) -> str:
         ["agent", "connected", "site"],
         [[a.name, "yes" if a.connected else "no", a.site or ""] for a in state.agents],
     )
+    polled = _table(
+        ["agent", "uptime", "memory", "crawling", "pages", "polled"],
+        [agent_row(a, now) for a in state.agents],
+    )
     queue = _queue(store, now)
-    ranks = _ranks(store, now)
+    ranks = _ranks(scheduler, now)
     recent = _recent(store, now)
     counts = _table(["", "sites"], [[k, v] for k, v in sorted(state.counts.items())])
     stream_agents = _table(
@@ -37,13 +44,34 @@ def status_page(scheduler: Scheduler) -> str:
         "<title>dlweb scheduler</title><style>body{font-family:sans-serif;margin:2em}"
         "td,th{padding:2px 10px;text-align:left}</style></head><body>"
         f"<h1>Scheduler: campaign {html.escape(state.campaign)}</h1>{counts}"
-        f"<h2>Agents</h2>{agents}<h2>Queue</h2>{queue}<h2>Recently crawled</h2>{recent}"
+        f"<h2>Agents</h2>{agents}<h2>Agents as last polled</h2>{polled}"
+        f"<h2>Queue</h2>{queue}<h2>Recently crawled</h2>{recent}"
         f"<h2>Sites by authority, and their next crawls</h2>{ranks}"
         f"<h2>Streaming agents</h2>{stream_agents}<h2>Streams</h2>{streams}"
         "<p><a href='/api/status'>status as JSON</a> · <a href='/api/sites'>sites as JSON</a>"
         " · <a href='/api/streams'>streams as JSON</a></p>"
         "</body></html>"
     )
+
+
+def agent_row(agent: CrawlerAgent, now: float) -> list[object]:
+    """An agent's row: its state as it last answered the poll, and whether it did."""
+    row: list[object] = [agent.name]
+    status = agent.status
+    if status is None:
+        row += ["", "", "", ""]
+    else:
+        row += [
+            _due(status.uptime),
+            f"{status.rss_mb:.1f} MB",
+            ", ".join(status.sites) or status.state,
+            status.pages if status.sites else "",
+        ]
+    if agent.unanswered:
+        row.append(f"no answer: {agent.unanswered}")
+    else:
+        row.append(f"{_due(now - agent.polled)} ago" if agent.polled else "not yet")
+    return row
 
 
 def _queue(store: Store, now: float) -> str:
@@ -56,8 +84,11 @@ def _queue(store: Store, now: float) -> str:
     )
 
 
-def _ranks(store: Store, now: float) -> str:
-    ranked = sorted(store.sites(state="idle", limit=100_000), key=lambda s: -s.authority)
+def _ranks(scheduler: Scheduler, now: float) -> str:
+    ranked = sorted(scheduler.store.sites(state="idle", limit=100_000), key=lambda s: -s.authority)[
+        :PAGE_SITES
+    ]
+    hints = [scheduler.depth_hint(site) for site in ranked]
     return _table(
         [
             "site",
@@ -68,6 +99,7 @@ def _ranks(store: Store, now: float) -> str:
             "crawls",
             "interval",
             "next crawl in",
+            "next depth",
         ],
         [
             [
@@ -79,8 +111,9 @@ def _ranks(store: Store, now: float) -> str:
                 s.crawls,
                 _due(s.interval),
                 _due(s.next_crawl - now),
+                f"{hint.depth} of {hint.full}: {hint.reason}" if hint.cut else hint.depth,
             ]
-            for s in ranked[:PAGE_SITES]
+            for s, hint in zip(ranked, hints, strict=True)
         ],
     )
 
