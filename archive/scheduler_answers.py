@@ -4,7 +4,8 @@ serves them and the `dlweb sites`, `dlweb streams` and `dlweb campaign` commands
 `/api/status` and `/api/campaign` answer a SchedulerStatus; `/api/sites` a Sites, or the
 Site it added; `/api/sites/{id}` a SiteDetail, or (blacklist, inject, remove) the Site
 changed; `/api/sites/{id}/second-agent` a SecondAgentSent; `/api/streams` a Streams, or the
-Stream added or stopped; `/api/streams/{id}` a StreamDetail; `/api/clusters` a SiteClusters. `/api/agents/{name}/clone`
+Stream added or stopped; `/api/streams/{id}` a StreamDetail; `/api/clusters` a SiteClusters;
+`/api/sites/{id}/graph` a CrawlGraph. `/api/agents/{name}/clone`
 answers the agent's Cloned (archive/crawl_calls.py). An entry is a row of the scheduler's
 database, its fields those of the scheduler's record in their order (`of` copies them).
 
@@ -12,14 +13,15 @@ Each is an `Answer` (archive/answers.py): its JSON is its fields, `from_json` ch
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from .answers import Answer
 from .crawl_calls import AgentStatus
-from .hip import left_out
+from .hip import bad_params, left_out
 
 __all__ = [
     "Crawl",
+    "CrawlGraph",
     "CrawlerAgent",
     "StreamRecording",
     "Referrer",
@@ -234,3 +236,33 @@ class SiteClusters(Answer):
     sites: int  # sites with phrases, clustered
     clusters: tuple[SiteCluster, ...]
     alone: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlGraph(Answer):
+    """The pages of a site as one crawl found them and the links between them: the crawl begun
+    last at or before the date asked. `pages` are in the order the crawl met them (its start
+    page first, breadth-first), cut to the number asked; `edges` link two of them by their
+    places in `pages`."""
+
+    site: int
+    start_url: str
+    crawl: int
+    started: float
+    finished: float
+    pages: tuple[str, ...]
+    edges: tuple[tuple[int, int], ...]
+    total_pages: int  # pages in the crawl's graph, more than `pages` holds when cut
+    total_edges: int
+    truncated: bool  # the crawl's graph itself was cut at its limits (crawler/site_graph.py)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Self:
+        """The graph, each edge checked to be two places in `pages`."""
+        graph = super(CrawlGraph, cls).from_json(data, where)
+        for i, edge in enumerate(graph.edges):
+            if len(edge) != 2 or not all(0 <= end < len(graph.pages) for end in edge):
+                raise bad_params(
+                    where, f"edges[{i}] must be two places in pages, below {len(graph.pages)}"
+                )
+        return graph

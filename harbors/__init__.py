@@ -1,6 +1,6 @@
 """Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
 
-from . import api, captures, cert, date, page, search, status, streams
+from . import api, captures, cert, date, directory, page, search, site_map, status, streams
 from .answer import Answer, HarborContext
 from .request import SUFFIX, HarborRequest, is_harbor
 from .settings import ClientSetting, ClientSettings
@@ -40,9 +40,13 @@ async def _answer(context: HarborContext, request: HarborRequest) -> Answer:
         return await streams.answer(context, request)
     if name == "search":
         return await search.answer(context, request)
+    if name == "directory":
+        return await directory.answer(context, request)
+    if name == "map":
+        return await site_map.answer(context, request)
     known = (
         "date.dlweb, captures.dlweb, search.dlweb, streams.dlweb, status.dlweb, cert.dlweb,"
-        " api.dlweb"
+        " api.dlweb, directory.dlweb, map.dlweb"
     )
     return Answer(
         404, f"No harbor {request.host} here; the harbors are {known}.\n".encode(), "text/plain"

@@ -76,6 +76,7 @@ class HarborContext(Protocol):
     live_allowed: bool
     ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate
     search_index: Path  # the search index folder, with the URL-key index of the CDX API
+    scheduler: str  # the crawl scheduler's URL, "" when the proxy has none
 
     @property
     def client(self) -> ClusterClient: ...

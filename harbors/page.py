@@ -12,6 +12,7 @@ HARBORS = (
     ("http://date.dlweb/", "Date"),
     ("http://captures.dlweb/", "Captures"),
     ("http://search.dlweb/", "Search"),
+    ("http://directory.dlweb/", "Sites"),
     ("http://streams.dlweb/", "Streams"),
     ("http://status.dlweb/", "Status"),
 )
@@ -112,6 +113,17 @@ input, select { max-width: 100%; }
 .streams h2, .streams h1, .player h1 { overflow-wrap: anywhere; }
 .player audio, .player video { width: 100%; max-width: 40rem; }
 @media (max-width: 40rem) { .search .facets { float: none; width: auto; margin: 0 0 1rem; } }
+.site-map { display: block; margin: .5rem 0; font-size: 12px; }
+.site-map .links path { fill: none; stroke: #8c8f94; stroke-width: 1; }
+.site-map marker path { fill: #8c8f94; stroke: none; }
+.site-map rect { fill: var(--panel); stroke: var(--muted); }
+.site-map .level0 rect { fill: var(--heat1); }
+.site-map .unreached rect { stroke-dasharray: 4 3; }
+.site-map text { fill: var(--ink); }
+.site-map a:hover rect, .site-map a:focus rect { stroke: var(--accent); stroke-width: 2; }
+.site-map a:focus-visible { outline: none; }
+.site-map a:focus-visible rect { stroke: #f0b400; stroke-width: 4; }
+.sites li { margin: .2rem 0; }
 """
 
 

@@ -74,6 +74,13 @@ class ArchiveAddon:
             "the search index folder, with the URL-key index of the CDX API",
         )
         loader.add_option(
+            "dlweb_scheduler",
+            str,
+            "",
+            "the crawl scheduler's URL, whose sites the directory and map harbors show; empty"
+            " for none",
+        )
+        loader.add_option(
             "dlweb_direct_root",
             str,
             "",
@@ -97,6 +104,7 @@ class ArchiveAddon:
             self.live_allowed,
             Path(options.confdir).expanduser(),
             Path(options.dlweb_search_index),
+            options.dlweb_scheduler,
         )
         self.record_mode = RecordMode(self.reader.client, self.settings, self.live_allowed)
         root = options.dlweb_direct_root

@@ -3,6 +3,7 @@
 import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from archive.command_line import (
     add_config_option,
@@ -55,8 +56,26 @@ def _run(args: argparse.Namespace) -> int:
         live_networks=parse_networks(args.live_network or list(consultation.live_networks)),
         limits=Limits(head_timeout=config.http.head, idle_timeout=config.http.idle),
         direct=_direct(args),
+        scheduler=_scheduler(args.scheduler),
     )
     return serve_until_stopped(serve(options))
+
+
+def _scheduler(url: str | None) -> str:
+    """The --scheduler URL, checked: an http(s) URL with a host, without a query."""
+    if url is None:
+        return ""
+    try:
+        parts = urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        usable = False
+    if not usable or "?" in url or "#" in url:
+        raise ConfigError(
+            f"--scheduler {url[:100]!r} must be the scheduler's http(s) URL, such as"
+            " http://127.0.0.1:8300"
+        )
+    return url.rstrip("/")
 
 
 def _direct(args: argparse.Namespace) -> "DirectOptions | None":
@@ -159,6 +178,13 @@ def _add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="the banner marks the resources of a page captured more than this from it"
         f" (1d, 12h, 30m, 90s; default {span_text(DEFAULT_SPAN)})",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="URL",
+        help="the crawl scheduler's URL, such as http://127.0.0.1:8300: the harbors"
+        " http://directory.dlweb/ and http://map.dlweb/ show the sites it knows, by topic and"
+        " domain, and their maps (default: none, and those harbors say so)",
     )
     parser.add_argument(
         "--log-requests",

@@ -24,6 +24,7 @@ class HarborAddon:
     live_allowed: bool
     ca_folder: Path  # mitmproxy's configuration folder, holding the CA certificate
     search_index: Path  # the search index folder, with the URL-key index of the CDX API
+    scheduler: str = ""  # the crawl scheduler's URL, for the directory and map harbors
 
     @property
     def client(self) -> ClusterClient:

@@ -55,6 +55,7 @@ class ProxyOptions:
     log_requests: bool = False
     auth: Path | None = None  # an htpasswd file
     search_index: Path = DEFAULT_SEARCH_INDEX  # the CDX API's URL-key index is in it
+    scheduler: str = ""  # the crawl scheduler's URL, for the directory and map harbors
     coherence_span: int = DEFAULT_SPAN  # seconds: the banner marks resources farther from the page
     live_networks: list[Network] = field(default_factory=list)  # private ones live may reach
     limits: Limits = field(default_factory=Limits)
@@ -154,6 +155,7 @@ async def serve(opts: ProxyOptions) -> None:
             dlweb_live_allowed=opts.live_allowed,
             dlweb_log_requests=opts.log_requests,
             dlweb_search_index=str(opts.search_index),
+            dlweb_scheduler=opts.scheduler,
             dlweb_coherence_span=opts.coherence_span,
             dlweb_direct_root="" if opts.direct is None else opts.direct.urls.root,
         )
@@ -167,7 +169,9 @@ def _direct_front(
     settings: harbors.ClientSettings,
 ) -> DirectFront:
     """The direct front, over the proxy's reader, harbors, client networks and users."""
-    context = HarborAddon(settings, reader, False, opts.data / CA_FOLDER, opts.search_index)
+    context = HarborAddon(
+        settings, reader, False, opts.data / CA_FOLDER, opts.search_index, opts.scheduler
+    )
     users = None if opts.auth is None else HtpasswdFile(str(opts.auth))
     return DirectFront(reader, direct, Access(opts.allowed), context, users)
 

@@ -1,5 +1,6 @@
 """The scheduler's HTTP side: HIP for the agents, the operator's JSON API and a status page."""
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -10,10 +11,13 @@ from archive.answers import Answer
 from archive.errors import DlwebError
 from archive.scheduler_answers import SecondAgentSent, Site, Sites, Stream, Streams
 from archive.serving import json_body, token_guard
+from archive.timestamps import BadTime, parse_time
 from archive.urlkey import canonical_url
 
 from ..delimitation import Delimitation
+from ..site_graph import MAX_PAGES
 from .clusters import DEFAULT_THRESHOLD, SiteTopics, cluster
+from .crawl_graph import crawl_at, crawl_graph, read_graph_file
 from .service import Scheduler
 from .status_page import status_page
 from .stream_registry import STREAM_STATES
@@ -213,6 +217,27 @@ async def clusters(request: web.Request) -> web.Response:
         raise web.HTTPBadRequest(reason="threshold must be a number above 0, at most 1")
     topics = request.app[TOPICS].topics(_scheduler(request).store)
     return _answered(cluster(topics, threshold))
+
+
+@routes.get("/api/sites/{id}/graph")
+async def site_graph(request: web.Request) -> web.Response:
+    """The site's page graph as the crawl begun last at or before `at` (4 to 14 digits,
+    YYYYMMDDhhmmss, or ISO 8601; by default its last crawl) found it, its first `pages` pages
+    (1 to 20,000, all by default) and the links between them (crawl_graph.py)."""
+    site = _site_of(request)
+    at_text = request.query.get("at", "")
+    try:
+        at = parse_time(at_text) if at_text else None
+    except BadTime as exc:
+        raise web.HTTPBadRequest(reason=f"at: {exc.reason}") from None
+    pages_text = request.query.get("pages", str(MAX_PAGES))
+    digits = pages_text.isascii() and pages_text.isdigit() and len(pages_text) <= 6
+    pages = int(pages_text) if digits else 0
+    if not 1 <= pages <= MAX_PAGES:
+        raise web.HTTPBadRequest(reason=f"pages must be a whole number from 1 to {MAX_PAGES:,}")
+    crawl = crawl_at(_scheduler(request).store, site, at)
+    graph = await asyncio.to_thread(read_graph_file, crawl)
+    return _answered(crawl_graph(site, crawl, graph, pages))
 
 
 @routes.post("/api/agents/{name}/clone")
