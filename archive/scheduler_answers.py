@@ -23,6 +23,7 @@ __all__ = [
     "Crawl",
     "CrawlGraph",
     "CrawlerAgent",
+    "PolicyAgent",
     "StreamRecording",
     "Referrer",
     "SchedulerStatus",
@@ -204,6 +205,19 @@ class StreamingAgent(Answer):
 
 
 @dataclass(frozen=True, slots=True)
+class PolicyAgent(Answer):
+    """A connectivity agent (role connectivity: `work` the crawls whose links it resolves now,
+    `done` those it resolved) or a feed aggregator (role feeds: `work` the feeds it polls,
+    `done` the changes it reported)."""
+
+    name: str
+    role: str
+    connected: bool
+    work: int
+    done: int
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerStatus(Answer):
     """The campaign's state, its agents, its sites and streams counted by state, and how many
     decisions the scheduler took."""
@@ -215,6 +229,8 @@ class SchedulerStatus(Answer):
     stream_agents: tuple[StreamingAgent, ...]
     streams: dict[str, int]  # streams by state and in all
     stream_decisions: int
+    policy_agents: tuple[PolicyAgent, ...] = left_out(())
+    links_waiting: int = left_out(0)  # finished crawls whose external links are not applied yet
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,11 +37,18 @@ from archive.scheduler_answers import (
 from archive.timestamps import format_iso
 from archive.urlkey import canonical_url
 
-from ..cli import add_resolve_option, resolve_map
+from ..cli import add_resolve_option, add_scheduler_options, resolve_map
 from ..stream.cli import add_chunk_options
 from ..stream.settings import StreamSettings
 
-__all__ = ["register_campaign", "register_scheduler", "register_sites", "register_streams"]
+__all__ = [
+    "register_campaign",
+    "register_connectivity_agent",
+    "register_feed_aggregator",
+    "register_scheduler",
+    "register_sites",
+    "register_streams",
+]
 
 DEFAULT_DATA = Path("dlweb-data") / "scheduler"
 DEFAULT_URL = "http://127.0.0.1:8300"
@@ -86,6 +93,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
             chunk_seconds=args.stream_chunk_seconds, point_seconds=args.stream_point_seconds
         ),
         database=checked_db(args),
+        inline=not args.no_inline_policies,
     )
     asyncio.run(serve(options))
     return 0
@@ -147,6 +155,13 @@ def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_resolve_option(
         parser, "pin a host to an address for the agents and the feed poller (repeat)"
+    )
+    parser.add_argument(
+        "--no-inline-policies",
+        action="store_true",
+        help="leave the crawls' external links to connectivity agents and the feeds to feed"
+        " aggregators: while none of a kind is connected, that work waits (default: the"
+        " scheduler does it itself)",
     )
 
 
@@ -219,6 +234,39 @@ def _add_stream_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register_scheduler(subparsers: Subparsers) -> None:
     add_scheduler_arguments(subparsers.add_parser("scheduler", help="run the crawl scheduler"))
+
+
+def add_connectivity_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    add_scheduler_options(parser, "connectivity")
+    add_config_option(parser)
+    parser.set_defaults(run="crawler.connectivity_agent:run")
+
+
+def register_connectivity_agent(subparsers: Subparsers) -> None:
+    add_connectivity_agent_arguments(
+        subparsers.add_parser(
+            "connectivity-agent",
+            help="run a connectivity agent: the sites a scheduler's crawls link to",
+        )
+    )
+
+
+def add_feed_aggregator_arguments(parser: argparse.ArgumentParser) -> None:
+    add_scheduler_options(parser, "feeds")
+    add_resolve_option(
+        parser, "pin a host to an address for the feeds, besides the campaign's pins (repeat)"
+    )
+    add_config_option(parser)
+    parser.set_defaults(run="crawler.feed_aggregator:run")
+
+
+def register_feed_aggregator(subparsers: Subparsers) -> None:
+    add_feed_aggregator_arguments(
+        subparsers.add_parser(
+            "feed-aggregator",
+            help="run a feed aggregator: polls a scheduler's feeds for news",
+        )
+    )
 
 
 # -- the operator's commands ------------------------------------------------------------------

@@ -47,6 +47,7 @@ class ServerOptions:
     record_streams: bool = False
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
     database: MetadataUrl | None = None  # --db; None for DATABASE in `data`
+    inline: bool = True  # links and feeds handled here while no agent of the kind is connected
 
 
 async def serve(options: ServerOptions) -> None:
@@ -73,6 +74,7 @@ async def serve(options: ServerOptions) -> None:
                 full_crawl_every=options.full_crawl_every,
                 record_streams=options.record_streams,
                 stream_settings=options.stream_settings,
+                inline=options.inline,
             ),
         )
         if options.paused:

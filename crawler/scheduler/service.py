@@ -14,9 +14,12 @@ its next crawl goes only as deep as its last crawls found change (policy.py dept
 
 Every connected agent is asked its state on a schedule (agent_poll.py), for the operator.
 
-The expansion policy's graph is expansion.py's, the feeds feeds.py's. The stream links crawls
-report are registered with their sites, and recorded by streaming agents when the operator says
-so (streams.py).
+The expansion policy's graph is expansion.py's, the feeds feeds.py's. A finished crawl's
+external links wait in the store until a connectivity agent has resolved them (connectivity.py),
+and the feeds are polled by feed aggregators (feeds.py); with no agent of a kind connected, the
+scheduler does that work itself unless `inline` is off. The stream links crawls report are
+registered with their sites, and recorded by streaming agents when the operator says so
+(streams.py).
 """
 
 import asyncio
@@ -28,8 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Unpack
 
+from archive.connectivity_calls import ROLE as CONNECTIVITY
 from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Ok, SiteDone
 from archive.errors import DlwebError
+from archive.feed_calls import FEED_CHANGED
+from archive.feed_calls import ROLE as FEEDS
 from archive.hip import HipError, HipMaster, Nothing, Peer, RemoteError
 from archive.scheduler_answers import CrawlerAgent, Referrer, SchedulerStatus, SiteDetail
 from archive.stream_calls import STREAM_REPORT
@@ -39,7 +45,8 @@ from ..stream.assignment import ROLE as STREAMER
 from ..stream.settings import StreamSettings
 from .agent_link import AgentLink, gone_longer_than, has_left
 from .agent_poll import Polled
-from .expansion import Expansion
+from .connectivity import ConnectivityAgents
+from .expansion import Expansion, external_links
 from .feeds import FeedWatch
 from .policy import DepthHint, Filters, change_rate, depth_hint, judge, next_interval
 from .reports import existing_file, with_change_by_level
@@ -74,6 +81,8 @@ class SchedulerOptions:
     full_crawl_every: int = 10  # every this many crawls goes to the full depth (0: never)
     record_streams: bool = False  # record every stream a crawl reports, not only those added
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
+    # Resolve links and poll feeds here while no connectivity agent or feed aggregator is.
+    inline: bool = True
 
 
 @dataclass
@@ -91,20 +100,26 @@ class Scheduler:
         self.streams = StreamAgents(
             store, options.stream_settings, options.resolve, options.agent_grace, self.wake
         )
+        self.expansion = Expansion(store, options.expand, self.wake)
+        self.connectivity = ConnectivityAgents(
+            self.expansion, options.inline, options.agent_grace, self.wake
+        )
+        self.feeds = FeedWatch(
+            store, options.resolve, options.feed_interval, self.wake, options.inline
+        )
         self.hip = HipMaster(
             secret,
             "scheduler",
             {
                 SITE_DONE.name: SITE_DONE.handler(self._site_done),
                 STREAM_REPORT.name: STREAM_REPORT.handler(self.streams.report),
+                FEED_CHANGED.name: FEED_CHANGED.handler(self.feeds.report),
             },
             on_connect=self._joined,
             on_disconnect=self._left,
         )
         self.second_agents: dict[str, int] = {}  # agents sent on a site another agent crawls
         self._wake = asyncio.Event()
-        self.expansion = Expansion(store, options.expand, self.register)
-        self.feeds = FeedWatch(store, options.resolve, options.feed_interval, self.wake)
         self._tasks: list[asyncio.Task[None]] = []
         self.decisions = 0
 
@@ -127,6 +142,8 @@ class Scheduler:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.connectivity.stop()
+        await self.feeds.stop()
 
     @property
     def running(self) -> bool:
@@ -156,6 +173,12 @@ class Scheduler:
         if peer.role == STREAMER:
             await self.streams.joined(peer)
             return
+        if peer.role == CONNECTIVITY:
+            self.connectivity.joined(peer)
+            return
+        if peer.role == FEEDS:
+            self.feeds.joined(peer)
+            return
         if peer.role != "crawler":
             return
         self.agents.setdefault(peer.name, AgentState(peer.name, peer)).joined(peer)
@@ -164,6 +187,8 @@ class Scheduler:
 
     async def _left(self, peer: Peer) -> None:
         self.streams.left(peer)
+        self.connectivity.left(peer)
+        self.feeds.left(peer)
         if has_left(self.agents, peer):
             log.info("agent %s left", peer.name)
 
@@ -203,6 +228,10 @@ class Scheduler:
             try:
                 self._reclaim()
                 self.streams.reclaim()
+                self.connectivity.reclaim()
+                # Links and feeds are handled whether the campaign of crawls runs or not.
+                await self.connectivity.dispatch()
+                await self.feeds.spread()
                 # Live streams are recorded whether the campaign of crawls runs or not.
                 await self.streams.dispatch()
                 if self.running:
@@ -390,11 +419,20 @@ class Scheduler:
         _, baseline = self._baseline(site, depth if isinstance(depth, int) else site.max_depth)
         chunks, previous = existing_file(chunk_file), existing_file(baseline)
         change = change_rate(report, previous, chunks) if chunks is not None else 1.0
-        self.store.finish(site.id, with_change_by_level(report), signature_file, chunk_file, now)
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)
         kept = verdict.passed or site.seed
+        # A kept site's external links wait in the store, with its crawl, for the expansion
+        # policy (connectivity.py).
+        self.store.finish(
+            site.id,
+            with_change_by_level(report),
+            signature_file,
+            chunk_file,
+            now,
+            links=external_links(report) if kept else (),
+        )
         self.streams.found(site.id, report.get("streams"), self.options.record_streams and kept)
         if not kept:
             log.info("%s blacklisted: %s", site.start_url, "; ".join(verdict.reasons))
@@ -415,8 +453,8 @@ class Scheduler:
             next_crawl=now + interval,
             change_rate=change,
         )
-        self.expansion.links(site, report)
         self.feeds.remember(site, report)
+        self.connectivity.apply_here()
 
     # -- what the operator sees ---------------------------------------------------------------
 
@@ -439,6 +477,8 @@ class Scheduler:
             stream_agents=self.streams.status(),
             streams=self.store.stream_counts(),
             stream_decisions=self.streams.decisions,
+            policy_agents=(*self.connectivity.status(), *self.feeds.status()),
+            links_waiting=self.store.links_waiting(),
         )
 
     def site_detail(self, site: Site) -> SiteDetail:

@@ -39,6 +39,13 @@ def status_page(scheduler: Scheduler) -> str:
         ],
     )
     streams = _streams(store, now)
+    policy_agents = _table(
+        ["agent", "role", "connected", "work", "done"],
+        [
+            [a.name, a.role, "yes" if a.connected else "no", a.work, a.done]
+            for a in state.policy_agents
+        ],
+    )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
         "<title>dlweb scheduler</title><style>body{font-family:sans-serif;margin:2em}"
@@ -48,6 +55,8 @@ def status_page(scheduler: Scheduler) -> str:
         f"<h2>Queue</h2>{queue}<h2>Recently crawled</h2>{recent}"
         f"<h2>Sites by authority, and their next crawls</h2>{ranks}"
         f"<h2>Streaming agents</h2>{stream_agents}<h2>Streams</h2>{streams}"
+        "<h2>Connectivity agents (work: crawls whose links they resolve) and feed aggregators"
+        f" (work: feeds they poll)</h2>{policy_agents}"
         "<p><a href='/api/status'>status as JSON</a> · <a href='/api/sites'>sites as JSON</a>"
         " · <a href='/api/streams'>streams as JSON</a></p>"
         "</body></html>"

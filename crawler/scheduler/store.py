@@ -1,6 +1,9 @@
 """The scheduler's whole state on disk: sites, their crawls, the graph of links between sites and
 the campaign's settings, so that a scheduler killed at any moment resumes where it stopped; and
 the streams its sites' crawls report, whose register (stream_registry.py) shares the database.
+A finished crawl's external links wait in `link_reports` until the expansion policy has applied
+them (expansion.py): the edges and the sites they register are written in the transaction that
+takes the crawl out of the table.
 
 `Store` is the interface the scheduler uses; `Store` implements it in SQL written once for both
 engines (sql_engine.py), `SqliteStore` on one SQLite file (the default) and `PgStore` (pg_store.py)
@@ -26,9 +29,9 @@ import math
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -41,7 +44,7 @@ from ..delimitation import Delimitation
 from .due_queue import SCHEDULED, DueQueue
 from .host_index import HostIndex
 from .reports import report_count, report_number
-from .sql_engine import IN_USE, StoreError
+from .sql_engine import IN_USE, Connection, StoreError
 from .stream_registry import _STREAM_SCHEMA, StreamRegistry
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "STATES",
     "Crawl",
     "DuplicateSite",
+    "LinkReport",
+    "NewSite",
     "Site",
     "SiteOptions",
     "SqliteStore",
@@ -57,7 +62,7 @@ __all__ = [
     "StoreError",
 ]
 
-SCHEMA_VERSION = 2  # 2: the stream tables
+SCHEMA_VERSION = 3  # 2: the stream tables; 3: link_reports
 STATES = ("queued", "crawling", "idle", "blacklisted", "paused", "removed")
 DEFAULT_INTERVAL = 86_400.0  # a new site's re-crawl interval, until its changes are measured
 EDGES_FETCHED = 10_000  # rows read at a time when edges are streamed
@@ -116,6 +121,20 @@ CREATE TABLE edges (
 ) WITHOUT ROWID;
 CREATE INDEX edges_by_dst ON edges (dst, src);
 """
+# A finished crawl's external links (canonical URLs, a JSON list), until they are applied.
+_LINKS_SCHEMA = """
+CREATE TABLE link_reports (
+    crawl INTEGER NOT NULL,
+    site INTEGER NOT NULL,
+    links TEXT NOT NULL,
+    PRIMARY KEY (crawl)
+);
+"""
+_INSERT_SITE = (
+    "INSERT INTO sites (start_url, accept, reject, max_depth, state, priority, seed,"
+    " source, next_crawl, interval, created) VALUES (?,?,?,?,'queued',?,?,?,?,?,?)"
+    " RETURNING id"
+)
 
 
 class SiteOptions(TypedDict, total=False):
@@ -130,6 +149,29 @@ class SiteOptions(TypedDict, total=False):
 
 class DuplicateSite(StoreError):
     """A new site whose start URL already belongs to a registered site."""
+
+
+@dataclass(frozen=True)
+class LinkReport:
+    """The external links of a finished crawl of `site`, waiting for the expansion policy."""
+
+    crawl: int
+    site: int
+    links: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NewSite:
+    """A site the expansion policy registers, its delimitation checked (start URL canonical,
+    accept not empty), and how many of the applied links lead to it."""
+
+    start_url: str
+    accept: str
+    reject: str
+    max_depth: int
+    priority: float
+    source: str
+    links: int
 
 
 class Store(StreamRegistry):
@@ -180,9 +222,7 @@ class Store(StreamRegistry):
             )
         with self._writing() as db:
             site_id: int = db.execute(
-                "INSERT INTO sites (start_url, accept, reject, max_depth, state, priority, seed,"
-                " source, next_crawl, interval, created) VALUES (?,?,?,?,'queued',?,?,?,?,?,?)"
-                " RETURNING id",
+                _INSERT_SITE,
                 (
                     start,
                     delimitation.accept,
@@ -350,10 +390,12 @@ class Store(StreamRegistry):
         *,
         new_chunk_share: float | None = None,
         second: str = "",
+        links: Sequence[str] = (),
     ) -> None:
         """Records a crawl, keeps its signature and chunk files on the site and makes a crawling,
         queued or idle site idle, due again after its interval. The crawl of a `second` agent
-        sent while the first still crawls is recorded and leaves the site as it is."""
+        sent while the first still crawls is recorded and leaves the site as it is. Its
+        external `links` (canonical URLs) wait in link_reports for the expansion policy."""
         site = self._existing(site_id)
         started = (
             site.claimed if site.state == "crawling" else report_number(report, "started") or now
@@ -361,9 +403,10 @@ class Store(StreamRegistry):
         if second:
             started = report_number(report, "started") or now
         with self._writing() as db:
-            db.execute(
+            crawl_id = db.execute(
                 "INSERT INTO crawls (site, agent, started, finished, pages, new_contents,"
-                " known_contents, new_chunk_share, report) VALUES (?,?,?,?,?,?,?,?,?)",
+                " known_contents, new_chunk_share, report) VALUES (?,?,?,?,?,?,?,?,?)"
+                " RETURNING id",
                 (
                     site_id,
                     second or site.agent,
@@ -375,7 +418,12 @@ class Store(StreamRegistry):
                     new_chunk_share,
                     _stored_report(report),
                 ),
-            )
+            ).fetchone()[0]
+            if links:
+                db.execute(
+                    "INSERT INTO link_reports (crawl, site, links) VALUES (?,?,?)",
+                    (crawl_id, site_id, json.dumps(list(links))),
+                )
             if second:
                 db.execute(
                     "UPDATE sites SET crawls = crawls + 1, last_crawl = ? WHERE id = ?",
@@ -409,18 +457,62 @@ class Store(StreamRegistry):
     def add_edges(self, src: int, dst_counts: Mapping[int, int], now: float) -> None:
         """Links from site `src` to other sites, and how many its last crawl found (self-links
         are left out); a later call for the same pair replaces its count."""
-        rows = [
-            (src, dst, count, now) for dst, count in dst_counts.items() if dst != src and count > 0
-        ]
-        if not rows:
-            return
         with self._writing() as db:
-            db.executemany(
-                "INSERT INTO edges (src, dst, count, last_seen) VALUES (?,?,?,?)"
-                " ON CONFLICT (src, dst) DO UPDATE"
-                " SET count = excluded.count, last_seen = excluded.last_seen",
-                rows,
-            )
+            _upsert_edges(db, src, dst_counts, now)
+
+    def link_reports(self, limit: int, leave_out: Collection[int] = ()) -> list[LinkReport]:
+        """Crawls whose external links wait for the expansion policy, oldest first, those in
+        `leave_out` (being resolved) aside."""
+        rows = self._read(
+            "SELECT crawl, site, links FROM link_reports ORDER BY crawl LIMIT ?",
+            (limit + len(leave_out),),
+        )
+        return [
+            LinkReport(crawl, site, tuple(json.loads(links)))
+            for crawl, site, links in rows
+            if crawl not in leave_out
+        ][:limit]
+
+    def links_waiting(self) -> int:
+        """How many crawls' links wait for the expansion policy."""
+        return int(self._read("SELECT count(*) FROM link_reports")[0][0])
+
+    def apply_links(
+        self, crawl: int, src: int, known: Mapping[int, int], new: Sequence[NewSite], now: float
+    ) -> list[int] | None:
+        """In one transaction, the links of crawl `crawl` applied: the sites in `new` registered
+        (queued for a crawl now), the edges from `src` to them and to the `known` sites (with
+        their counts) added, and the crawl taken out of link_reports. The new sites' ids; None
+        when the crawl's links were applied already (nothing is written)."""
+        with self._writing() as db:
+            if not db.execute("SELECT 1 FROM link_reports WHERE crawl = ?", (crawl,)).fetchone():
+                return None
+            added = []
+            counts = dict(known)
+            for site in new:
+                site_id: int = db.execute(
+                    _INSERT_SITE,
+                    (
+                        site.start_url,
+                        site.accept,
+                        site.reject,
+                        site.max_depth,
+                        site.priority,
+                        0,
+                        site.source,
+                        now,
+                        DEFAULT_INTERVAL,
+                        now,
+                    ),
+                ).fetchone()[0]
+                added.append(site_id)
+                counts[site_id] = site.links
+            _upsert_edges(db, src, counts, now)
+            db.execute("DELETE FROM link_reports WHERE crawl = ?", (crawl,))
+        for site_id, site in zip(added, new, strict=True):
+            self._hosts.add(site_id, site.accept)
+        self._track(added)
+        return added
 
     def edges(self) -> Iterator[tuple[int, int, int]]:
         """Every (src, dst, count) of the graph, read a batch at a time."""
@@ -461,6 +553,14 @@ class Store(StreamRegistry):
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def settings_under(self, prefix: str) -> dict[str, str]:
+        """The settings whose keys start with `prefix`, by key."""
+        rows = self._read(
+            "SELECT key, value FROM settings WHERE key >= ? AND key < ?",
+            (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
+        )
+        return {str(key): str(value) for key, value in rows}
 
     def counts(self) -> dict[str, int]:
         """Sites in all and by state, edges, crawls."""
@@ -536,7 +636,7 @@ class SqliteStore(Store):
         tables = {row[0] for row in self._read("SELECT name FROM sqlite_master")}
         if not tables:
             with self._writing() as db:
-                _create(db, _META_SCHEMA + _SCHEMA + _STREAM_SCHEMA)
+                _create(db, _META_SCHEMA + _SCHEMA + _STREAM_SCHEMA + _LINKS_SCHEMA)
                 db.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
@@ -553,10 +653,15 @@ class SqliteStore(Store):
                 f"{self.path}: written by a newer dlweb (schema version {version}, this one reads"
                 f" up to {SCHEMA_VERSION}); upgrade dlweb to open it"
             )
-        if version < 2:
-            # A campaign from before streams: it goes on with empty stream tables.
+        if version < SCHEMA_VERSION:
+            # A campaign from before streams goes on with empty stream tables, one from before
+            # link_reports with no links waiting.
             with self._writing() as db:
-                _create(db, _STREAM_SCHEMA)
+                _create(
+                    db,
+                    (_STREAM_SCHEMA if version < 2 else "")
+                    + ("" if "link_reports" in tables else _LINKS_SCHEMA),
+                )
                 db.execute(
                     "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
                 )
@@ -632,6 +737,19 @@ def _crawl(row: Sequence[Any]) -> Crawl:
     values = dict(zip(_CRAWL_FIELDS, row, strict=True))
     values["report"] = json.loads(zlib.decompress(values["report"]))
     return Crawl(**values)
+
+
+def _upsert_edges(db: Connection, src: int, dst_counts: Mapping[int, int], now: float) -> None:
+    """Edges from `src` with their counts (self-links and counts of 0 left out), a pair's count
+    replaced if it has one."""
+    rows = [(src, dst, count, now) for dst, count in dst_counts.items() if dst != src and count > 0]
+    if rows:
+        db.executemany(
+            "INSERT INTO edges (src, dst, count, last_seen) VALUES (?,?,?,?)"
+            " ON CONFLICT (src, dst) DO UPDATE"
+            " SET count = excluded.count, last_seen = excluded.last_seen",
+            rows,
+        )
 
 
 def _create(db: sqlite3.Connection, schema: str) -> None:

@@ -567,7 +567,7 @@ def test_a_campaign_database_from_before_streams_opens_with_empty_stream_tables(
         assert store.streams() == []
         assert store.record_stream(RADIO, None, 1.0).state == "waiting"
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
     db.close()
 
 
