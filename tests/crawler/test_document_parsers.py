@@ -23,7 +23,7 @@ from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
 from crawler.links import LinkKind
 from crawler.parsers import ParseResult, parse, parser_for
-from crawler.parsers.documents import field_link
+from crawler.parsers.documents import MAX_SECONDS, field_link
 from crawler.parsers.msdoc import MsDocParser
 from crawler.parsers.ooxml import DocxParser
 from crawler.parsers.ooxml import sniff as sniff_docx
@@ -47,7 +47,7 @@ PARSERS = {"pdf": PdfParser, "docx": DocxParser, "doc": MsDocParser, "rtf": RtfP
 # A picture linked, not embedded, stays a link in DOCX and DOC; a PDF draws it, and LibreOffice
 # embeds it in RTF.
 LINKED_PICTURE = ("docx", "doc")
-QUICK = 3.0  # seconds a hostile document may take, on a busy machine
+QUICK = MAX_SECONDS + 1.0  # seconds a hostile document may take: its deadline, with a margin
 MEMORY = 64 * 1024 * 1024  # bytes a hostile document may allocate
 CONVERT_TIMEOUT = 180
 
