@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import socket
+from collections.abc import Callable, Iterator
 
 import aiohttp
 import lxml.html
@@ -16,10 +17,19 @@ from passlib.apache import HtpasswdFile
 
 from archive.timestamps import format_http_date, parse_time
 from deploy.testing.cdx_toolkit import iterate
+from deploy.testing.cluster import Cluster
 from deploy.testing.memento_clients import memento_info, memento_list
 from deploy.testing.ports import free_port
+from tests.master.conftest import module_cluster_factory  # noqa: F401  (a fixture)
 
-from .conftest import Proxy, Version, archive, header_block, run_proxy_to_its_end
+from .conftest import (
+    Proxy,
+    Version,
+    archive,
+    header_block,
+    run_proxy_to_its_end,
+    start_proxy,
+)
 from .test_banner import NAVIGATION
 from .test_proxy import LOST, MOVED, NEW, OLD, PAGE, fetch
 from .test_streaming import stored_copies
@@ -56,14 +66,22 @@ def _date(version: Version) -> str:
     return format_http_date(parse_time(version.date))
 
 
-@pytest.fixture
-async def front(cluster_factory, proxy_factory) -> tuple[str, Proxy]:
-    """The root of the front's collection, and the proxy that runs it."""
-    cluster = cluster_factory(nodes=1, replicas=1)
-    await archive(cluster, [OLD, NEW, MOVED, LOST, QUERIED, LARGE])
+@pytest.fixture(scope="module")
+def front(
+    module_cluster_factory: Callable[..., Cluster],  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, Proxy]]:
+    """The root of the front's collection, and the proxy that runs it (the module's tests only
+    read from it)."""
+    cluster = module_cluster_factory(nodes=1, replicas=1)
+    asyncio.run(archive(cluster, [OLD, NEW, MOVED, LOST, QUERIED, LARGE]))
+    folder = tmp_path_factory.mktemp("front")
     port = free_port()
-    proxy = proxy_factory(cluster, "--direct", f"127.0.0.1:{port}")
-    return f"http://127.0.0.1:{port}/web", proxy
+    proxy = start_proxy(
+        cluster, folder / "proxy", folder / "proxy.log", "--direct", f"127.0.0.1:{port}"
+    )
+    yield f"http://127.0.0.1:{port}/web", proxy
+    proxy.stop()
 
 
 async def _get(url: str, method: str = "GET", **headers: str) -> tuple[int, dict, bytes]:
