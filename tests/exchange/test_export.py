@@ -439,7 +439,7 @@ async def test_an_export_streams_large_contents_into_valid_records(cluster_facto
 
 async def test_an_export_of_a_huge_content_never_holds_it(cluster_factory, tmp_path):
     cluster = cluster_factory(nodes=1, replicas=1)
-    huge = _pattern(64 * 1024 * 1024)
+    huge = _pattern(32 * 1024 * 1024)
     digest = hashlib.sha256(huge).hexdigest()
     source = tmp_path / "huge.warc.gz"
     with open(source, "wb") as fh:
@@ -458,7 +458,7 @@ async def test_an_export_of_a_huge_content_never_holds_it(cluster_factory, tmp_p
         finally:
             tracemalloc.stop()
     assert summary.records == {"warcinfo": 1, "response": 1}
-    # Read whole, the content alone would be 64 MiB of it (about 130 MB with its copies).
+    # Read whole, the content alone would be 32 MiB of it (about 65 MB with its copies).
     assert peak < 16 * 1024 * 1024, f"{peak:,} bytes at the peak"
 
     read = hashlib.sha256()
