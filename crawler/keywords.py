@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 __all__ = ["COMMON_WORDS", "STOP_WORDS", "PhraseCounter", "phrase_words"]
 
 MAX_WORDS = 4  # the longest phrase
-MAX_TABLE = 200_000  # n-grams counted at once; the rarer half is dropped when full
-MAX_DOCUMENT_WORDS = (
-    2_000  # words of one document read for phrases (its start says what it is about)
-)
-MAX_SITE_WORDS = 200_000  # words of one site read for phrases (about 0.4 s of counting)
+MAX_TABLE = 20_000  # n-grams counted at once (about 2 MB); the rarer half is dropped when full
+MAX_DOCUMENT_WORDS = 300  # words of one document read for phrases: its start says what it is about
+MAX_SITE_WORDS = 5_000  # words of one site read for phrases: its first pages, breadth-first
+# Characters of a document looked at for its first MAX_DOCUMENT_WORDS words (about 6 a word).
+MAX_DOCUMENT_CHARACTERS = 12 * MAX_DOCUMENT_WORDS
 MIN_COUNT = 3  # fewer occurrences: not a phrase of the site
 # A longer n-gram stands for a shorter one inside it when it has at least this share of its count.
 ABSORB = 0.6
@@ -88,7 +88,9 @@ class PhraseCounter:
 
     def add(self, text: str) -> None:
         budget = min(MAX_DOCUMENT_WORDS, self.max_site_words - self.words)
-        for run in phrase_words(text):
+        if budget <= 0:
+            return
+        for run in phrase_words(text[:MAX_DOCUMENT_CHARACTERS]):
             if budget <= 0:
                 return
             run = run[:budget]

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from .order import Signature
 
 __all__ = ["PageChanges"]
@@ -21,9 +21,12 @@ CHUNKS_SUFFIX = ".chunks"
 MAX_PREVIOUS_CHUNKS = 8_000_000  # signatures of the previous crawl read, at most (64 MB)
 
 
-def previous_chunks(path: Path) -> npt.NDArray[np.uint64] | None:
+def previous_chunks(path: Path) -> "npt.NDArray[np.uint64] | None":
     """The previous crawl's distinct text-chunk signatures, sorted; None when its chunk file is
-    missing, damaged or too large to read."""
+    missing, damaged or too large to read. (numpy is loaded here, by a re-crawl only: a site
+    agent's first crawls do without its memory.)"""
+    import numpy as np
+
     try:
         size = path.stat().st_size
         if size % 8 or size > 8 * MAX_PREVIOUS_CHUNKS:
@@ -38,7 +41,7 @@ def previous_chunks(path: Path) -> npt.NDArray[np.uint64] | None:
 @dataclass
 class PageChanges:
     previous: dict[str, "Signature"]
-    before: npt.NDArray[np.uint64] | None  # the previous crawl's chunk signatures, sorted
+    before: "npt.NDArray[np.uint64] | None"  # the previous crawl's chunk signatures, sorted
     new_pages: int = 0
     changed_pages: int = 0
     chunks_in_old_pages: int = 0
@@ -67,6 +70,8 @@ class PageChanges:
             return
         new = len(signatures)
         if len(self.before):
+            import numpy as np
+
             found = np.asarray(signatures, dtype=np.uint64)
             at = np.searchsorted(self.before, found).clip(max=len(self.before) - 1)
             new = int((self.before[at] != found).sum())

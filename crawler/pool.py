@@ -191,7 +191,20 @@ def crawl_sites(
     agents: int = 1,
     monitor: tuple[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Crawl every site with `agents` agents; one report per site, in the orders' order."""
+    """Crawl every site with `agents` agents; one report per site, in the orders' order, each
+    with its language told here (language_guess.with_language)."""
+    from .language_guess import with_language  # here, not in the agents: see with_language
+
+    return [with_language(report) for report in _crawl_sites(config, orders, work, agents, monitor)]
+
+
+def _crawl_sites(
+    config: ClusterConfig,
+    orders: Sequence[dict[str, Any]],
+    work: Path,
+    agents: int,
+    monitor: tuple[str, int] | None,
+) -> list[dict[str, Any]]:
     work.mkdir(parents=True, exist_ok=True)
     if agents <= 1 or len(orders) <= 1:
         return asyncio.run(_crawl_in_turn(Agent(config, work, monitor=monitor), orders))

@@ -10,16 +10,18 @@ from typing import Any
 import xxhash
 
 from .keywords import PhraseCounter
-from .language_guess import guess_language, words_of
 from .page_changes import PageChanges
 from .retries import RetryReport
 from .site_graph import SiteGraph
+from .words import words_of
 
 __all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
 MAX_LISTED = 10_000  # external links, feeds, streams kept per site
 MAX_TEXTS = 5  # anchor texts kept per external link
 LANGUAGE_SAMPLE = 2_000  # words of a site's text its language is told from
+# Characters of that sample sent in the report (language_guess.py reads no more).
+SAMPLE_CHARACTERS = 6_000
 TOP_PHRASES = 30  # the site's characteristic phrases reported (keywords.py)
 # A chunk ends after a word whose last letter and length fall on one value in 16: about 16 words
 # per chunk, with boundaries set by the text alone, so an edit changes its own chunk's signature
@@ -182,7 +184,7 @@ class SiteReport:
                     for phrase, count in self.text.phrases.phrases(TOP_PHRASES)
                 ],
                 "chunks": self.text.chunks,
-                "language": guess_language(" ".join(self.text.sample)),
+                "sample": " ".join(self.text.sample)[:SAMPLE_CHARACTERS],
             },
             "signature_file": self.signature_file,
             "chunk_file": self.chunk_file,

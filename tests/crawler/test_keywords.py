@@ -72,7 +72,7 @@ def test_a_phrase_that_often_comes_without_its_longer_form_stays_a_phrase() -> N
 def test_the_table_of_n_grams_stays_bounded_and_keeps_what_is_frequent() -> None:
     rng = random.Random(7)
     vocabulary = [f"word{i}" for i in range(20_000)]
-    counter = PhraseCounter(max_table=5_000)
+    counter = PhraseCounter(max_table=5_000, max_site_words=1_000_000)
     for page in range(300):
         noise = " ".join(rng.choice(vocabulary) for _ in range(200))
         counter.add(f"{noise}. Deep sea exploration. {page}")
