@@ -69,6 +69,11 @@ def run_crawler(
     return Crawl(done.returncode, output, reports)
 
 
+def resolving(sites: Sites) -> list[str]:
+    """The crawler's --resolve options that send every test host to the test web."""
+    return [arg for host in sites.resolve_args() for arg in ("--resolve", host)]
+
+
 @pytest.fixture
 def crawl(tmp_path: Path, sites: Sites) -> Callable[..., Crawl]:
     """Run `python -m crawler` against the test web, every test host resolved to its address."""
@@ -78,7 +83,8 @@ def crawl(tmp_path: Path, sites: Sites) -> Callable[..., Crawl]:
         nonlocal runs
         runs += 1
         report = tmp_path / f"report-{runs}.json"
-        resolve = [arg for host in sites.resolve_args() for arg in ("--resolve", host)]
-        return run_crawler(cluster, report, tmp_path / "crawl-work", *resolve, *args, check=check)
+        return run_crawler(
+            cluster, report, tmp_path / "crawl-work", *resolving(sites), *args, check=check
+        )
 
     return run

@@ -4,6 +4,8 @@ import asyncio
 import gzip
 import json
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ from archive.cluster import ClusterClient
 from archive.config import ClusterConfig
 from archive.header_block import parse_header_block
 from archive.structure import RecordKind
+from deploy.testing.cluster import Cluster
+from tests.crawler.conftest import Crawl, resolving, run_crawler
 from tests.crawler.sites import (
     ALPHA,
     ALPHA_CSS,
@@ -22,14 +26,11 @@ from tests.crawler.sites import (
     TRAPS,
     Sites,
     expected_urls,
+    serve_sites,
 )
 
 # Short limits so the slow and endless resources of the test web cost seconds, not minutes.
 QUICK = ("--delay", "0", "--timeout", "2", "--max-size", "200000", "--retry-delay", "0.5")
-
-
-def requested(sites: Sites) -> Counter[tuple[str, str]]:
-    return Counter((entry["host"].split(":")[0], entry["path"]) for entry in sites.log())
 
 
 def start(sites: Sites) -> str:
@@ -45,15 +46,37 @@ async def capture_kinds(config: ClusterConfig, urls: set[str]) -> dict[str, list
         return found
 
 
-@pytest.fixture
-def alpha_crawl(cluster_factory: Any, crawl: Any, sites: Sites) -> tuple[Any, Any]:
-    cluster = cluster_factory(nodes=2, replicas=1)
-    return cluster, crawl(cluster, *QUICK, start(sites))
+@dataclass
+class AlphaCrawl:
+    """One crawl of the test web from alpha, and what the test web saw of it."""
+
+    cluster: Cluster
+    done: Crawl
+    sites: Sites
+    log: list[dict[str, Any]]  # the test web's requests, as the crawl ended
+    stats: dict[str, dict[str, int]]  # its connections and requests by address, as it ended
+
+    def requested(self) -> Counter[tuple[str, str]]:
+        return Counter((entry["host"].split(":")[0], entry["path"]) for entry in self.log)
 
 
-def test_every_page_and_requisite_is_fetched_and_stored(alpha_crawl, sites):
-    cluster, done = alpha_crawl
-    asked = requested(sites)
+@pytest.fixture(scope="module")
+def alpha_crawl(
+    module_cluster_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AlphaCrawl]:
+    """The crawl the module's tests read: the archive, the report, and the test web's log and
+    figures taken when it ended (a test's own requests come after)."""
+    folder = tmp_path_factory.mktemp("alpha")
+    with serve_sites(folder) as sites:
+        cluster = module_cluster_factory(nodes=2, replicas=1)
+        report, work = folder / "report.json", folder / "work"
+        done = run_crawler(cluster, report, work, *resolving(sites), *QUICK, start(sites))
+        yield AlphaCrawl(cluster, done, sites, sites.log(), sites.stats())
+
+
+def test_every_page_and_requisite_is_fetched_and_stored(alpha_crawl):
+    cluster, done, sites = alpha_crawl.cluster, alpha_crawl.done, alpha_crawl.sites
+    asked = alpha_crawl.requested()
     missing = EXPECTED_ALPHA["fetched"] - set(asked)
     assert not missing, f"never requested: {sorted(missing)}\n{done.output}"
     # Every URL answered with a response is in the archive (bad ones: at least asked for).
@@ -75,9 +98,9 @@ async def stored(config: ClusterConfig, address: str) -> tuple[str | None, bytes
         return header.get("Content-Encoding"), await client.get_content(capture.content)
 
 
-def test_compression_is_asked_for_and_what_is_sent_is_stored_as_sent(alpha_crawl, sites):
-    cluster, _ = alpha_crawl
-    assert {entry["accept_encoding"] for entry in sites.log()} == {"gzip"}  # plain HTTP: no br
+def test_compression_is_asked_for_and_what_is_sent_is_stored_as_sent(alpha_crawl):
+    cluster, sites = alpha_crawl.cluster, alpha_crawl.sites
+    assert {entry["accept_encoding"] for entry in alpha_crawl.log} == {"gzip"}  # plain HTTP: no br
     home, style = sites.url(ALPHA, "/"), sites.url(ALPHA, "/css/main.css")
     coding, payload = asyncio.run(stored(cluster.config, home))
     assert coding == "gzip" and gzip.decompress(payload) == sites.get(ALPHA, "/").body
@@ -86,32 +109,30 @@ def test_compression_is_asked_for_and_what_is_sent_is_stored_as_sent(alpha_crawl
     png, _ = asyncio.run(stored(cluster.config, sites.url(ALPHA, "/img/home.png")))
     assert png is None  # an image is not compressed: sent and stored as it is
     # What the compressed pages and styles link to was read out of them and fetched.
-    asked = requested(sites)
+    asked = alpha_crawl.requested()
     assert (ALPHA, "/level1/a.html") in asked and (ALPHA, "/css/theme.css") in asked
 
 
-def test_requisite_on_another_host_fetched_and_external_page_reported_not_followed(
-    alpha_crawl, sites
-):
-    _, done = alpha_crawl
-    hosts = {host for host, _ in requested(sites)}
+def test_requisite_on_another_host_fetched_and_external_page_reported_not_followed(alpha_crawl):
+    done, sites = alpha_crawl.done, alpha_crawl.sites
+    hosts = {host for host, _ in alpha_crawl.requested()}
     assert BETA in hosts
     assert GAMMA not in hosts
     external = {link["url"] for link in done.report["external_links"]}
     assert expected_urls("external", sites.port) <= external
 
 
-def test_robots_exclusions_honoured(alpha_crawl, sites):
-    _, done = alpha_crawl
-    asked = requested(sites)
+def test_robots_exclusions_honoured(alpha_crawl):
+    done = alpha_crawl.done
+    asked = alpha_crawl.requested()
     assert not EXPECTED_ALPHA["never"] & set(asked)
     assert done.report["robots_excluded"] >= 1
     assert asked[(ALPHA, "/robots.txt")] == 1
 
 
-def test_traps_stay_bounded(alpha_crawl, sites):
-    _, done = alpha_crawl
-    asked = requested(sites)
+def test_traps_stay_bounded(alpha_crawl):
+    done = alpha_crawl.done
+    asked = alpha_crawl.requested()
     for prefix in TRAPS:
         count = sum(
             n for (host, path), n in asked.items() if host == ALPHA and path.startswith(prefix)
@@ -120,12 +141,12 @@ def test_traps_stay_bounded(alpha_crawl, sites):
     assert done.report["traps"] >= 1
 
 
-def test_one_request_at_a_time_per_server_and_each_url_once(alpha_crawl, sites):
-    _, done = alpha_crawl
-    stats = sites.stats()
+def test_one_request_at_a_time_per_server_and_each_url_once(alpha_crawl):
+    done, sites = alpha_crawl.done, alpha_crawl.sites
+    stats = alpha_crawl.stats
     assert all(address["max_in_flight"] <= 1 for address in stats.values()), stats
     # Each URL once, but the page that timed out: tried again twice later in the crawl.
-    again = {place: n for place, n in requested(sites).items() if n > 1}
+    again = {place: n for place, n in alpha_crawl.requested().items() if n > 1}
     assert again == {(ALPHA, "/slow.html"): 3}
     (given_up,) = done.report["retries"]["given_up"]
     assert (
@@ -138,7 +159,7 @@ def test_one_request_at_a_time_per_server_and_each_url_once(alpha_crawl, sites):
 
 
 def test_bad_resources_are_logged_with_their_reason_and_the_crawl_goes_on(alpha_crawl):
-    _, done = alpha_crawl
+    done = alpha_crawl.done
     errors = done.report["errors"]
     for kind in ("timeout", "too-large", "broken-redirect", "redirect-loop", "malformed"):
         assert errors.get(kind, 0) >= 1, (kind, errors, done.output)
