@@ -50,6 +50,7 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     +-- MigrationError                                     master/migration.py
     +-- NoIndex, NotIndexed                                search/errors.py
     +-- StoreError, and DuplicateSite of it                crawler/scheduler/
+    +-- SchedulerFailure, and NoScheduler of it          harbors/scheduler_api.py
     +-- BadAssignment                                      crawler/stream/assignment.py
     +-- BadMetadata                                        crawler/stream/icy.py
     +-- BrowserError                                       crawler/browser/_cdp.py
