@@ -11,8 +11,9 @@ uses (a background of common words) and up for length.
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["COMMON_WORDS", "STOP_WORDS", "PhraseCounter", "phrase_words"]
+__all__ = ["COMMON_WORDS", "STOP_WORDS", "PhraseCounter", "phrase_words", "phrases_of"]
 
 MAX_WORDS = 4  # the longest phrase
 MAX_TABLE = 20_000  # n-grams counted at once (about 2 MB); the rarer half is dropped when full
@@ -20,6 +21,10 @@ MAX_DOCUMENT_WORDS = 300  # words of one document read for phrases: its start sa
 MAX_SITE_WORDS = 5_000  # words of one site read for phrases: its first pages, breadth-first
 # Characters of a document looked at for its first MAX_DOCUMENT_WORDS words (about 6 a word).
 MAX_DOCUMENT_CHARACTERS = 12 * MAX_DOCUMENT_WORDS
+# Characters of a site's first documents its report carries for its phrases (report.py): a bound
+# for texts of scripts without spaces, where MAX_SITE_WORDS would not be one.
+MAX_SAMPLE_CHARACTERS = 64 * 1024
+TOP_PHRASES = 30  # the site's characteristic phrases reported
 MIN_COUNT = 3  # fewer occurrences: not a phrase of the site
 # A longer n-gram stands for a shorter one inside it when it has at least this share of its count.
 ABSORB = 0.6
@@ -155,3 +160,17 @@ def _score(gram: str, count: int) -> float:
     content = [word for word in words if word not in STOP_WORDS]
     weight = sum(BACKGROUND if word in COMMON_WORDS else 1.0 for word in content) / len(content)
     return count * weight * (1 + LENGTH_BONUS * (len(words) - 1))
+
+
+def phrases_of(sample: object, top: int = TOP_PHRASES) -> list[dict[str, Any]]:
+    """The phrases of a site from the sample of its text its report carries (`phrase_sample`,
+    the starts of its first documents), as the report gives them; a sample that is not a list
+    of texts gives none."""
+    counter = PhraseCounter()
+    left = MAX_SAMPLE_CHARACTERS
+    for text in sample if isinstance(sample, list) else ():
+        if not isinstance(text, str) or left <= 0:
+            break
+        counter.add(text[:left])
+        left -= len(text)
+    return [{"phrase": phrase, "count": count} for phrase, count in counter.phrases(top)]

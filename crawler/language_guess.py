@@ -23,16 +23,14 @@ of Human Rights each), each kept as a Bloom filter of its character n-grams.
 
 import functools
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .words import words_of
 
-__all__ = ["LANGUAGES", "guess_language", "judge_filters", "with_language", "words_of"]
+__all__ = ["LANGUAGES", "guess_language", "judge_filters", "words_of"]
 
 _LETTERS = re.compile(r"[^\W\d_]+")
 
@@ -131,16 +129,3 @@ def guess_language(text: str) -> str:
     if score < MIN_SCORE or score < MIN_LEAD * runner_up:
         return ""
     return best
-
-
-def with_language(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A site report with `text.language` told from the sample of text its agent sent, the
-    sample then dropped: agents leave the guess to the process their reports go to (the
-    scheduler, the crawl command), so that none of them loads numpy and the judge filters."""
-    text = report.get("text")
-    if not isinstance(text, Mapping) or "language" in text:
-        return dict(report)
-    sample = text.get("sample")
-    told = {key: value for key, value in text.items() if key != "sample"}
-    told["language"] = guess_language(sample) if isinstance(sample, str) else ""
-    return {**report, "text": told}

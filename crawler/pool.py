@@ -192,10 +192,10 @@ def crawl_sites(
     monitor: tuple[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Crawl every site with `agents` agents; one report per site, in the orders' order, each
-    with its language told here (language_guess.with_language)."""
-    from .language_guess import with_language  # here, not in the agents: see with_language
+    with its language and phrases told here (report_text.py)."""
+    from .report_text import told  # here, not in the agents: see report_text.py
 
-    return [with_language(report) for report in _crawl_sites(config, orders, work, agents, monitor)]
+    return [told(report) for report in _crawl_sites(config, orders, work, agents, monitor)]
 
 
 def _crawl_sites(

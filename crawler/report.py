@@ -9,7 +9,12 @@ from typing import Any
 
 import xxhash
 
-from .keywords import PhraseCounter
+from .keywords import (
+    MAX_DOCUMENT_CHARACTERS,
+    MAX_DOCUMENT_WORDS,
+    MAX_SAMPLE_CHARACTERS,
+    MAX_SITE_WORDS,
+)
 from .page_changes import PageChanges
 from .retries import RetryReport
 from .site_graph import SiteGraph
@@ -22,7 +27,6 @@ MAX_TEXTS = 5  # anchor texts kept per external link
 LANGUAGE_SAMPLE = 2_000  # words of a site's text its language is told from
 # Characters of that sample sent in the report (language_guess.py reads no more).
 SAMPLE_CHARACTERS = 6_000
-TOP_PHRASES = 30  # the site's characteristic phrases reported (keywords.py)
 # A chunk ends after a word whose last letter and length fall on one value in 16: about 16 words
 # per chunk, with boundaries set by the text alone, so an edit changes its own chunk's signature
 # and leaves the others be. (Cheap on purpose: it runs on every word of every page.)
@@ -50,7 +54,11 @@ class TextStats:
     words: int = 0
     chunks: int = 0
     keywords: Counter[str] = field(default_factory=Counter)  # the campaign's, counted
-    phrases: PhraseCounter = field(default_factory=PhraseCounter)  # the site's own
+    # The first documents' starts, for the site's phrases, counted where the report arrives
+    # (keywords.py phrases_of), and how many words and characters they hold.
+    phrase_sample: list[str] = field(default_factory=list)
+    phrase_words: int = 0
+    phrase_characters: int = 0
     sample: list[str] = field(default_factory=list)  # the first words of the site, for its language
     # Where the chunk signatures go, 8 bytes each (little-endian), as they are found.
     out: Callable[[bytes], None] | None = None
@@ -70,7 +78,11 @@ class TextStats:
             for keyword in keywords:
                 if found := lowered.count(keyword):
                     self.keywords[keyword] += found
-        self.phrases.add(text)
+        if self.phrase_words < MAX_SITE_WORDS and self.phrase_characters < MAX_SAMPLE_CHARACTERS:
+            start = text[:MAX_DOCUMENT_CHARACTERS]
+            self.phrase_sample.append(start)
+            self.phrase_words += min(len(words), MAX_DOCUMENT_WORDS)
+            self.phrase_characters += len(start)
         signatures = chunk_signatures(words)
         self.chunks += len(signatures)
         if self.out is not None:
@@ -179,10 +191,7 @@ class SiteReport:
                 "characters": self.text.characters,
                 "words": self.text.words,
                 "keywords": dict(self.text.keywords),
-                "phrases": [
-                    {"phrase": phrase, "count": count}
-                    for phrase, count in self.text.phrases.phrases(TOP_PHRASES)
-                ],
+                "phrase_sample": self.text.phrase_sample,
                 "chunks": self.text.chunks,
                 "sample": " ".join(self.text.sample)[:SAMPLE_CHARACTERS],
             },

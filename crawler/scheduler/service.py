@@ -41,7 +41,7 @@ from archive.scheduler_answers import CrawlerAgent, Referrer, SchedulerStatus, S
 from archive.stream_calls import STREAM_REPORT
 from archive.urlkey import BadUrl, canonical_url
 
-from ..language_guess import with_language
+from ..report_text import told
 from ..stream.assignment import ROLE as STREAMER
 from ..stream.settings import StreamSettings
 from .agent_link import AgentLink, gone_longer_than, has_left
@@ -420,7 +420,7 @@ class Scheduler:
         _, baseline = self._baseline(site, depth if isinstance(depth, int) else site.max_depth)
         chunks, previous = existing_file(chunk_file), existing_file(baseline)
         change = change_rate(report, previous, chunks) if chunks is not None else 1.0
-        report = with_language(report)
+        report = told(report)
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)

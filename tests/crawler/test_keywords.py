@@ -4,6 +4,7 @@ import random
 
 from crawler.keywords import STOP_WORDS, PhraseCounter, phrase_words
 from crawler.report import SiteReport
+from crawler.report_text import told
 
 # Pages of a site about one museum: its name comes back on every page, among other words.
 MUSEUM_PAGES = [
@@ -91,7 +92,11 @@ def test_the_report_gives_the_top_phrases_with_counts_beside_the_campaign_keywor
     report = SiteReport("http://museum.test/")
     for text in MUSEUM_PAGES:
         report.text.add(text, ("tapestries",))
-    text = report.to_json()["text"]
+    sent = report.to_json()["text"]
+    assert "phrases" not in sent and "language" not in sent  # told where the report arrives
+    text = told(report.to_json())["text"]
+    assert "phrase_sample" not in text and "sample" not in text
+    assert text["language"] == "en"
     assert text["keywords"] == {"tapestries": 3}
     assert text["phrases"][0] == {"phrase": "museum of fine arts", "count": 5}
     assert len(text["phrases"]) <= 30

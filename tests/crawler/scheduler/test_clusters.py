@@ -10,6 +10,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from archive.scheduler_answers import SiteClusters
 from crawler.report import SiteReport
+from crawler.report_text import told
 from crawler.scheduler.clusters import Topic, cluster, phrases_of, vector_of
 from crawler.scheduler.http import build_app
 from crawler.scheduler.service import Scheduler, SchedulerOptions
@@ -38,7 +39,7 @@ def site_report(url: str, topic: str, seed: int) -> dict[str, Any]:
     for _ in range(12):
         sentences = rng.sample(TOPICS[topic], 2) + [f"Our {rng.choice(OWN)} is open."]
         report.text.add(" ".join(sentences), ())
-    return report.to_json()
+    return told(report.to_json())  # as the scheduler stores it
 
 
 SITES = [
