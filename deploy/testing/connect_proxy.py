@@ -12,8 +12,8 @@ import base64
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
+
+from archive.lifetime import Opened
 
 MAX_HEAD = 8 * 1024
 
@@ -26,7 +26,7 @@ class ConnectRequest:
     authorization: str | None
 
 
-class ConnectProxy:
+class ConnectProxy(Opened):
     """The proxy on 127.0.0.1 and a free port while inside `async with`; `url` is its address."""
 
     def __init__(
@@ -47,17 +47,11 @@ class ConnectProxy:
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=MAX_HEAD)
         self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
         assert self._server is not None
         self._server.close()
         for task in list(self._handlers):

@@ -13,15 +13,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from archive.hip import HipSlave, hip_url
-from deploy.testing.cluster import Cluster
 from deploy.testing.waits import wait_until
 from tests.crawler.campaign import Campaign, dlweb
 from tests.crawler.scheduler.web import (
@@ -36,7 +31,6 @@ from tests.crawler.scheduler.web import (
     TOP_AUTHORITIES,
     TOP_HUBS,
     Web,
-    serve_web,
     site_of,
     site_url,
 )
@@ -71,17 +65,6 @@ class WebCampaign(Campaign):
         return counts.get("crawling", 0) == 0 and not [
             s for s in due if s["next_crawl"] <= time.time()
         ]
-
-
-@pytest.fixture
-def campaign(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> Iterator[WebCampaign]:
-    cluster = cluster_factory(nodes=1, replicas=1)
-    with serve_web(tmp_path) as web:
-        running = WebCampaign(cluster, tmp_path, web.resolve_args(), web=web)
-        try:
-            yield running
-        finally:
-            running.stop()
 
 
 def test_expansion_finds_the_relevant_sites_and_ranks_hubs_and_authorities(campaign):

@@ -7,7 +7,7 @@ import re
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from crawler.scheduler.expansion import Expansion, external_links, resolve_links
 from crawler.scheduler.feeds import holder
 from crawler.scheduler.guess import guess_site
 from crawler.scheduler.store import SqliteStore
-from deploy.testing.cluster import Cluster
 from deploy.testing.waits import wait_until
 from tests.crawler.scheduler.test_campaign import WebCampaign
 from tests.crawler.scheduler.web import (
@@ -30,7 +29,6 @@ from tests.crawler.scheduler.web import (
     MILL,
     MUSEUM,
     TRUST,
-    serve_web,
     site_of,
     site_url,
 )
@@ -137,17 +135,6 @@ def test_a_campaign_that_does_not_expand_applies_edges_to_registered_sites_only(
 
 
 # -- a campaign -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def campaign(cluster_factory: Callable[..., Cluster], tmp_path: Path) -> Iterator[WebCampaign]:
-    cluster = cluster_factory(nodes=1, replicas=1)
-    with serve_web(tmp_path) as web:
-        running = WebCampaign(cluster, tmp_path, web.resolve_args(), web=web)
-        try:
-            yield running
-        finally:
-            running.stop()
 
 
 def _start(campaign: WebCampaign, name: str) -> None:
