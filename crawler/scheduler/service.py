@@ -275,8 +275,9 @@ class Scheduler:
     def order(self, site: Site) -> CrawlOrder:
         """The order an agent is given for `site`: as deep as its depth hint says, with the
         signature file of the latest crawl that went as deep."""
-        hint = self.depth_hint(site)
-        previous, _ = self._baseline(site, hint.depth)
+        reports = self._last_reports(site)
+        hint = self._depth_hint(site, reports)
+        previous, _ = self._baseline(site, hint.depth, reports)
         if hint.cut:
             log.info(
                 "%s: to depth %d of %d, %s",
@@ -297,33 +298,41 @@ class Scheduler:
             browser=self.options.browser,
         )
 
-    def _baseline(self, site: Site, depth: int) -> tuple[str, str]:
+    def _last_reports(self, site: Site) -> list[Mapping[str, Any]]:
+        """The reports of the site's last crawls, newest first: as many as the depth hint and the
+        choice of a baseline look back on."""
+        window = self.options.quiet_crawls + self.options.full_crawl_every
+        if not site.crawls or not window:
+            return []
+        return [crawl.report for crawl in self.store.crawls(site.id, limit=window)]
+
+    def _baseline(
+        self, site: Site, depth: int, reports: list[Mapping[str, Any]]
+    ) -> tuple[str, str]:
         """The signature and chunk files of the site's latest crawl that went `depth` deep or
         deeper (a report without its depth went as deep as the site goes): what a crawl to
         `depth` is compared with, since a crawl cut above knows nothing of the levels below."""
-        window = self.options.quiet_crawls + self.options.full_crawl_every
-        if site.crawls and window:
-            for crawl in self.store.crawls(site.id, limit=window):
-                reached = crawl.report.get("max_depth")
-                if not isinstance(reached, int) or reached >= depth:
-                    report = crawl.report
-                    return str(report.get("signature_file", "")), str(report.get("chunk_file", ""))
+        for report in reports:
+            reached = report.get("max_depth")
+            if not isinstance(reached, int) or reached >= depth:
+                return str(report.get("signature_file", "")), str(report.get("chunk_file", ""))
         return site.signature_file, site.chunk_file
 
     def depth_hint(self, site: Site) -> DepthHint:
         """The depth of the site's next crawl, from the reports of its last crawls."""
-        quiet = self.options.quiet_crawls
-        reports = (
-            [crawl.report for crawl in self.store.crawls(site.id, limit=quiet)] if quiet else []
-        )
+        return self._depth_hint(site, self._last_reports(site))
+
+    def _depth_hint(self, site: Site, reports: list[Mapping[str, Any]]) -> DepthHint:
+        options = self.options
         return depth_hint(
-            site.max_depth, reports, site.crawls, quiet, self.options.full_crawl_every
+            site.max_depth, reports, site.crawls, options.quiet_crawls, options.full_crawl_every
         )
 
     # -- a site is done -----------------------------------------------------------------------
 
     async def _site_done(self, peer: Peer, done: SiteDone) -> Ok:
-        report = done.report
+        # Telling a report's language and phrases takes tens of milliseconds: off the loop.
+        report = await asyncio.to_thread(told, done.report)
         agent = self.agents.get(peer.name)
         if agent is not None:
             agent.site = None
@@ -417,10 +426,13 @@ class Scheduler:
         signature_file = str(report.get("signature_file", ""))
         chunk_file = str(report.get("chunk_file", ""))
         depth = report.get("max_depth")
-        _, baseline = self._baseline(site, depth if isinstance(depth, int) else site.max_depth)
+        _, baseline = self._baseline(
+            site,
+            depth if isinstance(depth, int) else site.max_depth,
+            self._last_reports(site),
+        )
         chunks, previous = existing_file(chunk_file), existing_file(baseline)
         change = change_rate(report, previous, chunks) if chunks is not None else 1.0
-        report = told(report)
         text = report.get("text")
         language = text.get("language") if isinstance(text, Mapping) else None
         verdict = judge(report, self.options.filters, str(language) if language else None)
