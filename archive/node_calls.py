@@ -78,6 +78,11 @@ def _groups(value: object) -> tuple[int, ...]:
     return tuple(g for g in value if type(g) is int and 0 <= g < 256)
 
 
+def _names(params: dict[str, Any], key: str, method: str) -> list[str]:
+    """The strings of an answer's list field `key`, whatever else it holds left out."""
+    return [name for name in field(params, key, list, method) if isinstance(name, str)]
+
+
 def _is_base_url(source: object) -> bool:
     """Whether `source` is an http(s) URL with a host and nothing after its path."""
     if not isinstance(source, str) or len(source) > MAX_URL:
@@ -317,9 +322,9 @@ class FetchAnswer:
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
         p = as_object(data, method)
-        fetched, failed = field(p, "fetched", list, method), field(p, "failed", list, method)
+        fetched, failed = _names(p, "fetched", method), field(p, "failed", list, method)
         return cls(
-            [name for name in fetched if isinstance(name, str)],
+            fetched,
             [
                 (str(item.get("name")), str(item.get("error")))
                 for item in failed
@@ -346,11 +351,7 @@ class DeleteAnswer(Fields):
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
         p = as_object(data, method)
-        deleted, missing = field(p, "deleted", list, method), field(p, "missing", list, method)
-        return cls(
-            [name for name in deleted if isinstance(name, str)],
-            [name for name in missing if isinstance(name, str)],
-        )
+        return cls(_names(p, "deleted", method), _names(p, "missing", method))
 
 
 class StaleCopies(Names):

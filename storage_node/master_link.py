@@ -69,9 +69,9 @@ class MasterLink:
     config: InitVar[ClusterConfig]
     master: str
     address: str
-    domain: str = "default"
-    reliability: str = "normal"
-    stats_every: float = 2.0
+    domain: str
+    reliability: str
+    stats_every: float
     retry: float = 2.0
     slave: HipSlave = field(init=False)
     _session: aiohttp.ClientSession | None = field(init=False, default=None)

@@ -100,6 +100,9 @@ class Note:
 
 @dataclass(frozen=True)
 class Redirect:
+    """The master's word to a slave to connect to `url` instead: a frame, or its handshake's
+    answer."""
+
     url: str
 
 

@@ -17,7 +17,7 @@ from archive.hip._auth import (
     proof,
 )
 from archive.hip._errors import HipError
-from archive.hip._frames import CODECS, Codec, is_ws_url
+from archive.hip._frames import CODECS, Codec, Redirect, is_ws_url
 from archive.hip._socket import Socket
 
 VERSION = 1
@@ -60,11 +60,6 @@ class Welcomed:
 
     master_name: str
     codec: Codec
-
-
-@dataclass(frozen=True)
-class Redirected:
-    url: str
 
 
 async def accept(
@@ -110,7 +105,7 @@ async def accept(
 
 async def connect(
     ws: Socket, secret: bytes, name: str, role: str, formats: Sequence[str], url: str
-) -> Welcomed | Redirected:
+) -> Welcomed | Redirect:
     """Run the slave's side of the handshake against the master at url."""
     slave_nonce = new_nonce()
     hello = {"t": "hello", "v": VERSION, "name": name, "role": role, "formats": list(formats)}
@@ -129,7 +124,7 @@ async def connect(
             raise HandshakeFailed(f"master at {url} redirected to {target!r}, not a ws:// URL")
         if not check_proof(secret, _proof(answer), REDIRECT_LABEL, *fields, target):
             raise AuthRefused(f"master at {url} sent a redirect without proving the cluster secret")
-        return Redirected(target)
+        return Redirect(target)
     if not check_proof(secret, _proof(answer), MASTER_LABEL, *fields):
         raise AuthRefused(f"master at {url} did not prove the cluster secret")
     return Welcomed(master_name, CODECS[fmt])

@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 
 from archive.hip._errors import HipError
-from archive.hip._frames import CODECS
-from archive.hip._handshake import TIMEOUT, AuthRefused, Redirected, connect
+from archive.hip._frames import CODECS, Redirect
+from archive.hip._handshake import TIMEOUT, AuthRefused, connect
 from archive.hip._peer import Handler, Peer, PeerHook, run_hook, serve
 from archive.hip._proxy import HttpProxy
 from archive.hip._tunnel import TUNNEL_TIMEOUT, TunnelConnector
@@ -180,7 +180,7 @@ class HipSlave:
                 result = await connect(
                     ws, self._secret, self.name, self._role, self._formats, self.url
                 )
-            if isinstance(result, Redirected):
+            if isinstance(result, Redirect):
                 log.info("slave %s redirected from %s to %s", self.name, self.url, result.url)
                 self.url = result.url
                 return _Ended.REDIRECTED
