@@ -10,7 +10,6 @@ their messages are archive/crawl_calls.py's, which the scheduler uses too.
 import argparse
 import asyncio
 import logging
-import signal
 import subprocess
 import sys
 
@@ -32,11 +31,12 @@ from archive.crawl_calls import (
 )
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
 from archive.errors import DlwebError
-from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError, hip_url
+from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError
 
 from .cli import add_agent_arguments
 from .order import Order
 from .pool import Agent
+from .scheduler_slave import scheduler_slave
 
 __all__ = ["AgentService", "run"]
 
@@ -133,23 +133,13 @@ async def _serve(args: argparse.Namespace) -> None:
     await agent.serve_monitor()
     async with ClusterClient(config, agent.name) as client:
         service = AgentService(agent, client, args)
-        slave = HipSlave(
-            hip_url(args.scheduler),
-            config.secret,
-            agent.name,
-            service.handlers(),
-            role="crawler",
-            proxy=args.hip_proxy or config.hip_proxy,
-        )
-        service.slave = slave
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, service.stopped.set)
-        await slave.start()
         try:
-            await service.stopped.wait()
+            async with scheduler_slave(
+                args, config, agent.name, "crawler", service.handlers(), service.stopped
+            ) as slave:
+                service.slave = slave
+                await service.stopped.wait()
         finally:
-            await slave.stop()
             await agent.close()
 
 

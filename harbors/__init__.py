@@ -1,5 +1,7 @@
 """Archive harbors: virtual sites under `.dlweb` that the consultation proxy answers itself."""
 
+from collections.abc import Awaitable, Callable
+
 from . import api, captures, cert, date, directory, page, search, site_map, status, streams
 from .answer import Answer, HarborContext
 from .request import SUFFIX, HarborRequest, is_harbor
@@ -15,6 +17,19 @@ __all__ = [
     "is_harbor",
 ]
 
+# Each harbor's answer, by the name its host has before `.dlweb`.
+_HARBORS: dict[str, Callable[[HarborContext, HarborRequest], Awaitable[Answer]]] = {
+    "date": date.answer,
+    "captures": captures.answer,
+    "search": search.answer,
+    "streams": streams.answer,
+    "status": status.answer,
+    "cert": cert.answer,
+    "api": api.answer,
+    "directory": directory.answer,
+    "map": site_map.answer,
+}
+
 
 async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     """The answer of the harbor the request is for, its header fields checked."""
@@ -23,31 +38,12 @@ async def answer(context: HarborContext, request: HarborRequest) -> Answer:
 
 
 async def _answer(context: HarborContext, request: HarborRequest) -> Answer:
-    name = request.host.lower().rstrip(".").removesuffix(SUFFIX)
     if request.path == page.STYLESHEET:
         return page.stylesheet()
-    if name == "date":
-        return await date.answer(context, request)
-    if name == "api":
-        return await api.answer(context, request)
-    if name == "cert":
-        return cert.answer(context, request)
-    if name == "captures":
-        return await captures.answer(context, request)
-    if name == "status":
-        return await status.answer(context, request)
-    if name == "streams":
-        return await streams.answer(context, request)
-    if name == "search":
-        return await search.answer(context, request)
-    if name == "directory":
-        return await directory.answer(context, request)
-    if name == "map":
-        return await site_map.answer(context, request)
-    known = (
-        "date.dlweb, captures.dlweb, search.dlweb, streams.dlweb, status.dlweb, cert.dlweb,"
-        " api.dlweb, directory.dlweb, map.dlweb"
-    )
+    harbor = _HARBORS.get(request.host.lower().rstrip(".").removesuffix(SUFFIX))
+    if harbor is not None:
+        return await harbor(context, request)
+    known = ", ".join(name + SUFFIX for name in _HARBORS)
     return Answer(
         404, f"No harbor {request.host} here; the harbors are {known}.\n".encode(), "text/plain"
     )

@@ -13,7 +13,7 @@ from .request import HarborRequest
 CERT_FILE = "mitmproxy-ca-cert.pem"
 
 
-def answer(context: HarborContext, request: HarborRequest) -> Answer:
+async def answer(context: HarborContext, request: HarborRequest) -> Answer:
     if request.path in ("/dlweb-ca.pem", "/dlweb-ca.crt"):
         pem = (context.ca_folder / CERT_FILE).read_bytes()
         return Answer(

@@ -22,7 +22,7 @@ from archive.deadline import Deadline
 from ..links import LinkKind
 from .common import MAX_LINK_TEXT, MAX_LINKS, SNIFF_SIZE, local_name
 from .documents import MAX_INSTRUCTION, DocumentParser, OutOfTime, Unreadable
-from .xml_reader import XmlReader
+from .xml_reader import XmlReader, pull_parser
 
 CONTENT_TYPES = ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",)
 SUFFIXES = (".docx",)
@@ -79,18 +79,6 @@ def _attribute(element: Any, name: str) -> str | None:
         if local_name(key) == name:
             return str(value)
     return None
-
-
-def _parser() -> Any:
-    return etree.XMLPullParser(
-        events=("start", "end"),
-        resolve_entities=False,
-        no_network=True,
-        huge_tree=False,
-        load_dtd=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
 
 
 class _Field:
@@ -249,7 +237,7 @@ class DocxParser(DocumentParser):
         self, archive: zipfile.ZipFile, part: str, deadline: Deadline
     ) -> Iterator[tuple[str, Any]]:
         """lxml's events for a part, read in chunks within MAX_MEMBER_SIZE."""
-        parser = _parser()
+        parser = pull_parser(recover=False)
         try:
             for chunk in self._chunks(archive, part):
                 deadline.check()

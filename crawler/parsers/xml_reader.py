@@ -2,7 +2,7 @@
 
 The charset is decided here (a BOM, the one given, the XML declaration, else utf-8) and the text
 handed to lxml as utf-8, entity references fixed first (see EntityFixer). lxml's pull parser
-recovers from errors, expands no entity and opens no network connection.
+recovers from errors and is made safe by pull_parser, which the docx parser uses too.
 """
 
 import re
@@ -21,21 +21,29 @@ _TAIL_SIZE = 200
 _DECLARED_ENCODING = re.compile(rb"\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._:\-]+)")
 
 
+def pull_parser(*, recover: bool, encoding: str | None = None) -> Any:
+    """lxml's pull parser of start and end events, safe with any document: it expands no entity,
+    loads no DTD, opens no network connection, refuses huge trees and keeps no comment or
+    processing instruction."""
+    return etree.XMLPullParser(
+        events=("start", "end"),
+        encoding=encoding,
+        recover=recover,
+        resolve_entities=False,
+        load_dtd=False,
+        no_network=True,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
 class XmlReader(Incoming):
     def __init__(self, charset: str | None, sink: LinkSink, handler: Handler) -> None:
         self._charset = charset
         self._handler = handler
         self._fixer = EntityFixer()
-        parser = etree.XMLPullParser(
-            events=("start", "end"),
-            encoding="utf-8",
-            recover=True,
-            resolve_entities=False,
-            no_network=True,
-            remove_comments=True,
-            remove_pis=True,
-        )
-        super().__init__(sink, "XML", SNIFF_SIZE, parser)
+        super().__init__(sink, "XML", SNIFF_SIZE, pull_parser(recover=True, encoding="utf-8"))
         self._root = ""  # the root element's local name, once seen
         self._tail = ""  # the last characters, to tell a cut document
 

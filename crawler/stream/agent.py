@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from archive.cluster import ClusterClient
 from archive.command_line import standalone
 from archive.config import load_config
 from archive.discovery import SCHEDULER, SCHEDULER_HOW, address
-from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError, hip_url
+from archive.hip import Handler, HipError, HipSlave, Nothing, Peer, RemoteError
 from archive.stream_calls import (
     RECORD,
     STATUS,
@@ -43,6 +42,7 @@ from archive.stream_calls import (
 from archive.streams import drift_of
 
 from ..fetch import Resolver
+from ..scheduler_slave import scheduler_slave
 from .assignment import ROLE, Assignment
 from .cli import REPORT_EVERY, add_agent_arguments
 from .recorder import record
@@ -221,35 +221,27 @@ async def _serve(args: argparse.Namespace) -> None:
     async with ClusterClient(config, name) as client:
         store = StreamStore(client)
         agent = StreamAgent(name, args.capacity, store, args.report_every)
-        slave = HipSlave(
-            hip_url(args.scheduler),
-            config.secret,
-            name,
-            agent.handlers(),
-            role=ROLE,
-            proxy=args.hip_proxy or config.hip_proxy,
-        )
-        agent.slave = slave
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, agent.stopped.set)
-        await slave.start()
-        reporter = asyncio.create_task(agent.report_loop())
-        try:
-            await agent.stopped.wait()
-        finally:
-            reporter.cancel()
-            await agent.stop_all("the agent stopped")
-            # The scheduler hands the streams to other agents as soon as it hears of it.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(agent.send_reports(), FINAL_REPORT_WAIT)
+        async with scheduler_slave(
+            args, config, name, ROLE, agent.handlers(), agent.stopped
+        ) as slave:
+            agent.slave = slave
+            reporter = asyncio.create_task(agent.report_loop())
             try:
-                await asyncio.wait_for(store.join(), STORE_GRACE)
-            except TimeoutError:
-                log.error(
-                    "%d inserts still failing after %g s: given up", store.pending, STORE_GRACE
-                )
-            await slave.stop()
+                await agent.stopped.wait()
+            finally:
+                reporter.cancel()
+                await agent.stop_all("the agent stopped")
+                # The scheduler hands the streams to other agents as soon as it hears of it.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(agent.send_reports(), FINAL_REPORT_WAIT)
+                try:
+                    await asyncio.wait_for(store.join(), STORE_GRACE)
+                except TimeoutError:
+                    log.error(
+                        "%d inserts still failing after %g s: given up",
+                        store.pending,
+                        STORE_GRACE,
+                    )
 
 
 def run(args: argparse.Namespace) -> int:
