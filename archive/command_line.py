@@ -13,8 +13,9 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from . import collector
 from .config import SEARCH_FOLDER, ClusterConfig, load_config
@@ -22,12 +23,16 @@ from .errors import ConfigError, DlwebError
 from .metadata import MetadataUrl, parse_metadata_url
 from .timestamps import BadTime, parse_time
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 Runner = Callable[[argparse.Namespace], int]
 ArgumentAdder = Callable[[argparse.ArgumentParser], None]
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 DEFAULT_CONFIG = Path("dlweb-data") / "dlweb.yaml"
 DB_FORMS = "a path, sqlite:///path or postgresql://user:password@host:port/database"
 Parsed = TypeVar("Parsed")
+Options = TypeVar("Options", bound="DataclassInstance")
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -117,6 +122,24 @@ def serve_until_stopped(main: Coroutine[Any, Any, None]) -> int:
     return 0
 
 
+def add_number_option(
+    parser: argparse.ArgumentParser,
+    name: str,
+    kind: Callable[[str], float],
+    default: float,
+    text: str,
+    shown: str | None = None,
+    metavar: str | None = None,
+) -> None:
+    """An option taking a number, its help `text` ending with its default: "(default N)", N the
+    value itself unless `shown` tells it otherwise (in words, or with what it means), so that
+    the help tells the default the option takes."""
+    told = format(default, "g") if shown is None else shown
+    parser.add_argument(
+        name, type=kind, default=default, metavar=metavar, help=f"{text} (default {told})"
+    )
+
+
 def add_listen_option(parser: argparse.ArgumentParser, port: int, purpose: str = "") -> None:
     """--listen HOST:PORT, on loopback unless told otherwise."""
     parser.add_argument(
@@ -184,6 +207,22 @@ def checked_state(args: argparse.Namespace) -> ClusterConfig:
     config = load_config(args.config)
     checked_db(args)
     return config
+
+
+def server_options(
+    kind: type[Options], args: argparse.Namespace, config: ClusterConfig, **given: Any
+) -> Options:
+    """The options of a server declared with `add_state_options`, a dataclass: its --data, the
+    host and port of its --listen, its `config`, the values `given`, and each other field the
+    argument of its name (what the server takes as parsed is named once, not twice)."""
+    host, port = args.listen
+    known = {"data": args.data, "host": host, "port": port, "config": config, **given}
+    return kind(
+        **{
+            field.name: known[field.name] if field.name in known else getattr(args, field.name)
+            for field in fields(kind)
+        }
+    )
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from archive.atomic import atomic_write
 from archive.command_line import (
     Subparsers,
     add_config_option,
+    add_number_option,
     checked_directory,
     command,
     counting_to,
@@ -185,23 +186,19 @@ def _add_politeness_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.0,
         help="seconds owed to a server after each request (default 1; robots.txt Crawl-delay may ask for more)",
     )
-    parser.add_argument(
-        "--burst",
-        type=non_negative,
-        default=10.0,
-        help="owed seconds are paid as one pause once this large (default 10)",
+    add_number_option(
+        parser, "--burst", non_negative, 10.0, "owed seconds are paid as one pause once this large"
     )
-    parser.add_argument(
-        "--timeout",
-        type=non_negative,
-        default=30.0,
-        help="seconds to wait for a connection or for data (default 30)",
+    add_number_option(
+        parser, "--timeout", non_negative, 30.0, "seconds to wait for a connection or for data"
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--max-size",
-        type=positive_int,
-        default=100 * 1024 * 1024,
-        help="bytes kept of one response (default 100 MiB)",
+        positive_int,
+        100 * 1024 * 1024,
+        "bytes kept of one response",
+        "100 MiB",
     )
     parser.add_argument(
         "--max-pages",
@@ -212,25 +209,26 @@ def _add_politeness_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-bytes", type=int, default=0, help="at most this many bytes per period and site"
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--period",
-        type=non_negative,
-        default=60.0,
-        help="the period of --max-pages and --max-bytes, in seconds (default 60)",
+        non_negative,
+        60.0,
+        "the period of --max-pages and --max-bytes, in seconds",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--retries",
-        type=counting_to(MAX_RETRIES, lowest=0),
-        default=2,
-        help="times a URL is tried again later in the crawl after a 5xx, a 429, a reset or a"
-        " timeout (default 2)",
+        counting_to(MAX_RETRIES, lowest=0),
+        2,
+        "times a URL is tried again later in the crawl after a 5xx, a 429, a reset or a timeout",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--retry-delay",
-        type=non_negative,
-        default=5.0,
-        help="seconds before the first try again, twice as long each time; a Retry-After"
-        " is obeyed (default 5)",
+        non_negative,
+        5.0,
+        "seconds before the first try again, twice as long each time; a Retry-After is obeyed",
     )
 
 
@@ -245,12 +243,13 @@ def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
         " archived: always, when a page's parse suggests scripts build it (auto), or never"
         " (default)",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--browser-budget",
-        type=non_negative,
-        default=30.0,
+        non_negative,
+        30.0,
+        "time a page may take in the browser, behaviours included",
         metavar="SECONDS",
-        help="time a page may take in the browser, behaviours included (default 30)",
     )
     parser.add_argument(
         "--previous",
@@ -273,11 +272,8 @@ def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """The agents, their monitoring, the report and the configuration file."""
-    parser.add_argument(
-        "--agents",
-        type=positive_int,
-        default=1,
-        help="site crawler agents, each crawling one site at a time (default 1)",
+    add_number_option(
+        parser, "--agents", positive_int, 1, "site crawler agents, each crawling one site at a time"
     )
     parser.add_argument(
         "--monitor",
@@ -380,11 +376,13 @@ def _record(args: argparse.Namespace) -> int:
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("urls", nargs="+", metavar="URL", help="page to record")
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--delay",
-        type=non_negative,
-        default=0.0,
-        help="seconds between two requests to one server (default 0: as a browser would)",
+        non_negative,
+        0.0,
+        "seconds between two requests to one server",
+        "0: as a browser would",
     )
     parser.add_argument(
         "--timeout", type=non_negative, default=30.0, help="seconds a server may stay silent"

@@ -6,8 +6,10 @@ import logging
 from pathlib import Path
 
 from archive.command_line import (
+    Runner,
     Subparsers,
     add_data_option,
+    add_number_option,
     checked_db,
     checked_directory,
     counting_to,
@@ -49,6 +51,9 @@ def _data(args: argparse.Namespace) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
+    """Start a master, an index node and storage nodes on this machine, in the background, and
+    return once the cluster is ready. A cluster already created in --data keeps its
+    configuration, ports and data; --nodes can add storage nodes to it."""
     data = _data(args)
     checked_db(args)
     plan = Plan(
@@ -97,6 +102,9 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    """Start a local cluster and its proxy, serve a small website on loopback, crawl it, change
+    it and crawl it again, import a small WARC of 2019 and 2021, and print how to browse them
+    with a browser or curl. Ctrl-C stops everything it started; the archive stays in --data."""
     from .demo import run_demo  # here: it loads the crawler and the WARC importer
 
     return run_demo(checked_directory(args.data, "--data"), args.proxy_port, args.nodes)
@@ -145,11 +153,12 @@ def _start_options(start: argparse.ArgumentParser) -> None:
         default=None,
         help=f"port of the consultation proxy (default {DEFAULT_PROXY_PORT}; 0: a free port)",
     )
-    start.add_argument(
+    add_number_option(
+        start,
         "--timeout",
-        type=positive_seconds,
-        default=READY_TIMEOUT,
-        help=f"seconds to wait for the cluster to be ready (default {READY_TIMEOUT:g})",
+        positive_seconds,
+        READY_TIMEOUT,
+        "seconds to wait for the cluster to be ready",
     )
     start.add_argument(
         "--search",
@@ -167,46 +176,41 @@ def _start_options(start: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_command(
+    subparsers: Subparsers, name: str, text: str, run: Runner
+) -> argparse.ArgumentParser:
+    """`dlweb NAME`, `text` its line in `dlweb --help`; the docstring of `run` describes it in
+    its own --help."""
+    parser = subparsers.add_parser(name, help=text, description=run.__doc__)
+    parser.set_defaults(run=run)
+    return parser
+
+
 def _register_up(subparsers: Subparsers) -> None:
-    start = subparsers.add_parser(
-        "up",
-        help="start a local cluster in the background",
-        description="Start a master, an index node and storage nodes on this machine, in the"
-        " background, and return once the cluster is ready. A cluster already created in --data"
-        " keeps its configuration, ports and data; --nodes can add storage nodes to it.",
-    )
+    start = _add_command(subparsers, "up", "start a local cluster in the background", _up)
     _data_option(start)
     _cluster_options(start)
     _start_options(start)
-    start.set_defaults(run=_up)
 
 
 def _register_down(subparsers: Subparsers) -> None:
-    stop = subparsers.add_parser("down", help="stop the local cluster started by dlweb up")
+    stop = _add_command(subparsers, "down", "stop the local cluster started by dlweb up", _down)
     _data_option(stop)
-    stop.set_defaults(run=_down)
 
 
 def _register_demo(subparsers: Subparsers) -> None:
-    demo = subparsers.add_parser(
+    demo = _add_command(
+        subparsers,
         "demo",
-        help="start a local cluster with a small site crawled twice and an imported WARC",
-        description="Start a local cluster and its proxy, serve a small website on loopback,"
-        " crawl it, change it and crawl it again, import a small WARC of 2019 and 2021, and print"
-        " how to browse them with a browser or curl. Ctrl-C stops everything it started; the"
-        " archive stays in --data.",
+        "start a local cluster with a small site crawled twice and an imported WARC",
+        _demo,
     )
     add_data_option(
         demo, f"the demo's cluster directory (default: {DEFAULT_DEMO_DATA})", DEFAULT_DEMO_DATA
     )
-    demo.add_argument(
-        "--proxy-port",
-        type=_port,
-        default=DEFAULT_PROXY_PORT,
-        help=f"port of the browsing proxy (default {DEFAULT_PROXY_PORT})",
-    )
+    add_number_option(demo, "--proxy-port", _port, DEFAULT_PROXY_PORT, "port of the browsing proxy")
     _nodes_option(demo)
-    demo.set_defaults(run=_demo, log_level=logging.WARNING)
+    demo.set_defaults(log_level=logging.WARNING)
 
 
 def register(subparsers: Subparsers) -> None:

@@ -9,6 +9,7 @@ from archive.command_line import (
     command,
     positive_seconds,
     serve_until_stopped,
+    server_options,
 )
 
 
@@ -18,18 +19,12 @@ def _run(args: argparse.Namespace) -> int:
     from .service import MasterOptions
 
     config = checked_state(args)
-    host, port = args.listen
-    options = MasterOptions(
-        data=args.data,
-        host=host,
-        port=port,
-        config=config,
+    options = server_options(
+        MasterOptions,
+        args,
+        config,
         metadata=args.db or config.metadata,
-        grace=args.grace,
-        dead_after=args.dead_after,
-        repair_rate=args.repair_rate,
         scrub_every=args.scrub_every * 3600,
-        full_scan_every=args.full_scan_every,
     )
     return serve_until_stopped(serve(options))
 

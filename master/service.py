@@ -6,11 +6,9 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from archive.changes import Change
-from archive.config import ClusterConfig
 from archive.hip import Handler, HipError, HipMaster, Method, Nothing, Peer, RemoteError
 from archive.index_calls import (
     CLUSTER_NODES,
@@ -46,6 +44,7 @@ from archive.node_calls import (
     NodeStats,
     ScrubReport,
 )
+from archive.server_options import ServerOptions
 
 from .admin_answers import AdminAnswers
 from .db import MasterDB
@@ -69,11 +68,7 @@ NO_INDEX = tuple(Method(name, Nothing, Nothing) for name in ("insert", "stored")
 
 
 @dataclass(frozen=True)
-class MasterOptions:
-    data: Path
-    host: str
-    port: int
-    config: ClusterConfig
+class MasterOptions(ServerOptions):
     # The metadata URL (archive.metadata); None for the SQLite file in `data`.
     metadata: str | None = None
     grace: float = 30.0

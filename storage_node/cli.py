@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
     checked_directory(args.root, "--root")
     host, port = args.listen
     options = NodeOptions(
-        root=args.root,
+        data=args.root,
         host=host,
         port=port,
         config=load_config(args.config),

@@ -4,13 +4,13 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 from archive import discovery
 from archive.bloom import load_arrays
 from archive.config import ClusterConfig
 from archive.errors import DlwebError
 from archive.multicast import Responder
+from archive.server_options import ServerOptions
 from archive.serving import serving
 from archive.tasks import cancel_and_wait
 
@@ -23,11 +23,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class NodeOptions:
-    root: Path
-    host: str
-    port: int
-    config: ClusterConfig
+class NodeOptions(ServerOptions):
     node_id: str | None = None
     advertise: str | None = None
     master: str | None = None
@@ -145,7 +141,7 @@ async def _save_until(node: StorageNode, stop: asyncio.Event, every: float) -> N
 
 async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM, then save state and stop cleanly."""
-    node = StorageNode(options.root, options.node_id, options.reserve)
+    node = StorageNode(options.data, options.node_id, options.reserve)
     load_arrays()  # what the filter's batches use, loaded before the first one waits for it
     address = options.advertise or f"http://{options.host}:{options.port}"
     config = options.config
@@ -165,7 +161,7 @@ async def serve(options: NodeOptions, ready: asyncio.Event | None = None) -> Non
                 log.info(
                     "storage node %s serving %s at %s (start: %s in %.2f s)",
                     node.id,
-                    options.root,
+                    options.data,
                     address,
                     node.start.how,
                     node.start.seconds,

@@ -11,9 +11,11 @@ from typing import Any, TypeVar
 
 from archive.answers import Answer, parsed
 from archive.command_line import (
+    ArgumentAdder,
     Runner,
     Subparsers,
     add_config_option,
+    add_number_option,
     add_state_options,
     checked_db,
     checked_directory,
@@ -21,6 +23,7 @@ from archive.command_line import (
     non_negative,
     positive_int,
     positive_seconds,
+    server_options,
 )
 from archive.config import load_config
 from archive.errors import DlwebError
@@ -67,28 +70,16 @@ def _run_scheduler(args: argparse.Namespace) -> int:
 
     from .server import ServerOptions, serve
 
-    options = ServerOptions(
-        config=load_config(args.config),
-        data=checked_directory(args.data, "--data"),
-        host=args.listen[0],
-        port=args.listen[1],
+    config = load_config(args.config)
+    checked_directory(args.data, "--data")
+    options = server_options(
+        ServerOptions,
+        args,
+        config,
         keywords=_words(args.keywords),
         languages=_words(args.languages),
         expand=not args.no_expand,
-        delay=args.delay,
-        burst=args.burst,
-        browser=args.browser,
         resolve=resolve_map(args),
-        first_interval=args.first_interval,
-        shortest=args.shortest,
-        longest=args.longest,
-        feed_interval=args.feed_interval,
-        agent_grace=args.agent_grace,
-        agent_poll=args.agent_poll,
-        quiet_crawls=args.quiet_crawls,
-        full_crawl_every=args.full_crawl_every,
-        paused=args.paused,
-        record_streams=args.record_streams,
         stream_settings=StreamSettings(
             chunk_seconds=args.stream_chunk_seconds, point_seconds=args.stream_point_seconds
         ),
@@ -134,11 +125,8 @@ def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="crawl the registered sites only; do not register the sites they link to",
     )
-    parser.add_argument(
-        "--delay",
-        type=non_negative,
-        default=1.0,
-        help="politeness delay the agents keep per server (default 1 s)",
+    add_number_option(
+        parser, "--delay", non_negative, 1.0, "politeness delay the agents keep per server", "1 s"
     )
     parser.add_argument(
         "--browser",
@@ -147,11 +135,8 @@ def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
         help="whether the agents load pages in headless Chromium: always, when scripts seem to"
         " build them (auto), or never (default)",
     )
-    parser.add_argument(
-        "--burst",
-        type=non_negative,
-        default=10.0,
-        help="seconds of owed delay the agents pay as one pause (default 10)",
+    add_number_option(
+        parser, "--burst", non_negative, 10.0, "seconds of owed delay the agents pay as one pause"
     )
     add_resolve_option(
         parser, "pin a host to an address for the agents and the feed poller (repeat)"
@@ -167,56 +152,57 @@ def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_interval_arguments(parser: argparse.ArgumentParser) -> None:
     """When sites are crawled again, and how long a vanished agent is waited for."""
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--first-interval",
-        type=positive_seconds,
-        default=86_400.0,
-        help="seconds between a site's first and second crawls (default a day)",
+        positive_seconds,
+        86_400.0,
+        "seconds between a site's first and second crawls",
+        "a day",
     )
-    parser.add_argument(
-        "--shortest",
-        type=positive_seconds,
-        default=3_600.0,
-        help="shortest re-crawl interval (default an hour)",
+    add_number_option(
+        parser, "--shortest", positive_seconds, 3_600.0, "shortest re-crawl interval", "an hour"
     )
-    parser.add_argument(
-        "--longest",
-        type=positive_seconds,
-        default=30 * 86_400.0,
-        help="longest re-crawl interval (default 30 days)",
+    add_number_option(
+        parser, "--longest", positive_seconds, 30 * 86_400.0, "longest re-crawl interval", "30 days"
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--feed-interval",
-        type=positive_seconds,
-        default=900.0,
-        help="seconds between polls of the sites' feeds (default 900)",
+        positive_seconds,
+        900.0,
+        "seconds between polls of the sites' feeds",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--agent-grace",
-        type=positive_seconds,
-        default=10.0,
-        help="seconds a vanished agent's site or streams wait before going to another agent"
-        " (default 10)",
+        positive_seconds,
+        10.0,
+        "seconds a vanished agent's site or streams wait before going to another agent",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--agent-poll",
-        type=positive_seconds,
-        default=30.0,
-        help="seconds between polls of each agent's state for the status page (default 30)",
+        positive_seconds,
+        30.0,
+        "seconds between polls of each agent's state for the status page",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--quiet-crawls",
-        type=counting_to(1000, 0),
-        default=3,
-        help="the levels of a site where this many crawls in a row found no change are left out"
-        " of its next crawls (default 3; 0: every crawl goes to the site's full depth)",
+        counting_to(1000, 0),
+        3,
+        "the levels of a site where this many crawls in a row found no change are left out of"
+        " its next crawls",
+        "3; 0: every crawl goes to the site's full depth",
     )
-    parser.add_argument(
+    add_number_option(
+        parser,
         "--full-crawl-every",
-        type=counting_to(1000, 0),
-        default=10,
-        help="every this many crawls of a site goes to its full depth again (default 10;"
-        " 0: never, once levels are cut)",
+        counting_to(1000, 0),
+        10,
+        "every this many crawls of a site goes to its full depth again",
+        "10; 0: never, once levels are cut",
     )
     parser.add_argument("--paused", action="store_true", help="start with the campaign paused")
 
@@ -236,37 +222,47 @@ def register_scheduler(subparsers: Subparsers) -> None:
     add_scheduler_arguments(subparsers.add_parser("scheduler", help="run the crawl scheduler"))
 
 
-def add_connectivity_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    add_scheduler_options(parser, "connectivity")
-    add_config_option(parser)
-    parser.set_defaults(run="crawler.connectivity_agent:run")
+def _policy_agent(
+    name: str, text: str, kind: str, run: str, add_own: ArgumentAdder | None = None
+) -> tuple[Callable[[Subparsers], None], ArgumentAdder]:
+    """The command of an agent that does one of the scheduler's policies: its `register` (`dlweb
+    NAME`, `text` its help) and its `add_arguments` (the scheduler's agent options, `kind` naming
+    it by default, then its own and the configuration file); `run` is its "module:function"."""
+
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        add_scheduler_options(parser, kind)
+        if add_own is not None:
+            add_own(parser)
+        add_config_option(parser)
+        parser.set_defaults(run=run)
+
+    def register(subparsers: Subparsers) -> None:
+        add_arguments(subparsers.add_parser(name, help=text))
+
+    return register, add_arguments
 
 
-def register_connectivity_agent(subparsers: Subparsers) -> None:
-    add_connectivity_agent_arguments(
-        subparsers.add_parser(
-            "connectivity-agent",
-            help="run a connectivity agent: the sites a scheduler's crawls link to",
-        )
-    )
+register_connectivity_agent, add_connectivity_agent_arguments = _policy_agent(
+    "connectivity-agent",
+    "run a connectivity agent: the sites a scheduler's crawls link to",
+    "connectivity",
+    "crawler.connectivity_agent:run",
+)
 
 
-def add_feed_aggregator_arguments(parser: argparse.ArgumentParser) -> None:
-    add_scheduler_options(parser, "feeds")
+def _add_feed_pins(parser: argparse.ArgumentParser) -> None:
     add_resolve_option(
         parser, "pin a host to an address for the feeds, besides the campaign's pins (repeat)"
     )
-    add_config_option(parser)
-    parser.set_defaults(run="crawler.feed_aggregator:run")
 
 
-def register_feed_aggregator(subparsers: Subparsers) -> None:
-    add_feed_aggregator_arguments(
-        subparsers.add_parser(
-            "feed-aggregator",
-            help="run a feed aggregator: polls a scheduler's feeds for news",
-        )
-    )
+register_feed_aggregator, add_feed_aggregator_arguments = _policy_agent(
+    "feed-aggregator",
+    "run a feed aggregator: polls a scheduler's feeds for news",
+    "feeds",
+    "crawler.feed_aggregator:run",
+    _add_feed_pins,
+)
 
 
 # -- the operator's commands ------------------------------------------------------------------
@@ -374,30 +370,31 @@ def _scheduler_option(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
 
 
-def _add_actions(subparsers: Subparsers, name: str, text: str, run: Runner) -> Subparsers:
-    """A command whose actions (add, list, show...) are its subcommands."""
-    parser = subparsers.add_parser(name, help=text)
-    parser.set_defaults(run=run)
-    return parser.add_subparsers(dest="action", required=True)
+def _actions_command(
+    name: str, text: str, run: Runner, add_actions: Callable[[Subparsers], None]
+) -> Callable[[Subparsers], None]:
+    """The `register` of a command whose actions (add, list, show...) are its subcommands, each
+    taking --scheduler and -c after the arguments `add_actions` gives it."""
+
+    def register(subparsers: Subparsers) -> None:
+        parser = subparsers.add_parser(name, help=text)
+        parser.set_defaults(run=run)
+        actions = parser.add_subparsers(dest="action", required=True)
+        add_actions(actions)
+        for action in actions.choices.values():
+            _scheduler_option(action)
+
+    return register
 
 
-def _add_listing(
-    actions: Subparsers, text: str, states: tuple[str, ...]
-) -> argparse.ArgumentParser:
+def _add_listing(actions: Subparsers, text: str, states: tuple[str, ...]) -> None:
     """The `list` action: the table, or the JSON answer; only those in a state with --state."""
     listing = actions.add_parser("list", help=text)
     listing.add_argument("--state", choices=states)
     listing.add_argument("--json", action="store_true")
-    return listing
 
 
-def register_sites(subparsers: Subparsers) -> None:
-    actions = _add_actions(
-        subparsers,
-        "sites",
-        "the scheduler's sites: add, list, show, blacklist, inject, remove",
-        _sites,
-    )
+def _add_site_actions(actions: Subparsers) -> None:
     add = actions.add_parser("add", help="register a site and queue it")
     add.add_argument("url", help="start URL")
     add.add_argument("--accept")
@@ -407,7 +404,7 @@ def register_sites(subparsers: Subparsers) -> None:
         "--seed", action="store_true", help="a seed of the campaign: never blacklisted"
     )
     add.add_argument("--priority", type=float, default=1.0)
-    listing = _add_listing(
+    _add_listing(
         actions,
         "the sites, highest priority first",
         ("queued", "crawling", "idle", "blacklisted", "removed", "paused"),
@@ -418,14 +415,18 @@ def register_sites(subparsers: Subparsers) -> None:
         ("remove", "forget it"),
         ("second-agent", "send a free agent on a site being crawled, for a second copy"),
     ):
-        one = actions.add_parser(name, help=text)
-        one.add_argument("id", type=int)
-        _scheduler_option(one)
+        actions.add_parser(name, help=text).add_argument("id", type=int)
     inject = actions.add_parser("inject", help="crawl a site next, with a priority")
     inject.add_argument("id", type=int)
     inject.add_argument("--priority", type=float, required=True)
-    for sub in (add, listing, inject):
-        _scheduler_option(sub)
+
+
+register_sites = _actions_command(
+    "sites",
+    "the scheduler's sites: add, list, show, blacklist, inject, remove",
+    _sites,
+    _add_site_actions,
+)
 
 
 def _when(seconds: float) -> str:
@@ -463,17 +464,11 @@ def _streams(args: argparse.Namespace) -> int:
     return _answered(answer)
 
 
-def register_streams(subparsers: Subparsers) -> None:
-    actions = _add_actions(
-        subparsers,
-        "streams",
-        "the live streams of the scheduler's sites: add, list, show, stop",
-        _streams,
-    )
+def _add_stream_actions(actions: Subparsers) -> None:
     add = actions.add_parser("add", help="record a stream (registered if new)")
     add.add_argument("url", help="the stream's URL")
     add.add_argument("--site", type=positive_int, help="the id of the site it belongs to")
-    listing = _add_listing(
+    _add_listing(
         actions,
         "the streams, with their state and agent",
         ("found", "waiting", "recording", "stopped"),
@@ -482,8 +477,14 @@ def register_streams(subparsers: Subparsers) -> None:
     show.add_argument("id", type=positive_int)
     stop = actions.add_parser("stop", help="stop recording a stream")
     stop.add_argument("url", help="the stream's URL")
-    for sub in (add, listing, show, stop):
-        _scheduler_option(sub)
+
+
+register_streams = _actions_command(
+    "streams",
+    "the live streams of the scheduler's sites: add, list, show, stop",
+    _streams,
+    _add_stream_actions,
+)
 
 
 def _campaign(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from archive.command_line import (
     checked_state,
     command,
     serve_until_stopped,
+    server_options,
 )
 from archive.config import ClusterConfig
 from archive.discovery import MASTER, MASTER_HOW, address
@@ -26,17 +27,7 @@ async def _serve(args: argparse.Namespace, config: ClusterConfig) -> None:
     from .server import serve
 
     master = await address(MASTER, args.master or config.master, config, MASTER_HOW)
-    host, port = args.listen
-    options = IndexOptions(
-        data=args.data,
-        host=host,
-        port=port,
-        config=config,
-        master=master,
-        advertise=args.advertise,
-        metadata=args.db,
-    )
-    await serve(options)
+    await serve(server_options(IndexOptions, args, config, master=master, metadata=args.db))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

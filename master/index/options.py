@@ -2,17 +2,12 @@
 master."""
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from archive.config import ClusterConfig
+from archive.server_options import ServerOptions
 
 
 @dataclass(frozen=True)
-class IndexOptions:
-    data: Path
-    host: str
-    port: int
-    config: ClusterConfig
+class IndexOptions(ServerOptions):
     master: str
     advertise: str | None = None
     # The content index's metadata URL (archive.metadata); None for the SQLite file in `data`.
