@@ -10,9 +10,10 @@ are only those of the wire: the delimitation's expressions are compiled by the c
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from archive.answers import Answer
+from archive.blocklist import BadPattern, Blocklist, linear_regex
 from archive.hip import (
     Fields,
     Message,
@@ -33,11 +34,15 @@ __all__ = [
     "SITE_DONE",
     "STATUS",
     "STOP",
+    "UPDATE_FUNCTIONS",
+    "WEIGHTED_LEVELS",
     "AgentStatus",
     "Cloned",
     "CrawlAccepted",
     "CrawlOrder",
+    "Focus",
     "Ok",
+    "ScoredUrl",
     "SiteDone",
     "Stopping",
     "delimitation_fields",
@@ -98,6 +103,122 @@ def delimitation_fields(data: Mapping[str, object]) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
+# How a queued URL's score takes new evidence (a link to it from another page): the highest, the
+# mean, the latest, or the first one kept (breadth-first within scores).
+UPDATE_FUNCTIONS = ("max", "avg", "last", "first")
+# The levels of evidence a page's relevance weighs (crawler/relevance.py).
+WEIGHTED_LEVELS = ("document", "paragraph", "anchor", "url")
+MAX_FOCUS_ITEMS = 1_000  # keywords, examples, URL patterns or spam patterns, each
+MAX_FOCUS_TEXT = 100_000  # characters of one example text
+MAX_INJECTED = 10_000  # URLs one order carries
+MAX_URL = 8_192
+
+
+def _strings(
+    data: Mapping[str, Any], key: str, most: int, longest: int, within: str = ""
+) -> tuple[str, ...]:
+    """`data[key]`, a list of at most `most` strings of at most `longest` characters each."""
+    value = data.get(key, [])
+    key = within + key
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _refused(f"order field {key} must be a list of strings")
+    if len(value) > most:
+        raise _refused(f"order field {key} holds {len(value)} items, more than {most}")
+    if any(len(item) > longest for item in value):
+        raise _refused(f"order field {key} holds a string over {longest} characters")
+    return tuple(value)
+
+
+def _score(value: object, where: str) -> float:
+    if not is_number(value) or not 0 <= value <= 1:
+        raise _refused(f"{where} must be a number from 0 to 1")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredUrl(Fields):
+    """A URL injected into a crawl with its score (0 to 1) and the campaign it serves."""
+
+    url: str
+    score: float
+    campaign: str = ""
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Self:
+        if not isinstance(data, Mapping):
+            raise _refused(f"{where} must be an object with url and score")
+        url = data.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise _refused(f"{where}.url must be an http or https URL")
+        if len(url) > MAX_URL:
+            raise _refused(f"{where}.url is over {MAX_URL} characters")
+        campaign = data.get("campaign", "")
+        if not isinstance(campaign, str) or len(campaign) > 200:
+            raise _refused(f"{where}.campaign must be a string of at most 200 characters")
+        return cls(url, _score(data.get("score"), f"{where}.score"), campaign)
+
+
+@dataclass(frozen=True, slots=True)
+class Focus(Fields):
+    """What a focused crawl finds relevant (crawler/relevance.py): the campaign's keywords and
+    example texts, scores of URL patterns (RE2 expressions), spam patterns (blocklist.py forms)
+    whose pages score 0, the weight of each level of evidence (WEIGHTED_LEVELS), and how a
+    queued URL's score takes new evidence (UPDATE_FUNCTIONS)."""
+
+    keywords: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    url_scores: dict[str, float] = field(default_factory=dict)
+    spam: tuple[str, ...] = ()
+    weights: dict[str, float] = field(default_factory=dict)
+    update: str = "avg"
+
+    @classmethod
+    def from_json(cls, data: Any, method: str) -> Self:
+        if not isinstance(data, Mapping):
+            raise _refused("order field focus must be an object")
+        url_scores = data.get("url_scores", {})
+        if not isinstance(url_scores, Mapping) or len(url_scores) > MAX_FOCUS_ITEMS:
+            raise _refused(
+                f"order field focus.url_scores must map at most {MAX_FOCUS_ITEMS} patterns to scores"
+            )
+        scores: dict[str, float] = {}
+        for pattern, score in url_scores.items():
+            where = f"order field focus.url_scores[{str(pattern)[:80]!r}]"
+            try:
+                linear_regex(pattern)
+            except BadPattern as exc:
+                raise _refused(f"{where}: {exc}") from None
+            scores[pattern] = _score(score, where)
+        weights = data.get("weights", {})
+        if not isinstance(weights, Mapping) or not set(weights) <= set(WEIGHTED_LEVELS):
+            raise _refused(
+                f"order field focus.weights must map some of {', '.join(WEIGHTED_LEVELS)} to weights"
+            )
+        for level, weight in weights.items():
+            if not is_number(weight) or weight < 0:
+                raise _refused(f"order field focus.weights.{level} must be a number >= 0")
+        update = data.get("update", "avg")
+        if update not in UPDATE_FUNCTIONS:
+            raise _refused(f"order field focus.update must be one of {', '.join(UPDATE_FUNCTIONS)}")
+        spam = _strings(data, "spam", MAX_FOCUS_ITEMS, 2_000, "focus.")
+        try:
+            Blocklist(spam)
+        except BadPattern as exc:
+            raise _refused(f"order field focus.spam: {exc}") from None
+        return cls(
+            keywords=_strings(data, "keywords", MAX_FOCUS_ITEMS, 200, "focus."),
+            examples=_strings(data, "examples", MAX_FOCUS_ITEMS, MAX_FOCUS_TEXT, "focus."),
+            url_scores=scores,
+            spam=spam,
+            weights={level: float(weight) for level, weight in weights.items()},
+            update=update,
+        )
+
+
+def _nested_json(value: Any) -> Any:
+    return value.to_json() if isinstance(value, Fields) else value
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlOrder(Fields):
     """A site to crawl and how: its delimitation, keywords, politeness, host addresses, browser
@@ -116,6 +237,11 @@ class CrawlOrder(Fields):
     browser_budget: float | None = left_out(None)  # seconds a page may take in the browser
     # Walk the previous crawl's URLs level by level, parsing only what changed (crawler/site.py).
     quick: bool = left_out(False)
+    # A focused crawl: pages and links scored for relevance, the best-scored URL fetched next.
+    focus: Focus | None = left_out(None)
+    injected: tuple[ScoredUrl, ...] = left_out(())  # crawled before the rest, in score order
+    blocked: tuple[str, ...] = left_out(())  # blacklist patterns (archive/blocklist.py)
+    _nested: ClassVar[Any] = staticmethod(_nested_json)
 
     @classmethod
     def from_json(cls, data: Any, method: str) -> Self:
@@ -155,6 +281,15 @@ class CrawlOrder(Fields):
         quick = data.get("quick", False)
         if not isinstance(quick, bool) or (quick and previous is None):
             raise _refused("order field quick must be true or false, and true only with previous")
+        focus = data.get("focus")
+        injected = data.get("injected", [])
+        if not isinstance(injected, list) or len(injected) > MAX_INJECTED:
+            raise _refused(f"order field injected must be a list of at most {MAX_INJECTED} URLs")
+        blocked = _strings(data, "blocked", 10_000, 2_000)
+        try:
+            Blocklist(blocked)
+        except BadPattern as exc:
+            raise _refused(f"order field blocked: {exc}") from None
         return cls(
             **delimitation,
             keywords=tuple(keywords),
@@ -164,6 +299,12 @@ class CrawlOrder(Fields):
             browser=browser,
             browser_budget=None if budget is None else float(budget),
             quick=quick,
+            focus=None if focus is None else Focus.from_json(focus, "crawl"),
+            injected=tuple(
+                ScoredUrl.from_json(item, f"order field injected[{n}]")
+                for n, item in enumerate(injected)
+            ),
+            blocked=blocked,
         )
 
 

@@ -39,6 +39,7 @@ from typing import Protocol, TypeVar
 import re2
 from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to_sec
 
+from archive.blocklist import RE2_OPTIONS
 from archive.cluster import ClusterClient
 from archive.deadline import Deadline
 from archive.errors import DlwebError, NotFound
@@ -105,11 +106,6 @@ INDEX_PART = "urlkeys"  # where a block is, in a paged index line: the URL-key i
 PAGE_INFO_TYPE = "application/json"
 PAGED_INDEX_TYPE = "text/plain"
 _ADVICE = "narrow it (a longer prefix, a from and to, a lower limit, fewer filters)"
-# RE2 matches in time linear in the text, whatever the expression, as Python's re does not
-# (`(.|.)*Q` takes it hours on a long URL); it reads no backreference or lookaround. Its errors
-# are ours to tell, not its to print.
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
 
 
 T = TypeVar("T")
@@ -194,7 +190,7 @@ def parse_filter(text: str) -> CdxFilter:
     regex = None
     if how == "~":
         try:
-            regex = re2.compile(value, _RE2_OPTIONS)
+            regex = re2.compile(value, RE2_OPTIONS)
         except re2.error as exc:
             why = exc.args[0].decode(errors="replace") if exc.args else ""
             raise BadCdxQuery(
