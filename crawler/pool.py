@@ -16,7 +16,7 @@ import re
 import resource
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,22 +192,28 @@ def crawl_sites(
     monitor: tuple[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Crawl every site with `agents` agents; one report per site, in the orders' order, each
-    with its language and phrases told here (report_text.py)."""
-    from .report_text import told  # here, not in the agents: see report_text.py
+    with its language and phrases told here (report_text.py), while the other sites are crawled
+    when agents are forked."""
+    from .report_text import prepare, told  # here, not in the agents: see report_text.py
 
-    return [told(report) for report in _crawl_sites(config, orders, work, agents, monitor)]
+    work.mkdir(parents=True, exist_ok=True)
+    if agents <= 1 or len(orders) <= 1:
+        agent = Agent(config, work, monitor=monitor)
+        return [told(report) for report in asyncio.run(_crawl_in_turn(agent, orders))]
+    return _crawl_forked(config, orders, work, agents, monitor, prepare, told)
 
 
-def _crawl_sites(
+def _crawl_forked(
     config: ClusterConfig,
     orders: Sequence[dict[str, Any]],
     work: Path,
     agents: int,
     monitor: tuple[str, int] | None,
+    prepare: Callable[[], None],
+    tell: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    work.mkdir(parents=True, exist_ok=True)
-    if agents <= 1 or len(orders) <= 1:
-        return asyncio.run(_crawl_in_turn(Agent(config, work, monitor=monitor), orders))
+    """Crawl with forked agents; each report is told (`tell`) as it comes, `prepare` having
+    been called once the agents are forked."""
     context = multiprocessing.get_context("fork")
     # Queues with a feeder thread: a pipe alone would block this process once full.
     sites: multiprocessing.Queue[dict[str, Any] | None] = context.Queue()
@@ -224,6 +230,7 @@ def _crawl_sites(
         clone = context.Process(target=_clone, args=(config, work, port, sites, results))
         clone.start()
         clones.append(clone)
+    prepare()
     reports: dict[str, dict[str, Any]] = {}
     while len(reports) < len(orders):
         try:
@@ -232,7 +239,7 @@ def _crawl_sites(
             if any(clone.is_alive() for clone in clones):
                 continue
             break
-        reports[report["start_url"]] = report
+        reports[report["start_url"]] = tell(report)
     for clone in clones:
         clone.join()
     for order in orders:
