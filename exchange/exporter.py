@@ -58,6 +58,7 @@ from archive.warc.writer import (
 
 from .bundles import bundled_body
 from .pending import Revisit
+from .warcinfo import EXPORT_INFO
 
 # Captures whose small contents are fetched together, in packs (ClusterClient.get_small_contents),
 # the next chunk's while one is written: at most 2 x 128 x 2 contents of at most 1 MiB in memory,
@@ -68,9 +69,6 @@ COMPRESSING_AHEAD = 8
 # A content of more than STREAMED_OVER bytes (as the proxy streams, and too large for a pack) is
 # never held whole: its record is written as it is read, compressed by pieces of this size.
 STREAMED_PIECE = 1024 * 1024
-SOFTWARE = "dlweb"
-# The block of the warcinfo record an export starts with (an import does not keep it).
-EXPORT_INFO = f"software: {SOFTWARE}\r\nformat: WARC File Format 1.1\r\n".encode()
 _KEPT_WARCINFO = kept_url("warcinfo")
 
 

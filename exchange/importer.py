@@ -47,7 +47,6 @@ from archive.warc.reader import Ignored, Item, Problem, SourceRecord, kept_field
 
 from .batches import BatchReader, discard_all
 from .bundles import Bundle, Bundler, slice_field
-from .exporter import EXPORT_INFO
 from .pending import (
     BadDescription,
     Revisit,
@@ -59,6 +58,7 @@ from .pending import (
     resolved_entry,
     unresolved,
 )
+from .warcinfo import EXPORT_INFO
 
 INSERTS_AHEAD = 3
 REFERS_TO_SLACK = 1_000_000  # WARC-Refers-To-Date is often given to the second

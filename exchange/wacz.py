@@ -32,6 +32,7 @@ from archive.errors import DlwebError
 from archive.header_block import charset_of
 from archive.warc.digests import parse_digest
 
+from .warcinfo import SOFTWARE
 from .zip_layout import (
     MAX_DIRECTORY,
     MAX_ENTRIES,
@@ -88,7 +89,6 @@ async def export_wacz(
 def _package(work: Path, out: Path) -> int:
     """Index the WARC in `work`, list its pages and zip it all into `out`; the page count."""
     from .cdxj import cdxj_lines
-    from .exporter import SOFTWARE
 
     warc = work / WARC_NAME
     with open(work / "pages.jsonl", "w", encoding="utf-8") as fh:

@@ -14,7 +14,7 @@ from warcio.warcwriter import WARCWriter
 
 from archive.warc.reader import kept_url
 from deploy.testing.cluster import Cluster
-from exchange.exporter import EXPORT_INFO
+from exchange.warcinfo import EXPORT_INFO
 
 from .conftest import dlweb
 from .test_import import import_ok
