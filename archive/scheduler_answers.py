@@ -5,7 +5,8 @@ serves them and the `dlweb sites`, `dlweb streams` and `dlweb campaign` commands
 Site it added; `/api/sites/{id}` a SiteDetail, or (blacklist, inject, remove) the Site
 changed; `/api/sites/{id}/second-agent` a SecondAgentSent; `/api/streams` a Streams, or the
 Stream added or stopped; `/api/streams/{id}` a StreamDetail; `/api/clusters` a SiteClusters;
-`/api/sites/{id}/graph` a CrawlGraph. `/api/agents/{name}/clone`
+`/api/sites/{id}/graph` a CrawlGraph; `/api/urls/inject` an InjectedUrls; `/api/blacklist` a
+BlacklistPatterns; `/api/domains` a Domains, or the DomainSettings set. `/api/agents/{name}/clone`
 answers the agent's Cloned (archive/crawl_calls.py). An entry is a row of the scheduler's
 database, its fields those of the scheduler's record in their order (`of` copies them).
 
@@ -20,9 +21,14 @@ from .crawl_calls import AgentStatus
 from .hip import bad_params, left_out
 
 __all__ = [
+    "BlacklistPatterns",
     "Crawl",
     "CrawlGraph",
     "CrawlerAgent",
+    "DomainSettings",
+    "Domains",
+    "InjectedUrl",
+    "InjectedUrls",
     "PolicyAgent",
     "StreamRecording",
     "Referrer",
@@ -282,3 +288,44 @@ class CrawlGraph(Answer):
                     where, f"edges[{i}] must be two places in pages, below {len(graph.pages)}"
                 )
         return graph
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedUrl(Answer):
+    """What became of one injected URL (canonical): the site whose next crawl it waits for,
+    whether that site was registered for it, or why it was refused (then no site)."""
+
+    url: str
+    site: int | None
+    created: bool
+    refused: str = left_out("")
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedUrls(Answer):
+    """The injected URLs, in the order given."""
+
+    urls: tuple[InjectedUrl, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BlacklistPatterns(Answer):
+    """The campaign's blacklist (archive/blocklist.py patterns), in the order they were added."""
+
+    patterns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DomainSettings(Answer):
+    """What the operator set for the sites of a domain (and its subdomains): the pages a crawl
+    of one of its sites may fetch, and the bounds of the politeness delay (None: not set)."""
+
+    domain: str
+    budget: int | None = None
+    min_delay: float | None = None
+    max_delay: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Domains(Answer):
+    domains: tuple[DomainSettings, ...]

@@ -4,6 +4,7 @@ talk to it."""
 import argparse
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +27,13 @@ from archive.command_line import (
     server_options,
 )
 from archive.config import load_config
+from archive.crawl_calls import MAX_INJECTED
 from archive.errors import DlwebError
 from archive.scheduler_answers import (
+    BlacklistPatterns,
+    Domains,
+    DomainSettings,
+    InjectedUrls,
     SchedulerStatus,
     SecondAgentSent,
     Site,
@@ -68,6 +74,7 @@ def _words(text: str | None) -> tuple[str, ...]:
 def _run_scheduler(args: argparse.Namespace) -> int:
     import asyncio
 
+    from .focus_file import load_focus
     from .server import ServerOptions, serve
 
     config = load_config(args.config)
@@ -85,6 +92,7 @@ def _run_scheduler(args: argparse.Namespace) -> int:
         ),
         database=checked_db(args),
         inline=not args.no_inline_policies,
+        focus=load_focus(args.focus) if args.focus else None,
     )
     asyncio.run(serve(options))
     return 0
@@ -140,6 +148,13 @@ def _add_crawl_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_resolve_option(
         parser, "pin a host to an address for the agents and the feed poller (repeat)"
+    )
+    parser.add_argument(
+        "--focus",
+        type=Path,
+        metavar="FILE",
+        help="a focused campaign: the YAML file of its keywords, examples (texts or files),"
+        " url_scores, spam, weights and update, which every crawl scores pages and links by",
     )
     parser.add_argument(
         "--no-inline-policies",
@@ -348,19 +363,70 @@ def _sites(args: argparse.Namespace) -> int:
             if value is not None:
                 body[key] = value
         return _answered(_call(args, Site, "POST", "/api/sites", body))
+    if action == "inject":
+        return _inject(args)
+    if action == "blacklist":
+        return _blacklist(args)
+    if action == "domain":
+        return _domain(args)
     path = f"/api/sites/{args.id}"
     answer: Answer
     if action == "show":
         answer = _call(args, SiteDetail, "GET", path)
-    elif action == "inject":
-        answer = _call(args, Site, "POST", f"{path}/inject", {"priority": args.priority})
     elif action == "second-agent":
         answer = _call(args, SecondAgentSent, "POST", f"{path}/second-agent", {})
-    elif action == "blacklist":
-        answer = _call(args, Site, "POST", f"{path}/blacklist", {})
     else:
         answer = _call(args, Site, "DELETE", path)
     return _answered(answer)
+
+
+def _inject(args: argparse.Namespace) -> int:
+    """A site crawled next with a priority, or URLs into the next crawls of their sites."""
+    targets: list[str] = args.targets
+    if len(targets) == 1 and targets[0].isdigit():
+        if args.priority is None or args.score is not None:
+            raise DlwebError("sites inject ID takes --priority (--score is for URLs)")
+        path = f"/api/sites/{targets[0]}/inject"
+        return _answered(_call(args, Site, "POST", path, {"priority": args.priority}))
+    if args.score is None or args.priority is not None:
+        raise DlwebError("sites inject URL... takes --score (--priority is for a site id)")
+    urls: list[Any] = []
+    for start in range(0, len(targets), MAX_INJECTED):
+        body = {
+            "urls": [
+                {"url": url, "score": args.score, "campaign": args.campaign}
+                for url in targets[start : start + MAX_INJECTED]
+            ]
+        }
+        urls.extend(_call(args, InjectedUrls, "POST", "/api/urls/inject", body).urls)
+    return _answered(InjectedUrls(tuple(urls)))
+
+
+def _blacklist(args: argparse.Namespace) -> int:
+    """A site blacklisted, patterns added to or removed from the campaign's blacklist, or (with
+    none of these) the blacklist shown."""
+    if args.id is None and not args.pattern and not args.remove_pattern:
+        return _answered(_call(args, BlacklistPatterns, "GET", "/api/blacklist"))
+    answer: Answer | None = None
+    if args.id is not None:
+        answer = _call(args, Site, "POST", f"/api/sites/{args.id}/blacklist", {})
+    if args.pattern:
+        body = {"patterns": args.pattern}
+        answer = _call(args, BlacklistPatterns, "POST", "/api/blacklist", body)
+    if args.remove_pattern:
+        body = {"patterns": args.remove_pattern}
+        answer = _call(args, BlacklistPatterns, "DELETE", "/api/blacklist", body)
+    assert answer is not None
+    return _answered(answer)
+
+
+def _domain(args: argparse.Namespace) -> int:
+    """A domain's settings set, or every domain's shown."""
+    if args.domain is None:
+        return _answered(_call(args, Domains, "GET", "/api/domains"))
+    body = {"budget": args.budget, "min_delay": args.min_delay, "max_delay": args.max_delay}
+    path = f"/api/domains/{urllib.parse.quote(args.domain, safe='')}"
+    return _answered(_call(args, DomainSettings, "PUT", path, body))
 
 
 def _scheduler_option(parser: argparse.ArgumentParser) -> None:
@@ -411,19 +477,80 @@ def _add_site_actions(actions: Subparsers) -> None:
     )
     for name, text in (
         ("show", "one site, its crawls and referrers"),
-        ("blacklist", "never crawl it again"),
         ("remove", "forget it"),
         ("second-agent", "send a free agent on a site being crawled, for a second copy"),
     ):
         actions.add_parser(name, help=text).add_argument("id", type=int)
-    inject = actions.add_parser("inject", help="crawl a site next, with a priority")
-    inject.add_argument("id", type=int)
-    inject.add_argument("--priority", type=float, required=True)
+    _add_steering_actions(actions)
+
+
+def _add_steering_actions(actions: Subparsers) -> None:
+    """inject, blacklist and domain: what steers a running campaign."""
+    inject = actions.add_parser(
+        "inject",
+        help="crawl a site next (ID --priority P), or put URLs into the next crawls of their"
+        " sites (URL... --score S), registering a site for a URL no site takes",
+        description="With a site id and --priority: crawl that site next, with that priority."
+        " With URLs and --score: each waits for the next crawl of the site that takes it,"
+        " brought forward, crawled before the site's other pages in order of score; a URL no"
+        " site takes gets a site of its own, registered as the campaign's discovered sites are."
+        " A URL the blacklist blocks is refused.",
+    )
+    inject.add_argument("targets", nargs="+", metavar="ID|URL", help="a site id, or URLs")
+    inject.add_argument("--priority", type=float, help="the site's new priority (with an ID)")
+    inject.add_argument(
+        "--score", type=_score, help="the URLs' score, from 0 to 1: the higher, the sooner"
+    )
+    inject.add_argument("--campaign", default="", help="the campaign the URLs serve (with URLs)")
+    blacklist = actions.add_parser(
+        "blacklist",
+        help="never crawl a site again (ID), or add or remove blacklist patterns; with neither,"
+        " show the blacklist",
+    )
+    blacklist.add_argument("id", type=int, nargs="?", help="the site to blacklist")
+    blacklist.add_argument(
+        "--pattern",
+        metavar="P",
+        action="append",
+        default=[],
+        help="keep every crawl away from URLs matching host:HOST, prefix:URL or re:REGEX (repeat)",
+    )
+    blacklist.add_argument(
+        "--remove-pattern",
+        metavar="P",
+        action="append",
+        default=[],
+        help="a pattern to remove (repeat)",
+    )
+    domain = actions.add_parser(
+        "domain",
+        help="bound the crawls of a domain's sites (and its subdomains') from their next order;"
+        " with no DOMAIN, show every domain's settings",
+    )
+    domain.add_argument(
+        "domain",
+        nargs="?",
+        help="a domain or host name; given without settings, its settings are forgotten",
+    )
+    domain.add_argument("--budget", type=positive_int, help="the most pages a crawl fetches")
+    domain.add_argument("--min-delay", type=non_negative, help="the least politeness delay, s")
+    domain.add_argument("--max-delay", type=non_negative, help="the most politeness delay, s")
+
+
+def _score(text: str) -> float:
+    """An argparse type for a score from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number from 0 to 1")
+    return value
 
 
 register_sites = _actions_command(
     "sites",
-    "the scheduler's sites: add, list, show, blacklist, inject, remove",
+    "the scheduler's sites: add, list, show, inject, blacklist, domain, remove",
     _sites,
     _add_site_actions,
 )

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from archive.answers import Answer
 from archive.errors import DlwebError
-from archive.scheduler_answers import SecondAgentSent, Site, Sites, Stream, Streams
+from archive.scheduler_answers import Domains, SecondAgentSent, Site, Sites, Stream, Streams
 from archive.serving import json_body, token_guard
 from archive.timestamps import BadTime, parse_time
 from archive.urlkey import canonical_url
@@ -20,6 +20,7 @@ from .clusters import DEFAULT_THRESHOLD, SiteTopics, cluster
 from .crawl_graph import crawl_at, crawl_graph, read_graph_file
 from .service import Scheduler
 from .status_page import status_page
+from .steering import checked_domain, checked_urls
 from .stream_registry import STREAM_STATES
 
 __all__ = ["build_app"]
@@ -28,6 +29,7 @@ SCHEDULER = web.AppKey("scheduler", Scheduler)
 TOKEN = web.AppKey("token", str)
 TOPICS = web.AppKey("topics", SiteTopics)
 MAX_BODY = 64 * 1024
+MAX_INJECTION = 16 * 2**20  # the body of /api/urls/inject: 10,000 URLs of 1.6 KB
 T = TypeVar("T")
 routes = web.RouteTableDef()
 
@@ -140,6 +142,45 @@ async def inject(request: web.Request) -> web.Response:
         store.set_state(site.id, "queued", next_crawl=time.time())
     _scheduler(request).wake()
     return _answered(_site_of_id(request, site.id))
+
+
+@routes.post("/api/urls/inject")
+async def inject_urls(request: web.Request) -> web.Response:
+    """URLs into the next crawls of their sites (steering.py), each with its score and campaign;
+    for each, the site it went to and whether that site was created, or why it was refused."""
+    body = await json_body(request, MAX_INJECTION)
+    urls = checked_urls(body.get("urls"))
+    return _answered(_scheduler(request).steering.inject(urls))
+
+
+@routes.get("/api/blacklist")
+async def show_blacklist(request: web.Request) -> web.Response:
+    return _answered(_scheduler(request).steering.blacklist())
+
+
+@routes.post("/api/blacklist")
+async def add_to_blacklist(request: web.Request) -> web.Response:
+    body = await json_body(request, MAX_INJECTION)
+    return _answered(_scheduler(request).steering.add_patterns(body))
+
+
+@routes.delete("/api/blacklist")
+async def remove_from_blacklist(request: web.Request) -> web.Response:
+    body = await json_body(request, MAX_INJECTION)
+    return _answered(_scheduler(request).steering.remove_patterns(body))
+
+
+@routes.get("/api/domains")
+async def domains(request: web.Request) -> web.Response:
+    return _answered(Domains(tuple(_scheduler(request).store.domains())))
+
+
+@routes.put("/api/domains/{domain}")
+async def set_domain(request: web.Request) -> web.Response:
+    """A domain's budget and delay bounds, applied to the next orders of its sites."""
+    settings = checked_domain(request.match_info["domain"], await json_body(request, MAX_BODY))
+    _scheduler(request).store.set_domain(settings)
+    return _answered(settings)
 
 
 @routes.post("/api/sites/{id}/second-agent")
@@ -256,7 +297,7 @@ async def page(request: web.Request) -> web.Response:
 def build_app(scheduler: Scheduler, token: str) -> web.Application:
     app = web.Application(
         middlewares=[token_guard(lambda request: request.app[TOKEN], "scheduler")],
-        client_max_size=MAX_BODY,
+        client_max_size=MAX_INJECTION,
     )
     app[SCHEDULER] = scheduler
     app[TOKEN] = token

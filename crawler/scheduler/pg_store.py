@@ -16,14 +16,17 @@ from typing import Any
 from archive.pg import DatabaseUnavailable, PgDatabase, migrate, postgresql_schema
 
 from .sql_engine import IN_USE, StoreError
+from .steering_registry import _STEERING_SCHEMA
 from .store import _LINKS_SCHEMA, _SCHEMA, Site, Store
 from .stream_registry import _STREAM_SCHEMA
 
 __all__ = ["COMPONENT", "PgStore"]
 
 COMPONENT = "scheduler"  # what the database holds, as archive.pg.migrate marks it
-# SCHEMA_VERSION 1, 2, 3
-STEPS = tuple(postgresql_schema(step) for step in (_SCHEMA, _STREAM_SCHEMA, _LINKS_SCHEMA))
+# SCHEMA_VERSION 1, 2, 3, 4
+STEPS = tuple(
+    postgresql_schema(step) for step in (_SCHEMA, _STREAM_SCHEMA, _LINKS_SCHEMA, _STEERING_SCHEMA)
+)
 LOCK = 0x646C7765627363  # the advisory lock a scheduler holds on its database
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive.config import ClusterConfig
+from archive.crawl_calls import Focus
 from archive.discovery import SCHEDULER, Announcement
 from archive.metadata import MetadataUrl, cluster_id
 from archive.serving import serving
@@ -48,6 +49,7 @@ class ServerOptions:
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
     database: MetadataUrl | None = None  # --db; None for DATABASE in `data`
     inline: bool = True  # links and feeds handled here while no agent of the kind is connected
+    focus: Focus | None = None  # --focus, read and checked
 
 
 async def serve(options: ServerOptions) -> None:
@@ -75,6 +77,7 @@ async def serve(options: ServerOptions) -> None:
                 record_streams=options.record_streams,
                 stream_settings=options.stream_settings,
                 inline=options.inline,
+                focus=options.focus,
             ),
         )
         if options.paused:

@@ -20,6 +20,9 @@ and the feeds are polled by feed aggregators (feeds.py); with no agent of a kind
 scheduler does that work itself unless `inline` is off. The stream links crawls report are
 registered with their sites, and recorded by streaming agents when the operator says so
 (streams.py).
+
+The operator steers a running campaign (steering.py): every order carries the URLs injected into
+its site, the campaign's blacklist and focus, and the politeness its domain's settings bound.
 """
 
 import asyncio
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from archive.connectivity_calls import ROLE as CONNECTIVITY
-from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Ok, SiteDone
+from archive.crawl_calls import CLONE, CRAWL, SITE_DONE, CrawlOrder, Focus, Ok, SiteDone
 from archive.errors import DlwebError
 from archive.feed_calls import FEED_CHANGED
 from archive.feed_calls import ROLE as FEEDS
@@ -51,6 +54,7 @@ from .expansion import Expansion, external_links
 from .feeds import FeedWatch
 from .policy import DepthHint, Filters, change_rate, depth_hint, judge, next_interval
 from .reports import existing_file, with_change_by_level
+from .steering import Steering
 from .store import Site, SiteOptions, Store
 from .streams import StreamAgents
 
@@ -84,6 +88,7 @@ class SchedulerOptions:
     stream_settings: StreamSettings = field(default_factory=StreamSettings)
     # Resolve links and poll feeds here while no connectivity agent or feed aggregator is.
     inline: bool = True
+    focus: Focus | None = None  # what every crawl of a focused campaign finds relevant
 
 
 @dataclass
@@ -102,6 +107,7 @@ class Scheduler:
             store, options.stream_settings, options.resolve, options.agent_grace, self.wake
         )
         self.expansion = Expansion(store, options.expand, self.wake)
+        self.steering = Steering(store, self.wake)
         self.connectivity = ConnectivityAgents(
             self.expansion, options.inline, options.agent_grace, self.wake
         )
@@ -274,7 +280,7 @@ class Scheduler:
 
     def order(self, site: Site) -> CrawlOrder:
         """The order an agent is given for `site`: as deep as its depth hint says, with the
-        signature file of the latest crawl that went as deep."""
+        signature file of the latest crawl that went as deep, and what the operator steers."""
         reports = self._last_reports(site)
         hint = self._depth_hint(site, reports)
         previous, _ = self._baseline(site, hint.depth, reports)
@@ -293,9 +299,12 @@ class Scheduler:
             max_depth=hint.depth,
             keywords=tuple(self.options.filters.keywords),
             previous=previous if previous and Path(previous).is_file() else None,
-            politeness=dict(self.options.politeness),
+            politeness=self.steering.politeness(site, self.options.politeness),
             resolve=self.options.resolve,
             browser=self.options.browser,
+            focus=self.options.focus,
+            injected=self.store.injected(site.id),
+            blocked=self.steering.blocklist.patterns,
         )
 
     def _last_reports(self, site: Site) -> list[Mapping[str, Any]]:

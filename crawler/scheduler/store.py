@@ -45,6 +45,7 @@ from .due_queue import SCHEDULED, DueQueue
 from .host_index import HostIndex
 from .reports import report_count, report_number
 from .sql_engine import IN_USE, Connection, StoreError
+from .steering_registry import _STEERING_SCHEMA, SteeringRegistry, clear_injected
 from .stream_registry import _STREAM_SCHEMA, StreamRegistry
 
 __all__ = [
@@ -62,7 +63,7 @@ __all__ = [
     "StoreError",
 ]
 
-SCHEMA_VERSION = 3  # 2: the stream tables; 3: link_reports
+SCHEMA_VERSION = 4  # 2: the stream tables; 3: link_reports; 4: injected, blacklist, domains
 STATES = ("queued", "crawling", "idle", "blacklisted", "paused", "removed")
 DEFAULT_INTERVAL = 86_400.0  # a new site's re-crawl interval, until its changes are measured
 EDGES_FETCHED = 10_000  # rows read at a time when edges are streamed
@@ -174,9 +175,10 @@ class NewSite:
     links: int
 
 
-class Store(StreamRegistry):
-    """What the scheduler keeps, every write committed before the method returns: its sites, and
-    its streams as StreamRegistry keeps them. The SQL is written once for both engines, and
+class Store(StreamRegistry, SteeringRegistry):
+    """What the scheduler keeps, every write committed before the method returns: its sites, its
+    streams as StreamRegistry keeps them, and what the operator steers the campaign with as
+    SteeringRegistry keeps it. The SQL is written once for both engines, and
     what it keeps in memory, rebuilt at open (`_load`) and kept up to date by every write: the
     host index of the delimitations (host_index.py) and the due queue (due_queue.py). Its engines
     implement reading, streaming and writing."""
@@ -395,7 +397,8 @@ class Store(StreamRegistry):
         """Records a crawl, keeps its signature and chunk files on the site and makes a crawling,
         queued or idle site idle, due again after its interval. The crawl of a `second` agent
         sent while the first still crawls is recorded and leaves the site as it is. Its
-        external `links` (canonical URLs) wait in link_reports for the expansion policy."""
+        external `links` (canonical URLs) wait in link_reports for the expansion policy. The URLs
+        injected into the site before the crawl was given out are forgotten."""
         site = self._existing(site_id)
         started = (
             site.claimed if site.state == "crawling" else report_number(report, "started") or now
@@ -430,6 +433,7 @@ class Store(StreamRegistry):
                     (now, site_id),
                 )
                 return
+            clear_injected(db, site_id, started)
             # SET expressions see the row as it was: a site paused, blacklisted or removed while
             # it was crawled stays so.
             db.execute(
@@ -636,7 +640,10 @@ class SqliteStore(Store):
         tables = {row[0] for row in self._read("SELECT name FROM sqlite_master")}
         if not tables:
             with self._writing() as db:
-                _create(db, _META_SCHEMA + _SCHEMA + _STREAM_SCHEMA + _LINKS_SCHEMA)
+                _create(
+                    db,
+                    _META_SCHEMA + _SCHEMA + _STREAM_SCHEMA + _LINKS_SCHEMA + _STEERING_SCHEMA,
+                )
                 db.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
@@ -655,12 +662,14 @@ class SqliteStore(Store):
             )
         if version < SCHEMA_VERSION:
             # A campaign from before streams goes on with empty stream tables, one from before
-            # link_reports with no links waiting.
+            # link_reports with no links waiting, one from before steering with nothing injected,
+            # blacklisted or set.
             with self._writing() as db:
                 _create(
                     db,
                     (_STREAM_SCHEMA if version < 2 else "")
-                    + ("" if "link_reports" in tables else _LINKS_SCHEMA),
+                    + ("" if "link_reports" in tables else _LINKS_SCHEMA)
+                    + ("" if "injected" in tables else _STEERING_SCHEMA),
                 )
                 db.execute(
                     "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)

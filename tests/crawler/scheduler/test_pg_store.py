@@ -41,11 +41,11 @@ def test_another_clusters_or_a_newer_or_a_foreign_database_is_refused_at_start(
     with pytest.raises(DlwebError, match=r"belongs to another cluster \('test'.*not to this one"):
         PgStore(postgres_url, other)
     database = postgres_url.rsplit("/", 1)[1]
-    postgres.sql("UPDATE dlweb_meta SET value = '4' WHERE key = 'schema_version'", database)
-    with pytest.raises(DlwebError, match="has schema version 4, newer than this dlweb knows"):
+    postgres.sql("UPDATE dlweb_meta SET value = '5' WHERE key = 'schema_version'", database)
+    with pytest.raises(DlwebError, match="has schema version 5, newer than this dlweb knows"):
         PgStore(postgres_url, CLUSTER)
     assert contents(postgres, postgres_url) == before.replace(
-        "schema_version|3", "schema_version|4"
+        "schema_version|4", "schema_version|5"
     )
     master = postgres.create_database()
     with PgDatabase(master) as db:

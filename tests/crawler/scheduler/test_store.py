@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from archive.crawl_calls import ScoredUrl
 from archive.errors import NotFound
 from archive.metadata import cluster_id
+from archive.scheduler_answers import DomainSettings
 from crawler.delimitation import BadOrder
 from crawler.scheduler.pg_store import PgStore
 from crawler.scheduler.store import (
@@ -551,13 +553,65 @@ def test_sites_added_survive_a_kill(database: Database) -> None:
         assert store.find_site_for("http://s3.example/a") is not None
 
 
-def test_a_campaign_database_from_before_streams_opens_with_empty_stream_tables(
+# -- steering -----------------------------------------------------------------------------------
+
+
+def test_injected_urls_wait_best_first_until_a_crawl_given_after_them_reports(
+    store: Store,
+) -> None:
+    a = store.add_site("http://a.example/", "")
+    b = store.add_site("http://b.example/", "")
+    store.inject(a.id, [ScoredUrl("http://a.example/x", 0.2, "c1")], 10.0)
+    store.inject(
+        a.id, [ScoredUrl("http://a.example/y", 0.9), ScoredUrl("http://a.example/x", 0.5)], 20.0
+    )
+    store.inject(b.id, [ScoredUrl("http://b.example/z", 1.0)], 20.0)
+    assert store.injected(a.id) == (
+        ScoredUrl("http://a.example/y", 0.9),
+        ScoredUrl("http://a.example/x", 0.5),
+    )
+    assert store.injected(a.id, limit=1) == (ScoredUrl("http://a.example/y", 0.9),)
+    assert store.claim(a.id, "agent", 30.0)
+    store.inject(a.id, [ScoredUrl("http://a.example/later", 0.1)], 40.0)
+    store.finish(a.id, REPORT, "", "", 50.0)
+    assert store.injected(a.id) == (ScoredUrl("http://a.example/later", 0.1),)
+    assert store.injected(b.id) == (ScoredUrl("http://b.example/z", 1.0),)
+
+
+def test_blacklist_patterns_are_kept_in_the_order_added_once_each(store: Store) -> None:
+    store.add_to_blacklist(["host:spam.example", "re:/print/"])
+    store.add_to_blacklist(["prefix:http://a.example/tmp/", "host:spam.example"])
+    assert store.blacklist() == ("host:spam.example", "re:/print/", "prefix:http://a.example/tmp/")
+    store.remove_from_blacklist(["re:/print/", "re:never-added"])
+    assert store.blacklist() == ("host:spam.example", "prefix:http://a.example/tmp/")
+
+
+def test_domain_settings_are_replaced_and_forgotten_when_none_is_set(store: Store) -> None:
+    store.set_domain(DomainSettings("example.org", 100, 0.5, 2.0))
+    store.set_domain(DomainSettings("a.example", max_delay=1.0))
+    store.set_domain(DomainSettings("example.org", budget=50))
+    assert store.domains() == [
+        DomainSettings("a.example", None, None, 1.0),
+        DomainSettings("example.org", 50, None, None),
+    ]
+    store.set_domain(DomainSettings("a.example"))
+    assert store.domains() == [DomainSettings("example.org", 50, None, None)]
+
+
+def test_a_campaign_database_from_before_streams_opens_with_empty_stream_and_steering_tables(
     path: Path,
 ) -> None:
     with SqliteStore(path) as store:
         store.add_site("http://a.example/", "")
     db = sqlite3.connect(path)
-    for table in ("streams", "stream_recordings", "stream_events"):
+    for table in (
+        "streams",
+        "stream_recordings",
+        "stream_events",
+        "injected",
+        "blacklist",
+        "domains",
+    ):
         db.execute(f"DROP TABLE {table}")
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
@@ -566,8 +620,9 @@ def test_a_campaign_database_from_before_streams_opens_with_empty_stream_tables(
         assert [site.start_url for site in store.sites()] == ["http://a.example/"]
         assert store.streams() == []
         assert store.record_stream(RADIO, None, 1.0).state == "waiting"
+        assert store.blacklist() == () and store.injected(1) == ()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
     db.close()
 
 
