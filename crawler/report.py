@@ -129,6 +129,8 @@ class SiteReport:
     graph_change: dict[str, Any] | None = None
     # New pages, changed pages and new text in each against the previous crawl (None: none).
     changes: PageChanges | None = None
+    # The site's software and what its rules saved (crawler/apps/; None: none known).
+    application: dict[str, Any] | None = None
 
     def error(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -205,6 +207,7 @@ class SiteReport:
                 "change": self.graph_change,
             },
             "change": None if self.changes is None else self.changes.to_json(),
+            "application": self.application,
             "retries": self.retries.to_json(),
             "content_traps": [
                 {"why": why, "example": url, "pages": pages}

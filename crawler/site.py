@@ -27,6 +27,7 @@ from archive.structure import RecordFlag, RecordKind
 from archive.urlkey import BadUrl, canonical_url
 
 from . import parsers
+from .apps import AppRules
 from .browser import Browser, BrowserError, BrowserRequest, BrowserResponse, ServeError
 from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
@@ -137,6 +138,7 @@ class SiteCrawler:
         # The previous crawl's links by page, for the pages a quick re-crawl does not parse.
         self._previous_graph: SiteGraph | None = None
         self._previous_links: dict[str, list[str]] = {}
+        self.apps = AppRules.for_site()  # the rules of the site's software, once it is known
 
     async def run(self, signature_path: Path) -> SiteReport:
         """Crawl the site; the report is returned once every capture is stored."""
@@ -518,6 +520,10 @@ class SiteCrawler:
             self.report.content_trap(trap, fetched.url)
             log.info("%s: its links are not followed: %s", fetched.url, trap)
             return []
+        if fetched.url == self._page_url:
+            links = self.apps.links(fetched.url, document, result.links, fetched.headers)
+            self.report.application = self.apps.summary()
+            return links
         return result.links
 
     def _placed(self, signature: Signature) -> Signature:
