@@ -136,6 +136,10 @@ class _SpillQueue:
         if self._written >= self._memory_items:
             self._finish_segment()
 
+    def in_memory(self) -> int:
+        """Entries held in memory; the rest are on disk."""
+        return len(self._memory)
+
     def pop(self) -> tuple[str, str] | None:
         if not self._memory and self._on_disk:
             self._load_segment()

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive.atomic import AtomicFile
+from archive.blocklist import Blocklist
 from archive.cluster import NewCapture
-from archive.crawl_calls import CRAWL, CrawlOrder
+from archive.crawl_calls import CRAWL, CrawlOrder, Focus, ScoredUrl
 from archive.hip import Fields, RemoteError
 
 from .browser import DEFAULT_PAGE_BUDGET
@@ -63,6 +64,10 @@ class Order:
     browser: str = "never"
     browser_budget: float = DEFAULT_PAGE_BUDGET  # seconds a page may take in the browser
     quick: bool = False  # walk the previous crawl's URLs, parsing only what changed
+    # A focused crawl (relevance.py): pages and links scored, the best-scored URL fetched next.
+    focus: Focus | None = None
+    injected: tuple[ScoredUrl, ...] = ()  # fetched before the rest, in score order
+    blocked: Blocklist = field(default_factory=Blocklist)  # URLs never requested
 
     @classmethod
     def from_json(cls, data: object) -> "Order":
@@ -102,6 +107,9 @@ class Order:
                 DEFAULT_PAGE_BUDGET if message.browser_budget is None else message.browser_budget
             ),
             quick=message.quick,
+            focus=message.focus,
+            injected=message.injected,
+            blocked=Blocklist(message.blocked),
         )
 
 

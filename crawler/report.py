@@ -16,11 +16,12 @@ from .keywords import (
     MAX_SITE_WORDS,
 )
 from .page_changes import PageChanges
+from .relevance import RELEVANT
 from .retries import RetryReport
 from .site_graph import SiteGraph
 from .words import words_of
 
-__all__ = ["SiteReport", "TextStats", "chunk_signatures", "words_of"]
+__all__ = ["RelevanceStats", "SiteReport", "TextStats", "chunk_signatures", "words_of"]
 
 MAX_LISTED = 10_000  # external links, feeds, streams kept per site
 MAX_TEXTS = 5  # anchor texts kept per external link
@@ -91,6 +92,32 @@ class TextStats:
 
 
 @dataclass
+class RelevanceStats:
+    """The relevance of a focused crawl's pages (relevance.py): how many scored, how many
+    relevant (RELEVANT or more), their mean, and how many fall in each tenth of 0 to 1."""
+
+    pages: int = 0
+    relevant: int = 0
+    total: float = 0.0
+    tenths: list[int] = field(default_factory=lambda: [0] * 10)
+
+    def add(self, score: float) -> None:
+        self.pages += 1
+        self.relevant += score >= RELEVANT
+        self.total += score
+        self.tenths[min(9, max(0, int(score * 10)))] += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pages": self.pages,
+            "relevant_pages": self.relevant,
+            "threshold": RELEVANT,
+            "mean": round(self.total / self.pages, 4) if self.pages else 0.0,
+            "tenths": self.tenths,
+        }
+
+
+@dataclass
 class SiteReport:
     start_url: str
     started: float = field(default_factory=time.time)
@@ -105,6 +132,7 @@ class SiteReport:
     uploaded_bytes: int = 0
     robots_excluded: int = 0
     traps: int = 0
+    blocked: int = 0  # URLs met that the order's blocked patterns kept from being asked for
     browser_pages: int = 0  # pages loaded in the agent's browser
     levels: Counter[int] = field(default_factory=Counter)
     # New and known contents by the level of the page they came with: where a site changes.
@@ -131,6 +159,7 @@ class SiteReport:
     changes: PageChanges | None = None
     # The site's software and what its rules saved (crawler/apps/; None: none known).
     application: dict[str, Any] | None = None
+    relevance: RelevanceStats | None = None  # a focused crawl's
 
     def error(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -172,6 +201,7 @@ class SiteReport:
             "uploaded_bytes": self.uploaded_bytes,
             "robots_excluded": self.robots_excluded,
             "traps": self.traps,
+            "blocked": self.blocked,
             "browser_pages": self.browser_pages,
             "levels": {
                 str(level): {
@@ -208,6 +238,7 @@ class SiteReport:
             },
             "change": None if self.changes is None else self.changes.to_json(),
             "application": self.application,
+            "relevance": None if self.relevance is None else self.relevance.to_json(),
             "retries": self.retries.to_json(),
             "content_traps": [
                 {"why": why, "example": url, "pages": pages}

@@ -1,5 +1,9 @@
 """One site's crawl: breadth-first over page links, each page's components fetched at once.
 
+A focused crawl (an order with a focus or injected URLs) takes the best-scored URL next instead
+(priority_frontier.py): injected URLs first, in score order, then page links scored by their
+page's relevance and their own evidence (relevance.py). URLs the order blocks are never asked for.
+
 Page links (a click away) go to the next level's queue when they are inside the delimitation;
 component links (what the browser loads with the page: images, scripts, style sheets, frames,
 redirect targets) are fetched right after their page, depth-first, so a page is archived with
@@ -35,7 +39,9 @@ from .links import Link, LinkKind
 from .order import Order, Signature, SignatureLog, read_signatures
 from .page_changes import PageChanges
 from .parsers.common import ParseResult
-from .report import SiteReport
+from .priority_frontier import PriorityFrontier
+from .relevance import PageRelevance, Relevance
+from .report import RelevanceStats, SiteReport
 from .retries import RETRIED_ERRORS, Retries, Retry
 from .robots import Robots, origin_of
 from .scripted import HEAD, built_by_scripts
@@ -43,7 +49,9 @@ from .site_graph import GRAPH_SUFFIX, SiteGraph, graph_change, out_links, read_g
 from .storage import CaptureSink
 from .traps import NearDuplicates, TrapGuard, space_of
 
-__all__ = ["Progress", "SiteCrawler"]
+__all__ = ["Progress", "Queues", "SiteCrawler", "queues_for"]
+
+Queues = Frontier | PriorityFrontier
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +111,15 @@ class Progress:
         }
 
 
+def queues_for(order: Order, directory: Path) -> Queues:
+    """A focused crawl's priority frontier; else the breadth-first one."""
+    if order.focus is not None:
+        return PriorityFrontier(directory, order.focus.update)
+    if order.injected:
+        return PriorityFrontier(directory, "first")
+    return Frontier(directory)
+
+
 class SiteCrawler:
     def __init__(
         self,
@@ -139,6 +156,11 @@ class SiteCrawler:
         self._previous_graph: SiteGraph | None = None
         self._previous_links: dict[str, list[str]] = {}
         self.apps = AppRules.for_site()  # the rules of the site's software, once it is known
+        self.relevance = Relevance(order.focus) if order.focus is not None else None
+        if self.relevance is not None:
+            self.report.relevance = RelevanceStats()
+        self._page_relevance: PageRelevance | None = None  # of the page being crawled
+        self._links_scored = 0  # links of that page scored so far
 
     async def run(self, signature_path: Path) -> SiteReport:
         """Crawl the site; the report is returned once every capture is stored."""
@@ -155,7 +177,7 @@ class SiteCrawler:
         signatures = SignatureLog(signature_path)
         chunks = AtomicFile(signature_path.with_suffix(".chunks"))
         self.report.text.out = chunks.write
-        frontier = Frontier(self.work / "queues")
+        frontier = queues_for(self.order, self.work / "queues")
         self.progress.queues = frontier.sizes
         try:
             async with Fetcher(
@@ -189,13 +211,17 @@ class SiteCrawler:
         if self._previous_graph is not None:
             self.report.graph_change = graph_change(self._previous_graph, self.report.graph)
 
-    async def _crawl(self, frontier: Frontier, signatures: SignatureLog) -> None:
+    async def _crawl(self, frontier: Queues, signatures: SignatureLog) -> None:
         self._signatures = signatures
         start = self._canonical(self.delimitation.start_url)
         if start is None:
             raise DlwebError(f"start URL {self.delimitation.start_url!r} is not a valid URL")
         self.seen.add(start)
-        frontier.push(start, 0, "")
+        if self.order.blocked and self.order.blocked.blocks(start):
+            self.report.blocked += 1
+            return
+        self._inject(frontier)
+        self._enqueue(frontier, start, 0, "", 1.0)
         if self.order.quick:
             self._walk_previous(start, frontier)
         sitemaps_done = False
@@ -217,7 +243,22 @@ class SiteCrawler:
                     if (canonical := self._canonical(sitemap)) is not None:
                         self._queue_page(canonical, "", 1, frontier)
 
-    def _walk_previous(self, start: str, frontier: Frontier) -> None:
+    def _inject(self, frontier: Queues) -> None:
+        """Queue the order's injected URLs that the delimitation takes, ahead of the rest."""
+        if not isinstance(frontier, PriorityFrontier):
+            return
+        for injected in self.order.injected:
+            url = self._canonical(injected.url)
+            if url is not None and self.delimitation.inside(url) and self._new(url):
+                frontier.pin(url, 1, injected.score)
+
+    def _enqueue(self, frontier: Queues, url: str, level: int, via: str, score: float) -> None:
+        if isinstance(frontier, PriorityFrontier):
+            frontier.push(url, level, via, score)
+        else:
+            frontier.push(url, level, via)
+
+    def _walk_previous(self, start: str, frontier: Queues) -> None:
         """Queue every URL of the previous crawl at its level, pages and components, each seen
         already: a quick re-crawl asks for each again (conditionally), and only what changed
         is parsed for links that are new."""
@@ -226,10 +267,13 @@ class SiteCrawler:
             robots = signature.url.endswith("/robots.txt")
             if signature.url == start or robots or not self.seen.add(signature.url):
                 continue
+            if self.order.blocked and self.order.blocked.blocks(signature.url):
+                self.report.blocked += 1
+                continue
             via = "" if signature.page else _FORMER_COMPONENT
-            frontier.push(signature.url, max(signature.level, 1), via)
+            self._enqueue(frontier, signature.url, max(signature.level, 1), via, 0.5)
 
-    async def _next(self, frontier: Frontier) -> "tuple[str, int, str] | Retry | None":
+    async def _next(self, frontier: Queues) -> "tuple[str, int, str] | Retry | None":
         """A URL whose wait for another try is over, else the frontier's next; once the
         frontier is empty, the URLs still waiting, each when due; None at the end."""
         while True:
@@ -242,7 +286,7 @@ class SiteCrawler:
                 return None
             await asyncio.sleep(wait)
 
-    async def _again(self, retry: Retry, frontier: Frontier) -> None:
+    async def _again(self, retry: Retry, frontier: Queues) -> None:
         """Fetch a URL again: a page with its components, or a component alone."""
         if retry.page:
             await self._page(retry.url, retry.level, frontier, retry.requisite, again=True)
@@ -255,7 +299,7 @@ class SiteCrawler:
     # -- one page and its components -------------------------------------------------------
 
     async def _page(
-        self, url: str, level: int, frontier: Frontier, requisite: bool, again: bool = False
+        self, url: str, level: int, frontier: Queues, requisite: bool, again: bool = False
     ) -> None:
         if self.near.stopped(url):
             self.report.content_trap(f"in a content trap: {space_of(url)}", url)
@@ -267,6 +311,7 @@ class SiteCrawler:
             self.progress.pages += 1
         self._level = level
         self._page_url = url
+        self._page_relevance = None
         if self.order.browser == "always" and await self._browse(url, level, frontier):
             return
         components: list[tuple[Link, bool]] = []
@@ -277,7 +322,7 @@ class SiteCrawler:
         await self._components(components, level, frontier)
 
     async def _components(
-        self, components: list[tuple[Link, bool]], level: int, frontier: Frontier
+        self, components: list[tuple[Link, bool]], level: int, frontier: Queues
     ) -> None:
         """Fetch a page's components, depth-first: a style sheet's images come with it."""
         stack = list(reversed(components))
@@ -290,7 +335,7 @@ class SiteCrawler:
                 self._route(child, level, frontier, nested, link.requisite or inherited)
             stack.extend(reversed(nested))
 
-    async def _browse(self, url: str, level: int, frontier: Frontier) -> bool:
+    async def _browse(self, url: str, level: int, frontier: Queues) -> bool:
         """Load a page in the browser, everything it asks for fetched and stored as a component
         of it, its rendered links queued; False when the browser failed on it (the page is then
         crawled from its parse)."""
@@ -322,6 +367,9 @@ class SiteCrawler:
             kept = self._documents.pop(request.url, None) or self._recent.get(request.url)
             if kept is not None:
                 return kept
+        if self.order.blocked and self.order.blocked.blocks(request.url):
+            self.report.blocked += 1
+            raise ServeError("blocked")
         if not await self._robots.allowed(request.url):
             self.report.robots_excluded += 1
             raise ServeError("robots")
@@ -348,7 +396,7 @@ class SiteCrawler:
         self,
         link: Link,
         level: int,
-        frontier: Frontier,
+        frontier: Queues,
         components: list[tuple[Link, bool]],
         requisite: bool,
     ) -> None:
@@ -373,15 +421,31 @@ class SiteCrawler:
             self.report.graph.link(self._page_url, url)
         self._queue_page(url, link.text, level + 1, frontier)
 
-    def _queue_page(self, url: str, text: str, level: int, frontier: Frontier) -> None:
+    def _queue_page(self, url: str, text: str, level: int, frontier: Queues) -> None:
         if not self.delimitation.inside(url):
             self.report.external_link(url, text)
         elif self.delimitation.allows_depth(url, level) and self._new(url):
-            frontier.push(url, level, "")
+            if isinstance(frontier, PriorityFrontier):
+                frontier.push(url, level, "", self._link_score(url, text))
+            else:
+                frontier.push(url, level, "")
+        elif isinstance(frontier, PriorityFrontier) and self.relevance is not None:
+            frontier.update(url, self._link_score(url, text))
+
+    def _link_score(self, url: str, text: str) -> float:
+        """A page link's score in a focused crawl (0 without a focus: breadth-first)."""
+        if self.relevance is None:
+            return 0.0
+        self._links_scored += 1
+        return self.relevance.link(self._page_relevance, url, text, self._links_scored)
 
     def _new(self, url: str) -> bool:
-        """True for a canonical URL never met before that is not a trap."""
+        """True for a canonical URL never met before that is neither blocked nor a trap."""
         if not self.seen.add(url):
+            return False
+        if self.order.blocked and self.order.blocked.blocks(url):
+            self.report.blocked += 1
+            log.info("%s: blocked by the order", url)
             return False
         trap = self.traps.check(url)
         if trap is not None:
@@ -596,6 +660,11 @@ class SiteCrawler:
             self.report.error("malformed")
             log.info("%s: %s", url, "; ".join(result.problems[:3]))
         chunks = self.report.text.add(result.text, self.order.keywords)
+        if self.relevance is not None and url == self._page_url:
+            self._page_relevance = self.relevance.page(url, result.text)
+            self._links_scored = 0
+            if self.report.relevance is not None:
+                self.report.relevance.add(self._page_relevance.score)
         if self.report.changes is not None:
             self.report.changes.text(url, chunks)
         return result
