@@ -52,25 +52,20 @@ def relaxed(xpath: str, page_tags: set[str], lent_tags: set[str]) -> Iterator[st
     """Relaxed forms of `xpath`, single changes first, each once, at most MAX_CANDIDATES."""
     tags = sorted((page_tags & STRUCTURAL) | (lent_tags & STRUCTURAL))
     changes: list[Change] = [_swapped, _contained, lambda x: _retagged(x, tags)]
+    singles = (candidate for change in changes for candidate in change(xpath))
+    doubles = (
+        candidate
+        for first, second in itertools.permutations(changes, 2)
+        for step in first(xpath)
+        for candidate in second(step)
+    )
     seen = {xpath}
-    made = 0
-    for change in changes:
-        for candidate in change(xpath):
-            if candidate not in seen:
-                seen.add(candidate)
-                made += 1
-                yield candidate
-                if made >= MAX_CANDIDATES:
-                    return
-    for first, second in itertools.permutations(changes, 2):
-        for step in first(xpath):
-            for candidate in second(step):
-                if candidate not in seen:
-                    seen.add(candidate)
-                    made += 1
-                    yield candidate
-                    if made >= MAX_CANDIDATES:
-                        return
+    for candidate in itertools.chain(singles, doubles):
+        if candidate not in seen:
+            seen.add(candidate)
+            yield candidate
+            if len(seen) > MAX_CANDIDATES:
+                return
 
 
 def compiles(xpath: str) -> etree.XPath | None:

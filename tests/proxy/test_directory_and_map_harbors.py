@@ -28,11 +28,11 @@ from archive.hip import RemoteError
 from archive.scheduler_answers import CrawlGraph, Sites
 from archive.timestamps import format_iso, parse_time
 from crawler.scheduler import crawl_graph as crawl_graph_module
-from crawler.scheduler.http import build_app
 from crawler.scheduler.service import Scheduler, SchedulerOptions
 from crawler.scheduler.store import SqliteStore
 from crawler.site_graph import SiteGraph
 from deploy.testing.cluster import Cluster
+from deploy.testing.scheduler_api import scheduler_api
 from deploy.testing.waits import wait_until
 from harbors import svg_graph
 from harbors.directory import parse_threshold
@@ -271,13 +271,8 @@ async def api(tmp_path: Path) -> AsyncIterator[TestClient[Any, Any]]:
         store.finish(site.id, report, "", "", started + 60)
     bare = store.add_site("http://b.test/", "")
     store.finish(bare.id, {"started": FIRST, "finished": FIRST + 1}, "", "", FIRST + 1)
-    client = TestClient(TestServer(build_app(scheduler, "token")))
-    await client.start_server()
-    try:
+    async with scheduler_api(scheduler, "token") as client:
         yield client
-    finally:
-        await client.close()
-        store.close()
 
 
 async def _graph_of(api: TestClient[Any, Any], query: str, site: int = 1) -> CrawlGraph:

@@ -18,10 +18,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from archive.timestamps import format_iso
 from crawler.scheduler import cli
-from crawler.scheduler.http import build_app
 from crawler.scheduler.service import AgentState, Scheduler, SchedulerOptions
 from crawler.scheduler.store import SqliteStore
 from crawler.scheduler.streams import StreamAgent
+from deploy.testing.scheduler_api import scheduler_api
 
 TOKEN = "write-token"
 WRITE = {"Authorization": f"Bearer {TOKEN}"}
@@ -59,13 +59,8 @@ async def api(tmp_path: Path) -> AsyncIterator[tuple[TestClient[Any, Any], Sched
         "s1": StreamAgent("s1", peer, capacity=4),
         "s2": StreamAgent("s2", None),
     }
-    client = TestClient(TestServer(build_app(scheduler, TOKEN)))
-    await client.start_server()
-    try:
+    async with scheduler_api(scheduler, TOKEN) as client:
         yield client, scheduler
-    finally:
-        await client.close()
-        store.close()
 
 
 async def _body(response: Any, status: int = 200) -> str:

@@ -6,15 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from archive.scheduler_answers import SiteClusters
 from crawler.report import SiteReport
 from crawler.report_text import told
 from crawler.scheduler.clusters import Topic, cluster, phrases_of, vector_of
-from crawler.scheduler.http import build_app
 from crawler.scheduler.service import Scheduler, SchedulerOptions
 from crawler.scheduler.store import SqliteStore
+from deploy.testing.scheduler_api import scheduler_api
 
 # Two topics; each test site writes its pages from its topic's sentences and some of its own.
 TOPICS = {
@@ -113,13 +113,8 @@ async def api(tmp_path: Path) -> AsyncIterator[TestClient[Any, Any]]:
         site = store.add_site(url, "")
         store.finish(site.id, site_report(url, topic, i), "", "", 100.0 + i)
     store.add_site("http://never.test/", "")
-    client = TestClient(TestServer(build_app(scheduler, "token")))
-    await client.start_server()
-    try:
+    async with scheduler_api(scheduler, "token") as client:
         yield client
-    finally:
-        await client.close()
-        store.close()
 
 
 async def test_the_api_answers_the_clusters_of_the_crawled_sites(

@@ -10,17 +10,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from archive.crawl_calls import CrawlOrder, Focus, ScoredUrl
 from archive.errors import DlwebError
 from archive.scheduler_answers import DomainSettings
 from crawler.scheduler import cli
 from crawler.scheduler.focus_file import load_focus
-from crawler.scheduler.http import build_app
 from crawler.scheduler.service import Scheduler, SchedulerOptions
 from crawler.scheduler.steering import domain_politeness
 from crawler.scheduler.store import SqliteStore
+from deploy.testing.scheduler_api import scheduler_api
 from tests.crawler.scheduler.test_api_answers import _dlweb
 
 TOKEN = "write-token"
@@ -39,13 +39,8 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
     scheduler = Scheduler(store, b"s" * 32, options)
     site = store.add_site("http://www.a.example/", "")
     store.set_state(site.id, "idle", next_crawl=LATER)
-    client = TestClient(TestServer(build_app(scheduler, TOKEN)))
-    await client.start_server()
-    try:
+    async with scheduler_api(scheduler, TOKEN) as client:
         yield client, scheduler
-    finally:
-        await client.close()
-        store.close()
 
 
 async def _json(response: Any, status: int = 200) -> Any:
