@@ -241,6 +241,8 @@ class CrawlOrder(Fields):
     focus: Focus | None = left_out(None)
     injected: tuple[ScoredUrl, ...] = left_out(())  # crawled before the rest, in score order
     blocked: tuple[str, ...] = left_out(())  # blacklist patterns (archive/blocklist.py)
+    # Whether the rules of the site's software apply to its links (crawler/apps/).
+    app_rules: bool = left_out(True)
     _nested: ClassVar[Any] = staticmethod(_nested_json)
 
     @classmethod
@@ -290,6 +292,9 @@ class CrawlOrder(Fields):
             Blocklist(blocked)
         except BadPattern as exc:
             raise _refused(f"order field blocked: {exc}") from None
+        app_rules = data.get("app_rules", True)
+        if not isinstance(app_rules, bool):
+            raise _refused("order field app_rules must be true or false")
         return cls(
             **delimitation,
             keywords=tuple(keywords),
@@ -305,6 +310,7 @@ class CrawlOrder(Fields):
                 for n, item in enumerate(injected)
             ),
             blocked=blocked,
+            app_rules=app_rules,
         )
 
 

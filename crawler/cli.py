@@ -72,6 +72,7 @@ def resolve_map(args: argparse.Namespace) -> dict[str, list[str]]:
 
 def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One order per start URL, each checked here so a mistake is told before anything starts."""
+    from .focus_file import load_focus
     from .order import BadOrder, Order
     from .pool import latest_signatures
 
@@ -96,6 +97,7 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
         "retries": args.retries,
         "retry_delay": args.retry_delay,
     }
+    focus = load_focus(args.focus) if args.focus is not None else None
     orders = []
     for url in args.urls:
         order: dict[str, Any] = {
@@ -108,6 +110,10 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
             "browser": args.browser,
             "browser_budget": args.browser_budget,
         }
+        if focus is not None:
+            order["focus"] = focus.to_json()
+        if args.no_app_rules:
+            order["app_rules"] = False
         if args.depth is not None:
             order["max_depth"] = args.depth
         if args.dynamic_depth is not None:
@@ -235,6 +241,19 @@ def _add_politeness_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_page_arguments(parser: argparse.ArgumentParser) -> None:
     """How pages are read: keywords, the browser, the previous crawl and the work folder."""
     parser.add_argument("--keywords", help="comma-separated words counted in the sites' text")
+    parser.add_argument(
+        "--focus",
+        type=Path,
+        metavar="FILE",
+        help="a focused crawl: the campaign's relevance settings in YAML (docs/crawler.md,"
+        " Focused crawling); each site's best-scored URL is fetched next",
+    )
+    parser.add_argument(
+        "--no-app-rules",
+        action="store_true",
+        help="crawl every site as plain HTML, without the rules of the software behind it"
+        " (WordPress, MediaWiki, ...)",
+    )
     parser.add_argument(
         "--browser",
         choices=("auto", "always", "never"),

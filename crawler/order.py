@@ -68,6 +68,7 @@ class Order:
     focus: Focus | None = None
     injected: tuple[ScoredUrl, ...] = ()  # fetched before the rest, in score order
     blocked: Blocklist = field(default_factory=Blocklist)  # URLs never requested
+    app_rules: bool = True  # the rules of the site's software apply (crawler/apps/)
 
     @classmethod
     def from_json(cls, data: object) -> "Order":
@@ -110,6 +111,7 @@ class Order:
             focus=message.focus,
             injected=message.injected,
             blocked=Blocklist(message.blocked),
+            app_rules=message.app_rules,
         )
 
 

@@ -31,7 +31,7 @@ from archive.structure import RecordFlag, RecordKind
 from archive.urlkey import BadUrl, canonical_url
 
 from . import parsers
-from .apps import AppRules
+from .apps import AppRules, shipped_rules
 from .browser import Browser, BrowserError, BrowserRequest, BrowserResponse, ServeError
 from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
@@ -155,7 +155,8 @@ class SiteCrawler:
         # The previous crawl's links by page, for the pages a quick re-crawl does not parse.
         self._previous_graph: SiteGraph | None = None
         self._previous_links: dict[str, list[str]] = {}
-        self.apps = AppRules.for_site()  # the rules of the site's software, once it is known
+        # The rules of the site's software, once it is known.
+        self.apps = AppRules(shipped_rules() if order.app_rules else ())
         self.relevance = Relevance(order.focus) if order.focus is not None else None
         if self.relevance is not None:
             self.report.relevance = RelevanceStats()

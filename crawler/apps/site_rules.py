@@ -3,10 +3,8 @@ the links its rules drop and the canonical form of its URLs (parameters that cha
 dropped), each rule relaxed when a changed theme no longer matches it."""
 
 import functools
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -20,8 +18,6 @@ from .page import Page, read_page
 from .relax import compiles, relaxed, tag_names
 from .rules import Application, Rule, compiled, load_rules
 
-# Where the rules come from: the variable names a folder of rules files, or `off` for none.
-RULES_VARIABLE = "DLWEB_APP_RULES"
 DETECT_PAGES = 5  # pages a site's software is looked for on; unknown after them
 TRUST_AFTER = 2  # further pages a relaxed expression must match on before it is trusted
 MAX_RELAXATIONS = 5  # pages a rule is relaxed on without success before it is given up
@@ -29,11 +25,9 @@ MAX_COUNTED = 100_000  # distinct URLs remembered to count the saved ones
 
 
 @functools.cache
-def shipped_rules(setting: str = "") -> tuple[Application, ...]:
-    """The rules the crawler uses: the package's, those of a folder, or none (`off`)."""
-    if setting.lower() == "off":
-        return ()
-    return load_rules(Path(setting)) if setting else load_rules()
+def shipped_rules() -> tuple[Application, ...]:
+    """The rules the package ships, loaded once."""
+    return load_rules()
 
 
 @dataclass
@@ -70,11 +64,6 @@ class AppRules:
         self._states: list[_RuleState] = []
         self._saved: set[str] = set()
         self.saved = 0
-
-    @classmethod
-    def for_site(cls) -> "AppRules":
-        """The rules a site crawl starts with (see RULES_VARIABLE)."""
-        return cls(shipped_rules(os.environ.get(RULES_VARIABLE, "")))
 
     def examine(
         self, url: str, document: bytes, headers: Sequence[tuple[str, str]] = ()

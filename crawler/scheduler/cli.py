@@ -74,7 +74,7 @@ def _words(text: str | None) -> tuple[str, ...]:
 def _run_scheduler(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .focus_file import load_focus
+    from ..focus_file import load_focus
     from .server import ServerOptions, serve
 
     config = load_config(args.config)

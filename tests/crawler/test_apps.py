@@ -11,7 +11,7 @@ import pytest
 
 from crawler.apps import AppRules, BadRules, load_rules, read_page, shipped_rules
 from crawler.apps.page import MAX_DOCUMENT
-from crawler.apps.site_rules import RULES_VARIABLE, TRUST_AFTER
+from crawler.apps.site_rules import TRUST_AFTER
 from crawler.links import Link, LinkKind
 from crawler.parsers import parse
 from deploy.testing.cluster import Cluster
@@ -174,22 +174,21 @@ def test_hostile_markup_is_read_within_bounds_of_time_and_memory(document):
 
 
 def test_a_crawl_of_three_cms_sites_asks_for_fewer_urls_with_the_rules_for_the_same_pages(
-    cluster_factory: Callable[..., Cluster], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cluster_factory: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     cluster = cluster_factory(nodes=1, replicas=1)
     asked: dict[str, dict[str, list[str]]] = {}
     reports = {}
-    for setting in ("", "off"):
-        monkeypatch.setenv(RULES_VARIABLE, setting)
+    for setting in ("", "--no-app-rules"):
         with serve_app_sites() as served:
             starts = [base + "/" for _, base in served.values()]
             done = run_crawler(
                 cluster, tmp_path / f"report{setting}.json", tmp_path / f"work{setting}",
-                "--delay", "0", *starts,
+                "--delay", "0", *([setting] if setting else []), *starts,
             )  # fmt: skip
             asked[setting] = {name: site.requested() for name, (site, _) in served.items()}
             reports[setting] = {r["start_url"]: r for r in done.reports}
-    with_rules, without = asked[""], asked["off"]
+    with_rules, without = asked[""], asked["--no-app-rules"]
     total_with = sum(map(len, with_rules.values()))
     total_without = sum(map(len, without.values()))
     print(f"requests for the pages of three CMS sites: {total_without} without the rules,")
@@ -202,7 +201,7 @@ def test_a_crawl_of_three_cms_sites_asks_for_fewer_urls_with_the_rules_for_the_s
     found = {r["application"]["name"]: r["application"] for r in reports[""].values()}
     assert set(found) == {"WordPress", "phpBB", "MediaWiki"}
     assert all(a["saved"] > 0 for a in found.values())
-    assert all(r["application"] is None for r in reports["off"].values())
+    assert all(r["application"] is None for r in reports["--no-app-rules"].values())
 
 
 def _fixture_page(name: str, path_qs: str) -> str | None:

@@ -240,12 +240,15 @@ def test_temporisation_is_spent_as_pauses_between_bursts(cluster_factory, crawl,
 
 def test_bad_command_line_input_is_refused_clearly(cluster_factory, crawl, sites, tmp_path):
     cluster = cluster_factory(nodes=1, replicas=1, start=False)
+    focus = tmp_path / "focus.yaml"
+    focus.write_text("keywords: [museum]\nweights: {title: 1}\n")
     for args, message in (
         (("--resolve", "www.alpha.test", start(sites)), "is not HOST:IP"),
         (("--accept", "re:(", start(sites)), "invalid regular expression"),
         (("--previous", str(tmp_path / "none"), start(sites)), "no such file"),
         (("--quick", start(sites)), "--quick walks the previous crawl: give --previous"),
         (("--retries", "11", start(sites)), "must be a whole number from 0 to 10"),
+        (("--focus", str(focus), start(sites)), "focus.yaml: line 2: focus.weights must map"),
         (("ftp://example.org/",), "start"),
     ):
         done = crawl(cluster, *args, check=False)

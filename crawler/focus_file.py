@@ -1,5 +1,6 @@
 """A campaign's focus (archive/crawl_calls.py Focus) read from the YAML file `dlweb scheduler
---focus` names, checked at start: a bad file is refused with the line at fault.
+--focus` or `dlweb crawl --focus` names, checked at start: a bad file is refused with the line
+at fault.
 
 The file maps some of keywords, examples, url_scores, spam, weights and update to their values.
 An example is a text, or the path of a text file (relative to the focus file's folder), read up
