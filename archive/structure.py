@@ -7,6 +7,7 @@ record it returns, so a file of a million captures answers in microseconds witho
 
 import enum
 import errno
+import itertools
 import os
 import struct
 import zlib
@@ -71,6 +72,7 @@ REPLAYED_KINDS = frozenset(
 )
 _REPLAYED_CODES = frozenset(int(kind) for kind in REPLAYED_KINDS)
 _PENDING_CODE = int(RecordKind.PENDING)
+_KIND_CODES = frozenset(int(kind) for kind in RecordKind)
 # The URL whose structure file is the registry of pending revisits (exchange/pending.py): one of
 # the harbors' domain, which no crawl or WARC file archives and which the proxy answers itself.
 PENDING_REGISTRY_URL = "http://pending-revisits.dlweb/"
@@ -495,22 +497,31 @@ class StructureReader:
 
 class StructureFile:
     """An open structure file, or one held at `start` in a larger file (`length` bytes long,
-    read only); use as a context manager."""
+    read only); use as a context manager. Given `fd`, `path` open already (a volume that holds
+    many files), it reads that descriptor and leaves it open."""
 
     def __init__(
-        self, path: Path, writable: bool = False, start: int = 0, length: int | None = None
+        self,
+        path: Path | str,
+        writable: bool = False,
+        start: int = 0,
+        length: int | None = None,
+        fd: int | None = None,
     ) -> None:
         self.path = Path(path)
-        flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC
-        self._fd = os.open(self.path, flags)
+        self._owned = fd is None
+        if fd is None:
+            fd = os.open(self.path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC)
+        self._fd = fd
         try:
-            self.reader = StructureReader(self._fd, str(self.path), start, length)
+            self.reader = StructureReader(fd, str(path), start, length)
         except BaseException:
-            os.close(self._fd)
+            self.close()
             raise
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._owned:
+            os.close(self._fd)
 
     def __enter__(self) -> "StructureFile":
         return self
@@ -566,5 +577,40 @@ class StructureFile:
 
     def merged_bytes(self, captures: Sequence[Capture]) -> bytes:
         """The whole file with belated captures inserted in order, for an atomic rewrite."""
+        appended = self._appended_bytes(captures)
+        if appended is not None:
+            return appended
         existing = self.reader.records()
         return encode_file(self.reader.url, [*existing, *captures])
+
+    def _appended_bytes(self, captures: Sequence[Capture]) -> bytes | None:
+        """`merged_bytes` of captures in order that all go after the last record: the records'
+        bytes as they are, each checked as `Capture.unpack` checks it, then the captures', with
+        no record decoded and encoded again. None when a record fails a check or the records
+        are out of order (decoding them then names the bad one, or sorting puts them in order)."""
+        times = [capture.time for capture in captures]
+        if any(earlier > later for earlier, later in itertools.pairwise(times)):
+            return None
+        size = self.reader.count * RECORD_SIZE
+        raw = os.pread(self._fd, size, self.reader.base)
+        if len(raw) != size or not _intact_in_order(raw, times[0] if times else INT64_MAX):
+            return None
+        return encode_header(self.reader.url) + raw + b"".join(c.pack() for c in captures)
+
+
+def _intact_in_order(raw: bytes, end: int) -> bool:
+    """Whether the records in `raw` pass `Capture.unpack`'s checks (checksum, kind), are in time
+    order and none is after `end`."""
+    view = memoryview(raw)
+    last = INT64_MIN
+    for at in range(0, len(raw), RECORD_SIZE):
+        time = int.from_bytes(view[at : at + 8], "big", signed=True)
+        crc = int.from_bytes(view[at + _CRC_SPAN : at + RECORD_SIZE], "big")
+        if (
+            time < last
+            or view[at + _KIND_AT] not in _KIND_CODES
+            or zlib.crc32(view[at : at + _CRC_SPAN]) != crc
+        ):
+            return False
+        last = time
+    return last <= end

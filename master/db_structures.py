@@ -94,6 +94,16 @@ class Structures(FileKeys):
         rows = self.db.execute("SELECT node FROM diverged WHERE name = ?", (name,))
         return {str(row[0]) for row in rows}
 
+    def diverged_on_many(self, names: Sequence[str]) -> dict[str, set[str]]:
+        """`diverged_on` of many structure files, in a few queries; those with no copy waiting
+        are left out."""
+        found: dict[str, set[str]] = {}
+        for part, marks in in_chunks(names):
+            rows = self.db.execute(f"SELECT name, node FROM diverged WHERE name IN ({marks})", part)
+            for name, node in rows:
+                found.setdefault(str(name), set()).add(str(node))
+        return found
+
     def settle_diverged(self, pairs: Iterable[tuple[str, str]]) -> None:
         with self._transaction():
             self.db.executemany("DELETE FROM diverged WHERE name = ? AND node = ?", list(pairs))

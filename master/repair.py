@@ -577,16 +577,19 @@ class Repairer:
         plans: dict[str, list[tuple[FileRef, str]]] = defaultdict(list)
         settled: list[str] = []
         missed: list[tuple[str, str]] = []
+        actives = self.db.active_nodes(names)
+        diverged = self.db.diverged_on_many(names)
+        holders_of = self.db.holders_of("structure", names)
         for name in names:
-            active = self.db.active_node(name)
+            active = actives.get(name)
             if active is None or active not in readable:
                 if active is not None:
                     # Its replicas are refreshed when it is back (see merge_diverged).
                     missed.append((name, active))
                 settled.append(name)
                 continue
-            waiting = self.db.diverged_on(name)
-            holders = self.db.holders("structure", name)
+            waiting = diverged.get(name, set())
+            holders = holders_of[name]
             # A copy on its way is refreshed too (an unreadable node's fails anyway).
             arriving = self.copier.arriving.get(name, set()) - {active, *holders}
             replicas = [h for h in holders if h != active]

@@ -3,6 +3,7 @@ volumes), a batch of new files created together, and whole copies sent by the ma
 
 import enum
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterable, Iterable, Sequence
 from pathlib import Path
@@ -151,21 +152,32 @@ class StructureWrites:
         grown: list[tuple[str, int, int]] = []
         files: list[tuple[str, bytes]] = []
         held = self.holdings.holds_many(STRUCTURE, [name for name, _ in wanted])
-        for (name, captures), is_held in zip(wanted, held, strict=True):
-            span = store.volume_span(name) if is_held else None
-            if span is None:
-                continue
-            try:
-                with StructureFile(Path(span.path), start=span.offset, length=span.size) as sfile:
-                    fresh, _ = sfile.plan_append(captures)
-                    data = sfile.merged_bytes(fresh) if fresh else b""
-            except FileNotFoundError:
-                continue  # its volume was compacted meanwhile: left for append_captures
-            if not fresh:
-                unchanged.append((name, 0, 0, None))
-                continue
-            grown.append((name, len(fresh), len(data) - span.size))
-            files.append((name, data))
+        # Each volume is opened once for the files it holds.
+        volumes: dict[str, int] = {}
+        try:
+            for (name, captures), is_held in zip(wanted, held, strict=True):
+                span = store.volume_span(name) if is_held else None
+                if span is None:
+                    continue
+                try:
+                    fd = volumes.get(span.path)
+                    if fd is None:
+                        fd = volumes[span.path] = os.open(span.path, os.O_RDONLY | os.O_CLOEXEC)
+                    with StructureFile(
+                        span.path, start=span.offset, length=span.size, fd=fd
+                    ) as sfile:
+                        fresh, _ = sfile.plan_append(captures)
+                        data = sfile.merged_bytes(fresh) if fresh else b""
+                except FileNotFoundError:
+                    continue  # its volume was compacted meanwhile: left for append_captures
+                if not fresh:
+                    unchanged.append((name, 0, 0, None))
+                    continue
+                grown.append((name, len(fresh), len(data) - span.size))
+                files.append((name, data))
+        finally:
+            for fd in volumes.values():
+                os.close(fd)
         versions = store.stage_versions(files, absent=True)
         return unchanged + [(*plan, version) for plan, version in zip(grown, versions, strict=True)]
 

@@ -630,6 +630,51 @@ def test_merged_bytes_inserts_a_belated_capture_in_order(tmp_path: Path) -> None
         reader.check_all()
 
 
+def test_merged_bytes_of_later_captures_equal_the_file_encoded_again(tmp_path: Path) -> None:
+    stored = [capture_at(t) for t in (10, 20, 20, 30)]
+    path = write_file(tmp_path / "s", encode_file(URL, stored))
+    later = [capture_at(30, content="c" * 64), capture_at(40)]
+    with StructureFile(path) as structure:
+        assert structure.merged_bytes(later) == encode_file(URL, stored + later)
+        assert structure.merged_bytes(later[::-1]) == encode_file(URL, stored + later)
+
+
+def test_merged_bytes_sorts_stored_records_that_are_out_of_order(tmp_path: Path) -> None:
+    stored = [capture_at(t) for t in (10, 30, 20)]
+    data = encode_header(URL) + b"".join(c.pack() for c in stored)
+    path = write_file(tmp_path / "s", data)
+    with StructureFile(path) as structure:
+        assert structure.merged_bytes([capture_at(40)]) == encode_file(
+            URL, [*stored, capture_at(40)]
+        )
+
+
+def flip_a_content_bit(record: bytes) -> bytes:
+    return record[:40] + bytes([record[40] ^ 1]) + record[41:]
+
+
+def unknown_kind_resealed(record: bytes) -> bytes:
+    changed = record[:KIND_OFFSET] + bytes([42]) + record[KIND_OFFSET + 1 : -4]
+    return changed + struct.pack(">I", zlib.crc32(changed))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (flip_a_content_bit, "record checksum mismatch"),
+        (unknown_kind_resealed, "unknown record kind 42"),
+    ],
+)
+def test_merged_bytes_refuses_a_damaged_stored_record(
+    tmp_path: Path, damage: Callable[[bytes], bytes], message: str
+) -> None:
+    records = [capture_at(t).pack() for t in (10, 20, 30)]
+    records[1] = damage(records[1])
+    path = write_file(tmp_path / "s", encode_header(URL) + b"".join(records))
+    with StructureFile(path) as structure, pytest.raises(CorruptFile, match=f"record 1: {message}"):
+        structure.merged_bytes([capture_at(40)])
+
+
 def test_a_pending_revisit_is_found_until_a_capture_at_its_time_replaces_it(
     tmp_path: Path,
 ) -> None:
