@@ -15,8 +15,8 @@ from aiohttp.test_utils import TestClient
 from archive.crawl_calls import CrawlOrder, Focus, ScoredUrl
 from archive.errors import DlwebError
 from archive.scheduler_answers import DomainSettings
+from crawler.focus_file import load_focus
 from crawler.scheduler import cli
-from crawler.scheduler.focus_file import load_focus
 from crawler.scheduler.service import Scheduler, SchedulerOptions
 from crawler.scheduler.steering import domain_politeness
 from crawler.scheduler.store import SqliteStore
