@@ -10,14 +10,19 @@ site: `/ref/from-site-n.html`, which no page of that site links to, so a fetch o
 crawler left its site. Each site also has a `/favicon.ico` that no page links to, for browsers,
 which ask for it by themselves. Keep-alive is on. A control server on 127.0.0.1 answers
 `GET /__count` (per site: requests, distinct pages fetched, robots.txt fetches, favicon fetches,
-`/ref/` fetches, unknown paths) and `POST /__reset`.
+`/ref/` fetches, unknown paths), `GET /__order` (per site: its pages in the order first
+requested, and those about the focused campaign's topic) and `POST /__reset`.
+
+With --focused, the sites' pages are about topics instead (benchmarks/focused_farm.py: a third
+of each site about the campaign's), in the same tree of pages, each linking to one page of
+another site.
 
 With --scripted-pages K, the farm also serves a site of K pages that scripts build
 (benchmarks/scripted_farm.py: `scripted.bench` on an address of its own, the same port); what it
 served is under "scripted" in the answer of `/__count`.
 
 Usage: python benchmarks/crawl_farm.py --sites N --pages M --port-file FILE [--seed S]
-       [--scripted-pages K]
+       [--scripted-pages K] [--focused]
 It writes {"port", "control"} to FILE (atomically) once every site listens, and serves until
 SIGTERM or SIGINT.
 """
@@ -41,6 +46,7 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tools import WORDS  # noqa: E402
+from focused_farm import topical_site  # noqa: E402
 from scripted_farm import ADDRESS as SCRIPTED_ADDRESS  # noqa: E402
 from scripted_farm import FAVICON, ScriptedSite  # noqa: E402
 from scripted_farm import HOST as SCRIPTED_HOST  # noqa: E402
@@ -135,6 +141,7 @@ class Counts:
     unknown: int = 0
     not_modified: int = 0  # pages answered 304: the request named the page's ETag
     fetched: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)  # pages in the order first requested
 
     def report(self) -> dict[str, int]:
         return {
@@ -151,6 +158,7 @@ class Counts:
 @dataclass
 class Site:
     pages: dict[str, bytes]
+    relevant: frozenset[str] = frozenset()  # pages about the focused campaign's topic
     counts: Counts = field(default_factory=Counts)
 
 
@@ -173,6 +181,18 @@ def make_sites(sites: int, pages: int, port: int, seed: int) -> dict[str, Site]:
             title = f"{host(n)}: {rng.choice(WORDS)} {rng.choice(WORDS)} {index}"
             bodies[path] = page_html(rng, sentences, title, anchors, external)
         made[host(n)] = Site(bodies)
+    return made
+
+
+def make_focused_sites(sites: int, pages: int, port: int, seed: int) -> dict[str, Site]:
+    """Every site's pages about topics (focused_farm.py), by host name."""
+    rng = random.Random(seed)
+    made = {}
+    for n in range(1, sites + 1):
+        other = rng.choice([m for m in range(1, sites + 1) if m != n])
+        external = f'<a href="http://{host(other)}:{port}/ref/from-site-{n}.html">{host(other)}</a>'
+        bodies, relevant = topical_site(rng, host(n), pages, branching(pages), external)
+        made[host(n)] = Site(bodies, relevant)
     return made
 
 
@@ -220,7 +240,9 @@ class Farm:
             return web.Response(body=FAVICON, content_type="image/png")
         body = site.pages.get(path)
         if body is not None:
-            counts.fetched.add(path)
+            if path not in counts.fetched:
+                counts.fetched.add(path)
+                counts.order.append(path)
             tag = f'"{zlib.crc32(body):08x}"'
             if request.headers.get("If-None-Match") == tag:
                 counts.not_modified += 1
@@ -240,6 +262,14 @@ class Farm:
             report["scripted"] = self.scripted.counts.report()
         return web.json_response(report)
 
+    async def order(self, request: web.Request) -> web.Response:
+        """Per site: its pages in the order first requested, and those about the topic."""
+        report = {
+            name: {"order": site.counts.order, "relevant": sorted(site.relevant)}
+            for name, site in self.sites.items()
+        }
+        return web.json_response({"sites": report})
+
     async def reset(self, request: web.Request) -> web.Response:
         for site in self.sites.values():
             site.counts = Counts()
@@ -248,19 +278,23 @@ class Farm:
         return web.json_response({"reset": True})
 
 
-async def serve(sites: int, pages: int, port_file: Path, seed: int, scripted_pages: int) -> None:
+async def serve(
+    sites: int, pages: int, port_file: Path, seed: int, scripted_pages: int, focused: bool
+) -> None:
     addresses = [address(n) for n in range(1, sites + 1)]
     if scripted_pages:
         addresses.append(SCRIPTED_ADDRESS)
     port, sockets = listening_sockets(addresses)
     scripted = ScriptedSite(scripted_pages, seed) if scripted_pages else None
-    farm = Farm(make_sites(sites, pages, port, seed), scripted)
+    make = make_focused_sites if focused else make_sites
+    farm = Farm(make(sites, pages, port, seed), scripted)
     runner = web.ServerRunner(web.Server(farm.serve))
     await runner.setup()
     for sock in sockets:
         await web.SockSite(runner, sock, backlog=1024).start()
     control = web.Application()
     control.router.add_get("/__count", farm.count)
+    control.router.add_get("/__order", farm.order)
     control.router.add_post("/__reset", farm.reset)
     control_runner = web.AppRunner(control)
     await control_runner.setup()
@@ -294,13 +328,27 @@ def main() -> int:
         default=0,
         help=f"also serve {SCRIPTED_HOST}, a site of this many pages that scripts build",
     )
+    parser.add_argument(
+        "--focused",
+        action="store_true",
+        help="pages about topics, a third about the focused campaign's (focused_farm.py)",
+    )
     args = parser.parse_args()
     if args.sites < 2 or not 1 <= args.pages <= MAX_PAGES:
         parser.error(f"--sites must be 2 or more, --pages from 1 to {MAX_PAGES}")
     if args.scripted_pages < 0:
         parser.error("--scripted-pages must be 0 or more")
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(serve(args.sites, args.pages, args.port_file, args.seed, args.scripted_pages))
+        runner.run(
+            serve(
+                args.sites,
+                args.pages,
+                args.port_file,
+                args.seed,
+                args.scripted_pages,
+                args.focused,
+            )
+        )
     return 0
 
 

@@ -10,8 +10,10 @@ English and French words left out. Four levels of evidence, each from 0 to 1:
 - document: the cosine of the page's text (its first MAX_TEXT characters) with the topic;
 - paragraph: the best cosine among windows of PARAGRAPH_WORDS terms (every PARAGRAPH_STEP
   terms), the page's text being one line once parsed;
-- anchor: the cosine of a link's anchor text (counted twice) and the CONTEXT characters of the
-  page's text either side of it;
+- anchor: the cosine of a link's anchor text with the topic, blended with that of the CONTEXT
+  characters of the page's text either side of it (ANCHOR_SHARE to the anchor's own words, the
+  rest to its context: the words a link is named by tell more of its target than the words
+  around it, which tell more of the page it sits on; either alone when the other has no term);
 - url: the highest score of the focus's URL patterns found in the URL (none: no evidence).
 
 A page's relevance is the weighted mean of document, paragraph and url (the focus's weights,
@@ -35,6 +37,7 @@ MAX_TEXT = 20_000  # characters of a page's text (or of an example) scored
 PARAGRAPH_WORDS = 60
 PARAGRAPH_STEP = 30
 CONTEXT = 120  # characters of text either side of an anchor
+ANCHOR_SHARE = 0.75  # of the anchor level, what its own words weigh against its context
 MAX_CONTEXTS = 500  # links of a page whose anchor is looked for in its text; others: anchor alone
 KEYWORD_COUNT = 3
 DEFAULT_WEIGHT = 1.0
@@ -153,14 +156,18 @@ class Relevance:
             return 0.0
         anchor_score = None
         if anchor:
-            counts = Counter(terms(anchor) * 2)
+            own, around = Counter(terms(anchor)), Counter[str]()
             if page is not None and position < MAX_CONTEXTS:
                 found = page.text.find(anchor.lower())
                 if found >= 0:
                     before = page.text[max(0, found - CONTEXT) : found]
                     after = page.text[found + len(anchor) : found + len(anchor) + CONTEXT]
-                    counts.update(terms(before.partition(" ")[2] + " " + after.rpartition(" ")[0]))
-            anchor_score = self.similarity(counts) if counts else None
+                    around.update(terms(before.partition(" ")[2] + " " + after.rpartition(" ")[0]))
+            if own and around:
+                anchor_score = ANCHOR_SHARE * self.similarity(own)
+                anchor_score += (1 - ANCHOR_SHARE) * self.similarity(around)
+            elif own or around:
+                anchor_score = self.similarity(own or around)
         if page is None:
             document = paragraph = None
         elif page.spam:
