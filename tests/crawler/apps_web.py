@@ -3,6 +3,7 @@ serving the pages of apps_sites/ as their programs would: a URL the site has (it
 reply parameters left out, as the program ignores them) gets its page, any other page a short
 one without links, a style sheet, script or image a 404. Every request is logged."""
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -50,12 +51,23 @@ PAGES: dict[str, dict[str, str]] = {
 }
 
 
+# A theme that no longer marks its pager as a <nav>, as home-restyled.html does.
+_PAGER = re.compile(r'<nav class="navigation pagination"[^>]*>(.*?)</nav>', re.S)
+RESTYLED_PAGER = '<div id="posts-pager" class="navigation pagination wide-pager">'
+
+
+def restyled(page: str) -> str:
+    """A WordPress page as a changed theme writes it."""
+    return _PAGER.sub(lambda found: RESTYLED_PAGER + found[1] + "</div>", page)
+
+
 @dataclass
 class AppSite:
     """One site: the pages it has by path and query, and the requests it was sent."""
 
     name: str
     pages: dict[str, str]
+    restyle: bool = False  # its pages as a changed theme writes them
     log: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,6 +79,8 @@ class AppSite:
         query = urlencode([(k, v) for k, v in parse_qsl(request.query_string) if k not in IGNORED])
         fixture = self.pages.get(request.path + ("?" + query if query else ""))
         text = (FIXTURES / fixture).read_text() if fixture else OTHER
+        if self.restyle:
+            text = restyled(text)
         return web.Response(text=text, content_type="text/html", charset="utf-8")
 
     def requested(self) -> list[str]:
@@ -80,12 +94,14 @@ class AppSite:
 
 
 @contextmanager
-def serve_app_sites() -> Iterator[dict[str, tuple[AppSite, str]]]:
-    """Each site with its base URL, served until the block ends."""
+def serve_app_sites(
+    names: tuple[str, ...] = tuple(PAGES), restyle: bool = False
+) -> Iterator[dict[str, tuple[AppSite, str]]]:
+    """Each site named with its base URL, served until the block ends."""
     with ExitStack() as stack:
         served = {}
-        for name, pages in PAGES.items():
-            site = AppSite(name, pages)
+        for name in names:
+            site = AppSite(name, PAGES[name], restyle)
             server = stack.enter_context(WebServer(answering(site.handle)))
             served[name] = (site, f"http://{server.host}:{server.port}")
         yield served

@@ -16,7 +16,7 @@ from crawler.links import Link, LinkKind
 from crawler.parsers import parse
 from deploy.testing.cluster import Cluster
 
-from .apps_web import FIXTURES, IGNORED, PAGES, serve_app_sites
+from .apps_web import FIXTURES, IGNORED, PAGES, RESTYLED_PAGER, restyled, serve_app_sites
 from .conftest import run_crawler
 
 WP, FORUM, WIKI, DRUPAL = "http://wp.test", "http://forum.test", "http://wiki.test", "http://d.test"
@@ -210,3 +210,22 @@ def _fixture_page(name: str, path_qs: str) -> str | None:
     kept = "&".join(p for p in query.split("&") if p and p.split("=")[0] not in IGNORED)
     key = path + ("?" + kept if kept else "")
     return key if key in PAGES[name] else None
+
+
+def test_a_crawl_of_a_restyled_site_follows_its_pager_by_a_relaxed_rule(
+    cluster_factory: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    cluster = cluster_factory(nodes=1, replicas=1)
+    with serve_app_sites(("wordpress",), restyle=True) as served:
+        site, base = served["wordpress"]
+        done = run_crawler(
+            cluster, tmp_path / "report.json", tmp_path / "work", "--delay", "0", f"{base}/"
+        )
+        asked = site.requested()
+    (report,) = done.reports
+    application = report["application"]
+    assert application["name"] == "WordPress", application
+    assert set(application["relaxed"]) == {"pagination"}, application
+    assert application["saved"] > 0
+    assert "/page/2/" in asked
+    assert RESTYLED_PAGER in restyled((FIXTURES / "wordpress/home.html").read_text())
