@@ -28,6 +28,7 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     |   +-- NotADocument                                   harbors/document.py
     |   +-- BadCdxQuery, BadLinkQuery, BadQuery            search/errors.py
     |   +-- BadOrder (a ValueError too), BadExpression     crawler/delimitation.py
+    |   +-- BadSteering                                    crawler/scheduler/steering.py
     +-- ServerFault (5xx): a request that failed on the serving side
     |   +-- ConfigError, CorruptFile, InsufficientStorage  archive/errors.py
     |   |   +-- BadLog (of CorruptFile)                    archive/streams/log.py
@@ -55,6 +56,8 @@ The tree, with the module of each error (tests/archive/test_error_tree.py keeps 
     +-- BadMetadata                                        crawler/stream/icy.py
     +-- BrowserError                                       crawler/browser/_cdp.py
     +-- FetchError                                         crawler/fetch.py
+    +-- BadRules                                           crawler/apps/rules.py
+    +-- InjectionRefused                                   crawler/social/inject.py
     +-- DemoError                                          deploy/demo.py
     +-- LaunchError                                        deploy/launcher.py
     +-- LanError, and LanUnavailable of it                 deploy/testbed.py

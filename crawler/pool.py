@@ -95,7 +95,7 @@ class Agent:
             name=self.name,
             state=self.state,
             pid=os.getpid(),
-            uptime=round(time.monotonic() - self.started, 1),
+            uptime=round(time.monotonic() - self.started, 3),
             rss_mb=round(resident_memory() / 2**20, 1),
             sites=(self.progress.site,) if crawling and self.progress.site else (),
             pages=self.progress.pages if crawling else 0,

@@ -20,8 +20,7 @@ from archive.config import load_config
 from archive.errors import DlwebError
 
 from ..cli import add_resolve_option, resolve_map
-from .feeds import Feed, check_feed
-from .mastodon import ACCOUNT, HASHTAG, MAX_LIMIT, AccountTimeline, TagTimeline, check_instance
+from .follows import MAX_LIMIT, account, check_feed, check_instance, hashtag
 from .sources import Source
 
 __all__ = ["add_arguments", "main", "register"]
@@ -42,22 +41,6 @@ def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
     return parse
 
 
-def hashtag(text: str) -> str:
-    """A hashtag, its # optional."""
-    tag = text.removeprefix("#")
-    if not HASHTAG.fullmatch(tag):
-        raise ValueError(f"{text!r} is not a hashtag (letters, digits and _, at most 100)")
-    return tag
-
-
-def account(text: str) -> str:
-    """An account, user or user@domain, its leading @ optional."""
-    name = text.removeprefix("@")
-    if not ACCOUNT.fullmatch(name):
-        raise ValueError(f"{text!r} is not an account (user or user@domain)")
-    return name
-
-
 def scheduler_api(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -73,6 +56,9 @@ def campaign(text: str) -> str:
 
 def _sources(args: argparse.Namespace) -> list[Source]:
     """The sources the options name; a DlwebError when they name none or lack the instance."""
+    from .feeds import Feed
+    from .mastodon import AccountTimeline, TagTimeline
+
     tags, accounts, feeds = args.hashtag or [], args.account or [], args.feed or []
     if not tags and not accounts and not feeds:
         raise DlwebError("nothing to follow: give --hashtag, --account or --feed")

@@ -5,7 +5,6 @@ feed whose bytes did not change since the last round (the feed reader's SHA-256)
 
 import hashlib
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
 
 from ..links import LinkKind
 from ..parsers.feeds import FeedParser
@@ -13,15 +12,7 @@ from .api_client import ApiClient
 from .popularity import NO_POPULARITY
 from .sources import Post
 
-__all__ = ["Feed", "check_feed", "items"]
-
-
-def check_feed(url: str) -> str:
-    """The feed's URL; ValueError saying what is wrong otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s) URL of a feed")
-    return url
+__all__ = ["Feed", "items"]
 
 
 class Feed:

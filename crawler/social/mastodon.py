@@ -4,36 +4,17 @@ by the Link header's rel="next" (max_id), up to `pages` pages; later rounds ask 
 statuses newer than the newest seen (since_id)."""
 
 import logging
-import re
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from .api_client import ApiClient
 from .sources import Post
 from .statuses import post_of, status_id
 
-__all__ = ["ACCOUNT", "HASHTAG", "MAX_LIMIT", "AccountTimeline", "TagTimeline", "check_instance"]
+__all__ = ["AccountTimeline", "TagTimeline"]
 
 log = logging.getLogger(__name__)
-
-MAX_LIMIT = 40  # statuses a page may hold, as Mastodon allows
-HASHTAG = re.compile(r"\w{1,100}")
-ACCOUNT = re.compile(r"\w{1,30}(@[A-Za-z0-9.\-]{1,253})?")
-
-
-def check_instance(url: str) -> str:
-    """The instance's base URL (scheme and host); ValueError saying what is wrong otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s) URL of a Mastodon instance")
-    if parts.path.strip("/") or parts.query or parts.fragment:
-        raise ValueError(f"{url!r}: give the instance alone (scheme and host), no path")
-    try:
-        parts.port  # noqa: B018 (a bad port raises)
-    except ValueError:
-        raise ValueError(f"{url!r}: not a port number") from None
-    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 class _Timeline:
