@@ -96,7 +96,7 @@ class SeenSet:
         self._limit = int(slots * _MAX_LOAD)
 
 
-class _SpillQueue:
+class SpillQueue:
     """A FIFO of (url, via) pairs holding at most `memory_items` in memory, the rest in segments.
 
     While any entry is on disk, new ones go to disk too, behind it, so order is kept.
@@ -209,8 +209,8 @@ class LevelQueue:
         if memory_items < 1:
             raise ValueError(f"memory_items {memory_items} is below 1")
         self.level = level
-        self._static = _SpillQueue(directory, f"level{level:04d}-static", memory_items)
-        self._dynamic = _SpillQueue(directory, f"level{level:04d}-dynamic", memory_items)
+        self._static = SpillQueue(directory, f"level{level:04d}-static", memory_items)
+        self._dynamic = SpillQueue(directory, f"level{level:04d}-dynamic", memory_items)
         self._credit = 0.5  # half a pop's worth: the first dynamic URL comes mid-way, not last
 
     def push(self, url: str, via: str = "") -> None:

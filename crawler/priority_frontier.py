@@ -24,7 +24,7 @@ from pathlib import Path
 
 from archive.crawl_calls import UPDATE_FUNCTIONS
 
-from .frontier import _SpillQueue, fingerprint
+from .frontier import SpillQueue, fingerprint
 
 __all__ = ["MIN_BUCKET_ITEMS", "SCORE_STEPS", "PriorityFrontier", "ScoreTable", "bucket_of"]
 
@@ -134,7 +134,7 @@ class PriorityFrontier:
         self._directory = directory
         self._update = update
         self._bucket_items = max(MIN_BUCKET_ITEMS, memory_items // _BUCKETS)
-        self._buckets: dict[int, _SpillQueue] = {}
+        self._buckets: dict[int, SpillQueue] = {}
         self._order: list[int] = []  # the negated numbers of the buckets that hold entries
         self._scores = ScoreTable()
         self._waiting = 0  # URLs queued and not served (stale copies left out)
@@ -196,7 +196,7 @@ class PriorityFrontier:
         queue = self._buckets.get(number)
         if queue is None:
             name = f"score{number:04d}"
-            queue = self._buckets[number] = _SpillQueue(self._directory, name, self._bucket_items)
+            queue = self._buckets[number] = SpillQueue(self._directory, name, self._bucket_items)
             heapq.heappush(self._order, -number)
         queue.push(url, via)
 

@@ -4,6 +4,7 @@ by the Link header's rel="next" (max_id), up to `pages` pages; later rounds ask 
 statuses newer than the newest seen (since_id)."""
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -17,7 +18,7 @@ __all__ = ["AccountTimeline", "TagTimeline"]
 log = logging.getLogger(__name__)
 
 
-class _Timeline:
+class _Timeline(ABC):
     """A timeline read page by page; `since` is the newest status id seen."""
 
     name = ""
@@ -28,8 +29,9 @@ class _Timeline:
         self.pages = pages
         self.since = ""
 
+    @abstractmethod
     async def _path(self, api: ApiClient) -> str | None:
-        raise NotImplementedError
+        """The timeline's API path; None when it cannot be found (an unknown account)."""
 
     async def posts(self, api: ApiClient) -> AsyncIterator[Post]:
         path = await self._path(api)
