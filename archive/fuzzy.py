@@ -19,7 +19,7 @@ import idna
 import yaml
 
 from .errors import ConfigError
-from .urlkey import MAX_URL_LENGTH
+from .url_parts import MAX_URL_LENGTH
 
 DEFAULT_RULES_FILE = "fuzzy_rules.yaml"
 NAME_WEIGHT = 0.6  # of the score: the share of parameter names found on both sides

@@ -14,8 +14,8 @@ import idna
 
 from .errors import ClientFault
 from .hashing import sha256_hex
+from .url_parts import MAX_URL_LENGTH
 
-MAX_URL_LENGTH = 8192
 URLS_CACHED = 256
 _SHOWN_LENGTH = 100
 _DEFAULT_PORTS = {"http": 80, "https": 443}

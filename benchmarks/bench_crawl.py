@@ -64,6 +64,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -172,6 +173,19 @@ class Farm:
 
     def reset(self) -> None:
         self._call("POST", "/__reset")
+
+
+@contextmanager
+def work_directory(args: argparse.Namespace) -> Iterator[Path]:
+    """A new directory for one benchmark run, under --dir: removed after it, unless --keep."""
+    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
+    try:
+        yield work
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 @contextmanager
@@ -587,7 +601,6 @@ def bench_browser_case(
 def run_browser(args: argparse.Namespace) -> dict[str, Any]:
     """Browser mode: one agent crawls the script-built site and the static sites, in the
     browser and parsing only, into one cluster."""
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
     figures: dict[str, Any] = {
         "scripted_pages": args.scripted_pages,
         "static_sites": args.static_sites,
@@ -597,33 +610,27 @@ def run_browser(args: argparse.Namespace) -> dict[str, Any]:
         "failed": {},
     }
     farm_size = (args.static_sites, args.static_pages, args.scripted_pages)
-    try:
-        with running_farm(work, *farm_size) as farm:
-            print(
-                f"farm: a script-built site of {args.scripted_pages} pages and"
-                f" {args.static_sites} static sites of {args.static_pages} pages,"
-                f" port {farm.port}"
-            )
-            data = work / "cluster"
-            try:
-                cluster_up(data, 1, 1)
-                for key, label, site, mode in BROWSER_CASES:
-                    print(f"dlweb crawl --browser {mode}, 1 agent: {label} ...")
-                    try:
-                        figures["runs"][key] = bench_browser_case(
-                            work, farm, data / CONFIG_FILE, key, site, mode
-                        )
-                    except BenchError as exc:
-                        figures["failed"][key] = str(exc)
-                        print(f"  FAILED: {exc}")
-                    farm.reset()
-            finally:
-                cluster_down(data)
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+    with work_directory(args) as work, running_farm(work, *farm_size) as farm:
+        print(
+            f"farm: a script-built site of {args.scripted_pages} pages and"
+            f" {args.static_sites} static sites of {args.static_pages} pages,"
+            f" port {farm.port}"
+        )
+        data = work / "cluster"
+        try:
+            cluster_up(data, 1, 1)
+            for key, label, site, mode in BROWSER_CASES:
+                print(f"dlweb crawl --browser {mode}, 1 agent: {label} ...")
+                try:
+                    figures["runs"][key] = bench_browser_case(
+                        work, farm, data / CONFIG_FILE, key, site, mode
+                    )
+                except BenchError as exc:
+                    figures["failed"][key] = str(exc)
+                    print(f"  FAILED: {exc}")
+                farm.reset()
+        finally:
+            cluster_down(data)
     runs = figures["runs"]
     ratios: dict[str, float] = {}
     for key in ("scripted_browser", "static_browser"):
@@ -744,7 +751,6 @@ def bench_focused_case(
 
 def run_focused(args: argparse.Namespace) -> dict[str, Any]:
     """Focused mode: the topical farm crawled breadth-first, then with a focus file."""
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
     figures: dict[str, Any] = {
         "sites": args.sites,
         "pages": args.pages,
@@ -753,31 +759,28 @@ def run_focused(args: argparse.Namespace) -> dict[str, Any]:
         "focus": focus_document(),
         "runs": {},
     }
-    try:
-        with running_farm(work, args.sites, args.pages, focused=True) as farm:
-            print(
-                f"farm: {args.sites} sites of {args.pages} pages about topics, a third about"
-                f" the campaign's, port {farm.port}"
-            )
-            focus = work / "focus.yaml"
-            focus.write_text(yaml.safe_dump(focus_document(), width=100))
-            data = work / "cluster"
-            try:
-                cluster_up(data, 1, 1)
-                for key, label in FOCUSED_CASES:
-                    print(f"dlweb crawl, {label}, {args.agents} agents ...")
-                    farm.reset()
-                    figures["runs"][key] = bench_focused_case(
-                        work, farm, data / CONFIG_FILE, args.agents, key, focus
-                    )
-            finally:
-                cluster_down(data)
-            figures["link_scores"] = link_scores(farm)
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+    with (
+        work_directory(args) as work,
+        running_farm(work, args.sites, args.pages, focused=True) as farm,
+    ):
+        print(
+            f"farm: {args.sites} sites of {args.pages} pages about topics, a third about"
+            f" the campaign's, port {farm.port}"
+        )
+        focus = work / "focus.yaml"
+        focus.write_text(yaml.safe_dump(focus_document(), width=100))
+        data = work / "cluster"
+        try:
+            cluster_up(data, 1, 1)
+            for key, label in FOCUSED_CASES:
+                print(f"dlweb crawl, {label}, {args.agents} agents ...")
+                farm.reset()
+                figures["runs"][key] = bench_focused_case(
+                    work, farm, data / CONFIG_FILE, args.agents, key, focus
+                )
+        finally:
+            cluster_down(data)
+        figures["link_scores"] = link_scores(farm)
     runs = figures["runs"]
     figures["ratio"] = runs["focused"]["fetches_90"] / runs["breadth_first"]["fetches_90"]
     figures["targets"] = {"harvest": figures["ratio"] <= TARGET_HARVEST_RATIO}
@@ -789,26 +792,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return run_browser(args)
     if args.focused:
         return run_focused(args)
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
     report: dict[str, Any] = {"sites": args.sites, "pages": args.pages}
-    try:
-        with running_farm(work, args.sites, args.pages) as farm:
-            print(f"farm: {args.sites} sites of {args.pages} pages on port {farm.port}")
-            if not args.skip_scrapy:
-                print("Scrapy: 100 requests at once, one per site, pages written to files ...")
-                report["scrapy"] = bench_scrapy(work, farm)
-                farm.reset()
-            if not args.skip_dlweb:
-                print(f"dlweb crawl: {args.agents} agents into a cluster (1 node, replica 1) ...")
-                try:
-                    report["dlweb"] = bench_dlweb(work, farm, args.agents, args.recrawl)
-                except BenchError as exc:
-                    report["dlweb_failed"] = str(exc)
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+    with work_directory(args) as work, running_farm(work, args.sites, args.pages) as farm:
+        print(f"farm: {args.sites} sites of {args.pages} pages on port {farm.port}")
+        if not args.skip_scrapy:
+            print("Scrapy: 100 requests at once, one per site, pages written to files ...")
+            report["scrapy"] = bench_scrapy(work, farm)
+            farm.reset()
+        if not args.skip_dlweb:
+            print(f"dlweb crawl: {args.agents} agents into a cluster (1 node, replica 1) ...")
+            try:
+                report["dlweb"] = bench_dlweb(work, farm, args.agents, args.recrawl)
+            except BenchError as exc:
+                report["dlweb_failed"] = str(exc)
     targets: dict[str, bool | None] = {"speed": None, "agent_memory": None, "quick": None}
     if "recrawl" in report.get("dlweb", {}):
         again = report["dlweb"]["recrawl"]

@@ -3,23 +3,22 @@ web page are read.
 
 A harbor puts such a URL in links, in a player's source, in a `Location`: a `javascript:` or
 `data:` URL there would run in the harbor's own origin, a control character would end the header.
-So a URL parameter is an http or https URL with a host, of bounded length, valid text without
-control characters, or it is refused (400, the parameter named); what beyond ASCII it holds is
-percent-encoded where it goes out (archive/link_format.py).
+So a URL parameter is an http or https URL with a host and a readable port, of bounded length,
+valid text without control characters (archive/url_parts.py), or it is refused (400, the
+parameter named); what beyond ASCII it holds is percent-encoded where it goes out
+(archive/link_format.py).
 """
 
-import re
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 from archive.errors import ClientFault
-from archive.urlkey import MAX_URL_LENGTH
+from archive.url_parts import MAX_URL_LENGTH, split_url
 
 SUFFIX = ".dlweb"
 MAX_BODY = 64 * 1024  # a form or a JSON setting: a few fields, one URL among them
 MAX_FIELDS = 32
 _SHOWN = 100  # characters of a refused value quoted in its message
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class BadParameter(ClientFault):
@@ -81,21 +80,12 @@ def web_url(name: str, value: str) -> str:
     """`value`, the parameter `name`, when it is an http or https URL with a host that a harbor
     may link to; BadParameter saying why not otherwise."""
     shown = repr(value[:_SHOWN]) + ("..." if len(value) > _SHOWN else "")
-    if len(value) > MAX_URL_LENGTH:
-        raise BadParameter(f"{name}={shown} is longer than {MAX_URL_LENGTH:,} characters")
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadParameter(f"{name}={shown} is not valid UTF-8") from None
-    if _CONTROL.search(value):
-        raise BadParameter(f"{name}={shown} holds a control character")
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname
+        parts = split_url(value, MAX_URL_LENGTH, f"{name}={shown}")
     except ValueError as exc:
-        raise BadParameter(f"{name}={shown} cannot be read as a URL: {exc}") from None
+        raise BadParameter(str(exc)) from None
     if parts.scheme.lower() not in ("http", "https"):
         raise BadParameter(f"{name}={shown}: the scheme is not http or https")
-    if not host:
+    if not parts.hostname:
         raise BadParameter(f"{name}={shown} names no host")
     return value

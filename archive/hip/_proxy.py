@@ -3,7 +3,9 @@
 import base64
 import re
 from dataclasses import dataclass, field
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
+
+from archive.url_parts import split_url
 
 MAX_URL = 2000
 _CREDENTIALS = re.compile(r"//[^/]*@")
@@ -46,14 +48,12 @@ class HttpProxy:
 
 def parse_proxy(url: str) -> HttpProxy:
     """http://[user:password@]host:port as a proxy; ValueError saying what is wrong."""
-    shown = repr(_CREDENTIALS.sub("//***@", url[:100], count=1))
-    if len(url) > MAX_URL:
-        raise ValueError(f"the proxy URL {shown}... is over {MAX_URL} characters")
+    shown = repr(_CREDENTIALS.sub("//***@", url[:100], count=1)) + ("..." if len(url) > 100 else "")
     try:
-        parts = urlsplit(url)
-        port = parts.port
+        parts = split_url(url, MAX_URL, shown)
     except ValueError as exc:
-        raise ValueError(f"{shown} is not a proxy URL: {exc}") from None
+        raise ValueError(f"not a proxy URL: {exc}") from None
+    port = parts.port
     if parts.scheme != "http":
         raise ValueError(
             f"{shown}: the proxy's URL must be http://[user:password@]host:port (the tunnel"

@@ -106,18 +106,12 @@ def _add_follow_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="the Mastodon instance whose public API is asked (https://host)",
     )
-    parser.add_argument(
-        "--hashtag", type=_checked(hashtag), action="append", help="a hashtag to follow (repeat)"
-    )
-    parser.add_argument(
-        "--account",
-        type=_checked(account),
-        action="append",
-        help="an account to follow, user or user@domain (repeat)",
-    )
-    parser.add_argument(
-        "--feed", type=_checked(check_feed), action="append", help="an RSS or Atom feed (repeat)"
-    )
+    for flag, check, what in (
+        ("--hashtag", hashtag, "a hashtag to follow"),
+        ("--account", account, "an account to follow, user or user@domain"),
+        ("--feed", check_feed, "an RSS or Atom feed"),
+    ):
+        parser.add_argument(flag, type=_checked(check), action="append", help=f"{what} (repeat)")
     add_number_option(
         parser,
         "--limit",

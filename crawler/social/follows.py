@@ -3,7 +3,8 @@ instance, hashtags and accounts of it, and feeds (light: the command line loads 
 module before it runs)."""
 
 import re
-from urllib.parse import urlsplit
+
+from archive.url_parts import MAX_URL_LENGTH, split_url
 
 __all__ = [
     "ACCOUNT",
@@ -22,21 +23,17 @@ ACCOUNT = re.compile(r"\w{1,30}(@[A-Za-z0-9.\-]{1,253})?")
 
 def check_instance(url: str) -> str:
     """The instance's base URL (scheme and host); ValueError saying what is wrong otherwise."""
-    parts = urlsplit(url)
+    parts = split_url(url, MAX_URL_LENGTH, repr(url[:100]))
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url!r} is not an http(s) URL of a Mastodon instance")
     if parts.path.strip("/") or parts.query or parts.fragment:
         raise ValueError(f"{url!r}: give the instance alone (scheme and host), no path")
-    try:
-        parts.port  # noqa: B018 (a bad port raises)
-    except ValueError:
-        raise ValueError(f"{url!r}: not a port number") from None
     return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def check_feed(url: str) -> str:
     """The feed's URL; ValueError saying what is wrong otherwise."""
-    parts = urlsplit(url)
+    parts = split_url(url, MAX_URL_LENGTH, repr(url[:100]))
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url!r} is not an http(s) URL of a feed")
     return url
