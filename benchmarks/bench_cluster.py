@@ -22,9 +22,7 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from bench_tools import cluster_down, cluster_up, settle_disk
+from bench_tools import cluster_down, cluster_up, settle_disk, work_directory
 
 from archive.cluster import UPLOADS_IN_FLIGHT, ClusterClient, NewCapture
 from archive.config import ClusterConfig, load_config
@@ -178,98 +176,98 @@ async def lookups(config: ClusterConfig, names: list[str], seconds: float) -> di
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-cluster-"))
-    data = work / "cluster"
-    report: dict[str, Any] = {"captures": args.captures, "restore_files": args.restore}
-    try:
-        cluster_up(data, 3, 2, "--grace", "2")
-        config = load_config(data / "dlweb.yaml")
-        nodes = sorted(n["address"] for n in get_status(config)["nodes"])
+    with work_directory("cluster", args) as work:
+        data = work / "cluster"
+        report: dict[str, Any] = {"captures": args.captures, "restore_files": args.restore}
+        try:
+            cluster_up(data, 3, 2, "--grace", "2")
+            config = load_config(data / "dlweb.yaml")
+            nodes = sorted(n["address"] for n in get_status(config)["nodes"])
 
-        captures, bodies = corpus(args.captures, rng)
-        print(f"inserting {len(captures):,} captures of 4 KB through one index node ...")
+            captures, bodies = corpus(args.captures, rng)
+            print(f"inserting {len(captures):,} captures of 4 KB through one index node ...")
 
-        async def insert() -> float:
-            async with ClusterClient(config) as client:
-                started = time.monotonic()
-                await client.insert(captures, bodies.__getitem__)
-                return time.monotonic() - started
+            async def insert() -> float:
+                async with ClusterClient(config) as client:
+                    started = time.monotonic()
+                    await client.insert(captures, bodies.__getitem__)
+                    return time.monotonic() - started
 
-        settle_disk()
-        inserted = asyncio.run(insert())
-        started = time.monotonic() - inserted
-        settled = wait_for(
-            config,
-            lambda s: (
-                s["files"]["content"] >= len(bodies)
-                and s["below_target"] == 0
-                and s["repairs"]["running"] == 0
-            ),
-        )
-        replicated = settled - started
-        peer_jobs = []
-        for i in range(args.captures):
-            body = rng.randbytes(SIZE)
-            peer_jobs += [(nodes[i % 3], body), (nodes[(i + 1) % 3], body)]
-        settle_disk()
-        peer = asyncio.run(put_all(config, peer_jobs))
-        megabytes = args.captures * SIZE / 2**20
-        report["insert"] = {
-            "seconds_acknowledged": inserted,
-            "seconds_at_replica_2": replicated,
-            "captures_per_s": args.captures / inserted,
-            "captures_per_s_at_replica_2": args.captures / replicated,
-            "mb_per_s": megabytes / inserted,
-            "peer_direct_puts_per_s": args.captures / peer,
-            "ratio": (args.captures / replicated) / (args.captures / peer),
-        }
+            settle_disk()
+            inserted = asyncio.run(insert())
+            started = time.monotonic() - inserted
+            settled = wait_for(
+                config,
+                lambda s: (
+                    s["files"]["content"] >= len(bodies)
+                    and s["below_target"] == 0
+                    and s["repairs"]["running"] == 0
+                ),
+            )
+            replicated = settled - started
+            peer_jobs = []
+            for i in range(args.captures):
+                body = rng.randbytes(SIZE)
+                peer_jobs += [(nodes[i % 3], body), (nodes[(i + 1) % 3], body)]
+            settle_disk()
+            peer = asyncio.run(put_all(config, peer_jobs))
+            megabytes = args.captures * SIZE / 2**20
+            report["insert"] = {
+                "seconds_acknowledged": inserted,
+                "seconds_at_replica_2": replicated,
+                "captures_per_s": args.captures / inserted,
+                "captures_per_s_at_replica_2": args.captures / replicated,
+                "mb_per_s": megabytes / inserted,
+                "peer_direct_puts_per_s": args.captures / peer,
+                "ratio": (args.captures / replicated) / (args.captures / peer),
+            }
 
-        extra, extra_bodies = corpus(args.restore, random.Random(args.seed + 1))
-        extra = [NewCapture(**{**c.to_json(), "url": c.url + "-r"}) for c in extra]
-        print(f"storing {args.restore:,} more files for the restore test ...")
+            extra, extra_bodies = corpus(args.restore, random.Random(args.seed + 1))
+            extra = [NewCapture(**{**c.to_json(), "url": c.url + "-r"}) for c in extra]
+            print(f"storing {args.restore:,} more files for the restore test ...")
 
-        async def insert_more() -> None:
-            async with ClusterClient(config) as client:
-                await client.insert(extra, extra_bodies.__getitem__)
+            async def insert_more() -> None:
+                async with ClusterClient(config) as client:
+                    await client.insert(extra, extra_bodies.__getitem__)
 
-        asyncio.run(insert_more())
-        wait_for(config, lambda s: s["below_target"] == 0 and s["repairs"]["running"] == 0)
-        state = json.loads((data / "cluster.json").read_text())
-        victim = "node3"
-        held = next(n for n in get_status(config)["nodes"] if n["id"] == victim)["files"]
-        print(f"killing {victim} ({held:,} files) ...")
-        settle_disk()
-        os.kill(state["processes"][victim]["pid"], signal.SIGKILL)
-        down = wait_for(
-            config,
-            lambda s: next(n for n in s["nodes"] if n["id"] == victim)["state"] == "down",
-        )
-        restored = wait_for(
-            config,
-            lambda s: s["below_target"] == 0 and s["repairs"]["running"] == 0,
-        )
-        status = get_status(config)
-        copied = status["repairs"]["copied"]
-        survivors = [n["address"] for n in status["nodes"] if n["id"] != victim]
-        peer_files = [rng.randbytes(SIZE) for _ in range(held)]
-        asyncio.run(put_all(config, [(survivors[0], body) for body in peer_files]))
-        pairs = [(hashlib.sha256(d).hexdigest(), survivors[0], survivors[1]) for d in peer_files]
-        settle_disk()
-        peer_copy = asyncio.run(manual_copy(config, pairs))
-        report["restore"] = {
-            "files_on_lost_node": held,
-            "seconds_after_down": restored - down,
-            "files_per_s": held / max(restored - down, 1e-9),
-            "copies_made_in_all": copied,
-            "peer_manual_copy_seconds": peer_copy,
-            "ratio": peer_copy / max(restored - down, 1e-9),
-        }
-        names = [c.content for c in captures[:2000]]
-        report["lookups_per_s"] = asyncio.run(lookups(config, names, args.lookup_seconds))
-    finally:
-        cluster_down(data)
-        if not args.keep:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+            asyncio.run(insert_more())
+            wait_for(config, lambda s: s["below_target"] == 0 and s["repairs"]["running"] == 0)
+            state = json.loads((data / "cluster.json").read_text())
+            victim = "node3"
+            held = next(n for n in get_status(config)["nodes"] if n["id"] == victim)["files"]
+            print(f"killing {victim} ({held:,} files) ...")
+            settle_disk()
+            os.kill(state["processes"][victim]["pid"], signal.SIGKILL)
+            down = wait_for(
+                config,
+                lambda s: next(n for n in s["nodes"] if n["id"] == victim)["state"] == "down",
+            )
+            restored = wait_for(
+                config,
+                lambda s: s["below_target"] == 0 and s["repairs"]["running"] == 0,
+            )
+            status = get_status(config)
+            copied = status["repairs"]["copied"]
+            survivors = [n["address"] for n in status["nodes"] if n["id"] != victim]
+            peer_files = [rng.randbytes(SIZE) for _ in range(held)]
+            asyncio.run(put_all(config, [(survivors[0], body) for body in peer_files]))
+            pairs = [
+                (hashlib.sha256(d).hexdigest(), survivors[0], survivors[1]) for d in peer_files
+            ]
+            settle_disk()
+            peer_copy = asyncio.run(manual_copy(config, pairs))
+            report["restore"] = {
+                "files_on_lost_node": held,
+                "seconds_after_down": restored - down,
+                "files_per_s": held / max(restored - down, 1e-9),
+                "copies_made_in_all": copied,
+                "peer_manual_copy_seconds": peer_copy,
+                "ratio": peer_copy / max(restored - down, 1e-9),
+            }
+            names = [c.content for c in captures[:2000]]
+            report["lookups_per_s"] = asyncio.run(lookups(config, names, args.lookup_seconds))
+        finally:
+            cluster_down(data)
     return report
 
 

@@ -64,12 +64,10 @@ import argparse
 import json
 import math
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -93,6 +91,7 @@ from bench_tools import (  # noqa: E402
     dlweb,
     run_benchmark,
     stop,
+    work_directory,
 )
 from crawl_farm import MAX_PAGES, address, host, make_focused_sites  # noqa: E402
 from focused_farm import EXAMPLES, KEYWORDS  # noqa: E402
@@ -173,19 +172,6 @@ class Farm:
 
     def reset(self) -> None:
         self._call("POST", "/__reset")
-
-
-@contextmanager
-def work_directory(args: argparse.Namespace) -> Iterator[Path]:
-    """A new directory for one benchmark run, under --dir: removed after it, unless --keep."""
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-crawl-", dir=args.dir))
-    try:
-        yield work
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 @contextmanager
@@ -610,7 +596,7 @@ def run_browser(args: argparse.Namespace) -> dict[str, Any]:
         "failed": {},
     }
     farm_size = (args.static_sites, args.static_pages, args.scripted_pages)
-    with work_directory(args) as work, running_farm(work, *farm_size) as farm:
+    with work_directory("crawl", args) as work, running_farm(work, *farm_size) as farm:
         print(
             f"farm: a script-built site of {args.scripted_pages} pages and"
             f" {args.static_sites} static sites of {args.static_pages} pages,"
@@ -760,7 +746,7 @@ def run_focused(args: argparse.Namespace) -> dict[str, Any]:
         "runs": {},
     }
     with (
-        work_directory(args) as work,
+        work_directory("crawl", args) as work,
         running_farm(work, args.sites, args.pages, focused=True) as farm,
     ):
         print(
@@ -793,7 +779,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.focused:
         return run_focused(args)
     report: dict[str, Any] = {"sites": args.sites, "pages": args.pages}
-    with work_directory(args) as work, running_farm(work, args.sites, args.pages) as farm:
+    with work_directory("crawl", args) as work, running_farm(work, args.sites, args.pages) as farm:
         print(f"farm: {args.sites} sites of {args.pages} pages on port {farm.port}")
         if not args.skip_scrapy:
             print("Scrapy: 100 requests at once, one per site, pages written to files ...")

@@ -37,9 +37,7 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -65,6 +63,7 @@ from bench_tools import (  # noqa: E402
     dlweb,
     run_benchmark,
     settle_disk,
+    work_directory,
 )
 
 from archive.command_line import positive_int  # noqa: E402
@@ -329,8 +328,7 @@ def one_dlweb(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-import-", dir=args.dir))
-    try:
+    with work_directory("import", args) as work:
         warc_file = work / "crawl.warc.gz"
         print(f"writing a WARC of {args.records:,} responses and their requests ...")
         warc = make_warc(warc_file, args.records, random.Random(args.seed))
@@ -371,9 +369,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         spread = {**best_spread, "tries": [one["seconds"] for one in spread_tries]}
         best_replicated = min(replicated_tries, key=lambda one: float(one["seconds"]))
         replicated = {**best_replicated, "tries": [one["seconds"] for one in replicated_tries]}
-    finally:
-        if not args.keep:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
     ratio = ours["records_per_s"] / pywb["records_per_s"]
     replica_ratio = replicated["records_per_s"] / spread["records_per_s"]
     return {

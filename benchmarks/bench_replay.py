@@ -77,6 +77,7 @@ from bench_tools import (  # noqa: E402
     cpu_seconds,
     dlweb,
     run_benchmark,
+    work_directory,
 )
 
 from archive.cluster import ClusterClient, LargeContent, NewCapture  # noqa: E402
@@ -937,13 +938,8 @@ def show_media(report: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="dlweb-bench-replay-", dir=args.dir))
-    try:
-        with ExitStack() as stack:
-            return run_in(work, args, stack)
-    finally:
-        if not args.keep:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+    with work_directory("replay", args) as work, ExitStack() as stack:
+        return run_in(work, args, stack)
 
 
 def run_in(work: Path, args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:

@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -28,7 +26,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_tools import interrupt  # noqa: E402
+from benchmarks.bench_tools import interrupt, work_directory  # noqa: E402
 from crawler.scheduler.guess import guess_site  # noqa: E402
 from crawler.scheduler.ranks import hits  # noqa: E402
 from crawler.scheduler.store import SqliteStore  # noqa: E402
@@ -124,16 +122,11 @@ def main() -> int:
     if args.sites < 10 * HOSTLESS_SITES:
         parser.error(f"--sites must be at least {10 * HOSTLESS_SITES}")
     signal.signal(signal.SIGTERM, interrupt)
-    work = Path(tempfile.mkdtemp(prefix="bench-scheduler-", dir=args.dir))
-    try:
-        run(args, work / "scheduler.db")
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+    with work_directory("scheduler", args) as work:
+        try:
+            run(args, work / "scheduler.db")
+        except KeyboardInterrupt:
+            return 130
     return 0
 
 

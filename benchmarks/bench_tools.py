@@ -6,12 +6,15 @@ import compileall
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -140,3 +143,17 @@ def stop(process: "subprocess.Popen[bytes]", timeout: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@contextmanager
+def work_directory(name: str, args: argparse.Namespace) -> Iterator[Path]:
+    """A new directory for one run of the benchmark `name`, under --dir if it has one: removed
+    after the run, unless --keep."""
+    work = Path(tempfile.mkdtemp(prefix=f"dlweb-bench-{name}-", dir=getattr(args, "dir", None)))
+    try:
+        yield work
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
