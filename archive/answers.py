@@ -2,7 +2,8 @@
 API), typed once: the server builds the answer and serves `to_json()`, the reader takes it apart
 with `from_json`, and both see the same fields.
 
-An answer is a frozen dataclass whose JSON is its fields in order (`Fields`), a field declared
+An answer is a subclass of `Answer`, which makes it a frozen slotted dataclass by its declaration
+alone (no decorator; `MessageType`), whose JSON is its fields in order (`Fields`), a field declared
 with `left_out` missing while it has its default, a nested answer (or a map or tuple of them) as
 its own JSON. `from_json(data, where)` checks every field by its type hint (str, int, bool,
 float for any finite number, `X | None`, a nested answer, `tuple[X, ...]` from a list,
@@ -16,7 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Self, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from .hip import Fields, RemoteError, bad_params, is_number
+from .hip import Fields, MessageType, RemoteError, bad_params, is_number
 
 __all__ = ["Answer", "parsed"]
 
@@ -125,9 +126,10 @@ def _answer(cls: type[A], data: Any, path: str, where: str) -> A:
     return cls(**values)
 
 
-class Answer(Fields):
+class Answer(Fields, metaclass=MessageType):
     """An answer whose `to_json` is its fields and `from_json` checks them by their types: a
-    bad one is a `bad_params` RemoteError naming the answer (`where`) and the field."""
+    bad one is a `bad_params` RemoteError naming the answer (`where`) and the field. A subclass is
+    a frozen slotted dataclass by its declaration alone: no decorator."""
 
     __slots__ = ()
     _nested = staticmethod(_json)
@@ -139,7 +141,7 @@ class Answer(Fields):
     @classmethod
     def of(cls, record: object) -> Self:
         """The answer made of a record that has its fields (and maybe more)."""
-        return cls(*[getattr(record, f.name) for f in dataclasses.fields(cls)])  # type: ignore[arg-type]
+        return cls(*[getattr(record, f.name) for f in dataclasses.fields(cls)])
 
 
 def parsed(kind: type[A], data: Any, where: str, error: Callable[[str], Exception]) -> A:

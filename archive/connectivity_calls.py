@@ -5,8 +5,6 @@ The scheduler calls an agent's `resolve_links` with the external links of one fi
 to (ResolvedLinks): its start URL and delimitation, or NO_SITE for a link it cannot place.
 """
 
-from dataclasses import dataclass
-
 from archive.answers import Answer
 from archive.hip import Method
 
@@ -15,7 +13,6 @@ __all__ = ["NO_SITE", "RESOLVE_LINKS", "ROLE", "ExternalLinks", "GuessedSite", "
 ROLE = "connectivity"  # the HIP role of a connectivity agent
 
 
-@dataclass(frozen=True, slots=True)
 class ExternalLinks(Answer):
     """The canonical external links of the crawl `crawl`, in the order its report gave them."""
 
@@ -23,7 +20,6 @@ class ExternalLinks(Answer):
     urls: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class GuessedSite(Answer):
     """Where a site found through a link begins and ends (crawler/scheduler/guess.py)."""
 
@@ -35,7 +31,6 @@ class GuessedSite(Answer):
 NO_SITE = GuessedSite("", "", "")
 
 
-@dataclass(frozen=True, slots=True)
 class ResolvedLinks(Answer):
     """The site of each link of `crawl`, in order; one whose start URL is empty (NO_SITE) for a
     link that belongs to none."""

@@ -25,6 +25,7 @@ from archive.hip import (
     left_out,
 )
 from archive.hip import field as field_of
+from archive.url_parts import MAX_URL_LENGTH
 
 __all__ = [
     "BROWSER_MODES",
@@ -111,7 +112,6 @@ WEIGHTED_LEVELS = ("document", "paragraph", "anchor", "url")
 MAX_FOCUS_ITEMS = 1_000  # keywords, examples, URL patterns or spam patterns, each
 MAX_FOCUS_TEXT = 100_000  # characters of one example text
 MAX_INJECTED = 10_000  # URLs one order carries
-MAX_URL = 8_192
 
 
 def _strings(
@@ -150,8 +150,8 @@ class ScoredUrl(Fields):
         url = data.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise _refused(f"{where}.url must be an http or https URL")
-        if len(url) > MAX_URL:
-            raise _refused(f"{where}.url is over {MAX_URL} characters")
+        if len(url) > MAX_URL_LENGTH:
+            raise _refused(f"{where}.url is over {MAX_URL_LENGTH} characters")
         campaign = data.get("campaign", "")
         if not isinstance(campaign, str) or len(campaign) > 200:
             raise _refused(f"{where}.campaign must be a string of at most 200 characters")
@@ -314,14 +314,12 @@ class CrawlOrder(Fields):
         )
 
 
-@dataclass(frozen=True, slots=True)
 class CrawlAccepted(Message):
     """A crawl order taken: the start URL of the site being crawled."""
 
     accepted: str
 
 
-@dataclass(frozen=True, slots=True)
 class AgentStatus(Answer):
     """A site crawler agent's monitoring figures: its monitoring page shows them, the scheduler
     polls them (`status`) and shows them on its own status page and in its `/api/status`."""
@@ -338,7 +336,6 @@ class AgentStatus(Answer):
     browser: dict[str, Any]  # the browser's memory and figures
 
 
-@dataclass(frozen=True, slots=True)
 class Cloned(Message):
     """One more agent started: its process and the name it joins under."""
 
@@ -346,14 +343,12 @@ class Cloned(Message):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
 class Stopping(Message):
     """The agent that is stopping."""
 
     stopping: str
 
 
-@dataclass(frozen=True, slots=True)
 class SiteDone(Message):
     """A site crawl's end: the agent's name and the crawl's report (crawler/report.py
     SiteReport), or a report of `start_url` and why it `failed`."""

@@ -6,8 +6,6 @@ campaign's pinned addresses); a later call replaces the list. The aggregator cal
 scheduler's `feed_changed` (FeedChange) with each feed whose bytes it found changed, answered Ok.
 """
 
-from dataclasses import dataclass
-
 from archive.answers import Answer
 from archive.crawl_calls import Ok
 from archive.hip import Method, Nothing
@@ -17,20 +15,17 @@ __all__ = ["FEED_CHANGED", "ROLE", "WATCH_FEEDS", "Feed", "FeedChange", "FeedLis
 ROLE = "feeds"  # the HIP role of a feed aggregator
 
 
-@dataclass(frozen=True, slots=True)
 class Feed(Answer):
     url: str
     digest: str  # SHA-256 of its bytes as last known, "" when none is known
 
 
-@dataclass(frozen=True, slots=True)
 class FeedList(Answer):
     feeds: tuple[Feed, ...]
     interval: float  # seconds between two polls of each feed
     resolve: dict[str, tuple[str, ...]]  # host names pinned to addresses, as the crawl orders'
 
 
-@dataclass(frozen=True, slots=True)
 class FeedChange(Answer):
     url: str
     digest: str  # SHA-256 of the bytes found

@@ -72,7 +72,6 @@ class Done(Fields):
         return cls()
 
 
-@dataclass(frozen=True, slots=True)
 class IndexJoin(Message):
     """An index node joining: the HIP address it serves inserting clients at."""
 

@@ -16,6 +16,7 @@ from .hashing import check_name, is_valid_name
 from .hip import Fields
 from .structure import INT64_MAX, Capture
 from .timestamps import check_capture_time
+from .url_parts import MAX_URL_LENGTH
 
 __all__ = [
     "FORWARD_HEADER",
@@ -33,7 +34,6 @@ __all__ = [
 ]
 
 MAX_CAPTURES = 5_000
-MAX_URL = 8_192
 DEFAULT_HEADER_SIZE = 512
 # Nodes an upload order names at most: the chain of copies and the spares that stand in for a
 # node of it that fails.
@@ -82,8 +82,8 @@ class NewCapture(Fields):
             raise BadMessage(f"insert: captures[{index}] must be an object")
         try:
             url = item.get("url")
-            if not isinstance(url, str) or not url or len(url) > MAX_URL:
-                raise BadMessage(f"'url' must be a string of 1 to {MAX_URL} characters")
+            if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
+                raise BadMessage(f"'url' must be a string of 1 to {MAX_URL_LENGTH} characters")
             for key, low in (("time", -INT64_MAX), ("offset", 0)):
                 value = item.get(key, 0)
                 if type(value) is int and not low <= value <= INT64_MAX:

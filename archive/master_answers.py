@@ -5,7 +5,6 @@ the cluster client, the status page, `dlweb up`) take them apart with `from_json
 Each is an `Answer` (archive/answers.py): its JSON is its fields, `from_json` checks them.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
 from .answers import Answer
@@ -41,7 +40,6 @@ __all__ = [
 # -- where files are --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Holder(Answer):
     """A readable holder of a file."""
 
@@ -49,7 +47,6 @@ class Holder(Answer):
     address: str
 
 
-@dataclass(frozen=True, slots=True)
 class Located(Answer):
     """/locate/{kind}/{name}: the readable holders of a file, a structure file's active first."""
 
@@ -58,7 +55,6 @@ class Located(Answer):
     nodes: tuple[Holder, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class StructureHolders(Answer):
     """A structure file and its readable holders."""
 
@@ -66,7 +62,6 @@ class StructureHolders(Answer):
     nodes: tuple[Holder, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class StructurePage(Answer):
     """/structures: a page of the structure files, in name order."""
 
@@ -76,7 +71,6 @@ class StructurePage(Answer):
 # -- the cluster's status ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class NodeRecord(Answer):
     """A storage node as the master keeps it; /admin/nodes/{node}/state answers it."""
 
@@ -94,7 +88,6 @@ class NodeRecord(Answer):
     groups: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class ScrubDone(Answer):
     """A node's last finished scrub: when, the files it checked, the bad ones it found."""
 
@@ -103,7 +96,6 @@ class ScrubDone(Answer):
     bad: int
 
 
-@dataclass(frozen=True, slots=True)
 class NodeStatus(NodeRecord):
     """A storage node in /status: its record (`state` as the cluster sees it: "unreachable"
     for a node not connected), the files it holds, its last scrub; whether a draining node
@@ -116,7 +108,6 @@ class NodeStatus(NodeRecord):
     drained: bool | None = left_out(None)
 
 
-@dataclass(frozen=True, slots=True)
 class FileCounts(Answer):
     """How many files of each kind the master knows of."""
 
@@ -124,7 +115,6 @@ class FileCounts(Answer):
     structure: int
 
 
-@dataclass(frozen=True, slots=True)
 class BelowTarget(Answer):
     """How many files are below their replica target, by why."""
 
@@ -137,7 +127,6 @@ class BelowTarget(Answer):
         return self.repairing + self.cannot_place + self.no_readable_copy
 
 
-@dataclass(frozen=True, slots=True)
 class Placing(Answer):
     """How many nodes take new files, in how many failure domains."""
 
@@ -145,7 +134,6 @@ class Placing(Answer):
     domains: int
 
 
-@dataclass(frozen=True, slots=True)
 class ToCheck(Answer):
     """What the repair pass has yet to look at: files, nodes, where its full scan is."""
 
@@ -154,7 +142,6 @@ class ToCheck(Answer):
     full_scan_at: int | None
 
 
-@dataclass(frozen=True, slots=True)
 class Repairs(Answer):
     """The repair pass's figures since the master started, and what it has yet to look at."""
 
@@ -173,7 +160,6 @@ class Repairs(Answer):
     retry_waiting: int
 
 
-@dataclass(frozen=True, slots=True)
 class MoveProgress(Answer):
     """The planned moves of a rebalance: files and bytes, and how many were moved or skipped."""
 
@@ -184,7 +170,6 @@ class MoveProgress(Answer):
     bytes_moved: int
 
 
-@dataclass(frozen=True, slots=True)
 class MoveSummary(Answer):
     """The moves from one node to another."""
 
@@ -194,7 +179,6 @@ class MoveSummary(Answer):
     bytes: int
 
 
-@dataclass(frozen=True, slots=True)
 class RebalancePlan(Answer):
     """A rebalance not applied: what it would move."""
 
@@ -203,7 +187,6 @@ class RebalancePlan(Answer):
     moves: tuple[MoveSummary, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class Rebalance(Answer):
     """/admin/rebalance (and /status's `rebalance`): its state ("idle", "running", "stopped",
     "done") and rates as applied, with its progress and moves, or the plan it would carry out."""
@@ -216,7 +199,6 @@ class Rebalance(Answer):
     plan: RebalancePlan | None = left_out(None)
 
 
-@dataclass(frozen=True, slots=True)
 class MetadataSize(Answer):
     """Bytes of the master's database, of its pages free for reuse and of its write-ahead log."""
 
@@ -225,7 +207,6 @@ class MetadataSize(Answer):
     wal_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
 class ClusterStatus(Answer):
     """/status: the cluster's health. `replication` is the configuration's, as it writes it."""
 
@@ -249,7 +230,6 @@ class ClusterStatus(Answer):
 # -- fsck and scrubs --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class FileBelowTarget(Answer):
     """A file below its replica target: its replicas that count, its target, and why."""
 
@@ -260,7 +240,6 @@ class FileBelowTarget(Answer):
     cause: str
 
 
-@dataclass(frozen=True, slots=True)
 class FsckReport(Answer):
     """/admin/fsck: the files below target and other problems; a deep fsck adds the contents
     no structure file names (orphans). `totals_drift` is the recount's free-form list of the
@@ -283,7 +262,6 @@ class FsckReport(Answer):
     orphan_names: tuple[str, ...] | None = left_out(None)
 
 
-@dataclass(frozen=True, slots=True)
 class NodeScrub(Answer):
     """Whether a node started a scrub: one was running already, or why it could not."""
 
@@ -292,7 +270,6 @@ class NodeScrub(Answer):
     error: str | None = left_out(None)
 
 
-@dataclass(frozen=True, slots=True)
 class Scrubbing(Answer):
     """/admin/scrub: what each node asked to scrub answered, by node."""
 
@@ -302,7 +279,6 @@ class Scrubbing(Answer):
 # -- an index node ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class MasterLink(Answer):
     """An index node's master and whether it is connected to it."""
 
@@ -310,7 +286,6 @@ class MasterLink(Answer):
     connected: bool
 
 
-@dataclass(frozen=True, slots=True)
 class IndexStatus(Answer):
     """An index node's /status: its link to the master, the nodes and contents it knows of,
     the inserts in progress, its counters since it started."""

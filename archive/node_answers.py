@@ -16,7 +16,7 @@ the node's server adds to /status stand in the answer's object beside its other 
 """
 
 import dataclasses
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY
 from typing import Any, Self
 
 from .answers import Answer
@@ -49,14 +49,14 @@ class _Spread(Answer):
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
-        data.update(data.pop(dataclasses.fields(self)[-1].name))  # type: ignore[arg-type]
+        data.update(data.pop(dataclasses.fields(self)[-1].name))
         return data
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Self:
         if not isinstance(data, dict):
             raise bad_params(where, "the answer must be an object")
-        *own, last = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        *own, last = [f.name for f in dataclasses.fields(cls)]
         rest = {key: value for key, value in data.items() if key not in own}
         return super().from_json({**data, last: cls._spread(rest, where)}, where)
 
@@ -82,7 +82,6 @@ class _Receipted(_Spread):
 # -- contents ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class ContentStored(_Receipted):
     """A content uploaded: its name, and the node's receipt (1 created if it was new there)."""
 
@@ -90,7 +89,6 @@ class ContentStored(_Receipted):
     receipt: UploadReceipt
 
 
-@dataclass(frozen=True, slots=True)
 class ContentsStored(_Receipted):
     """A pack of contents uploaded: how many it held, and the node's receipt for them."""
 
@@ -98,7 +96,6 @@ class ContentsStored(_Receipted):
     receipt: UploadReceipt
 
 
-@dataclass(frozen=True, slots=True)
 class ContentChecked(Answer):
     """A content hashed again on a reader's word: whether it was bad (and quarantined), why."""
 
@@ -107,7 +104,6 @@ class ContentChecked(Answer):
     reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
 class Deleted(Answer):
     """A file gone from the node (one it did not hold is answered 404)."""
 
@@ -118,7 +114,6 @@ class Deleted(Answer):
 # -- structure files --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class StructureAppended(Answer):
     """Records appended to a structure file: how many were new, whether the file was."""
 
@@ -127,7 +122,6 @@ class StructureAppended(Answer):
     created: bool
 
 
-@dataclass(frozen=True, slots=True)
 class StructuresAppended(Answer):
     """A batch of appends: each file's result in the batch's order, a StructureAppended's JSON
     or `{"name", "error", "status"}` (the HTTP status its own request would have had)."""
@@ -135,7 +129,6 @@ class StructuresAppended(Answer):
     results: Any
 
 
-@dataclass(frozen=True, slots=True)
 class StructurePut(Answer):
     """A whole structure file stored: whether it was new on the node."""
 
@@ -143,7 +136,6 @@ class StructurePut(Answer):
     created: bool
 
 
-@dataclass(frozen=True, slots=True)
 class DayCounts(Answer):
     """A URL's captures counted per UTC day, each day a DayCount's JSON (archive/structure.py)."""
 
@@ -152,7 +144,6 @@ class DayCounts(Answer):
     days: tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class RecordRange(Answer):
     """A structure file's URL, its count of records (which a node of the version before may not
     say) and those asked for, each a Capture's JSON (archive/structure.py) with its `index` in
@@ -165,7 +156,6 @@ class RecordRange(Answer):
     records: Any
 
 
-@dataclass(frozen=True, slots=True)
 class Closest(RecordRange):
     """The record a lookup found (the only one of `records`), and the file's first and last
     records and the found one's neighbours that are replayed (None where there is none)."""
@@ -179,7 +169,6 @@ class Closest(RecordRange):
 # -- the node ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class NamesFilter(Answer):
     """The node's filter of the names it holds: names in it, names it was sized for, deletions."""
 
@@ -188,7 +177,6 @@ class NamesFilter(Answer):
     deleted: int
 
 
-@dataclass(frozen=True, slots=True)
 class StorageStatus(_Spread):
     """A storage node's /status: what it holds (files and bytes by kind, the multicast groups of
     their names), its disk (its space's JSON, storage_node/space.py), its inventory position and
@@ -206,7 +194,6 @@ class StorageStatus(_Spread):
     extra: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
 class Inventory(Answer):
     """Inventory entries after a position, each an entry's JSON (storage_node/inventory.py),
     and the node's position now."""
@@ -216,7 +203,6 @@ class Inventory(Answer):
     entries: Any
 
 
-@dataclass(frozen=True, slots=True)
 class Scrubbed(Answer):
     """A scrub's report: the files it checked, and the bad ones (kind, name and reason)."""
 

@@ -188,7 +188,6 @@ class NodeInventory(Fields):
         )
 
 
-@dataclass(frozen=True, slots=True)
 class InventoryAnswer(Message):
     """The number of the last entry the master stored."""
 
@@ -361,7 +360,6 @@ class StaleCopies(Names):
     most = MAX_FILES
 
 
-@dataclass(frozen=True, slots=True)
 class StaleAnswer(Message):
     """How many of the names the node holds a copy of, now marked stale."""
 

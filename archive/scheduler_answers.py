@@ -13,7 +13,6 @@ database, its fields those of the scheduler's record in their order (`of` copies
 Each is an `Answer` (archive/answers.py): its JSON is its fields, `from_json` checks them.
 """
 
-from dataclasses import dataclass
 from typing import Any, Self
 
 from .answers import Answer
@@ -47,7 +46,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
 class Site(Answer):
     """A site of the campaign, a row of the scheduler's database."""
 
@@ -75,7 +73,6 @@ class Site(Answer):
     created: float
 
 
-@dataclass(frozen=True, slots=True)
 class Crawl(Answer):
     """A crawl of a site."""
 
@@ -91,7 +88,6 @@ class Crawl(Answer):
     report: dict[str, Any]  # without its external links, which only their count replaces
 
 
-@dataclass(frozen=True, slots=True)
 class Referrer(Answer):
     """A site linking to another, and how many links it has to it."""
 
@@ -100,12 +96,10 @@ class Referrer(Answer):
     links: int
 
 
-@dataclass(frozen=True, slots=True)
 class Sites(Answer):
     sites: tuple[Site, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class SiteDetail(Answer):
     """A site, its last crawls (newest first) and the sites linking to it (most links first)."""
 
@@ -114,7 +108,6 @@ class SiteDetail(Answer):
     referrers: tuple[Referrer, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class SecondAgentSent(Answer):
     """The agent sent on a site another agent crawls."""
 
@@ -122,7 +115,6 @@ class SecondAgentSent(Answer):
     agent: str
 
 
-@dataclass(frozen=True, slots=True)
 class Stream(Answer):
     """A live stream the scheduler has recorded."""
 
@@ -142,7 +134,6 @@ class Stream(Answer):
     created: float
 
 
-@dataclass(frozen=True, slots=True)
 class StreamRecording(Answer):
     """One agent's recording of a stream, as it last reported it."""
 
@@ -161,7 +152,6 @@ class StreamRecording(Answer):
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
 class StreamEvent(Answer):
     """A decision about a stream, or what made the scheduler take one."""
 
@@ -173,12 +163,10 @@ class StreamEvent(Answer):
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
 class Streams(Answer):
     streams: tuple[Stream, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class StreamDetail(Answer):
     """A stream, its recordings (oldest first) and its last events (oldest first)."""
 
@@ -187,7 +175,6 @@ class StreamDetail(Answer):
     events: tuple[StreamEvent, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class CrawlerAgent(Answer):
     """A site crawler agent, the site it crawls (-1: one given before a restart) and its state as
     it last answered the scheduler's poll (None before its first answer)."""
@@ -200,7 +187,6 @@ class CrawlerAgent(Answer):
     unanswered: str = left_out("")  # why its last poll got no answer; "" when it answered
 
 
-@dataclass(frozen=True, slots=True)
 class StreamingAgent(Answer):
     """A streaming agent, its slots and the streams it records."""
 
@@ -210,7 +196,6 @@ class StreamingAgent(Answer):
     streams: int
 
 
-@dataclass(frozen=True, slots=True)
 class PolicyAgent(Answer):
     """A connectivity agent (role connectivity: `work` the crawls whose links it resolves now,
     `done` those it resolved) or a feed aggregator (role feeds: `work` the feeds it polls,
@@ -223,7 +208,6 @@ class PolicyAgent(Answer):
     done: int
 
 
-@dataclass(frozen=True, slots=True)
 class SchedulerStatus(Answer):
     """The campaign's state, its agents, its sites and streams counted by state, and how many
     decisions the scheduler took."""
@@ -239,7 +223,6 @@ class SchedulerStatus(Answer):
     links_waiting: int = left_out(0)  # finished crawls whose external links are not applied yet
 
 
-@dataclass(frozen=True, slots=True)
 class SiteCluster(Answer):
     """Sites about one topic (crawler/scheduler/clusters.py): their ids and start URLs, and the
     phrases they weigh most."""
@@ -249,7 +232,6 @@ class SiteCluster(Answer):
     phrases: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class SiteClusters(Answer):
     """The crawled sites grouped by their phrases, at a likeness threshold: clusters, largest
     first, and the sites like no other."""
@@ -260,7 +242,6 @@ class SiteClusters(Answer):
     alone: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class CrawlGraph(Answer):
     """The pages of a site as one crawl found them and the links between them: the crawl begun
     last at or before the date asked. `pages` are in the order the crawl met them (its start
@@ -281,7 +262,7 @@ class CrawlGraph(Answer):
     @classmethod
     def from_json(cls, data: Any, where: str) -> Self:
         """The graph, each edge checked to be two places in `pages`."""
-        graph = super(CrawlGraph, cls).from_json(data, where)
+        graph = super().from_json(data, where)
         for i, edge in enumerate(graph.edges):
             if len(edge) != 2 or not all(0 <= end < len(graph.pages) for end in edge):
                 raise bad_params(
@@ -290,7 +271,6 @@ class CrawlGraph(Answer):
         return graph
 
 
-@dataclass(frozen=True, slots=True)
 class InjectedUrl(Answer):
     """What became of one injected URL (canonical): the site whose next crawl it waits for,
     whether that site was registered for it, or why it was refused (then no site)."""
@@ -301,21 +281,18 @@ class InjectedUrl(Answer):
     refused: str = left_out("")
 
 
-@dataclass(frozen=True, slots=True)
 class InjectedUrls(Answer):
     """The injected URLs, in the order given."""
 
     urls: tuple[InjectedUrl, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class BlacklistPatterns(Answer):
     """The campaign's blacklist (archive/blocklist.py patterns), in the order they were added."""
 
     patterns: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class DomainSettings(Answer):
     """What the operator set for the sites of a domain (and its subdomains): the pages a crawl
     of one of its sites may fetch, and the bounds of the politeness delay (None: not set)."""
@@ -326,6 +303,5 @@ class DomainSettings(Answer):
     max_delay: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Domains(Answer):
     domains: tuple[DomainSettings, ...]

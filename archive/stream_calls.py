@@ -131,7 +131,6 @@ class RecordOrder(Fields):
         )
 
 
-@dataclass(frozen=True, slots=True)
 class RecordAccepted(Message):
     """A stream taken (or being recorded already): its id and the recording's."""
 

@@ -14,7 +14,7 @@ from mitmproxy import http
 from mitmproxy.net.http.url import default_port, parse_authority
 
 from archive.errors import clipped
-from archive.insert_calls import MAX_URL
+from archive.url_parts import MAX_URL_LENGTH
 
 from .access import Access
 
@@ -56,8 +56,8 @@ def malformed(request: http.Request) -> tuple[int, str] | None:
     """The status and reason refusing a request the proxy cannot take as it is, else None."""
     if len(request.headers.fields) > MAX_FIELDS:
         return 431, f"a request has at most {MAX_FIELDS} header fields"
-    if len(request.path) > MAX_URL:
-        return 414, f"the archive holds no URL longer than {MAX_URL} characters"
+    if len(request.path) > MAX_URL_LENGTH:
+        return 414, f"the archive holds no URL longer than {MAX_URL_LENGTH} characters"
     hosts = request.headers.get_all("host")
     if len(hosts) > 1:
         return 400, "the request has several Host fields"

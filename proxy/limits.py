@@ -7,14 +7,16 @@ servers (archive/connections.py) but for the head, which a browser fills with co
 from dataclasses import dataclass
 
 from archive.config import HttpTimeouts
-from archive.insert_calls import MAX_URL
+from archive.url_parts import MAX_URL_LENGTH
 
 
 @dataclass(frozen=True)
 class Limits:
     head_timeout: float = HttpTimeouts.head  # seconds from a request's first byte to its end
     idle_timeout: float = HttpTimeouts.idle  # seconds a kept-alive connection may wait
-    max_line: int = MAX_URL + 64  # the request line: the longest URL the archive holds, and more
+    max_line: int = (
+        MAX_URL_LENGTH + 64
+    )  # the request line: the longest URL the archive holds, and more
     max_head: int = 64 * 1024  # request line and header fields
     max_fields: int = 100  # header lines
     max_body: int = 32 * 1024 * 1024  # a request body, held whole to find its capture

@@ -37,13 +37,16 @@ heartbeats detect a dead peer; the slave reconnects with capped, jittered expone
 A slave behind a firewall may reach its master through an HTTP proxy (HttpProxy, parse_proxy):
 each connection is then a tunnel the proxy opens with CONNECT, over which the WebSocket (and TLS
 for a wss:// URL) runs as over a direct connection (_tunnel.py).
+
+The params and results of a call are typed once, in archive/*_calls.py: each a `Message`, which
+is a frozen slotted dataclass by its declaration alone (no decorator), its JSON its fields.
 """
 
 from typing import TYPE_CHECKING
 
 from archive.errors import DlwebError
 from archive.hip._errors import HipError, RemoteError
-from archive.hip._messages import Fields, Message, Names, is_number, left_out
+from archive.hip._messages import Fields, Message, MessageType, Names, is_number, left_out
 from archive.hip._methods import Method, Nothing, Wire, as_object, bad_params, field
 from archive.hip._params import name_list
 from archive.hip._proxy import HttpProxy, parse_proxy
@@ -62,6 +65,7 @@ __all__ = [
     "Fields",
     "Handler",
     "Message",
+    "MessageType",
     "Method",
     "Names",
     "Nothing",

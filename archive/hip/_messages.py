@@ -6,6 +6,8 @@ while it has its default. As dataclasses does a class's `__init__`, each class's
 written as source and compiled, once, at its first call: a dict display of the fields (those left
 out added after it, each under an `if`), so that it costs about what a method spelled out would.
 
+`Message` (and `archive.answers.Answer`) makes each subclass a frozen slotted dataclass as it is
+declared, through its metaclass `MessageType`: a message needs no decorator, so none can lack it.
 `Message` gives `from_json` too, for a message whose fields are all required and of a JSON type
 (str, int, bool, dict, list, or float, which takes any finite number): a bad one is a
 `bad_params` RemoteError naming the call and the field, and `check` may add what the types cannot
@@ -18,7 +20,18 @@ import keyword
 import math
 import types
 from collections.abc import Callable
-from typing import Any, ClassVar, Self, TypeGuard, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    ClassVar,
+    Self,
+    TypeGuard,
+    Union,
+    cast,
+    dataclass_transform,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from archive.hip._methods import as_object, bad_params, field
 from archive.hip._params import name_list
@@ -146,8 +159,28 @@ class Fields:
         return derived(self)
 
 
-class Message(Fields):
-    """A dataclass message whose `from_json` checks its fields by their types, then `check`."""
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+class MessageType(type):
+    """The metaclass of Message and Answer: each subclass is a frozen slotted dataclass as it is
+    declared, a class keyword (`kw_only=True`) passed on to `dataclass`, and a bare `super()` in
+    its methods finds the class made. A class whose own namespace has `__slots__` is left as it
+    is: a base of fields of none, or the slotted class `dataclass` makes again of one."""
+
+    def __new__(
+        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **options: Any
+    ) -> "MessageType":
+        cls = super().__new__(mcs, name, bases, namespace)
+        if "__slots__" in namespace:
+            return cls
+        made = cast(MessageType, dataclasses.dataclass(cls, frozen=True, slots=True, **options))
+        if "__classcell__" in namespace:  # a method's super() or __class__: the class made
+            namespace["__classcell__"].cell_contents = made
+        return made
+
+
+class Message(Fields, metaclass=MessageType):
+    """A message whose `from_json` checks its fields by their types, then `check`. A subclass is
+    a frozen slotted dataclass by its declaration alone: no decorator."""
 
     __slots__ = ()
 

@@ -4,19 +4,20 @@ card's and the links of its HTML content, mentions and hashtags left out) and it
 from html.parser import HTMLParser
 from typing import Any
 
+from archive.url_parts import MAX_URL_LENGTH
+
 from .popularity import popularity
 from .sources import Post
 
 __all__ = ["MAX_LINKS", "content_links", "post_of"]
 
 MAX_LINKS = 100  # of one post
-MAX_URL = 8_192
 _NOT_LINKS = ("mention", "hashtag")  # classes of Mastodon's links to accounts and tags
 
 
 def _url(value: object) -> str:
     if isinstance(value, str) and value.startswith(("http://", "https://")):
-        return value if len(value) <= MAX_URL else ""
+        return value if len(value) <= MAX_URL_LENGTH else ""
     return ""
 
 

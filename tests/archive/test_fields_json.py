@@ -2,13 +2,14 @@
 `Answer` extends to nested answers: each compared with the object spelled out, and its code
 written once a class."""
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from archive.answers import Answer
-from archive.hip import Fields, left_out
+from archive.hip import Fields, Message, RemoteError, bad_params, left_out
 from archive.hip import _messages as messages
 
 
@@ -36,13 +37,11 @@ class Job(Fields):
     owners: tuple[str, ...] | None = left_out(None)
 
 
-@dataclass(frozen=True, slots=True)
 class Leaf(Answer):
     id: str
     size: int
 
 
-@dataclass(frozen=True, slots=True)
 class Tree(Answer):
     name: str
     leaf: Leaf | None
@@ -51,6 +50,45 @@ class Tree(Answer):
     meta: Any
     plain: dict[str, int]
     hidden: Leaf | None = left_out(None)
+
+
+class Reading(Message):
+    sensor: str
+    value: float
+
+    def check(self, method: str) -> None:
+        super().check(method)  # a bare super(), in the class the decorator would have made anew
+        if self.value < 0:
+            raise bad_params(method, "value must not be below 0")
+
+
+class Gauge(Answer):
+    sensor: str
+    value: float
+    unit: str = left_out("")
+
+
+# A subclass of a subclass, a class keyword passed on to `dataclass`.
+class Calibrated(Gauge, kw_only=True):
+    offset: float
+
+
+def test_a_message_or_answer_declared_without_a_decorator_is_a_frozen_slotted_dataclass() -> None:
+    made: tuple[Reading | Gauge, ...] = (
+        Reading("t1", 1.5),
+        Gauge("t2", 2.5),
+        Calibrated("t3", 3.5, "C", offset=0.25),
+    )
+    own_fields = (("sensor", "value"), ("sensor", "value", "unit"), ("offset",))
+    for message, slots in zip(made, own_fields, strict=True):
+        assert dataclasses.is_dataclass(type(message))
+        assert type(message).__slots__ == slots
+        assert not hasattr(message, "__dict__")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            message.sensor = "other"  # type: ignore[misc]
+        assert type(message).from_json(message.to_json(), "a reading") == message
+    with pytest.raises(RemoteError, match="value must not be below 0"):
+        Reading.from_json({"sensor": "t4", "value": -1}, "a reading")  # its check, after super()
 
 
 def test_plain_fields_go_by_name_in_their_order() -> None:
