@@ -4,13 +4,16 @@ configuration says), the storage nodes to read packs from, the members of the cl
 import json
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from ..hashing import check_name
 from ..hip import RemoteError
-from ..master_answers import ClusterStatus, Located
 from ..network import NETWORK_ERRORS
 from ._errors import ClusterError
 from ._session import Session
+
+if TYPE_CHECKING:
+    from ..master_answers import ClusterStatus
 
 KINDS = ("content", "structure")
 # How long a client keeps the list of storage nodes it reads packs from.
@@ -78,6 +81,10 @@ class Locator:
             answer = json.loads(text)
             if status != 200:
                 raise ClusterError(f"{url} answered {status}: {answer.get('error')}")
+            # Here, not at the top: the master's answers (some 40 ms of making classes) are not
+            # loaded by a client that never locates (an import).
+            from ..master_answers import Located
+
             located = Located.from_json(answer, url)
         except (ValueError, AttributeError, RemoteError):
             raise ClusterError(
@@ -104,8 +111,10 @@ class Locator:
         nodes = [n.address for n in status.nodes]
         return [master, *status.index_nodes, *nodes]
 
-    async def _master_status(self) -> tuple[str, ClusterStatus]:
+    async def _master_status(self) -> "tuple[str, ClusterStatus]":
         """The master's URL and its status; ClusterError when it cannot be had."""
+        from ..master_answers import ClusterStatus
+
         master = await self._session.master_url()
         try:
             _, answer = await self._session.get_object(f"{master}/status")
