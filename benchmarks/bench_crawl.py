@@ -432,7 +432,7 @@ def crawl_command(
 
 
 def bench_recrawls(
-    work: Path, farm: Farm, config: Path, agents: int, rounds: int
+    work: Path, farm: Farm, config: Path, agents: int, rounds: int, cluster: list[int]
 ) -> dict[str, Any]:
     """Re-crawls of the unchanged farm after a first crawl, alternated: a full one (every page
     downloaded and parsed again) and a quick one (the first crawl's URLs asked conditionally,
@@ -447,12 +447,18 @@ def bench_recrawls(
             report = work / f"{kind}-{number}-report.json"
             folder = crawler_work if kind == "quick" else work / "full-work"
             command = crawl_command(farm, config, agents, report, folder, *extra)
+            before = cpu_seconds([farm.pid]), cpu_seconds(cluster)
             run = measured(command, work / f"{kind}-{number}.log", f"dlweb crawl ({kind})")
+            farm_cpu, cluster_cpu = (
+                cpu_seconds([farm.pid]) - before[0],
+                cpu_seconds(cluster) - before[1],
+            )
             check_farm(farm, f"the {kind} re-crawl")
             stored = check_report(report, farm)
             figures[kind].append((run["seconds"], stored["bytes"]))
             print(
-                f"  round {number + 1}, {kind:<5} {run['seconds']:7.2f} s {stored['bytes']:>12,} bytes"
+                f"  round {number + 1}, {kind:<5} {run['seconds']:7.2f} s {stored['bytes']:>12,} bytes;"
+                f" CPU s: crawler {run['cpu_s']:.1f}, farm {farm_cpu:.1f}, cluster {cluster_cpu:.1f}"
             )
     medians = {
         kind: {
@@ -491,7 +497,7 @@ def bench_dlweb(work: Path, farm: Farm, agents: int, recrawl_rounds: int = 0) ->
         if recrawl_rounds:
             print(f"re-crawls of the unchanged farm, full and quick, {recrawl_rounds} rounds ...")
             farm.reset()
-            result["recrawl"] = bench_recrawls(work, farm, config, agents, recrawl_rounds)
+            result["recrawl"] = bench_recrawls(work, farm, config, agents, recrawl_rounds, cluster)
         return result
     finally:
         cluster_down(data)
