@@ -15,6 +15,7 @@ from .errors import ConfigError
 from .hip import Fields, HttpProxy, parse_proxy
 from .metadata import parse_metadata_url
 from .multicast import MulticastSettings
+from .yaml_safe import safe_load
 
 # The search index's folder, beside the cluster's folders, where the proxy looks for it; and
 # where `dlweb search rebuild` and the indexer write it and the CDX API reads its URL-key index.
@@ -292,7 +293,7 @@ def load_config(path: Path) -> ClusterConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the cluster configuration: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -326,6 +327,6 @@ def write_new_config(
     if path.exists():
         raise ConfigError(f"{path}: already exists; refusing to replace a cluster secret")
     text = new_config_text(name, multicast_port, extra)
-    parse_config(yaml.safe_load(text), str(path))
+    parse_config(safe_load(text), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text.encode(), replace=False)

@@ -16,6 +16,7 @@ import yaml
 from archive.crawl_calls import MAX_FOCUS_TEXT, Focus
 from archive.errors import DlwebError
 from archive.hip import RemoteError
+from archive.yaml_safe import safe_load
 
 __all__ = ["FOCUS_KEYS", "MAX_FOCUS_FILE", "load_focus"]
 
@@ -38,7 +39,7 @@ def load_focus(path: Path) -> Focus:
         raise DlwebError(f"the focus file is over {MAX_FOCUS_FILE // 2**20} MiB", where=path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark else ""

@@ -8,6 +8,7 @@ import yaml
 
 from archive import jsonwire
 from archive.hip._errors import HipError
+from archive.yaml_safe import SafeDumper, safe_load
 
 FORMATS = ("json", "yaml")
 MAX_ID = 2**53 - 1
@@ -22,20 +23,11 @@ class BadFrame(HipError):
         self.request_id = request_id
 
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-class _YamlDumper(_SafeDumper):  # type: ignore[misc, valid-type]
+class _YamlDumper(SafeDumper):  # type: ignore[misc, valid-type]
     """The safe dumper (libyaml's when present), also writing tuples as lists like JSON does."""
 
 
 _YamlDumper.add_representer(tuple, yaml.SafeDumper.represent_list)
-
-
-def _yaml_load(text: str) -> Any:
-    """yaml.safe_load, with libyaml's safe loader when present."""
-    return yaml.load(text, Loader=_SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -67,7 +59,7 @@ JSON = Codec("json", jsonwire.dumps, jsonwire.loads)
 YAML = Codec(
     "yaml",
     lambda obj: yaml.dump(obj, Dumper=_YamlDumper, allow_unicode=True, sort_keys=False),
-    _yaml_load,
+    safe_load,
 )
 CODECS = {codec.name: codec for codec in (JSON, YAML)}
 

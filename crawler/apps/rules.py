@@ -15,6 +15,7 @@ import yaml
 from lxml import etree
 
 from archive.errors import DlwebError
+from archive.yaml_safe import safe_load
 
 RULES_FOLDER = Path(__file__).parent / "rules"
 ACTIONS = ("skip", "follow", "content")
@@ -74,7 +75,7 @@ def read_application(path: Path) -> Application:
     if len(text) > MAX_RULES_FILE:
         raise BadRules(f"{path}: more than {MAX_RULES_FILE} characters")
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "somewhere"
