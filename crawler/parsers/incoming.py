@@ -59,9 +59,13 @@ class Incoming(ABC):
             self._failed = True
             self._sink.problem(f"{self._kind} parsing stopped: {error}")
 
-    def _close_lxml(self) -> None:
-        if not self._failed:
-            try:
-                self._lxml.close()
-            except Exception as error:  # a parser must never fail: note it and keep what was found
-                self._sink.problem(f"{self._kind} parsing stopped: {error}")
+    def _close_lxml(self) -> bool:
+        """End lxml's reading; whether the whole document was read without a failure."""
+        if self._failed:
+            return False
+        try:
+            self._lxml.close()
+        except Exception as error:  # a parser must never fail: note it and keep what was found
+            self._sink.problem(f"{self._kind} parsing stopped: {error}")
+            return False
+        return True
