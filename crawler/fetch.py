@@ -245,23 +245,15 @@ class Fetcher:
         async with server.lock:
             await self._within_limits()
             await self._pay(server)
+            request = h11.Request(
+                method=method,
+                target=target.encode("ascii", "replace"),
+                headers=self._headers(scheme, netloc, extra_headers, body),
+            )
             try:
-                return await asyncio.wait_for(
-                    self._exchange(
-                        server,
-                        address,
-                        port,
-                        sni,
-                        url,
-                        h11.Request(
-                            method=method,
-                            target=target.encode("ascii", "replace"),
-                            headers=self._headers(scheme, netloc, extra_headers, body),
-                        ),
-                        body,
-                    ),
-                    self.politeness.max_time,
-                )
+                # A timeout scope, not wait_for: no task made for each request (nor for each read).
+                async with asyncio.timeout(self.politeness.max_time):
+                    return await self._exchange(server, address, port, sni, url, request, body)
             except TimeoutError:
                 server.drop()
                 raise FetchError(
@@ -302,12 +294,10 @@ class Fetcher:
     async def _connect(self, address: str, port: int, sni: str) -> _Connection:
         timeout = self.politeness.connect_timeout
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(
                     address, port, ssl=tls_context() if sni else None, server_hostname=sni or None
-                ),
-                timeout,
-            )
+                )
         except TimeoutError:
             raise FetchError(
                 "timeout", f"{address}:{port}: no connection in {timeout:g} s"
@@ -376,9 +366,8 @@ class Fetcher:
 
     async def _read(self, connection: _Connection, url: str) -> bytes:
         try:
-            return await asyncio.wait_for(
-                connection.reader.read(READ_SIZE), self.politeness.read_timeout
-            )
+            async with asyncio.timeout(self.politeness.read_timeout):
+                return await connection.reader.read(READ_SIZE)
         except TimeoutError:
             raise FetchError(
                 "timeout", f"{url}: nothing received for {self.politeness.read_timeout:g} s"
