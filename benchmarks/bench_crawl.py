@@ -649,10 +649,9 @@ def run_browser(args: argparse.Namespace) -> dict[str, Any]:
 # Focused mode: the crawls of one run, in order: (key, label).
 FOCUSED_CASES = (("breadth_first", "breadth-first"), ("focused", "focused (--focus)"))
 CURVE_POINTS = 10  # the harvest curve at each tenth of a site's fetches
-# How the focus file weighs a link's evidence. A link's anchor level counts its anchor twice with
-# the 240 characters of its page's text around it, so a page's links all score much like the page
-# itself; weighing the anchor 8 times and leaving out the page's whole-text level brings the
-# fetches to 90% of the relevant pages from about 0.60 to about 0.52 of breadth-first's.
+# How the focus file weighs a link's evidence: its anchor most, since the farm's anchors name their
+# targets; the best window of its page's text a little; the page's whole text not at all, as it
+# says no more of one link than of its neighbours (docs/crawler.md, the levels of evidence).
 FOCUS_TUNING: dict[str, Any] = {"weights": {"document": 0.0, "paragraph": 1.0, "anchor": 8.0}}
 
 

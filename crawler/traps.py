@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import xxhash
 
+from archive.simhash import distance, simhash
+
 from .delimitation import split_url
 
 DATE_MASK = "{date}"
@@ -136,10 +138,6 @@ class NearDuplicates:
             if len(self._spaces) >= self.limits.max_spaces:
                 return None
             shapes = self._spaces[key] = []
-        # Here, not at the top: numpy, which simhash runs on, takes a tenth of a second to load,
-        # and a crawl that parses no page (a quick re-crawl of unchanged sites) never needs it.
-        from archive.simhash import distance, simhash
-
         signature = simhash(text)
         for shape in shapes:
             if distance(shape[0], signature) <= self.limits.max_distance:

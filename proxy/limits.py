@@ -14,9 +14,8 @@ from archive.url_parts import MAX_URL_LENGTH
 class Limits:
     head_timeout: float = HttpTimeouts.head  # seconds from a request's first byte to its end
     idle_timeout: float = HttpTimeouts.idle  # seconds a kept-alive connection may wait
-    max_line: int = (
-        MAX_URL_LENGTH + 64
-    )  # the request line: the longest URL the archive holds, and more
+    # The request line: the longest URL the archive holds, and more.
+    max_line: int = MAX_URL_LENGTH + 64
     max_head: int = 64 * 1024  # request line and header fields
     max_fields: int = 100  # header lines
     max_body: int = 32 * 1024 * 1024  # a request body, held whole to find its capture

@@ -183,27 +183,21 @@ def read_fragment(markup: str, sink: LinkSink, text: TextBuffer | None) -> None:
 
 class _Relay:
     """The target of a pooled lxml parser: passes each event to the collector of the document
-    being parsed."""
+    being parsed, which it holds only while that document is read."""
 
     __slots__ = ("collector",)
-
-    def __init__(self) -> None:
-        self.collector: _Collector | None = None
+    collector: "_Collector"
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
-        assert self.collector is not None
         self.collector.start(tag, attrib)
 
     def end(self, tag: str) -> None:
-        assert self.collector is not None
         self.collector.end(tag)
 
     def data(self, text: str) -> None:
-        assert self.collector is not None
         self.collector.data(text)
 
     def close(self) -> None:
-        assert self.collector is not None
         self.collector.close()
 
 
@@ -216,9 +210,15 @@ _pool = threading.local()
 POOLED_PARSERS = 4
 
 
+def _free() -> list[Any]:
+    """This thread's parsers at rest."""
+    free: list[Any] = _pool.__dict__.setdefault("free", [])
+    return free
+
+
 def _take_parser(collector: "_Collector") -> Any:
     """An lxml HTML parser (from this thread's pool, else new) whose events go to `collector`."""
-    free: list[Any] = _pool.__dict__.setdefault("free", [])
+    free = _free()
     if free:
         parser = free.pop()
     else:
@@ -229,9 +229,8 @@ def _take_parser(collector: "_Collector") -> Any:
 
 def _give_back(parser: Any) -> None:
     """Return a parser whose document was read to its end without a failure to the pool."""
-    parser.target.collector = None
-    free: list[Any] = _pool.__dict__.setdefault("free", [])
-    if len(free) < POOLED_PARSERS:
+    del parser.target.collector
+    if len(free := _free()) < POOLED_PARSERS:
         free.append(parser)
 
 

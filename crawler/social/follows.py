@@ -19,23 +19,31 @@ __all__ = [
 MAX_LIMIT = 40  # statuses a page may hold, as Mastodon allows
 HASHTAG = re.compile(r"\w{1,100}")
 ACCOUNT = re.compile(r"\w{1,30}(@[A-Za-z0-9.\-]{1,253})?")
+_SHOWN = 100  # characters of a refused URL quoted in its message
+
+
+def _shown(url: str) -> str:
+    """A URL as a message quotes it, its first characters."""
+    return repr(url[:_SHOWN]) + ("..." if len(url) > _SHOWN else "")
 
 
 def check_instance(url: str) -> str:
     """The instance's base URL (scheme and host); ValueError saying what is wrong otherwise."""
-    parts = split_url(url, MAX_URL_LENGTH, repr(url[:100]))
+    shown = _shown(url)
+    parts = split_url(url, MAX_URL_LENGTH, shown)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s) URL of a Mastodon instance")
+        raise ValueError(f"{shown} is not an http(s) URL of a Mastodon instance")
     if parts.path.strip("/") or parts.query or parts.fragment:
-        raise ValueError(f"{url!r}: give the instance alone (scheme and host), no path")
+        raise ValueError(f"{shown}: give the instance alone (scheme and host), no path")
     return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def check_feed(url: str) -> str:
     """The feed's URL; ValueError saying what is wrong otherwise."""
-    parts = split_url(url, MAX_URL_LENGTH, repr(url[:100]))
+    shown = _shown(url)
+    parts = split_url(url, MAX_URL_LENGTH, shown)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} is not an http(s) URL of a feed")
+        raise ValueError(f"{shown} is not an http(s) URL of a feed")
     return url
 
 
