@@ -46,11 +46,13 @@ _SESSION_QUERY_PARAM = re.compile(
 _SESSION_QUERY_SEARCH = re.compile(rf"(?:^|&)(?:{_SESSION_QUERY_PARAM.pattern})(?:&|$)")
 # A URL the rules leave as it is, the common case (what crawlers and WARC writers send): http or
 # https in lowercase, a host of lowercase letters, digits and hyphens in non-empty labels, no
-# port, no user information, a path of characters needing no escape with no ";" and no "/." (so
-# no dot segment), an optional non-empty query of such characters, no fragment. Only a session
-# parameter in its query is then left to look for.
+# port or one in digits without a leading zero, no user information, a path of characters needing
+# no escape with no ";" and no "/." (so no dot segment), an optional non-empty query of such
+# characters, no fragment. Only the port's range and default, and a session parameter in its
+# query, are then left to look at.
 _ALREADY_CANONICAL = re.compile(
-    r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+    r"(https?)://[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+    r"(?::([1-9][0-9]{0,4}))?"
     r"(?:/(?!\.)[A-Za-z0-9\-._~!$&'()*+,=:@]*)+"
     r"(?:\?([A-Za-z0-9\-._~!$&()*+,;=:@/?]+))?"
 )
@@ -211,8 +213,10 @@ def _canonical_query(query: str) -> str:
 def canonical_url(url: str) -> str:
     """The URL in the one spelling under which the archive stores and looks it up."""
     if len(url) <= MAX_URL_LENGTH and (plain := _ALREADY_CANONICAL.fullmatch(url)) is not None:
-        query = plain.group(1)
-        if query is None or _SESSION_QUERY_SEARCH.search(query) is None:
+        scheme, port, query = plain.groups()
+        if (port is None or _DEFAULT_PORTS[scheme] != int(port) <= 65535) and (
+            query is None or _SESSION_QUERY_SEARCH.search(query) is None
+        ):
             return url
     return _canonical_url(url)
 

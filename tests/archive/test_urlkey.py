@@ -266,6 +266,13 @@ _HOSTS = [
     "u@a.example",
     "a.example:80",
     "a.example:8080",
+    "a.example:443",
+    "a.example:0",
+    "a.example:080",
+    "a.example:65535",
+    "a.example:65536",
+    "a.example:99999",
+    "a.example:123456",
     "a.example:",
     "[::1]",
     "a%41.example",
@@ -356,6 +363,7 @@ def test_common_urls_take_the_fast_path() -> None:
         "https://www.example.org/news/2024/05/page.html",
         "http://cdn.example.net/img/logo-2x.png?v=3&w=200",
         "http://site7.example/p/123.html",
+        "http://intranet.example:8080/wiki/page?id=7",
     ):
         assert _ALREADY_CANONICAL.fullmatch(url), url
         assert canonical_url(url) == url == _canonical_url(url)
