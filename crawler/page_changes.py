@@ -3,6 +3,7 @@ content changed, and the text chunks (report.py chunk_signatures) new in each ki
 rate made of new pages and one made of new text in old pages call for different schedules."""
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,19 +20,33 @@ log = logging.getLogger(__name__)
 
 CHUNKS_SUFFIX = ".chunks"
 MAX_PREVIOUS_CHUNKS = 8_000_000  # signatures of the previous crawl read, at most (64 MB)
+CARRY_BLOCK = 1 << 20
+
+
+def usable_chunk_file(path: Path) -> bool:
+    """Whether the previous crawl's chunk file can be compared with: present, whole 8-byte
+    signatures, within MAX_PREVIOUS_CHUNKS; a warning when it is not."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        log.info("%s: no previous chunk signatures: %s", path, exc)
+        return False
+    if size % 8 or size > 8 * MAX_PREVIOUS_CHUNKS:
+        log.warning("%s: %d bytes, chunk signatures not compared", path, size)
+        return False
+    return True
 
 
 def previous_chunks(path: Path) -> "npt.NDArray[np.uint64] | None":
     """The previous crawl's distinct text-chunk signatures, sorted; None when its chunk file is
-    missing, damaged or too large to read. (numpy is loaded here, by a re-crawl only: a site
-    agent's first crawls do without its memory.)"""
+    missing, damaged or too large to read. (numpy is loaded here, once a re-crawl has text to
+    compare: a site agent's first crawls, and a quick re-crawl of unchanged pages, do without
+    its memory.)"""
+    if not usable_chunk_file(path):
+        return None
     import numpy as np
 
     try:
-        size = path.stat().st_size
-        if size % 8 or size > 8 * MAX_PREVIOUS_CHUNKS:
-            log.warning("%s: %d bytes, chunk signatures not compared", path, size)
-            return None
         return np.unique(np.fromfile(path, dtype="<u8"))
     except OSError as exc:
         log.info("%s: no previous chunk signatures: %s", path, exc)
@@ -41,17 +56,37 @@ def previous_chunks(path: Path) -> "npt.NDArray[np.uint64] | None":
 @dataclass
 class PageChanges:
     previous: dict[str, "Signature"]
-    before: "npt.NDArray[np.uint64] | None"  # the previous crawl's chunk signatures, sorted
+    chunk_file: Path | None  # the previous crawl's chunk signatures; None: not compared
     new_pages: int = 0
     changed_pages: int = 0
     chunks_in_old_pages: int = 0
     chunks_in_new_pages: int = 0
     counted: set[str] = field(default_factory=set)
+    # The previous crawl's chunk signatures, sorted, read when the first text is compared.
+    _before: "npt.NDArray[np.uint64] | None" = field(default=None, init=False, repr=False)
 
     @classmethod
     def since(cls, signature_file: Path, previous: dict[str, "Signature"]) -> "PageChanges":
         """Changes against the crawl that left this signature file (and its chunk file)."""
-        return cls(previous, previous_chunks(signature_file.with_suffix(CHUNKS_SUFFIX)))
+        chunks = signature_file.with_suffix(CHUNKS_SUFFIX)
+        return cls(previous, chunks if usable_chunk_file(chunks) else None)
+
+    def carry(self, write: Callable[[bytes], object]) -> None:
+        """Write the previous crawl's chunk signatures out again: a quick re-crawl's chunk file
+        starts with them, as the pages it does not read still hold that text (the next crawl
+        and the scheduler's change rate compare with the whole site's)."""
+        if self.chunk_file is None:
+            return
+        try:
+            previous = self.chunk_file.open("rb")
+        except OSError as exc:
+            log.warning(
+                "%s: the previous chunk signatures are not carried: %s", self.chunk_file, exc
+            )
+            return
+        with previous:
+            while block := previous.read(CARRY_BLOCK):
+                write(block)
 
     def page(self, url: str, content: str) -> None:
         """A page fetched with this content (SHA-256)."""
@@ -66,15 +101,20 @@ class PageChanges:
 
     def text(self, url: str, signatures: list[int]) -> None:
         """The chunk signatures of a document's text: those the previous crawl lacked are new."""
-        if self.before is None or not signatures:
+        if self.chunk_file is None or not signatures:
             return
+        if self._before is None:
+            self._before = previous_chunks(self.chunk_file)
+            if self._before is None:
+                self.chunk_file = None
+                return
         new = len(signatures)
-        if len(self.before):
+        if len(self._before):
             import numpy as np
 
             found = np.asarray(signatures, dtype=np.uint64)
-            at = np.searchsorted(self.before, found).clip(max=len(self.before) - 1)
-            new = int((self.before[at] != found).sum())
+            at = np.searchsorted(self._before, found).clip(max=len(self._before) - 1)
+            new = int((self._before[at] != found).sum())
         if url in self.previous:
             self.chunks_in_old_pages += new
         else:
@@ -88,9 +128,9 @@ class PageChanges:
                 1 for url, s in self.previous.items() if s.page and url not in self.counted
             ),
             "new_text_chunks_in_old_pages": (
-                None if self.before is None else self.chunks_in_old_pages
+                None if self.chunk_file is None else self.chunks_in_old_pages
             ),
             "new_text_chunks_in_new_pages": (
-                None if self.before is None else self.chunks_in_new_pages
+                None if self.chunk_file is None else self.chunks_in_new_pages
             ),
         }

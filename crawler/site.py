@@ -37,7 +37,7 @@ from .fetch import Body, Fetched, Fetcher, FetchError, Resolver
 from .frontier import Frontier, SeenSet
 from .links import Link, LinkKind
 from .order import Order, Signature, SignatureLog, read_signatures
-from .page_changes import PageChanges
+from .page_changes import CHUNKS_SUFFIX, PageChanges
 from .parsers.common import ParseResult
 from .priority_frontier import PriorityFrontier
 from .relevance import PageRelevance, Relevance
@@ -176,11 +176,13 @@ class SiteCrawler:
         self.progress.site = self.delimitation.start_url
         self.progress.started = time.time()
         signatures = SignatureLog(signature_path)
-        chunks = AtomicFile(signature_path.with_suffix(".chunks"))
+        chunks = AtomicFile(signature_path.with_suffix(CHUNKS_SUFFIX))
         self.report.text.out = chunks.write
         frontier = queues_for(self.order, self.work / "queues")
         self.progress.queues = frontier.sizes
         try:
+            if self.order.quick and self.report.changes is not None:
+                self.report.changes.carry(chunks.write)
             async with Fetcher(
                 self.order.politeness, Resolver(self.order.resolve), self.work
             ) as self._fetcher:

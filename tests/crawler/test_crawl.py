@@ -292,3 +292,9 @@ def test_a_quick_recrawl_asks_conditionally_and_parses_only_what_changed(
     assert second["text"]["documents"] == len(changed)
     assert second["not_modified"] > len(EXPECTED_ALPHA["pages"])
     assert second["new_contents"] == len(changed) + 1  # and the changed image
+    # Its chunk file carries the first crawl's text (the unread pages still hold it) with the
+    # changed pages' own, so the next crawl and the change rate compare with the whole site.
+    carried = Path(first["chunk_file"]).read_bytes()
+    chunks = Path(second["chunk_file"]).read_bytes()
+    assert carried and chunks.startswith(carried), (len(carried), len(chunks))
+    assert len(chunks) == len(carried) + 8 * second["text"]["chunks"]

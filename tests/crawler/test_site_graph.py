@@ -104,6 +104,16 @@ def test_without_the_previous_chunk_file_new_text_is_not_counted(tmp_path: Path)
     assert changes.to_json()["new_text_chunks_in_old_pages"] is None
 
 
+def test_a_damaged_previous_chunk_file_is_neither_compared_nor_carried(tmp_path: Path) -> None:
+    (tmp_path / "site.chunks").write_bytes(b"\x01" * 12)  # not whole 8-byte signatures
+    changes = PageChanges.since(tmp_path / "site.signatures", {"/": signature("/", "x")})
+    changes.text("/", [1, 2, 3])
+    carried: list[bytes] = []
+    changes.carry(carried.append)
+    assert carried == []
+    assert changes.to_json()["new_text_chunks_in_old_pages"] is None
+
+
 # -- a real crawl, and a re-crawl after one page changed its links -------------------------------
 
 
