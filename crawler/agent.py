@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from archive.cluster import ClusterClient
-from archive.command_line import standalone
+from archive.command_line import serve_until_stopped, standalone
 from archive.config import load_config
 from archive.crawl_calls import (
     CLONE,
@@ -145,8 +145,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
-    asyncio.run(_serve(args))
-    return 0
+    return serve_until_stopped(_serve(args))
 
 
 if __name__ == "__main__":

@@ -594,10 +594,12 @@ class SiteCrawler:
         return result.links
 
     def _placed(self, signature: Signature) -> Signature:
-        """A signature with where this crawl met its URL: the level, and page or component."""
-        return dataclasses.replace(
-            signature, level=self._level, page=signature.url == self._page_url
-        )
+        """A signature with where this crawl met its URL: the level, and page or component
+        (itself when the previous crawl met it there too, as a quick re-crawl mostly does)."""
+        page = signature.url == self._page_url
+        if signature.level == self._level and signature.page == page:
+            return signature
+        return dataclasses.replace(signature, level=self._level, page=page)
 
     async def _not_modified(self, fetched: Fetched, previous: Signature, parse: bool) -> list[Link]:
         """Record the unchanged capture; its links come from the archived copy, but in a quick

@@ -64,7 +64,9 @@ class SiteGraph:
         }
 
     def write(self, path: Path) -> None:
-        atomic_write(path, json.dumps(self.to_json(), separators=(",", ":")).encode())
+        # The edges as tuples, which JSON writes as arrays: no list made for each.
+        data = {"pages": list(self.pages), "edges": sorted(self.edges), "truncated": self.truncated}
+        atomic_write(path, json.dumps(data, separators=(",", ":")).encode())
 
     @classmethod
     def from_json(cls, data: Any) -> "SiteGraph":
@@ -77,14 +79,14 @@ class SiteGraph:
         if not isinstance(edges, list):
             raise ValueError("edges must be a list")
         graph = cls({url: i for i, url in enumerate(pages[:MAX_PAGES])})
+        count = len(graph.pages)
         for edge in edges[:MAX_EDGES]:
-            if (
-                not isinstance(edge, list)
-                or len(edge) != 2
-                or not all(type(end) is int and 0 <= end < len(graph.pages) for end in edge)
-            ):
+            if type(edge) is not list or len(edge) != 2:
                 raise ValueError(f"edge {str(edge)[:40]} is not two page numbers")
-            graph.edges.add((edge[0], edge[1]))
+            a, b = edge
+            if type(a) is not int or type(b) is not int or not (0 <= a < count and 0 <= b < count):
+                raise ValueError(f"edge {str(edge)[:40]} is not two page numbers")
+            graph.edges.add((a, b))
         graph.truncated = data.get("truncated") is True
         return graph
 
