@@ -98,6 +98,7 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
         "retry_delay": args.retry_delay,
     }
     focus = load_focus(args.focus) if args.focus is not None else None
+    previous_files = latest_signatures(args.previous, args.urls) if folder else {}
     orders = []
     for url in args.urls:
         order: dict[str, Any] = {
@@ -118,7 +119,7 @@ def _orders(args: argparse.Namespace) -> list[dict[str, Any]]:
             order["max_depth"] = args.depth
         if args.dynamic_depth is not None:
             order["max_dynamic_depth"] = args.dynamic_depth
-        previous = latest_signatures(args.previous, url) if folder else args.previous
+        previous = previous_files.get(url) if folder else args.previous
         if previous is not None:
             order["previous"] = str(previous)
             order["quick"] = args.quick

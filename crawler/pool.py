@@ -7,7 +7,6 @@ a stream of small exchanges, where the event loop's own cost per read and write 
 """
 
 import gc
-import glob
 import logging
 import multiprocessing
 import os
@@ -16,7 +15,7 @@ import re
 import resource
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,20 +36,33 @@ __all__ = ["Agent", "crawl_sites", "latest_signatures"]
 
 log = logging.getLogger(__name__)
 
+SIGNATURES_SUFFIX = ".signatures"
+
 
 def signature_path(work: Path, start_url: str) -> Path:
     """Where a crawl of this site leaves its signature file: host and time in the name."""
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
-    return work / f"{_host_part(start_url)}-{stamp}-{os.getpid()}.signatures"
+    return work / f"{_host_part(start_url)}-{stamp}-{os.getpid()}{SIGNATURES_SUFFIX}"
 
 
-def latest_signatures(work: Path, start_url: str) -> Path | None:
-    """The signature file the latest crawl of this site left in `work`, None if none did."""
-    found = sorted(
-        work.glob(f"{glob.escape(_host_part(start_url))}-*.signatures"),
-        key=lambda path: (path.name.rsplit("-", 2)[-2], path.stat().st_mtime),
-    )
-    return found[-1] if found else None
+def latest_signatures(work: Path, start_urls: Iterable[str]) -> dict[str, Path]:
+    """The signature file the latest crawl of each of these sites left in `work`, by start URL
+    (a site without one is left out). The folder is read once, however many sites and crawls it
+    holds: a crawl's files gather there, three a site each time."""
+    wanted: dict[str, list[str]] = {}
+    for url in start_urls:
+        wanted.setdefault(_host_part(url), []).append(url)
+    latest: dict[str, tuple[str, float, Path]] = {}
+    with os.scandir(work) as entries:
+        for entry in entries:
+            name = entry.name.removesuffix(SIGNATURES_SUFFIX)
+            host, _, stamp = name.rpartition("-")[0].rpartition("-")
+            if name == entry.name or host not in wanted:
+                continue
+            found = (stamp, entry.stat().st_mtime, Path(entry.path))
+            if host not in latest or found[:2] > latest[host][:2]:
+                latest[host] = found
+    return {url: latest[host][2] for host, urls in wanted.items() if host in latest for url in urls}
 
 
 def resident_memory() -> int:
