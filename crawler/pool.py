@@ -208,13 +208,13 @@ def crawl_sites(
     """Crawl every site with `agents` agents; one report per site, in the orders' order, each
     with its language and phrases told here (report_text.py), while the other sites are crawled
     when agents are forked."""
-    from .report_text import prepare, told  # here, not in the agents: see report_text.py
+    from .report_text import told  # here, not in the agents: see report_text.py
 
     work.mkdir(parents=True, exist_ok=True)
     if agents <= 1 or len(orders) <= 1:
         agent = Agent(config, work, monitor=monitor)
         return [told(report) for report in uvloop.run(_crawl_in_turn(agent, orders))]
-    return _crawl_forked(config, orders, work, agents, monitor, prepare, told)
+    return _crawl_forked(config, orders, work, agents, monitor, told)
 
 
 def _crawl_forked(
@@ -223,11 +223,10 @@ def _crawl_forked(
     work: Path,
     agents: int,
     monitor: tuple[str, int] | None,
-    prepare: Callable[[], None],
     tell: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Crawl with forked agents; each report is told (`tell`) as it comes, `prepare` having
-    been called once the agents are forked."""
+    """Crawl with forked agents; each report is told (`tell`) as it comes (the language filters
+    are built at the first report with text: a quick re-crawl of unchanged sites builds none)."""
     context = multiprocessing.get_context("fork")
     # Queues with a feeder thread: a pipe alone would block this process once full.
     sites: multiprocessing.Queue[dict[str, Any] | None] = context.Queue()
@@ -244,7 +243,6 @@ def _crawl_forked(
         clone = context.Process(target=_clone, args=(config, work, port, sites, results))
         clone.start()
         clones.append(clone)
-    prepare()
     reports: dict[str, dict[str, Any]] = {}
     while len(reports) < len(orders):
         try:

@@ -2,20 +2,13 @@
 scheduler, the crawl command) rather than in the site agent, whose memory and time go to
 crawling: the site's language (language_guess.py) and its phrases (keywords.py)."""
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from .keywords import phrases_of
-from .language_guess import guess_language, judge_filters
+from .language_guess import guess_language
 
-__all__ = ["prepare", "told"]
-
-
-def prepare() -> None:
-    """Build the language filters in a thread (a tenth of a second), so that the first report
-    told does not wait for them."""
-    threading.Thread(target=judge_filters, name="judge-filters", daemon=True).start()
+__all__ = ["told"]
 
 
 def told(report: Mapping[str, Any]) -> dict[str, Any]:
