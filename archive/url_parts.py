@@ -9,7 +9,13 @@ import re
 from urllib.parse import SplitResult, urlsplit
 
 MAX_URL_LENGTH = 8192  # characters of a URL this archive takes from outside
+SHOWN_LENGTH = 100  # characters of a refused URL its message quotes
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown_url(url: str) -> str:
+    """A URL as a message quotes it: its first SHOWN_LENGTH characters."""
+    return repr(url[:SHOWN_LENGTH]) + ("..." if len(url) > SHOWN_LENGTH else "")
 
 
 def split_url(url: str, longest: int, shown: str) -> SplitResult:

@@ -14,10 +14,9 @@ import idna
 
 from .errors import ClientFault
 from .hashing import sha256_hex
-from .url_parts import MAX_URL_LENGTH
+from .url_parts import MAX_URL_LENGTH, shown_url
 
 URLS_CACHED = 256
-_SHOWN_LENGTH = 100
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HEX = "0123456789ABCDEFabcdef"
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -83,14 +82,8 @@ def _fix_percent(match: re.Match[str]) -> str:
     return quote(text, safe="", errors="strict")
 
 
-def _shown(url: str) -> str:
-    if len(url) <= _SHOWN_LENGTH:
-        return repr(url)
-    return repr(url[:_SHOWN_LENGTH]) + "..."
-
-
 def _bad(url: str, reason: str) -> BadUrl:
-    return BadUrl(f"bad URL {_shown(url)}: {reason}")
+    return BadUrl(f"bad URL {shown_url(url)}: {reason}")
 
 
 def _escape_controls(url: str) -> str:

@@ -4,7 +4,7 @@ module before it runs)."""
 
 import re
 
-from archive.url_parts import MAX_URL_LENGTH, split_url
+from archive.url_parts import MAX_URL_LENGTH, shown_url, split_url
 
 __all__ = [
     "ACCOUNT",
@@ -19,17 +19,11 @@ __all__ = [
 MAX_LIMIT = 40  # statuses a page may hold, as Mastodon allows
 HASHTAG = re.compile(r"\w{1,100}")
 ACCOUNT = re.compile(r"\w{1,30}(@[A-Za-z0-9.\-]{1,253})?")
-_SHOWN = 100  # characters of a refused URL quoted in its message
-
-
-def _shown(url: str) -> str:
-    """A URL as a message quotes it, its first characters."""
-    return repr(url[:_SHOWN]) + ("..." if len(url) > _SHOWN else "")
 
 
 def check_instance(url: str) -> str:
     """The instance's base URL (scheme and host); ValueError saying what is wrong otherwise."""
-    shown = _shown(url)
+    shown = shown_url(url)
     parts = split_url(url, MAX_URL_LENGTH, shown)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{shown} is not an http(s) URL of a Mastodon instance")
@@ -40,7 +34,7 @@ def check_instance(url: str) -> str:
 
 def check_feed(url: str) -> str:
     """The feed's URL; ValueError saying what is wrong otherwise."""
-    shown = _shown(url)
+    shown = shown_url(url)
     parts = split_url(url, MAX_URL_LENGTH, shown)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{shown} is not an http(s) URL of a feed")
