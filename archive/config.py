@@ -227,36 +227,46 @@ def _hip_proxy(top: _Section) -> HttpProxy | None:
         raise top.fail("hip_proxy", str(exc)) from None
 
 
-def parse_config(data: object, source: str) -> ClusterConfig:
-    top = _Section(data, "", source)
-    cluster = top.section("cluster")
-    name = cluster.get("name", str, "dlweb")
-    secret = cluster.get("secret", str, required=True)
+def _cluster(section: _Section) -> tuple[str, bytes]:
+    """The cluster's name and secret."""
+    name = section.get("name", str, "dlweb")
+    secret = section.get("secret", str, required=True)
     if len(secret) < MIN_SECRET_LENGTH:
-        raise cluster.fail("secret", f"must be at least {MIN_SECRET_LENGTH} characters")
-    cluster.finish()
-    lookup = top.get("lookup", str, "multicast")
+        raise section.fail("secret", f"must be at least {MIN_SECRET_LENGTH} characters")
+    section.finish()
+    return name, secret.encode("utf-8")
+
+
+def _lookup(top: _Section) -> str:
+    lookup: str = top.get("lookup", str, "multicast")
     if lookup not in LOOKUP_MODES:
         raise top.fail("lookup", f"must be one of {', '.join(LOOKUP_MODES)}, not {lookup!r}")
-    multicast = _multicast(top.section("multicast"))
-    master, proxy = top.get("master", str), top.get("proxy", str)
-    for key, url in (("master", master), ("proxy", proxy)):
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
-    hip_proxy = _hip_proxy(top)
-    discovery = top.get("discovery", bool, True)
-    metadata = top.get("metadata", str)
+    return lookup
+
+
+def _http_url(top: _Section, key: str) -> str | None:
+    """The master's or the proxy's address, an http:// or https:// URL."""
+    url: str | None = top.get(key, str)
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise top.fail(key, f"must be an http:// or https:// URL, not {url[:100]!r}")
+    return url
+
+
+def _metadata(top: _Section) -> str | None:
+    metadata: str | None = top.get("metadata", str)
     if metadata is not None:
         try:
             parse_metadata_url(metadata, "the URL")
         except ConfigError as error:
             raise top.fail("metadata", str(error)) from None
-    replication = _replication(top.section("replication"))
-    consultation = _consultation(top.section("consultation"))
-    http = _http(top.section("http"))
+    return metadata
+
+
+def _nodes(top: _Section) -> tuple[NodeEntry, ...]:
+    """The storage nodes a static configuration lists, for lookup without multicast."""
     nodes = []
     for index, raw in enumerate(top.get("nodes", list, [])):
-        entry = _Section(raw, f"nodes[{index}]", source)
+        entry = _Section(raw, f"nodes[{index}]", top.source)
         nodes.append(
             NodeEntry(
                 id=entry.get("id", str, required=True),
@@ -265,23 +275,30 @@ def parse_config(data: object, source: str) -> ClusterConfig:
             )
         )
         entry.finish()
-    top.finish()
-    return ClusterConfig(
+    return tuple(nodes)
+
+
+def parse_config(data: object, source: str) -> ClusterConfig:
+    top = _Section(data, "", source)
+    name, secret = _cluster(top.section("cluster"))
+    config = ClusterConfig(
         name=name,
-        secret=secret.encode("utf-8"),
-        lookup=lookup,
-        multicast=multicast,
-        master=master,
-        proxy=proxy,
-        hip_proxy=hip_proxy,
-        nodes=tuple(nodes),
-        replication=replication,
-        consultation=consultation,
-        http=http,
-        discovery=discovery,
-        metadata=metadata,
+        secret=secret,
+        lookup=_lookup(top),
+        multicast=_multicast(top.section("multicast")),
+        master=_http_url(top, "master"),
+        proxy=_http_url(top, "proxy"),
+        hip_proxy=_hip_proxy(top),
+        discovery=top.get("discovery", bool, True),
+        metadata=_metadata(top),
+        replication=_replication(top.section("replication")),
+        consultation=_consultation(top.section("consultation")),
+        http=_http(top.section("http")),
+        nodes=_nodes(top),
         source=source,
     )
+    top.finish()
+    return config
 
 
 def load_config(path: Path) -> ClusterConfig:
