@@ -20,9 +20,8 @@ possessive or atomic, so a page is read in time linear in its length, holding on
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from html import unescape
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Kind = Literal["start", "end", "text", "comment", "doctype", "eof"]
 
@@ -55,9 +54,9 @@ _RAW_ENDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """A token and the span of text it came from; `name` is a tag's, in lower case."""
+class Token(NamedTuple):
+    """A token and the span of text it came from; `name` is a tag's, in lower case. A tuple: one
+    is made for every tag and text of a page's head, in half the time of a frozen dataclass."""
 
     kind: Kind
     start: int
