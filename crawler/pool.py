@@ -2,11 +2,14 @@
 
 Clones are forked after everything is imported, so the interpreter, the libraries and the parsers
 are shared copy-on-write: each clone's own memory is its event loop, its connections and the
-compact structures of the site it is crawling. Agents run on uvloop, as the servers do: a crawl is
-a stream of small exchanges, where the event loop's own cost per read and write shows.
+compact structures of the site it is crawling. numpy, which compares texts, is imported before
+forking only when some site is crawled in full: a quick re-crawl reads text only where a page
+changed, and its command starts sooner without it. Agents run on uvloop, as the servers do: a
+crawl is a stream of small exchanges, where the event loop's own cost per read and write shows.
 """
 
 import gc
+import importlib
 import logging
 import multiprocessing
 import os
@@ -233,6 +236,8 @@ def _crawl_forked(
     results: multiprocessing.Queue[dict[str, Any]] = context.Queue()
     for order in orders:
         sites.put(order)
+    if not all(order.get("quick") for order in orders):
+        importlib.import_module("archive.simhash")
     # Objects the clones inherit stay out of the collector's reach, so its passes do not write
     # to (and so copy) the pages the clones share with this process.
     gc.freeze()

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from .keywords import phrases_of
-from .language_guess import guess_language
 
 __all__ = ["told"]
 
@@ -19,6 +18,12 @@ def told(report: Mapping[str, Any]) -> dict[str, Any]:
         return dict(report)
     sample = text.get("sample")
     worked = {key: value for key, value in text.items() if key not in ("sample", "phrase_sample")}
-    worked["language"] = guess_language(sample) if isinstance(sample, str) else ""
+    worked["language"] = ""
+    if isinstance(sample, str):
+        # Here, not at the top: its filters and numpy are wanted once a report brings text,
+        # which a quick re-crawl of unchanged sites never does.
+        from .language_guess import guess_language
+
+        worked["language"] = guess_language(sample)
     worked["phrases"] = phrases_of(text.get("phrase_sample"))
     return {**report, "text": worked}

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 
 import xxhash
 
-from archive.simhash import distance, simhash
-
 from .delimitation import split_url
 
 DATE_MASK = "{date}"
@@ -138,6 +136,8 @@ class NearDuplicates:
             if len(self._spaces) >= self.limits.max_spaces:
                 return None
             shapes = self._spaces[key] = []
+        from archive.simhash import distance, simhash  # numpy: loaded by the first page's text
+
         signature = simhash(text)
         for shape in shapes:
             if distance(shape[0], signature) <= self.limits.max_distance:
