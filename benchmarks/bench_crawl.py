@@ -64,6 +64,7 @@ import argparse
 import json
 import math
 import os
+import select
 import signal
 import statistics
 import subprocess
@@ -334,11 +335,16 @@ def measured(
     memory: Memory | AgentMemory = (
         AgentMemory(process.pid) if browser else Memory(process.pid, full=processes)
     )
+    # The exit is waited for on a pidfd, which wakes at the exit rather than at the next
+    # sample: a run is timed to the exit, not to within SAMPLE_INTERVAL after it.
+    exited = os.pidfd_open(process.pid)
     try:
-        while process.poll() is None:
+        memory.sample()
+        while not select.select([exited], [], [], SAMPLE_INTERVAL)[0]:
             memory.sample()
-            time.sleep(SAMPLE_INTERVAL)
+        process.wait()
     finally:
+        os.close(exited)
         if process.poll() is None:
             for pid in children(process.pid):
                 os.kill(pid, signal.SIGTERM)
