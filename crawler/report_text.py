@@ -19,7 +19,7 @@ def told(report: Mapping[str, Any]) -> dict[str, Any]:
     sample = text.get("sample")
     worked = {key: value for key, value in text.items() if key not in ("sample", "phrase_sample")}
     worked["language"] = ""
-    if isinstance(sample, str):
+    if isinstance(sample, str) and sample:
         # Here, not at the top: its filters and numpy are wanted once a report brings text,
         # which a quick re-crawl of unchanged sites never does.
         from .language_guess import guess_language
