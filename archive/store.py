@@ -7,7 +7,6 @@ folder grows past a few thousand entries even with a billion files. Writes go to
 
 import contextlib
 import ctypes
-import ctypes.util
 import hashlib
 import os
 import secrets
@@ -30,8 +29,9 @@ def fsync_dir(path: Path) -> None:
 
 
 def _load_syncfs() -> "ctypes._NamedFuncPointer | None":
-    name = ctypes.util.find_library("c")
-    func = getattr(ctypes.CDLL(name, use_errno=True), "syncfs", None) if name else None
+    """libc's syncfs, found among the symbols the process has loaded (libc's among them):
+    `ctypes.util.find_library` would run ldconfig at every command's start to name the file."""
+    func = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
     if func is not None:
         func.argtypes = [ctypes.c_int]
     return func
