@@ -6,8 +6,10 @@ tests can import it and compare what the archive keeps with what was written.
 
 import gzip
 import io
+import math
 import subprocess
 import tempfile
+import time
 import uuid
 import zlib
 from collections.abc import Callable
@@ -86,8 +88,14 @@ def wget_crawl(site_base: str, directory: Path, name: str, dedup_cdx: Path | Non
     """Crawl the site with GNU wget into `directory/name.warc.gz` (and `name.cdx`).
 
     With `dedup_cdx`, wget writes a revisit instead of a response for a payload that CDX lists
-    under the same URL.
+    under the same URL. That crawl starts in a second after the one it is called in: WARC dates
+    are whole seconds, and a revisit dated the second of the response it refers to (the same
+    content, and the same header block, its Date header included) is that same capture, which an
+    import keeps once.
     """
+    if dedup_cdx is not None:
+        now = time.time()
+        time.sleep(math.floor(now) + 1 - now)
     prefix = directory / name
     with tempfile.TemporaryDirectory() as downloads:
         command = [
