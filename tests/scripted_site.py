@@ -32,6 +32,7 @@ import json
 import struct
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from string import Template
@@ -419,6 +420,15 @@ class Handled:
     ended: float
 
 
+def gaps_between(handled: Sequence[Handled]) -> list[float]:
+    """The pause, in seconds, before each request after the first, in the order they started:
+    from the latest end of a request started before it to its own start. A gap is negative when
+    a request started while another was being handled."""
+    ordered = sorted(handled, key=lambda h: h.started)
+    latest_ends = accumulate((h.ended for h in ordered), max)
+    return [h.started - end for h, end in zip(ordered[1:], latest_ends, strict=False)]
+
+
 def peer_of(request: web.Request) -> tuple[str, int]:
     """The address and port of the client that sent a request."""
     assert request.transport is not None, "a request being handled has its connection"
@@ -468,12 +478,8 @@ class ScriptedSite(WebServer):
         return self._most_in_flight
 
     def gaps(self) -> list[float]:
-        """The pause, in seconds, before each request handled after the first, in the order they
-        started: from the latest end of a request started before it to its own start. A gap is
-        negative when a request started while another was being handled."""
-        handled = sorted(self.handled, key=lambda h: h.started)
-        latest_ends = accumulate((h.ended for h in handled), max)
-        return [h.started - end for h, end in zip(handled[1:], latest_ends, strict=False)]
+        """The pause before each request the site handled after its first (`gaps_between`)."""
+        return gaps_between(self.handled)
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()

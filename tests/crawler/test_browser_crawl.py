@@ -30,6 +30,7 @@ from tests.scripted_site import (
     Handled,
     ScriptedSite,
     feed_load_paths,
+    gaps_between,
     post_body,
 )
 
@@ -130,9 +131,7 @@ def test_the_browser_s_requests_reach_the_site_one_at_a_time_with_the_temporisat
     for handled in archived.crawls:
         requests = sorted(handled, key=lambda request: request.started)
         owed, pauses = 0.0, 0
-        for before, request in pairwise(requests):
-            latest_end = max(h.ended for h in requests if h.started <= before.started)
-            gap = request.started - latest_end
+        for (before, request), gap in zip(pairwise(requests), gaps_between(requests), strict=True):
             # No request began while another was being answered.
             assert gap >= 0, (request, gap)
             # The delay owed for each request is paid as one pause, before the request that

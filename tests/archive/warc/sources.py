@@ -88,14 +88,16 @@ def wget_crawl(site_base: str, directory: Path, name: str, dedup_cdx: Path | Non
     """Crawl the site with GNU wget into `directory/name.warc.gz` (and `name.cdx`).
 
     With `dedup_cdx`, wget writes a revisit instead of a response for a payload that CDX lists
-    under the same URL. That crawl starts in a second after the one it is called in: WARC dates
-    are whole seconds, and a revisit dated the second of the response it refers to (the same
-    content, and the same header block, its Date header included) is that same capture, which an
-    import keeps once.
+    under the same URL. That crawl starts in a second after the one the CDX was written in: WARC
+    dates are whole seconds, and a revisit dated the second of the response it refers to (the
+    same content, and the same header block, its Date header included) is that same capture,
+    which an import keeps once.
     """
-    if dedup_cdx is not None:
-        now = time.time()
-        time.sleep(math.floor(now) + 1 - now)
+    if (
+        dedup_cdx is not None
+        and (left := math.floor(dedup_cdx.stat().st_mtime) + 1 - time.time()) > 0
+    ):
+        time.sleep(left)
     prefix = directory / name
     with tempfile.TemporaryDirectory() as downloads:
         command = [
